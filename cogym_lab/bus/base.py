@@ -1,0 +1,91 @@
+"""The bus: one small async interface that every node talks through.
+
+A bus moves JSON-compatible dicts along named channels. Nodes never know which transport
+carries them; the contract tests in ``tests/test_bus_contract.py`` run on every transport.
+
+Guarantees every transport gives:
+
+* messages published by one bus object to one channel arrive in publish order;
+* every subscription to a channel receives every message published after ``subscribe``
+  returned (fan-out); with ``from_beginning=True`` it also receives the channel's history;
+* ``publish`` returns once the message is accepted by the transport, and never drops it silently.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+Message = dict[str, Any]
+ReconnectHandler = Callable[[], Any]
+
+
+class BusError(RuntimeError):
+    """The transport failed in a way the bus could not recover from."""
+
+
+class Subscription(abc.ABC):
+    """A stream of messages from one channel, in order."""
+
+    channel: str
+
+    @abc.abstractmethod
+    async def get(self, timeout: float | None = None) -> Message | None:
+        """Return the next message, or ``None`` if ``timeout`` seconds pass first."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Stop receiving. Pending messages are discarded."""
+
+    def __aiter__(self) -> AsyncIterator[Message]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Message]:
+        while True:
+            message = await self.get()
+            if message is None:  # only on close
+                return
+            yield message
+
+
+class Bus(abc.ABC):
+    """A message bus shared by the nodes of one or more sessions."""
+
+    def __init__(self) -> None:
+        self._reconnect_handlers: list[ReconnectHandler] = []
+
+    async def connect(self) -> None:  # noqa: B027 - optional hook
+        """Open connections. Called once before use; idempotent."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections and end all subscriptions."""
+
+    @abc.abstractmethod
+    async def publish(self, channel: str, message: Message) -> None:
+        """Deliver ``message`` to every current subscriber of ``channel``."""
+
+    @abc.abstractmethod
+    async def subscribe(self, channel: str, *, from_beginning: bool = False) -> Subscription:
+        """Start receiving ``channel``. Messages published after this returns are never missed."""
+
+    def on_reconnect(self, handler: ReconnectHandler) -> None:
+        """Call ``handler`` after the transport lost and regained its server.
+
+        Nodes use it to resync: a member asks the env for the current state.
+        The handler may be a coroutine function.
+        """
+        self._reconnect_handlers.append(handler)
+
+    async def _fire_reconnect(self) -> None:
+        for handler in list(self._reconnect_handlers):
+            result = handler()
+            if hasattr(result, "__await__"):
+                await result
+
+    async def __aenter__(self) -> Bus:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

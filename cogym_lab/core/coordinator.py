@@ -1,0 +1,408 @@
+"""The notification protocol (Co-Gym Listing 1) as a pure, deterministic state machine.
+
+``Coordinator`` holds the env and everything the team shares besides it: the chat, pending
+confirmations, paused agents, step counts. It turns each step into a logged :class:`Event` plus the
+notifications that event owes, and does no I/O, keeps no clock of its own and makes no random
+choice, so the same events fed to a fresh coordinator rebuild the same states (that is replay).
+``EnvNode`` adds the bus and the inactivity timer around it.
+
+The rules:
+
+* a private change notifies the actor only; a shared change notifies every member;
+* a message notifies its recipients; a wait is logged and notifies nobody;
+* a tick (inactivity past the threshold) notifies everyone;
+* an error notifies the actor only and changes nothing;
+* a paused agent receives nothing and may not act;
+* the session ends on FINISH, when the task says it is done, when a member reaches its step
+  limit, after ``max_idle_ticks`` ticks in a row, or after ``max_events`` events.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cogym_lab.core import collaboration as acts
+from cogym_lab.core.actions import Action, ActionError, ActionSpec
+from cogym_lab.core.env import CoEnv, StepResult
+from cogym_lab.core.grammar import RawAction, format_action, parse_action
+from cogym_lab.core.messages import (
+    ChatMessage, Confirmation, Event, EventType, Member, Notification, SessionContext,
+)
+
+DEFAULT_AGENT_STEP_LIMIT = 30
+
+
+def default_step_limits(team: Iterable[Member], agent_limit: int = DEFAULT_AGENT_STEP_LIMIT
+                        ) -> dict[str, int]:
+    """Agents get ``agent_limit`` task actions each; the human side is not limited."""
+    return {member.role: agent_limit for member in team if member.kind == "agent"}
+
+
+@dataclass
+class Transition:
+    """What one input produced: the events to log and the notifications to send."""
+
+    events: list[Event] = field(default_factory=list)
+    notifications: list[Notification] = field(default_factory=list)
+
+    def extend(self, other: Transition) -> Transition:
+        self.events += other.events
+        self.notifications += other.notifications
+        return self
+
+
+class Coordinator:
+    """Applies steps to a team's shared state and decides who is notified of what."""
+
+    def __init__(
+        self,
+        env: CoEnv,
+        team: Sequence[Member],
+        *,
+        session_id: str,
+        task: str | None = None,
+        step_limits: Mapping[str, int] | None = None,
+        max_idle_ticks: int = 3,
+        max_events: int = 2000,
+    ) -> None:
+        roles = [member.role for member in team]
+        if not roles or len(set(roles)) != len(roles):
+            raise ValueError(f"A team needs at least one member and unique roles, got {roles}")
+        self.env = env
+        self.session_id = session_id
+        self.task = task or env.name
+        self.team = list(team)
+        self.members = {member.role: member for member in team}
+        self.step_limits = dict(default_step_limits(team) if step_limits is None else step_limits)
+        self.max_idle_ticks = max_idle_ticks
+        self.max_events = max_events
+
+        self.seq = 0
+        self.started_at = 0.0
+        self.chat: list[ChatMessage] = []
+        self.pending: dict[str, Confirmation] = {}
+        self.paused: set[str] = set()
+        self.step_counts = {role: 0 for role in roles}
+        self.idle_ticks = 0
+        self.done = False
+        self.end_reason: str | None = None
+        self._confirmations_made = 0
+        self._last_seq: dict[str, int] = {}
+        self._request: tuple[str, str | None] | None = None  # (role, request id) being handled
+        self._task_specs = {spec.name: spec for spec in env.action_specs()}
+        clash = set(self._task_specs) & {spec.name for spec in acts.ALL_ACTS}
+        if clash:
+            raise ValueError(f"Task actions may not reuse collaboration act names: {clash}")
+        # Every act parses for everyone, so that a forbidden one gets a precise error.
+        self._all_specs = {**self._task_specs, **{spec.name: spec for spec in acts.ALL_ACTS}}
+
+    # -- inputs ------------------------------------------------------------------------------
+
+    def start(self, now: float, *, seed: int | None = None) -> Transition:
+        """Reset the env and tell every member the session has begun."""
+        self.env.reset(seed=seed)
+        self.started_at = now
+        return self._emit(now, EventType.START, None, self.team_roles(), info={"seed": seed})
+
+    def handle(self, role: str, raw: RawAction, now: float,
+               request_id: str | None = None) -> Transition:
+        """Apply one step from ``role``. Bad input becomes an error event; nothing raises."""
+        self._request = (role, request_id)
+        try:
+            return self._handle(role, raw, now)
+        finally:
+            self._request = None
+
+    def _handle(self, role: str, raw: RawAction, now: float) -> Transition:
+        if self.done:
+            return Transition()
+        member = self.members.get(role)
+        if member is None:
+            return self._error(now, role, raw, f"Unknown role {role!r}; the team is "
+                                               f"{', '.join(self.members)}.", notify=False)
+        if role in self.paused:
+            return self._error(now, role, raw, "You are paused and may not act until resumed.",
+                               notify=False)
+        try:
+            parsed, spec = parse_action(raw, self._all_specs)
+            handler = _COLLABORATION_HANDLERS.get(parsed.name)
+            if handler is not None:
+                return handler(self, member, parsed, now)
+            return self._task_action(member, parsed, spec, now)
+        except ActionError as error:
+            return self._error(now, role, raw, str(error))
+
+    def tick(self, now: float) -> Transition:
+        """Inactivity passed the threshold: notify everyone, or end after enough in a row."""
+        if self.done:
+            return Transition()
+        if self.idle_ticks >= self.max_idle_ticks:
+            return self.end(now, "idle", idle_ticks=self.idle_ticks)
+        self.idle_ticks += 1
+        return self._emit(now, EventType.TICK, None, self.team_roles(),
+                          info={"idle_ticks": self.idle_ticks})
+
+    def end(self, now: float, reason: str, **info: Any) -> Transition:
+        """End the session; every member, paused or not, gets a final notification."""
+        if self.done:
+            return Transition()
+        self.done, self.end_reason = True, reason
+        return self._emit(now, EventType.END, None, self.team_roles(), skip_paused=False,
+                          info={"reason": reason, **info})
+
+    def sync(self, role: str, now: float) -> Notification:
+        """The current state for ``role``, for a member that (re)joins. Not an event."""
+        event = Event(seq=self.seq, time=now, type=EventType.SYNC, recipients=[role])
+        return self._notification(role, event, now, with_context=True)
+
+    def replay(self, event: Event) -> Transition:
+        """Re-apply a logged event to a fresh coordinator."""
+        if event.type is EventType.START:
+            return self.start(event.time, seed=event.info.get("seed"))
+        if event.type is EventType.TICK:
+            return self.tick(event.time)
+        if event.type is EventType.END:
+            return self.end(event.time, event.info.get("reason", "ended"))
+        if event.actor is None or event.action is None:
+            raise ValueError(f"Event {event.seq} ({event.type}) has no actor or action to replay")
+        return self.handle(event.actor, event.action, event.time)
+
+    # -- views -------------------------------------------------------------------------------
+
+    def team_roles(self) -> list[str]:
+        return [member.role for member in self.team]
+
+    def context(self, role: str) -> SessionContext:
+        member = self.members[role]
+        return SessionContext(
+            session_id=self.session_id, task=self.task, task_description=self.env.task_description,
+            role=role, kind=member.kind, team=self.team, action_specs=self.env.action_specs(),
+            collaboration_specs=acts.collaboration_specs(member.kind),
+            step_limit=self.step_limits.get(role),
+        )
+
+    def visible_chat(self, role: str) -> list[ChatMessage]:
+        return [message for message in self.chat if message.visible_to(role)]
+
+    def snapshot(self) -> dict[str, Any]:
+        """The whole shared state as plain data, for replay checks and results."""
+        return {
+            "seq": self.seq,
+            "views": {role: self.env.view(role).model_dump(mode="json") for role in self.members},
+            "chat": [message.model_dump(mode="json") for message in self.chat],
+            "pending_confirmations": [c.model_dump(mode="json") for c in self.pending.values()],
+            "paused": sorted(self.paused),
+            "step_counts": dict(self.step_counts),
+            "done": self.done,
+            "end_reason": self.end_reason,
+            "outcome": self.env.outcome(),
+        }
+
+    # -- the acts ----------------------------------------------------------------------------
+
+    def _apply(self, role: str, action: Action) -> StepResult:
+        """Run a task action on the env; a success counts as one of ``role``'s steps."""
+        try:
+            result = self.env.step(role, action)
+        except Exception as error:  # a bug in a task must not take the session down
+            return StepResult(observation=self.env.view(role), private=True, info={
+                "error": f"The task failed on this action: {type(error).__name__}: {error}"})
+        if not result.error:
+            self.step_counts[role] += 1
+            self.idle_ticks = 0
+        return result
+
+    def _after_task_action(self, role: str, result: StepResult, transition: Transition,
+                           now: float) -> Transition:
+        if result.done:
+            return transition.extend(self.end(now, "task_done"))
+        return self._check_limit(role, transition, now)
+
+    def _check_limit(self, role: str, transition: Transition, now: float) -> Transition:
+        limit = self.step_limits.get(role)
+        if limit is not None and self.step_counts.get(role, 0) >= limit and not self.done:
+            transition.extend(self.end(now, "step_limit", role=role))
+        return transition
+
+    def _task_action(self, member: Member, action: Action, spec: ActionSpec,
+                     now: float) -> Transition:
+        result = self._apply(member.role, action)
+        if result.error:
+            return self._error(now, member.role, format_action(action, spec), result.error)
+        transition = self._emit(
+            now, EventType.ACTION, member.role,
+            [member.role] if result.private else self.team_roles(),
+            action=result.info["action"], private=result.private, reward=result.reward,
+            info={k: v for k, v in result.info.items() if k != "action"},
+        )
+        return self._after_task_action(member.role, result, transition, now)
+
+    def _message(self, member: Member, action: Action, now: float) -> Transition:
+        to = action.args["to"] or None
+        if to is not None and (to not in self.members or to == member.role):
+            others = [role for role in self.members if role != member.role]
+            raise ActionError(f"Cannot message {to!r}; teammates are {', '.join(others)}.")
+        self.idle_ticks = 0
+        # The message takes the seq that _emit is about to give its event.
+        message = ChatMessage(seq=self.seq + 1, time=now, sender=member.role,
+                              text=action.args["message"], to=to)
+        self.chat.append(message)
+        recipients = [to] if to else [r for r in self.team_roles() if r != member.role]
+        return self._emit(now, EventType.MESSAGE, member.role, recipients,
+                          action=format_action(action, acts.SEND_TEAMMATE_MESSAGE))
+
+    def _wait(self, member: Member, action: Action, now: float) -> Transition:
+        return self._emit(now, EventType.WAIT, member.role, [], action=format_action(action))
+
+    def _finish(self, member: Member, action: Action, now: float) -> Transition:
+        transition = self._emit(now, EventType.FINISH, member.role, [],
+                                action=format_action(action))
+        return transition.extend(self.end(now, "finished", by=member.role))
+
+    def _request_confirm(self, member: Member, action: Action, now: float) -> Transition:
+        try:
+            pending = self.env.canonical(action.args["pending_action"])
+        except ActionError as error:
+            raise ActionError(f"REQUEST_TEAMMATE_CONFIRM needs a task action: {error}") from None
+        self.idle_ticks = 0
+        self._confirmations_made += 1
+        request_id = f"c{self._confirmations_made}"
+        self.pending[request_id] = Confirmation(
+            request_id=request_id, requester=member.role, seq=self.seq + 1, time=now,
+            pending_action=format_action(pending, self._task_specs[pending.name]),
+        )
+        return self._emit(now, EventType.CONFIRM_REQUEST, member.role, self.team_roles(),
+                          action=format_action(action, acts.REQUEST_TEAMMATE_CONFIRM),
+                          info={"request_id": request_id})
+
+    def _resolve(self, member: Member, action: Action) -> Confirmation:
+        request = self.pending.get(action.args["request_id"])
+        if request is None:
+            open_ids = ", ".join(self.pending) or "none"
+            raise ActionError(f"No pending request {action.args['request_id']!r}; "
+                              f"open requests: {open_ids}.")
+        if request.requester == member.role:
+            raise ActionError("You cannot answer your own confirmation request.")
+        return self.pending.pop(request.request_id)
+
+    def _accept(self, member: Member, action: Action, now: float) -> Transition:
+        request = self._resolve(member, action)
+        pending, _ = parse_action(request.pending_action, self._task_specs)
+        result = self._apply(request.requester, pending)
+        # Logged as the ACCEPT act by the acceptor, so that replay re-does the acceptance.
+        accept = format_action(action, acts.ACCEPT_CONFIRMATION)
+        info = {"request_id": request.request_id, "requester": request.requester,
+                "pending_action": request.pending_action}
+        if result.error:
+            return self._error(now, member.role, accept, result.error, also=[request.requester],
+                               info=info)
+        recipients = [request.requester, member.role] if result.private else self.team_roles()
+        transition = self._emit(now, EventType.CONFIRM_ACCEPT, member.role, recipients,
+                                action=accept, private=result.private, reward=result.reward,
+                                info=info)
+        return self._after_task_action(request.requester, result, transition, now)
+
+    def _reject(self, member: Member, action: Action, now: float) -> Transition:
+        request = self._resolve(member, action)
+        self.idle_ticks = 0
+        return self._emit(now, EventType.CONFIRM_REJECT, member.role,
+                          [request.requester, member.role],
+                          action=format_action(action, acts.REJECT_CONFIRMATION),
+                          info={"request_id": request.request_id, "requester": request.requester,
+                                "pending_action": request.pending_action})
+
+    def _pause_or_resume(self, member: Member, action: Action, now: float) -> Transition:
+        pausing = action.name == acts.PAUSE_AGENT.name
+        if not member.is_human:
+            raise ActionError(f"{action.name} is for the human side of the team.")
+        agents = [m.role for m in self.team if m.kind == "agent"]
+        target = action.args["agent"]
+        if target is not None and target not in agents:
+            raise ActionError(f"{target!r} is not an agent; agents are {', '.join(agents)}.")
+        targets = [target] if target else agents
+        self.idle_ticks = 0
+        if pausing:
+            self.paused.update(targets)
+        else:
+            self.paused.difference_update(targets)
+        return self._emit(now, EventType.PAUSE if pausing else EventType.RESUME, member.role,
+                          self.team_roles(), action=format_action(action),
+                          info={"agents": targets})
+
+    # -- events and notifications ------------------------------------------------------------
+
+    def _error(self, now: float, role: str, raw: RawAction, message: str, *, notify: bool = True,
+               also: Sequence[str] = (), info: dict[str, Any] | None = None) -> Transition:
+        if notify and role in self.step_counts:
+            # Refused attempts count as steps, so an LM stuck on bad output still meets its limit.
+            self.step_counts[role] += 1
+        transition = self._emit(now, EventType.ERROR, role, ([role] if notify else []) + list(also),
+                                action=_as_text(raw), status="error", error=message, private=True,
+                                info=info or {})
+        return self._check_limit(role, transition, now)
+
+    def _emit(self, now: float, type_: EventType, actor: str | None, recipients: Sequence[str],
+              *, skip_paused: bool = True, **fields: Any) -> Transition:
+        self.seq += 1
+        delivered = [r for r in dict.fromkeys(recipients)
+                     if r in self.members and not (skip_paused and r in self.paused)]
+        request_id = self._request[1] if self._request and actor == self._request[0] else None
+        event = Event(seq=self.seq, time=now, type=type_, actor=actor, recipients=delivered,
+                      request_id=request_id, **fields)
+        with_context = type_ in (EventType.START, EventType.RESUME)
+        transition = Transition(
+            events=[event],
+            notifications=[self._notification(r, event, now, with_context) for r in delivered],
+        )
+        if self.seq >= self.max_events and type_ is not EventType.END and not self.done:
+            transition.extend(self.end(now, "event_limit"))
+        return transition
+
+    def _notification(self, role: str, event: Event, now: float,
+                      with_context: bool = False) -> Notification:
+        prev_seq = self._last_seq.get(role)
+        self._last_seq[role] = event.seq
+        chat = self.visible_chat(role)
+        return Notification(
+            session_id=self.session_id,
+            seq=event.seq,
+            prev_seq=prev_seq,
+            recipient=role,
+            event=event,
+            view=self.env.view(role),
+            chat=chat,
+            new_messages=[m for m in chat if m.seq > (prev_seq or 0) and m.sender != role],
+            pending_confirmations=list(self.pending.values()),
+            step_counts=dict(self.step_counts),
+            step_limits=dict(self.step_limits),
+            paused=sorted(self.paused),
+            started_at=self.started_at,
+            time=now,
+            done=self.done,
+            end_reason=self.end_reason,
+            context=self.context(role) if with_context or prev_seq is None else None,
+        )
+
+
+def _as_text(raw: RawAction) -> str:
+    """How a refused action is logged: strings as sent, structured actions as JSON."""
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, Action):
+        return format_action(raw)
+    return json.dumps(raw, ensure_ascii=False, default=str)
+
+
+_COLLABORATION_HANDLERS = {
+    acts.SEND_TEAMMATE_MESSAGE.name: Coordinator._message,
+    acts.WAIT_TEAMMATE_CONTINUE.name: Coordinator._wait,
+    acts.FINISH.name: Coordinator._finish,
+    acts.REQUEST_TEAMMATE_CONFIRM.name: Coordinator._request_confirm,
+    acts.ACCEPT_CONFIRMATION.name: Coordinator._accept,
+    acts.REJECT_CONFIRMATION.name: Coordinator._reject,
+    acts.PAUSE_AGENT.name: Coordinator._pause_or_resume,
+    acts.RESUME_AGENT.name: Coordinator._pause_or_resume,
+}

@@ -1,0 +1,195 @@
+"""CoEnv: a task environment that several roles act on at once.
+
+Like Gymnasium's ``Env``, a CoEnv is pure Python with no I/O to the bus. Unlike it, ``step`` takes
+the acting ``role`` and reports whether the change was ``private`` to that role, which is what the
+notification protocol needs. Task actions are methods marked with :func:`action`::
+
+    class Board(CoEnv):
+        name = "board"
+
+        @action("Write a note on the shared board.", text="What to write")
+        def write(self, role: str, text: str) -> None:
+            self.notes.append(text)
+
+A handler raises :class:`ActionError` *before* changing anything when the action cannot be taken,
+so an invalid action always leaves the state unchanged.
+"""
+
+from __future__ import annotations
+
+import abc
+import inspect
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from cogym_lab.core.actions import Action, ActionError, ActionSpec, ParamSpec
+from cogym_lab.core.grammar import RawAction, format_action, parse_action
+from cogym_lab.core.observation import Component, Observation
+
+_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array",
+               dict: "object"}
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What ``CoEnv.step`` returns: the actor's new view and what the change means."""
+
+    observation: Observation
+    reward: float = 0.0
+    done: bool = False
+    private: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def error(self) -> str | None:
+        """The error message when the action was refused; the state is then unchanged."""
+        return self.info.get("error")
+
+
+@dataclass(frozen=True)
+class ActionOutcome:
+    """Optional return value of an action handler."""
+
+    reward: float = 0.0
+    done: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def action(description: str, *, private: bool = False, name: str | None = None,
+           **param_descriptions: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark a method ``(self, role, **params)`` as a task action.
+
+    The action's name is the method name in upper case; param types come from the annotations and
+    params with defaults are optional. ``private=True`` means the action changes only the actor's
+    private components, so only the actor is notified.
+    """
+
+    def mark(method: Callable[..., Any]) -> Callable[..., Any]:
+        method.__cogym_action__ = (name or method.__name__.upper(), description, private,
+                                   param_descriptions)
+        return method
+
+    return mark
+
+
+def _spec_from_method(method: Callable[..., Any]) -> ActionSpec:
+    name, description, private, param_descriptions = method.__cogym_action__
+    hints = typing.get_type_hints(method)
+    params = []
+    for parameter in list(inspect.signature(method).parameters.values())[2:]:  # self, role
+        hint = typing.get_origin(hints.get(parameter.name)) or hints.get(parameter.name)
+        optional = parameter.default is not inspect.Parameter.empty
+        params.append(ParamSpec(
+            name=parameter.name,
+            type=_JSON_TYPES.get(hint, "any"),
+            description=param_descriptions.get(parameter.name, ""),
+            required=not optional,
+            default=parameter.default if optional else None,
+        ))
+    return ActionSpec(name=name, description=description, params=tuple(params), private=private)
+
+
+class CoEnv(abc.ABC):
+    """Base class of every task environment.
+
+    Subclasses set :attr:`name`, implement :meth:`_reset`, :meth:`public_components` and
+    :attr:`task_description`, mark their actions with :func:`action`, and may override
+    :meth:`private_components`, :meth:`outcome` and :meth:`evaluate`.
+    """
+
+    name: ClassVar[str] = "env"
+    _handlers: ClassVar[dict[str, tuple[ActionSpec, str]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        handlers = dict(getattr(cls, "_handlers", {}))
+        for attribute, member in vars(cls).items():
+            if hasattr(member, "__cogym_action__"):
+                spec = _spec_from_method(member)
+                handlers[spec.name] = (spec, attribute)
+        cls._handlers = handlers
+
+    def __init__(self, *, roles: Sequence[str] | None = None) -> None:
+        #: Roles allowed to act; ``None`` admits any role the session brings.
+        self.roles: tuple[str, ...] | None = tuple(roles) if roles is not None else None
+        self._is_reset = False
+
+    # -- what subclasses provide -------------------------------------------------------------
+
+    @property
+    @abc.abstractmethod
+    def task_description(self) -> str:
+        """The instruction every member starts from."""
+
+    @abc.abstractmethod
+    def _reset(self, seed: int | None) -> None:
+        """Put the workspace in its initial state."""
+
+    @abc.abstractmethod
+    def public_components(self) -> list[Component]:
+        """Components every member sees."""
+
+    def private_components(self, role: str) -> list[Component]:
+        """Components only ``role`` sees (its search window, say)."""
+        return []
+
+    def outcome(self) -> Any:
+        """The deliverable as it stands. Empty or ``None`` means nothing was delivered."""
+        return None
+
+    def evaluate(self) -> dict[str, float]:
+        """Task scores for the current outcome, each in [0, 1]. Empty if the task has no grader."""
+        return {}
+
+    def env_args(self) -> dict[str, Any]:
+        """Keyword arguments that rebuild this env from its registry name (for replay)."""
+        return {}
+
+    # -- the API -----------------------------------------------------------------------------
+
+    def action_specs(self) -> list[ActionSpec]:
+        """The task actions, in definition order."""
+        return [spec for spec, _ in self._handlers.values()]
+
+    def reset(self, *, seed: int | None = None) -> None:
+        """Start the task afresh."""
+        self._reset(seed)
+        self._is_reset = True
+
+    def view(self, role: str) -> Observation:
+        """What ``role`` sees now: public components first, then its private ones."""
+        private = [c.model_copy(update={"private": True}) for c in self.private_components(role)]
+        return Observation(components=(*self.public_components(), *private))
+
+    def step(self, role: str, raw_action: RawAction) -> StepResult:
+        """Apply ``raw_action`` for ``role``.
+
+        Never raises for bad input: an unknown action, a missing or mistyped param, a bad role or
+        a refused action returns a result whose ``info["error"]`` names the expected form, and
+        the state is unchanged.
+        """
+        try:
+            if not self._is_reset:
+                raise ActionError("The environment has not been reset; call reset() first.")
+            if self.roles is not None and role not in self.roles:
+                raise ActionError(f"Unknown role {role!r}; this task's roles are "
+                                  f"{', '.join(self.roles)}.")
+            parsed, spec = parse_action(raw_action, {s.name: s for s, _ in self._handlers.values()})
+            outcome = getattr(self, self._handlers[parsed.name][1])(role, **parsed.args)
+        except ActionError as error:
+            return StepResult(observation=self.view(role), private=True, info={"error": str(error)})
+        outcome = outcome or ActionOutcome()
+        return StepResult(
+            observation=self.view(role),
+            reward=outcome.reward,
+            done=outcome.done,
+            private=spec.private,
+            info={"action": format_action(parsed, spec), **outcome.info},
+        )
+
+    def canonical(self, raw_action: RawAction) -> Action:
+        """Parse and check ``raw_action`` without applying it. Raises :class:`ActionError`."""
+        parsed, _ = parse_action(raw_action, {s.name: s for s, _ in self._handlers.values()})
+        return parsed

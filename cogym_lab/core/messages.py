@@ -1,0 +1,142 @@
+"""Wire formats: what travels on the bus and what the event log holds."""
+
+from __future__ import annotations
+
+import uuid
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cogym_lab.core.actions import ActionSpec
+from cogym_lab.core.observation import Observation
+
+MemberKind = Literal["agent", "user", "person"]
+
+
+class Member(BaseModel):
+    """A team member: an LM agent, a simulated user, or a real person."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    kind: MemberKind = "agent"
+
+    @property
+    def is_human(self) -> bool:
+        """People and simulated users play the human side of the team."""
+        return self.kind != "agent"
+
+
+class EventType(StrEnum):
+    START = "start"
+    ACTION = "action"  # a task action that succeeded
+    MESSAGE = "message"
+    WAIT = "wait"
+    ERROR = "error"  # refused: bad syntax, unknown action, bad role, not allowed now
+    CONFIRM_REQUEST = "confirm_request"
+    CONFIRM_ACCEPT = "confirm_accept"
+    CONFIRM_REJECT = "confirm_reject"
+    PAUSE = "pause"
+    RESUME = "resume"
+    FINISH = "finish"
+    TICK = "tick"  # inactivity past the threshold
+    END = "end"
+    SYNC = "sync"  # a member asked for the current state; never logged
+
+
+class Event(BaseModel):
+    """One line of ``events.jsonl``. Small on purpose: never a copy of the chat or the views."""
+
+    seq: int
+    time: float
+    type: EventType
+    actor: str | None = None
+    action: str | None = None  # canonical form when it parsed; the raw text otherwise
+    status: Literal["ok", "error"] = "ok"
+    error: str | None = None
+    private: bool = False
+    recipients: list[str] = Field(default_factory=list)
+    reward: float | None = None
+    info: dict[str, Any] = Field(default_factory=dict)
+    request_id: str | None = None  # the StepRequest that caused it, so its sender sees the ack
+
+
+class ChatMessage(BaseModel):
+    seq: int  # the event that sent it
+    time: float
+    sender: str
+    text: str
+    to: str | None = None  # None: everyone
+
+    def visible_to(self, role: str) -> bool:
+        return self.to is None or role in (self.to, self.sender)
+
+
+class Confirmation(BaseModel):
+    """An action waiting for a teammate's approval."""
+
+    request_id: str
+    requester: str
+    pending_action: str  # canonical
+    seq: int
+    time: float
+
+
+class SessionContext(BaseModel):
+    """What a member needs to start: the task and the actions it may take."""
+
+    session_id: str
+    task: str
+    task_description: str
+    role: str
+    kind: MemberKind
+    team: list[Member]
+    action_specs: list[ActionSpec]  # the task's actions
+    collaboration_specs: list[ActionSpec]  # the collaboration acts open to this member
+    step_limit: int | None = None
+
+
+class Notification(BaseModel):
+    """What a member receives on ``{session}/{role}/obs``: the event and its full current view.
+
+    ``seq`` is the session-wide event number; ``prev_seq`` is the ``seq`` of the previous
+    notification sent to this recipient, so a member that sees ``prev_seq`` differ from the last
+    ``seq`` it received knows it missed one and can ask for a sync.
+    """
+
+    session_id: str
+    seq: int
+    prev_seq: int | None
+    recipient: str
+    event: Event
+    view: Observation
+    chat: list[ChatMessage]
+    new_messages: list[ChatMessage]  # messages to this recipient since its previous notification
+    pending_confirmations: list[Confirmation]
+    step_counts: dict[str, int]
+    step_limits: dict[str, int]
+    paused: list[str]
+    started_at: float
+    time: float
+    done: bool = False
+    end_reason: str | None = None
+    context: SessionContext | None = None  # on start, sync and resume
+    merged_events: list[Event] = Field(default_factory=list)  # filled by AgentNode when merging
+
+
+class StepRequest(BaseModel):
+    """What a member sends on ``{session}/step``."""
+
+    role: str
+    kind: Literal["action", "join", "sync"] = "action"
+    action: str | dict[str, Any] | None = None
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)  # lets the env drop duplicates
+
+
+def step_channel(session_id: str) -> str:
+    return f"{session_id}/step"
+
+
+def obs_channel(session_id: str, role: str) -> str:
+    return f"{session_id}/{role}/obs"

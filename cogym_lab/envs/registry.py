@@ -1,0 +1,50 @@
+"""Find task environments by name: built-ins plus any package's ``cogym_lab.envs`` entry points."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any
+
+from cogym_lab.core import CoEnv
+
+EnvFactory = Callable[..., CoEnv]
+
+_BUILTIN = {"todo": "cogym_lab.envs.todo:TodoEnv"}
+_registered: dict[str, EnvFactory] = {}
+
+
+def register_env(name: str, factory: EnvFactory) -> None:
+    """Make ``make_env(name, ...)`` call ``factory``. Later registrations win."""
+    _registered[name] = factory
+
+
+def available_envs() -> list[str]:
+    names = set(_BUILTIN) | set(_registered)
+    names |= {ep.name for ep in entry_points(group="cogym_lab.envs")}
+    return sorted(names)
+
+
+def make_env(name: str, **env_args: Any) -> CoEnv:
+    """Build the env registered as ``name`` with ``env_args``."""
+    return _resolve(name)(**env_args)
+
+
+def _resolve(name: str) -> EnvFactory:
+    if name in _registered:
+        return _registered[name]
+    for ep in entry_points(group="cogym_lab.envs"):
+        if ep.name == name:
+            return ep.load()
+    if name in _BUILTIN:
+        return load_object(_BUILTIN[name])
+    raise KeyError(f"Unknown task {name!r}. Available: {', '.join(available_envs())}.")
+
+
+def load_object(path: str) -> Any:
+    """Import ``package.module:attribute``."""
+    module, _, attribute = path.partition(":")
+    if not attribute:
+        raise ValueError(f"Expected 'package.module:attribute', got {path!r}")
+    return getattr(importlib.import_module(module), attribute)

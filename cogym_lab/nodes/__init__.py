@@ -1,0 +1,13 @@
+"""Nodes that put envs and teammates on a bus, the session runner, and replay."""
+
+from cogym_lab.nodes.env_node import EnvNode
+from cogym_lab.nodes.member_node import (
+    AgentNode, MemberNode, Teammate, UserNode, merge_notifications,
+)
+from cogym_lab.nodes.replay import Replay, ReplayFrame, ReplayMismatch, replay
+from cogym_lab.nodes.session import Session, SessionConfig, SessionResult
+
+__all__ = [
+    "AgentNode", "EnvNode", "MemberNode", "Replay", "ReplayFrame", "ReplayMismatch", "Session",
+    "SessionConfig", "SessionResult", "Teammate", "UserNode", "merge_notifications", "replay",
+]

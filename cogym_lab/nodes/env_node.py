@@ -1,0 +1,141 @@
+"""EnvNode: listens on ``{session}/step``, runs the coordinator, publishes to ``{session}/{role}/obs``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from pydantic import ValidationError
+
+from cogym_lab.bus import Bus
+from cogym_lab.core import Coordinator, Event, StepRequest, Transition, obs_channel, step_channel
+
+log = logging.getLogger(__name__)
+EventObserver = Callable[[Event], Any]
+
+
+class EnvNode:
+    """Hosts one session's env on a bus.
+
+    It waits (up to ``join_timeout``) until every member has joined, starts the session, then
+    applies each step in arrival order. When nothing arrives for ``idle_seconds`` it fires a tick.
+    Every event goes to the ``observers`` (the results writer, a transcript printer) after its
+    notifications are published.
+    """
+
+    def __init__(self, bus: Bus, coordinator: Coordinator, *, idle_seconds: float = 60.0,
+                 join_timeout: float = 30.0, seed: int | None = None,
+                 observers: Iterable[EventObserver] = ()) -> None:
+        self.bus = bus
+        self.coordinator = coordinator
+        self.idle_seconds = idle_seconds
+        self.join_timeout = join_timeout
+        self.seed = seed
+        self.observers = list(observers)
+        self.joined: set[str] = set()
+        self.started = asyncio.Event()
+        self._seen_ids: deque[str] = deque(maxlen=4096)
+        self._stop_reason: str | None = None
+        self._subscription = None
+
+    @property
+    def session_id(self) -> str:
+        return self.coordinator.session_id
+
+    async def run(self) -> None:
+        """Run the session to its end."""
+        self._subscription = subscription = await self.bus.subscribe(
+            step_channel(self.session_id), from_beginning=True)
+        early: list[StepRequest] = []
+        try:
+            deadline = time.monotonic() + self.join_timeout
+            while not self._stop_reason and set(self.coordinator.members) - self.joined:
+                message = await subscription.get(max(0.0, deadline - time.monotonic()))
+                if message is None:
+                    break
+                request = self._accept(message)
+                if request and request.kind == "join":
+                    self.joined.add(request.role)
+                elif request:
+                    early.append(request)
+            missing = sorted(set(self.coordinator.members) - self.joined)
+            if missing and not self._stop_reason:
+                log.warning("session %s starts without %s", self.session_id, ", ".join(missing))
+            await self._deliver(self.coordinator.start(time.time(), seed=self.seed))
+            self.started.set()
+            for request in early:
+                await self._on_request(request)
+            await self._loop(subscription)
+        finally:
+            await subscription.close()
+
+    async def stop(self, reason: str = "stopped") -> None:
+        """End the session from outside (a timeout, a server shutting down)."""
+        self._stop_reason = reason
+        if self._subscription is not None:
+            await self._subscription.close()  # wakes the loop
+        if not self.started.is_set():
+            return
+        await self._deliver(self.coordinator.end(time.time(), reason))
+
+    async def _loop(self, subscription: Any) -> None:
+        last_activity = time.monotonic()
+        while not self.coordinator.done and not self._stop_reason:
+            timeout = max(0.0, last_activity + self.idle_seconds - time.monotonic())
+            message = await subscription.get(timeout)
+            if self._stop_reason:
+                return
+            if message is None:
+                await self._deliver(self.coordinator.tick(time.time()))
+                last_activity = time.monotonic()
+                continue
+            request = self._accept(message)
+            if request is None:
+                continue
+            if request.kind == "action":
+                last_activity = time.monotonic()  # every step, waits included, keeps it alive
+            await self._on_request(request)
+
+    def _accept(self, message: dict[str, Any]) -> StepRequest | None:
+        try:
+            request = StepRequest.model_validate(message)
+        except ValidationError as error:
+            log.warning("ignoring a malformed step message: %s", error.errors()[:1])
+            return None
+        if request.id in self._seen_ids:  # a transport re-delivery
+            return None
+        self._seen_ids.append(request.id)
+        return request
+
+    async def _on_request(self, request: StepRequest) -> None:
+        now = time.time()
+        if request.kind == "action":
+            try:
+                transition = self.coordinator.handle(request.role, request.action, now,
+                                                     request_id=request.id)
+            except Exception:  # a bug must cost one step, not the session
+                log.exception("step from %s failed: %r", request.role, request.action)
+                return
+            await self._deliver(transition)
+        elif request.role in self.coordinator.members:  # join or sync: send the current state
+            self.joined.add(request.role)
+            notification = self.coordinator.sync(request.role, now)
+            await self.bus.publish(obs_channel(self.session_id, request.role),
+                                   notification.model_dump(mode="json"))
+
+    async def _deliver(self, transition: Transition) -> None:
+        for notification in transition.notifications:
+            await self.bus.publish(obs_channel(self.session_id, notification.recipient),
+                                   notification.model_dump(mode="json"))
+        for event in transition.events:
+            for observer in self.observers:
+                try:
+                    result = observer(event)
+                    if asyncio.iscoroutine(result):
+                        await result
+                except Exception:  # an observer's bug must not stop the session
+                    log.exception("event observer failed on event %s", event.seq)

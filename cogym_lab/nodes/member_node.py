@@ -1,0 +1,220 @@
+"""Member nodes: wrap an agent, a simulated user or any object with ``start``, ``act`` and ``end``.
+
+The node receives notifications in the background while its member thinks. Whatever arrived in
+the meantime is merged into one notification: the newest view, every message not yet seen, and
+the list of events it stands for. So nothing is dropped.
+
+After sending an action the node waits (up to ``ack_timeout``) for the notification of that
+action before it lets the member act again, so a member never acts on a view that does not yet
+show its own last step (which would make it repeat itself).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from pydantic import ValidationError
+
+from cogym_lab.bus import Bus
+from cogym_lab.core import (
+    Action, ActionError, EventType, Notification, SessionContext, StepRequest, obs_channel,
+    parse_action, step_channel,
+)
+from cogym_lab.core.collaboration import NOT_ECHOED
+from cogym_lab.core.messages import MemberKind
+
+log = logging.getLogger(__name__)
+
+ActionLike = str | dict[str, Any] | Action
+
+
+@runtime_checkable
+class Teammate(Protocol):
+    """What any team member implements. ``act`` returns an action, or ``None`` to wait."""
+
+    def start(self, context: SessionContext) -> Any: ...
+
+    async def act(self, notification: Notification) -> ActionLike | None: ...
+
+    def end(self, final: Notification) -> Any: ...
+
+
+def merge_notifications(batch: list[Notification]) -> Notification:
+    """One notification standing for ``batch``: newest state, all unseen messages, all events."""
+    if len(batch) == 1:
+        return batch[0]
+    latest = batch[-1]
+    messages = {m.seq: m for n in batch for m in n.new_messages}
+    events = [e for n in batch for e in (n.merged_events or [n.event])]
+    context = next((n.context for n in batch if n.context is not None), None)
+    return latest.model_copy(update={
+        "prev_seq": batch[0].prev_seq,
+        "new_messages": [messages[seq] for seq in sorted(messages)],
+        "merged_events": events,
+        "context": context,
+    })
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+class MemberNode:
+    """Connects one teammate to a session's channels."""
+
+    kind: ClassVar[MemberKind] = "agent"
+
+    def __init__(self, bus: Bus, session_id: str, role: str, teammate: Teammate, *,
+                 results_dir: str | Path | None = None, ack_timeout: float = 10.0) -> None:
+        self.bus = bus
+        self.session_id = session_id
+        self.role = role
+        self.teammate = teammate
+        self.results_dir = Path(results_dir) if results_dir else None
+        self.final: Notification | None = None
+        self.stats = {"notifications": 0, "merged": 0, "acts": 0, "actions_sent": 0,
+                      "act_failures": 0, "gaps": 0}
+        self._inbox: list[Notification] = []
+        self._wake = asyncio.Event()
+        self._last_seq: int | None = None
+        self._started = False
+        self._specs: dict[str, Any] = {}
+        self.ack_timeout = ack_timeout
+        self._awaiting: str | None = None  # id of our own step not yet seen in a notification
+
+    async def run(self) -> Notification:
+        """Join, act on notifications until the session ends, and return the final one."""
+        subscription = await self.bus.subscribe(obs_channel(self.session_id, self.role))
+        self.bus.on_reconnect(self.request_sync)
+        await self._send(StepRequest(role=self.role, kind="join"))
+        receiver = asyncio.create_task(self._receive(subscription))
+        try:
+            return await self._act_loop()
+        finally:
+            receiver.cancel()
+            await asyncio.gather(receiver, return_exceptions=True)
+            await subscription.close()
+            self._write_results()
+
+    async def request_sync(self) -> None:
+        """Ask the env for the current state (after a reconnect or a detected gap)."""
+        await self._send(StepRequest(role=self.role, kind="sync"))
+
+    async def _receive(self, subscription: Any) -> None:
+        async for message in subscription:
+            try:
+                notification = Notification.model_validate(message)
+            except ValidationError as error:
+                log.warning("%s: ignoring a malformed notification: %s", self.role, error)
+                continue
+            sync = notification.event.type is EventType.SYNC
+            if not sync and self._last_seq is not None and notification.seq <= self._last_seq:
+                continue  # already seen
+            if not sync and notification.prev_seq != self._last_seq and self._started:
+                self.stats["gaps"] += 1
+                await self.request_sync()
+            self._last_seq = max(self._last_seq or 0, notification.seq)
+            if sync or notification.event.type is EventType.RESUME or \
+                    notification.event.request_id == self._awaiting:
+                self._awaiting = None
+            self.stats["notifications"] += 1
+            self._inbox.append(notification)
+            self._wake.set()
+
+    async def _act_loop(self) -> Notification:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if not self._inbox:
+                continue
+            if self._awaiting and not any(n.done for n in self._inbox):
+                await self._wait_for_ack()
+            batch, self._inbox = self._inbox, []
+            self.stats["merged"] += len(batch) - 1
+            notification = merge_notifications(batch)
+            if not self._started and notification.context is not None:
+                self._started = True
+                context = notification.context
+                self._specs = {s.name: s for s in (*context.action_specs,
+                                                   *context.collaboration_specs)}
+                await _maybe_await(self.teammate.start(context))
+            if notification.done:
+                self.final = notification
+                await _maybe_await(self.teammate.end(notification))
+                return notification
+            if not self._started:
+                await self.request_sync()  # joined late and missed the start: get the context
+                continue
+            await self._act(notification)
+
+    async def _act(self, notification: Notification) -> None:
+        self.stats["acts"] += 1
+        try:
+            action = await self.teammate.act(notification)
+        except Exception:  # a member's failure is reported, not fatal to the session
+            self.stats["act_failures"] += 1
+            log.exception("%s failed to act on event %s", self.role, notification.seq)
+            return
+        if action is None:
+            return
+        if isinstance(action, Action):
+            action = action.model_dump()
+        request = StepRequest(role=self.role, action=action)
+        if self._expects_ack(action):
+            self._awaiting = request.id
+        self.stats["actions_sent"] += 1
+        await self._send(request)
+
+    def _expects_ack(self, action: str | dict[str, Any]) -> bool:
+        try:
+            parsed, _ = parse_action(action, self._specs)
+        except ActionError:
+            return True  # it will come back as an error
+        return parsed.name not in NOT_ECHOED
+
+    async def _wait_for_ack(self) -> None:
+        """Hold the member until its own last step shows up, collecting what arrives meanwhile."""
+        deadline = asyncio.get_running_loop().time() + self.ack_timeout
+        while self._awaiting and not any(n.done for n in self._inbox):
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                log.warning("%s: no notification for its own step after %.0fs; resyncing",
+                            self.role, self.ack_timeout)
+                self._awaiting = None
+                await self.request_sync()
+                return
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), remaining)
+            except TimeoutError:
+                pass
+
+    async def _send(self, request: StepRequest) -> None:
+        await self.bus.publish(step_channel(self.session_id), request.model_dump(mode="json"))
+
+    def _write_results(self) -> None:
+        if self.results_dir is None:
+            return
+        folder = self.results_dir / self.role
+        folder.mkdir(parents=True, exist_ok=True)
+        summary = {"role": self.role, "kind": self.kind, "teammate": type(self.teammate).__name__,
+                   "stats": self.stats,
+                   "end_reason": self.final.end_reason if self.final else None}
+        (folder / "member.json").write_text(json.dumps(summary, indent=2))
+
+
+class AgentNode(MemberNode):
+    """Wraps an LM agent (or any agent-side teammate)."""
+
+    kind: ClassVar[MemberKind] = "agent"
+
+
+class UserNode(MemberNode):
+    """Wraps a simulated user."""
+
+    kind: ClassVar[MemberKind] = "user"

@@ -1,0 +1,166 @@
+"""Session: wires a team and an env onto a bus, runs it to the end and writes its results."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+import cogym_lab
+from cogym_lab.bus import Bus, MemoryBus
+from cogym_lab.core import CoEnv, Coordinator, Member, default_step_limits
+from cogym_lab.core.messages import MemberKind
+from cogym_lab.nodes.env_node import EnvNode, EventObserver
+from cogym_lab.nodes.member_node import AgentNode, MemberNode, Teammate, UserNode
+from cogym_lab.nodes.results import ResultsWriter
+
+
+@dataclass
+class SessionConfig:
+    """Limits and timing. ``step_limits`` overrides the per-role defaults (agents: 30)."""
+
+    idle_seconds: float = 60.0
+    max_idle_ticks: int = 3
+    max_events: int = 2000
+    agent_step_limit: int = 30
+    step_limits: dict[str, int] | None = None
+    join_timeout: float = 30.0
+    timeout: float | None = None  # wall-clock limit for the whole session
+    seed: int | None = None
+
+    def limits_for(self, team: Iterable[Member]) -> dict[str, int]:
+        limits = default_step_limits(team, self.agent_step_limit)
+        return limits | (self.step_limits or {})
+
+
+class SessionResult(BaseModel):
+    session_id: str
+    task: str
+    end_reason: str | None
+    delivered: bool
+    outcome: Any
+    scores: dict[str, float]
+    step_counts: dict[str, int]
+    events: int
+    duration: float
+    results_dir: str | None
+
+
+def new_session_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+
+
+def is_delivered(outcome: Any) -> bool:
+    """A non-empty outcome counts as delivered."""
+    return outcome is not None and outcome != "" and outcome != [] and outcome != {}
+
+
+def build_coordinator(env: CoEnv, team: list[Member], session_id: str, config: SessionConfig,
+                      task: str | None = None) -> Coordinator:
+    return Coordinator(env, team, session_id=session_id, task=task or env.name,
+                       step_limits=config.limits_for(team), max_idle_ticks=config.max_idle_ticks,
+                       max_events=config.max_events)
+
+
+_NODE_FOR_KIND: dict[str, type[MemberNode]] = {"agent": AgentNode, "user": UserNode}
+
+
+class Session:
+    """One collaboration session.
+
+    ``members`` maps each role to its teammate object. A teammate's ``kind`` attribute
+    (``"agent"``, ``"user"`` or ``"person"``) says which side it plays; the default is agent. A
+    role mapped to ``None`` is a seat for someone who joins through the bus (a person in a widget);
+    give its kind in ``kinds``.
+    """
+
+    def __init__(self, env: CoEnv, members: Mapping[str, Teammate | None], *,
+                 kinds: Mapping[str, MemberKind] | None = None, bus: Bus | None = None,
+                 results_dir: str | Path | None = None, session_id: str | None = None,
+                 config: SessionConfig | None = None, task: str | None = None,
+                 observers: Iterable[EventObserver] = ()) -> None:
+        kinds = dict(kinds or {})
+        self.env = env
+        self.task = task or env.name
+        self.members = dict(members)
+        self.team = [Member(role=role, kind=kinds.get(role) or getattr(teammate, "kind", None)
+                            or ("person" if teammate is None else "agent"))
+                     for role, teammate in self.members.items()]
+        self.bus = bus
+        self.session_id = session_id or new_session_id()
+        self.results_dir = Path(results_dir) if results_dir else None
+        self.config = config or SessionConfig()
+        self.observers = list(observers)
+        self.coordinator = build_coordinator(env, self.team, self.session_id, self.config,
+                                             self.task)
+        self.env_node: EnvNode | None = None
+
+    async def run(self) -> SessionResult:
+        """Run the session to its end and return what it produced."""
+        bus = self.bus or MemoryBus()
+        await bus.connect()
+        writer = ResultsWriter(self.results_dir) if self.results_dir else None
+        started = time.time()
+        if writer:
+            writer.write_session(**self.describe(), started_at=started, status="running")
+        self.env_node = EnvNode(
+            bus, self.coordinator, idle_seconds=self.config.idle_seconds,
+            join_timeout=self.config.join_timeout, seed=self.config.seed,
+            observers=[*([writer.append_event] if writer else []), *self.observers],
+        )
+        nodes = [_NODE_FOR_KIND.get(member.kind, UserNode)(
+                    bus, self.session_id, member.role, teammate, results_dir=self.results_dir)
+                 for member, teammate in zip(self.team, self.members.values(), strict=True)
+                 if teammate is not None]
+        member_tasks = [asyncio.create_task(node.run()) for node in nodes]
+        try:
+            await asyncio.wait_for(self.env_node.run(), self.config.timeout)
+        except TimeoutError:
+            await self.env_node.stop("timeout")
+        finally:
+            # Members got the END notification; give them a moment to close, then stop them.
+            await asyncio.wait(member_tasks, timeout=5) if member_tasks else None
+            for task in member_tasks:
+                task.cancel()
+            await asyncio.gather(*member_tasks, return_exceptions=True)
+            if self.bus is None:
+                await bus.close()
+        result = self.result(time.time() - started)
+        if writer:
+            writer.write_session(status="finished", ended_at=time.time(),
+                                 **result.model_dump(exclude={"results_dir", "task",
+                                                              "session_id"}),
+                                 final_state=self.coordinator.snapshot())
+            writer.close()
+        return result
+
+    def run_sync(self) -> SessionResult:
+        """``run`` for scripts and the CLI, outside an event loop."""
+        return asyncio.run(self.run())
+
+    def result(self, duration: float) -> SessionResult:
+        outcome = self.env.outcome()
+        delivered = is_delivered(outcome)
+        return SessionResult(
+            session_id=self.session_id, task=self.task, end_reason=self.coordinator.end_reason,
+            delivered=delivered, outcome=outcome, scores=self.env.evaluate() if delivered else {},
+            step_counts=dict(self.coordinator.step_counts), events=self.coordinator.seq,
+            duration=duration, results_dir=str(self.results_dir) if self.results_dir else None,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """The static part of ``session.json``: enough to rebuild the session for replay."""
+        return {
+            "session_id": self.session_id,
+            "task": self.task,
+            "env_args": self.env.env_args(),
+            "team": [member.model_dump() for member in self.team],
+            "config": asdict(self.config) | {"step_limits": self.coordinator.step_limits},
+            "cogym_lab_version": cogym_lab.__version__,
+        }

@@ -1,0 +1,3 @@
+from cogym_lab.cli.main import main
+
+main()

@@ -1,0 +1,1 @@
+"""The ``cogym-lab`` command line."""

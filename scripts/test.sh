@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install everything the test suite needs on a fresh machine, then run the whole suite.
+# Extra arguments go to pytest (e.g. `bash scripts/test.sh -k protocol`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# System packages the tests start themselves (they never expect a running service).
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+if ((${#missing[@]})); then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "Installing from Debian's packages: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# A project-local virtual environment, so the suite never depends on what else is installed.
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+
+exec .venv/bin/python -m pytest "$@"

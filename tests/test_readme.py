@@ -1,0 +1,30 @@
+"""The README's Python examples run as written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+README = Path(__file__).parents[1] / "README.md"
+
+
+def test_readme_python_examples_run(tmp_path, monkeypatch):
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.DOTALL)
+    assert len(blocks) >= 2
+    monkeypatch.chdir(tmp_path)
+    env_example, session_example = ({}, {})
+    for block, namespace in zip(blocks, (env_example, session_example), strict=True):
+        exec(compile(block, str(README), "exec"), namespace)  # noqa: S102 - our own docs
+    assert env_example["result"].info == {"action": 'WRITE(text="hello")'}
+    assert env_example["env"].outcome() == ["hello"]
+    assert session_example["result"].delivered
+    assert session_example["session"].results_dir.exists()
+    assert len(session_example["frames"]) == session_example["result"].events
+
+
+def test_readme_opens_with_the_two_commands():
+    lines = README.read_text().splitlines()
+    commands = lines[lines.index("```bash") + 1: lines.index("```bash") + 3]
+    assert "cogym-lab run" in commands[0] and commands[1].startswith("bash scripts/test.sh")
+    ci = (README.parent / ".ci" / "run").read_text()
+    assert "exec bash scripts/test.sh" in ci

@@ -1,0 +1,141 @@
+"""Sessions end to end: merging in member nodes, the results directory, replay, Redis failures,
+and nodes in separate processes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import uuid
+
+from cogym_lab import Session, SessionConfig, replay
+from cogym_lab.bus.redis import RedisBus
+from cogym_lab.core import EventType, StepRequest, obs_channel, step_channel
+from cogym_lab.envs.todo import ExampleAgent, ExampleUser, TodoEnv
+from cogym_lab.nodes.results import read_events, read_session
+from tests.support.teammates import Counter, Finisher, Recorder
+
+
+async def test_agent_node_merges_what_arrives_while_it_thinks(bus_factory):
+    agent = Recorder(script=[None, "FINISH()"], first_think=0.5)
+    bus = await bus_factory()
+    session = Session(TodoEnv(), {"agent": agent, "user": None}, kinds={"user": "person"},
+                      bus=bus, session_id="merge-" + uuid.uuid4().hex[:6])
+    running = asyncio.create_task(session.run())
+    person_bus = await bus_factory()
+    inbox = await person_bus.subscribe(obs_channel(session.session_id, "user"))
+    await person_bus.publish(step_channel(session.session_id),
+                             StepRequest(role="user", kind="join").model_dump())
+    assert (await inbox.get(5))["event"]["type"] == "start"
+    for action in ['SEND_TEAMMATE_MESSAGE(message="one")', 'ADD_ITEM(text="tent")',
+                   'SEND_TEAMMATE_MESSAGE(message="two")', 'SEND_TEAMMATE_MESSAGE(message="three")']:
+        await person_bus.publish(step_channel(session.session_id),
+                                 StepRequest(role="user", action=action).model_dump())
+    result = await asyncio.wait_for(running, 15)
+    await inbox.close()
+
+    assert result.end_reason == "finished"
+    first, merged = agent.seen
+    assert first.event.type is EventType.START
+    assert [m.text for m in merged.new_messages] == ["one", "two", "three"]
+    assert [e.seq for e in merged.merged_events] == [2, 3, 4, 5]
+    assert merged.view["checklist"].content[0]["text"] == "tent"
+    assert agent.final is not None and agent.final.done
+
+
+def test_results_directory_holds_session_events_and_members(tmp_path):
+    session = Session(TodoEnv(), {"agent": ExampleAgent(), "user": ExampleUser()},
+                      results_dir=tmp_path, config=SessionConfig(idle_seconds=2))
+    result = session.run_sync()
+    assert result.delivered and result.end_reason == "finished"
+    assert result.scores["performance"] == 1.0
+
+    meta = read_session(tmp_path)
+    assert meta["status"] == "finished" and meta["task"] == "todo"
+    assert meta["env_args"] == {"trip": "camping", "min_items": 6,
+                                "must_have": ["rain jacket", "headlamp"]}
+    assert [m["role"] for m in meta["team"]] == ["agent", "user"]
+    assert meta["config"]["step_limits"] == {"agent": 30}
+    assert meta["delivered"] is True and meta["outcome"] == result.outcome
+
+    lines = (tmp_path / "events.jsonl").read_text().splitlines()
+    assert len(lines) == result.events
+    for line in lines:
+        record = json.loads(line)
+        assert "chat" not in record and "view" not in record  # one event, not a copy of state
+    assert [e.seq for e in read_events(tmp_path)] == list(range(1, result.events + 1))
+    for role in ("agent", "user"):
+        member = json.loads((tmp_path / role / "member.json").read_text())
+        assert member["end_reason"] == "finished" and member["stats"]["notifications"] > 0
+
+
+def test_replay_reproduces_every_state_and_the_final_one_exactly(tmp_path):
+    session = Session(TodoEnv(trip="beach", min_items=4, must_have=["hat"]),
+                      {"agent": ExampleAgent(), "user": ExampleUser(["hat"], min_items=4)},
+                      results_dir=tmp_path)
+    result = session.run_sync()
+    replayed = replay(tmp_path)
+    assert len(replayed.frames) == result.events
+    assert replayed.final_state == read_session(tmp_path)["final_state"]
+    sizes = [len(f.state["views"]["user"]["components"][0]["content"]) for f in replayed.frames]
+    assert sizes == sorted(sizes) and sizes[-1] == len(result.outcome)
+    # the private search shows only in the agent's replayed view
+    search = next(f for f in replayed.frames if f.event.action
+                  and f.event.action.startswith("SEARCH_IDEAS"))
+    assert search.state["views"]["agent"]["components"][1]["content"]
+    assert search.state["views"]["user"]["components"][1]["content"] == []
+
+
+async def test_redis_killed_and_restarted_mid_session_loses_no_action(redis_server, tmp_path):
+    n = 24
+    buses = [RedisBus(redis_server.url, publish_timeout=30) for _ in range(3)]
+    env_bus, agent_bus, user_bus = buses
+    for bus in buses:
+        await bus.connect()
+    from cogym_lab.nodes import AgentNode, UserNode
+
+    events = []
+    session = Session(TodoEnv(), {"agent": None, "user": None},
+                      kinds={"agent": "agent", "user": "user"}, bus=env_bus,
+                      results_dir=tmp_path, observers=[events.append],
+                      config=SessionConfig(idle_seconds=20, timeout=60))
+    agent = AgentNode(agent_bus, session.session_id, "agent", Counter(n), results_dir=tmp_path)
+    user = UserNode(user_bus, session.session_id, "user", Finisher(n), results_dir=tmp_path)
+    tasks = [asyncio.create_task(c) for c in (session.run(), agent.run(), user.run())]
+
+    async with asyncio.timeout(20):
+        while sum(e.type is EventType.ACTION for e in events) < n // 3:
+            await asyncio.sleep(0.01)
+    redis_server.kill()
+    await asyncio.sleep(0.5)
+    redis_server.start()
+
+    result, _, _ = await asyncio.wait_for(asyncio.gather(*tasks), 60)
+    for bus in buses:
+        await bus.close()
+    assert result.end_reason == "finished"
+    assert result.outcome == [f"item-{i}" for i in range(1, n + 1)]
+    actions = [e.action for e in events if e.type is EventType.ACTION]
+    assert actions == [f'ADD_ITEM(text="item-{i}")' for i in range(1, n + 1)]
+    assert not [e for e in events if e.type is EventType.ERROR]  # no action applied twice
+
+
+def test_three_processes_complete_a_session_over_redis(redis_server, tmp_path):
+    session_id = "proc-" + uuid.uuid4().hex[:6]
+    common = ["--session", session_id, "--redis", redis_server.url, "--out", str(tmp_path)]
+    cli = [sys.executable, "-m", "cogym_lab", "node"]
+    env = subprocess.Popen([*cli, "env", *common, "--member", "agent=agent",
+                            "--member", "user=user", "--idle-seconds", "5"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    members = [subprocess.Popen([*cli, kind, *common], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True) for kind in ("agent", "user")]
+    outputs = [p.communicate(timeout=60)[0] for p in (env, *members)]
+    assert [p.returncode for p in (env, *members)] == [0, 0, 0], outputs
+    assert "ended: finished" in outputs[0]
+    meta = read_session(tmp_path)
+    assert meta["delivered"] and meta["end_reason"] == "finished"
+    assert {"rain jacket", "headlamp"} <= set(meta["outcome"])
+    assert replay(tmp_path).final_state == meta["final_state"]
+    assert (tmp_path / "agent" / "member.json").exists()
+    assert (tmp_path / "user" / "member.json").exists()

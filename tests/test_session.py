@@ -139,3 +139,14 @@ def test_three_processes_complete_a_session_over_redis(redis_server, tmp_path):
     assert replay(tmp_path).final_state == meta["final_state"]
     assert (tmp_path / "agent" / "member.json").exists()
     assert (tmp_path / "user" / "member.json").exists()
+
+
+async def test_a_timeout_ends_the_session_cleanly_even_before_everyone_joined(tmp_path):
+    # the person never joins; the session times out and still writes a coherent log
+    session = Session(TodoEnv(), {"agent": Recorder(script=[]), "user": None},
+                      kinds={"user": "person"}, results_dir=tmp_path,
+                      config=SessionConfig(timeout=0.3, join_timeout=10))
+    result = await session.run()
+    assert result.end_reason == "timeout" and not result.delivered
+    assert [e.type for e in read_events(tmp_path)] == [EventType.START, EventType.END]
+    assert replay(tmp_path).final_state["end_reason"] == "timeout"

@@ -70,17 +70,19 @@ class EnvNode:
             for request in early:
                 await self._on_request(request)
             await self._loop(subscription)
+            if self._stop_reason:
+                await self._deliver(self.coordinator.end(time.time(), self._stop_reason))
         finally:
             await subscription.close()
 
     async def stop(self, reason: str = "stopped") -> None:
-        """End the session from outside (a timeout, a server shutting down)."""
-        self._stop_reason = reason
+        """Ask the session to end (a timeout, a server shutting down).
+
+        ``run`` then delivers the END to every member and returns; await it.
+        """
+        self._stop_reason = self._stop_reason or reason
         if self._subscription is not None:
-            await self._subscription.close()  # wakes the loop
-        if not self.started.is_set():
-            return
-        await self._deliver(self.coordinator.end(time.time(), reason))
+            await self._subscription.close()  # wakes run() wherever it waits
 
     async def _loop(self, subscription: Any) -> None:
         last_activity = time.monotonic()

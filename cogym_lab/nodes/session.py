@@ -119,11 +119,16 @@ class Session:
                  for member, teammate in zip(self.team, self.members.values(), strict=True)
                  if teammate is not None]
         member_tasks = [asyncio.create_task(node.run()) for node in nodes]
+        env_task = asyncio.create_task(self.env_node.run())
         try:
-            await asyncio.wait_for(self.env_node.run(), self.config.timeout)
-        except TimeoutError:
-            await self.env_node.stop("timeout")
+            done, _ = await asyncio.wait({env_task}, timeout=self.config.timeout)
+            if not done:
+                await self.env_node.stop("timeout")
+            await env_task
         finally:
+            if not env_task.done():  # run() itself was cancelled
+                await self.env_node.stop("cancelled")
+                await asyncio.wait({env_task}, timeout=5)
             # Members got the END notification; give them a moment to close, then stop them.
             await asyncio.wait(member_tasks, timeout=5) if member_tasks else None
             for task in member_tasks:

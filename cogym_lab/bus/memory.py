@@ -43,10 +43,11 @@ class MemoryBus(Bus):
     """Fan-out through per-subscription queues inside one event loop.
 
     Messages are passed by reference: receivers must treat them as read-only.
-    Each channel keeps its last ``history`` messages for ``from_beginning`` subscribers.
+    Each channel keeps its last ``history`` messages for ``from_beginning`` subscribers; keep it
+    small, since every kept message stays alive for the garbage collector to scan.
     """
 
-    def __init__(self, history: int = 10_000) -> None:
+    def __init__(self, history: int = 256) -> None:
         super().__init__()
         self._subscribers: defaultdict[str, set[MemorySubscription]] = defaultdict(set)
         self._history: defaultdict[str, deque[Message]] = defaultdict(lambda: deque(maxlen=history))

@@ -27,6 +27,7 @@ from typing import Any
 from cogym_lab.core import collaboration as acts
 from cogym_lab.core.actions import Action, ActionError, ActionSpec
 from cogym_lab.core.env import CoEnv, StepResult
+from cogym_lab.core.observation import Observation
 from cogym_lab.core.grammar import RawAction, format_action, parse_action
 from cogym_lab.core.messages import (
     ChatMessage, Confirmation, Event, EventType, Member, Notification, SessionContext,
@@ -191,7 +192,8 @@ class Coordinator:
         """The whole shared state as plain data, for replay checks and results."""
         return {
             "seq": self.seq,
-            "views": {role: self.env.view(role).model_dump(mode="json") for role in self.members},
+            "views": {role: view.model_dump(mode="json")
+                      for role, view in self.env.views(list(self.members)).items()},
             "chat": [message.model_dump(mode="json") for message in self.chat],
             "pending_confirmations": [c.model_dump(mode="json") for c in self.pending.values()],
             "paused": sorted(self.paused),
@@ -353,26 +355,29 @@ class Coordinator:
         event = Event(seq=self.seq, time=now, type=type_, actor=actor, recipients=delivered,
                       request_id=request_id, **fields)
         with_context = type_ in (EventType.START, EventType.RESUME)
+        views = self.env.views(delivered)
         transition = Transition(
             events=[event],
-            notifications=[self._notification(r, event, now, with_context) for r in delivered],
+            notifications=[self._notification(r, event, now, with_context, views[r])
+                           for r in delivered],
         )
         if self.seq >= self.max_events and type_ is not EventType.END and not self.done:
             transition.extend(self.end(now, "event_limit"))
         return transition
 
-    def _notification(self, role: str, event: Event, now: float,
-                      with_context: bool = False) -> Notification:
+    def _notification(self, role: str, event: Event, now: float, with_context: bool = False,
+                      view: Observation | None = None) -> Notification:
         prev_seq = self._last_seq.get(role)
         self._last_seq[role] = event.seq
         chat = self.visible_chat(role)
-        return Notification(
+        # Every part is already a validated model: skip re-validating on the hot path.
+        return Notification.model_construct(
             session_id=self.session_id,
             seq=event.seq,
             prev_seq=prev_seq,
             recipient=role,
             event=event,
-            view=self.env.view(role),
+            view=view or self.env.view(role),
             chat=chat,
             new_messages=[m for m in chat if m.seq > (prev_seq or 0) and m.sender != role],
             pending_confirmations=list(self.pending.values()),

@@ -160,8 +160,15 @@ class CoEnv(abc.ABC):
 
     def view(self, role: str) -> Observation:
         """What ``role`` sees now: public components first, then its private ones."""
-        private = [c.model_copy(update={"private": True}) for c in self.private_components(role)]
-        return Observation(components=(*self.public_components(), *private))
+        return self.views([role])[role]
+
+    def views(self, roles: Sequence[str]) -> dict[str, Observation]:
+        """The views of several roles at once, building the shared part only once."""
+        public = tuple(self.public_components())
+        return {role: Observation(components=public + tuple(
+                    c if c.private else c.model_copy(update={"private": True})
+                    for c in self.private_components(role)))
+                for role in roles}
 
     def step(self, role: str, raw_action: RawAction) -> StepResult:
         """Apply ``raw_action`` for ``role``.

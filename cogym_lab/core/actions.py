@@ -64,6 +64,8 @@ _FAILED = object()
 
 
 def _convert(value: Any, type_: str) -> Any:
+    if value is None:  # null is never a value of a required param
+        return _FAILED
     if type_ == "string":
         return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     if not isinstance(value, str):
@@ -136,7 +138,10 @@ class ActionSpec(BaseModel):
         bound: dict[str, Any] = {}
         for p in self.params:
             if p.name in args:
-                bound[p.name] = p.coerce(args[p.name], self.name)
+                try:
+                    bound[p.name] = p.coerce(args[p.name], self.name)
+                except ActionError as error:
+                    raise ActionError(f"{error} Expected form: {self.signature()}") from None
             elif p.required:
                 raise ActionError(
                     f"{self.name} is missing param '{p.name}'. Expected form: {self.signature()}"

@@ -87,7 +87,7 @@ class Coordinator:
         self.pending: dict[str, Confirmation] = {}
         self.paused: set[str] = set()
         self.step_counts = {role: 0 for role in roles}
-        self.idle_ticks = 0
+        self.idle_ticks = 0  # ticks in a row with no act but waits
         self.done = False
         self.end_reason: str | None = None
         self._confirmations_made = 0
@@ -113,9 +113,12 @@ class Coordinator:
         """Apply one step from ``role``. Bad input becomes an error event; nothing raises."""
         self._request = (role, request_id)
         try:
-            return self._handle(role, raw, now)
+            transition = self._handle(role, raw, now)
         finally:
             self._request = None
+        if any(event.type is not EventType.WAIT for event in transition.events):
+            self.idle_ticks = 0  # any act but a wait is activity, refused ones included
+        return transition
 
     def _handle(self, role: str, raw: RawAction, now: float) -> Transition:
         if self.done:
@@ -166,7 +169,8 @@ class Coordinator:
         if event.type is EventType.TICK:
             return self.tick(event.time)
         if event.type is EventType.END:
-            return self.end(event.time, event.info.get("reason", "ended"))
+            info = dict(event.info)
+            return self.end(event.time, info.pop("reason", "ended"), **info)
         if event.actor is None or event.action is None:
             raise ValueError(f"Event {event.seq} ({event.type}) has no actor or action to replay")
         return self.handle(event.actor, event.action, event.time)
@@ -214,7 +218,6 @@ class Coordinator:
                 "error": f"The task failed on this action: {type(error).__name__}: {error}"})
         if not result.error:
             self.step_counts[role] += 1
-            self.idle_ticks = 0
         return result
 
     def _after_task_action(self, role: str, result: StepResult, transition: Transition,
@@ -247,7 +250,6 @@ class Coordinator:
         if to is not None and (to not in self.members or to == member.role):
             others = [role for role in self.members if role != member.role]
             raise ActionError(f"Cannot message {to!r}; teammates are {', '.join(others)}.")
-        self.idle_ticks = 0
         # The message takes the seq that _emit is about to give its event.
         message = ChatMessage(seq=self.seq + 1, time=now, sender=member.role,
                               text=action.args["message"], to=to)
@@ -269,7 +271,6 @@ class Coordinator:
             pending = self.env.canonical(action.args["pending_action"])
         except ActionError as error:
             raise ActionError(f"REQUEST_TEAMMATE_CONFIRM needs a task action: {error}") from None
-        self.idle_ticks = 0
         self._confirmations_made += 1
         request_id = f"c{self._confirmations_made}"
         self.pending[request_id] = Confirmation(
@@ -309,7 +310,6 @@ class Coordinator:
 
     def _reject(self, member: Member, action: Action, now: float) -> Transition:
         request = self._resolve(member, action)
-        self.idle_ticks = 0
         return self._emit(now, EventType.CONFIRM_REJECT, member.role,
                           [request.requester, member.role],
                           action=format_action(action, acts.REJECT_CONFIRMATION),
@@ -325,7 +325,6 @@ class Coordinator:
         if target is not None and target not in agents:
             raise ActionError(f"{target!r} is not an agent; agents are {', '.join(agents)}.")
         targets = [target] if target else agents
-        self.idle_ticks = 0
         if pausing:
             self.paused.update(targets)
         else:

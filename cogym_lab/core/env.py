@@ -177,9 +177,10 @@ class CoEnv(abc.ABC):
         a refused action returns a result whose ``info["error"]`` names the expected form, and
         the state is unchanged.
         """
+        if not self._is_reset:  # view() may need state that only reset() creates
+            return StepResult(observation=Observation(), private=True, info={
+                "error": "The environment has not been reset; call reset() first."})
         try:
-            if not self._is_reset:
-                raise ActionError("The environment has not been reset; call reset() first.")
             if self.roles is not None and role not in self.roles:
                 raise ActionError(f"Unknown role {role!r}; this task's roles are "
                                   f"{', '.join(self.roles)}.")

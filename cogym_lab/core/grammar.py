@@ -32,9 +32,17 @@ def format_action(action: Action, spec: ActionSpec | None = None) -> str:
     names += [name for name in action.args if name not in names]
     if spec:  # leave out optional params left at their default: shorter, and parses the same
         names = [n for n in names if not ((p := spec.param(n)) and not p.required
-                                          and action.args[n] == p.default)]
+                                          and _same_json(action.args[n], p.default))]
     args = ", ".join(f"{n}={json.dumps(action.args[n], ensure_ascii=False)}" for n in names)
     return f"{action.name}({args})"
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Equal as JSON text: unlike ``==``, tells False from 0 and 0 from 0.0."""
+    try:
+        return json.dumps(a, ensure_ascii=False) == json.dumps(b, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return a is b
 
 
 def parse_canonical(text: str) -> Action:
@@ -79,6 +87,16 @@ def parse_action(raw: RawAction, specs: Mapping[str, ActionSpec]) -> tuple[Actio
     args are bound to the spec (defaults filled, types coerced). Raises :class:`ActionError` with
     the expected form on failure, and never any other exception.
     """
+    try:
+        return _parse_and_bind(raw, specs)
+    except ActionError:
+        raise
+    except (ValueError, TypeError, RecursionError) as error:  # deep nesting, huge ints, bad keys
+        raise ActionError(f"Could not read the action ({type(error).__name__}). "
+                          f"{expected_forms(specs)}") from None
+
+
+def _parse_and_bind(raw: RawAction, specs: Mapping[str, ActionSpec]) -> tuple[Action, ActionSpec]:
     if isinstance(raw, Action):
         action = raw
     elif isinstance(raw, Mapping):

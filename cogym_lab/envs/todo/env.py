@@ -7,6 +7,7 @@ hidden preference for the simulated user side.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,11 +36,12 @@ class TodoEnv(CoEnv):
     trip: str = "camping"
     min_items: int = 6
     must_have: list[str] = field(default_factory=lambda: ["rain jacket", "headlamp"])
+    roles: Sequence[str] | None = None
 
     name = "todo"
 
     def __post_init__(self) -> None:
-        super().__init__()
+        super().__init__(roles=self.roles)
         if self.trip not in IDEAS:
             raise ValueError(f"Unknown trip {self.trip!r}; choose one of {', '.join(IDEAS)}.")
 

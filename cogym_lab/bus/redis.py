@@ -1,0 +1,420 @@
+"""Redis Streams transport: nodes in several processes (or machines) share one bus.
+
+Each channel is a stream ``cogym:<channel>``; each message is one entry with two fields,
+``mid`` (a unique id) and ``data`` (compact JSON). A subscription is a background task
+doing ``XREAD BLOCK`` from the last entry id it saw, on its own connection.
+
+Surviving a server restart
+--------------------------
+The server may run without persistence, so a restart loses every stream. The bus still
+loses nothing and delivers nothing twice, by combining two mechanisms:
+
+* **At-least-once re-publish.** Every bus keeps, per channel it published to, its last
+  ``replay_window`` messages. When it learns the server restarted (``run_id`` from
+  ``INFO server`` changed), it re-adds them, with their original ``mid`` and in order,
+  before any new message. A message the old server accepted but no reader had read yet
+  is therefore back in the stream.
+* **Per-subscription dedup.** Readers that notice a restart read the new stream from its
+  start, so they see re-published messages they already delivered; each subscription
+  remembers recently delivered ``mid`` values and skips those.
+
+A restart must be noticed *before* any command reaches the new server: otherwise a new
+message could be added ahead of the re-published ones, or a reader could resume from an
+id that means nothing on the new server. redis-py may silently reconnect a pooled
+connection, so every connection of the bus runs a connect hook that compares the server's
+``run_id`` with the one the bus has synced to, and refuses the connection (a
+``ConnectionError``) if they differ. The failing command then goes through the normal
+retry path, which calls ``_ensure_server()``: under the publish lock, it re-publishes the
+buffers on a separate hook-less connection, records the new ``run_id``, and bumps
+``_epoch`` so readers restart from the beginning of the new streams. A watchdog task per
+bus holds a blocking read open, so even an idle bus notices a restart at once.
+
+Limits: a subscriber that was more than ``replay_window`` messages behind a publisher
+when the server lost its data misses the older ones; a subscription made while a restart
+is being handled may see re-published history as new messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from redis.asyncio import Redis
+from redis.asyncio.connection import AbstractConnection
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from cogym_lab.bus.base import Bus, BusError, Message, Subscription
+
+__all__ = ["RedisBus", "RedisSubscription"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+KEY_PREFIX = "cogym:"
+NETWORK_ERRORS: tuple[type[BaseException], ...] = (RedisConnectionError, RedisTimeoutError, OSError)
+BACKOFF_START = 0.02
+BACKOFF_CAP = 0.5
+READ_BLOCK_MS = 1000
+READ_COUNT = 256
+
+_CLOSED = object()
+
+
+class _ServerChanged(RedisConnectionError):
+    """A connection reached a server the bus has not synced to yet (it restarted)."""
+
+
+def _run_id_from_info(raw: bytes | str) -> str:
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    for line in text.splitlines():
+        if line.startswith("run_id:"):
+            return line.partition(":")[2].strip()
+    raise RedisConnectionError("INFO server reply has no run_id")
+
+
+class _Backoff:
+    """Exponential delays: 20 ms doubling up to 0.5 s."""
+
+    def __init__(self) -> None:
+        self.delay = BACKOFF_START
+
+    async def sleep(self) -> None:
+        await asyncio.sleep(self.delay)
+        self.delay = min(self.delay * 2, BACKOFF_CAP)
+
+    def reset(self) -> None:
+        self.delay = BACKOFF_START
+
+
+async def _stop(task: asyncio.Task[Any]) -> None:
+    """Cancel ``task`` and wait for it to end.
+
+    Cancels again until it ends: on Python 3.11, ``asyncio.wait_for`` (used inside
+    redis-py) swallows a cancellation that lands just as the awaited operation completes.
+    """
+    while not task.done():
+        task.cancel()
+        await asyncio.wait([task], timeout=0.1)
+    if not task.cancelled() and task.exception() is not None:
+        log.error("Background task %s failed", task.get_name(), exc_info=task.exception())
+
+
+class RedisSubscription(Subscription):
+    """One channel read by a background ``XREAD BLOCK`` loop into a local queue."""
+
+    def __init__(self, bus: RedisBus, channel: str, start_id: bytes, epoch: int) -> None:
+        self.channel = channel
+        self._bus = bus
+        self._key = bus._key(channel)
+        self._last_id = start_id
+        self._epoch = epoch
+        self._queue: asyncio.Queue[object] = asyncio.Queue()
+        self._seen: OrderedDict[bytes, None] = OrderedDict()
+        self._seen_max = 4 * bus.replay_window
+        self._closed = False
+        self._client = bus._new_client(hooked=True)
+        self._task = asyncio.create_task(self._read_loop(), name=f"cogym-redis-reader:{channel}")
+
+    async def get(self, timeout: float | None = None) -> Message | None:
+        if self._closed:
+            return None
+        try:
+            if timeout is None:
+                item = await self._queue.get()
+            else:
+                item = await asyncio.wait_for(self._queue.get(), timeout)
+        except TimeoutError:
+            return None
+        if item is _CLOSED:
+            self._queue.put_nowait(_CLOSED)  # wake any other waiting getter too
+            return None
+        return item  # type: ignore[return-value]
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._bus._subscriptions.discard(self)
+        await _stop(self._task)
+        await self._client.aclose()
+        while not self._queue.empty():
+            self._queue.get_nowait()
+        self._queue.put_nowait(_CLOSED)
+
+    def _deliver(self, entry_id: bytes, fields: dict[bytes, bytes]) -> None:
+        mid, data = fields.get(b"mid"), fields.get(b"data")
+        if mid is None or data is None:
+            log.warning("Skipping foreign entry %r on %s", entry_id, self._key)
+            return
+        if mid in self._seen:
+            return
+        self._seen[mid] = None
+        if len(self._seen) > self._seen_max:
+            self._seen.popitem(last=False)
+        try:
+            message = json.loads(data)
+        except ValueError:
+            log.warning("Skipping undecodable entry %r on %s", entry_id, self._key)
+            return
+        self._queue.put_nowait(message)
+
+    async def _read_loop(self) -> None:
+        backoff = _Backoff()
+        check_server = False
+        while True:
+            try:
+                if check_server:
+                    await self._bus._ensure_server()
+                    check_server = False
+                if self._bus._epoch != self._epoch:
+                    # The server lost its streams: ids restart, re-published entries come first.
+                    self._epoch = self._bus._epoch
+                    self._last_id = b"0-0"
+                epoch = self._epoch
+                reply = await self._client.xread(
+                    {self._key: self._last_id}, count=READ_COUNT, block=READ_BLOCK_MS
+                )
+            except NETWORK_ERRORS:
+                await backoff.sleep()
+                check_server = True
+                continue
+            except Exception:
+                # Not a transport failure (e.g. the key holds another type): end the stream
+                # loudly rather than spin; get() then returns None as after close().
+                log.exception("Redis bus reader for %r stopped", self.channel)
+                self._queue.put_nowait(_CLOSED)
+                return
+            backoff.reset()
+            if self._bus._epoch != epoch:
+                continue  # the read may have reached the new server with a stale id: redo it
+            streams = reply.items() if isinstance(reply, dict) else reply or ()
+            for _key, entries in streams:
+                for entry_id, fields in entries:
+                    self._last_id = entry_id
+                    self._deliver(entry_id, fields)
+
+
+class RedisBus(Bus):
+    """A bus on Redis Streams that survives server restarts without loss or duplicates.
+
+    ``replay_window``: messages per channel kept for re-publishing after a restart.
+    ``stream_maxlen``: approximate length each stream is trimmed to (history depth).
+    ``publish_timeout``: seconds ``publish`` keeps retrying before raising ``BusError``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        replay_window: int = 1024,
+        stream_maxlen: int = 10_000,
+        publish_timeout: float = 60.0,
+    ) -> None:
+        super().__init__()
+        self.url = url
+        self.replay_window = replay_window
+        self.stream_maxlen = stream_maxlen
+        self.publish_timeout = publish_timeout
+        self._client: Redis | None = None  # hooked: refuses a restarted server until synced
+        self._admin: Redis | None = None  # hook-less: INFO and re-publish
+        self._watch_client: Redis | None = None
+        self._watch_task: asyncio.Task[None] | None = None
+        self._run_id: str | None = None
+        self._epoch = 0  # bumped each time the bus syncs to a restarted server
+        self._lock = asyncio.Lock()  # serializes publishes and restart handling
+        self._connect_lock = asyncio.Lock()
+        self._replay: dict[str, deque[tuple[str, str]]] = {}
+        self._subscriptions: set[RedisSubscription] = set()
+        self._handler_tasks: set[asyncio.Task[None]] = set()
+
+    # -- connections -------------------------------------------------------------------
+
+    def _key(self, channel: str) -> str:
+        return KEY_PREFIX + channel
+
+    def _new_client(self, *, hooked: bool) -> Redis:
+        # redis-py's own retries are off: our retry loops must see every failure.
+        kwargs: dict[str, Any] = {"retry": Retry(NoBackoff(), 0)}
+        if hooked:
+            kwargs["redis_connect_func"] = self._on_connect
+        return Redis.from_url(self.url, **kwargs)
+
+    async def _on_connect(self, conn: AbstractConnection) -> None:
+        """Connect hook: refuse a server other than the one the bus last synced to."""
+        await conn.on_connect()
+        await conn.send_command("INFO", "server")
+        run_id = _run_id_from_info(await conn.read_response())
+        if run_id != self._run_id:
+            raise _ServerChanged(f"Redis at {self.url} restarted (run_id {run_id})")
+
+    async def connect(self) -> None:
+        async with self._connect_lock:
+            if self._admin is not None:
+                return
+            admin = self._new_client(hooked=False)
+            try:
+                info = await self._retry(
+                    lambda: admin.info("server"), self._deadline(), "connect", sync=False
+                )
+            except BaseException:
+                await admin.aclose()
+                raise
+            self._run_id = str(info["run_id"])
+            self._admin = admin
+            self._client = self._new_client(hooked=True)
+            self._watch_client = self._new_client(hooked=True)
+            self._watch_task = asyncio.create_task(self._watch_loop(), name="cogym-redis-watch")
+
+    async def _watch_loop(self) -> None:
+        """Notice a restart even while the bus is idle.
+
+        Without this, a bus that published and then went quiet would re-publish only at
+        its next publish, and messages the lost server had accepted but nobody had read
+        would wait until then. A blocking read on a key nobody writes costs nothing, and
+        its connection drops the moment the server goes away.
+        """
+        client = self._watch_client
+        assert client is not None
+        backoff = _Backoff()
+        failed = False
+        while True:
+            try:
+                if failed:
+                    await self._ensure_server()
+                    failed = False
+                # Any key will do; if a channel happens to share it, entries are ignored.
+                await client.xread({KEY_PREFIX + "_watchdog": "$"}, block=READ_BLOCK_MS)
+                backoff.reset()
+            except NETWORK_ERRORS:
+                failed = True
+                await backoff.sleep()
+
+    async def close(self) -> None:
+        for subscription in list(self._subscriptions):
+            await subscription.close()
+        for task in [*self._handler_tasks, *([self._watch_task] if self._watch_task else [])]:
+            await _stop(task)
+        for client in (self._client, self._watch_client, self._admin):
+            if client is not None:
+                await client.aclose()
+        self._client = self._watch_client = self._admin = None
+        self._watch_task = None
+
+    def _deadline(self) -> float:
+        return asyncio.get_running_loop().time() + self.publish_timeout
+
+    async def _retry(
+        self,
+        op: Callable[[], Awaitable[T]],
+        deadline: float | None,
+        what: str,
+        *,
+        locked: bool = False,
+        sync: bool = True,
+    ) -> T:
+        """Run ``op`` until it succeeds, syncing with a restarted server between attempts.
+
+        ``locked``: the caller holds ``_lock``. ``sync=False``: skip the restart check
+        (only while connecting, when there is nothing to sync yet).
+        """
+        backoff = _Backoff()
+        failed = False
+        while True:
+            try:
+                if failed and sync:
+                    await (self._ensure_server_locked() if locked else self._ensure_server())
+                return await op()
+            except NETWORK_ERRORS as exc:
+                if deadline is not None and asyncio.get_running_loop().time() >= deadline:
+                    raise BusError(
+                        f"Redis bus at {self.url}: {what} failed for "
+                        f"{self.publish_timeout:g} s: {exc}"
+                    ) from exc
+                failed = True
+                await backoff.sleep()
+
+    # -- restart handling ----------------------------------------------------------------
+
+    async def _ensure_server(self) -> None:
+        """Sync with the server if it restarted; one attempt, raises on network errors."""
+        async with self._lock:
+            await self._ensure_server_locked()
+
+    async def _ensure_server_locked(self) -> None:
+        assert self._admin is not None
+        run_id = str((await self._admin.info("server"))["run_id"])
+        if run_id == self._run_id:
+            return
+        log.warning("Redis at %s restarted; re-publishing buffered messages", self.url)
+        for channel, buffer in self._replay.items():
+            for mid, data in list(buffer):
+                await self._admin.xadd(
+                    self._key(channel),
+                    {"mid": mid, "data": data},
+                    maxlen=self.stream_maxlen,
+                    approximate=True,
+                )
+        self._run_id = run_id
+        self._epoch += 1
+        # A handler may publish or wait on a subscription: run it outside the lock and
+        # outside the reader task that noticed the restart.
+        task = asyncio.create_task(self._run_reconnect_handlers())
+        self._handler_tasks.add(task)
+        task.add_done_callback(self._handler_tasks.discard)
+
+    async def _run_reconnect_handlers(self) -> None:
+        try:
+            await self._fire_reconnect()
+        except Exception:
+            log.exception("on_reconnect handler failed")
+
+    # -- Bus API ---------------------------------------------------------------------------
+
+    async def publish(self, channel: str, message: Message) -> None:
+        data = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+        mid = uuid.uuid4().hex
+        deadline = self._deadline()  # includes waiting for the lock
+        if self._client is None:
+            await self.connect()
+        client = self._client
+        assert client is not None
+        key = self._key(channel)
+        async with self._lock:
+            await self._retry(
+                lambda: client.xadd(
+                    key, {"mid": mid, "data": data}, maxlen=self.stream_maxlen, approximate=True
+                ),
+                deadline,
+                f"publish to {channel!r}",
+                locked=True,
+            )
+            buffer = self._replay.setdefault(channel, deque(maxlen=self.replay_window))
+            buffer.append((mid, data))
+
+    async def subscribe(self, channel: str, *, from_beginning: bool = False) -> RedisSubscription:
+        if self._client is None:
+            await self.connect()
+        client = self._client
+        assert client is not None
+        epoch = self._epoch
+        start_id = b"0-0"
+        if not from_beginning:
+            last = await self._retry(
+                lambda: client.xrevrange(self._key(channel), count=1),
+                self._deadline(),
+                f"subscribe to {channel!r}",
+            )
+            if last:
+                start_id = last[0][0]
+        subscription = RedisSubscription(self, channel, start_id, epoch)
+        self._subscriptions.add(subscription)
+        return subscription

@@ -180,6 +180,18 @@ PAYLOADS: list[Message] = [
 ]
 
 
+async def test_publish_many_keeps_order_and_reaches_each_channel(bus_factory: BusFactory) -> None:
+    publisher, reader = await bus_factory(), await bus_factory()
+    a, b = await reader.subscribe("many/a"), await reader.subscribe("many/b")
+    await publisher.publish_many([("many/a", {"n": 1}), ("many/b", {"n": 2}),
+                                  ("many/a", {"n": 3})])
+    await publisher.publish_many([])
+    await publisher.publish("many/a", {"n": 4})
+    assert [m["n"] for m in await receive(a, 3)] == [1, 3, 4]
+    assert [m["n"] for m in await receive(b, 1)] == [2]
+    assert await b.get(timeout=0.05) is None
+
+
 async def test_payloads_round_trip_equal(bus_factory: BusFactory) -> None:
     publisher, subscriber = await bus_factory(), await bus_factory()
     subscription = await subscriber.subscribe("payloads")

@@ -14,7 +14,7 @@ Guarantees every transport gives:
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 Message = dict[str, Any]
@@ -64,6 +64,11 @@ class Bus(abc.ABC):
     @abc.abstractmethod
     async def publish(self, channel: str, message: Message) -> None:
         """Deliver ``message`` to every current subscriber of ``channel``."""
+
+    async def publish_many(self, items: Sequence[tuple[str, Message]]) -> None:
+        """Publish several messages, in order. Transports may batch them into one round trip."""
+        for channel, message in items:
+            await self.publish(channel, message)
 
     @abc.abstractmethod
     async def subscribe(self, channel: str, *, from_beginning: bool = False) -> Subscription:

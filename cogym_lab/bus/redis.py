@@ -41,7 +41,7 @@ import json
 import logging
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from redis.asyncio import Redis
@@ -380,25 +380,38 @@ class RedisBus(Bus):
     # -- Bus API ---------------------------------------------------------------------------
 
     async def publish(self, channel: str, message: Message) -> None:
-        data = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
-        mid = uuid.uuid4().hex
-        deadline = self._deadline()  # includes waiting for the lock
+        await self.publish_many([(channel, message)])
+
+    async def publish_many(self, items: Sequence[tuple[str, Message]]) -> None:
+        """Add every message in one pipelined round trip, in order.
+
+        A retry after a partial failure re-sends all of them with the same ``mid`` values, so
+        readers drop the ones that had already landed.
+        """
+        entries = [(channel, uuid.uuid4().hex,
+                    json.dumps(message, separators=(",", ":"), ensure_ascii=False))
+                   for channel, message in items]
+        if not entries:
+            return
         if self._client is None:
             await self.connect()
         client = self._client
         assert client is not None
-        key = self._key(channel)
+
+        async def add_all() -> None:
+            pipeline = client.pipeline(transaction=False)
+            for channel, mid, data in entries:
+                pipeline.xadd(self._key(channel), {"mid": mid, "data": data},
+                              maxlen=self.stream_maxlen, approximate=True)
+            await pipeline.execute()
+
+        what = f"publish to {entries[0][0]!r}" + (f" and {len(entries) - 1} more"
+                                                   if len(entries) > 1 else "")
         async with self._lock:
-            await self._retry(
-                lambda: client.xadd(
-                    key, {"mid": mid, "data": data}, maxlen=self.stream_maxlen, approximate=True
-                ),
-                deadline,
-                f"publish to {channel!r}",
-                locked=True,
-            )
-            buffer = self._replay.setdefault(channel, deque(maxlen=self.replay_window))
-            buffer.append((mid, data))
+            await self._retry(add_all, self._deadline(), what, locked=True)
+            for channel, mid, data in entries:
+                buffer = self._replay.setdefault(channel, deque(maxlen=self.replay_window))
+                buffer.append((mid, data))
 
     async def subscribe(self, channel: str, *, from_beginning: bool = False) -> RedisSubscription:
         if self._client is None:

@@ -388,6 +388,7 @@ class Coordinator:
             done=self.done,
             end_reason=self.end_reason,
             context=self.context(role) if with_context or prev_seq is None else None,
+            merged_events=[],  # given, not defaulted: resolving a default_factory here is slow
         )
 
 

@@ -130,9 +130,9 @@ class EnvNode:
                                    notification.model_dump(mode="json"))
 
     async def _deliver(self, transition: Transition) -> None:
-        for notification in transition.notifications:
-            await self.bus.publish(obs_channel(self.session_id, notification.recipient),
-                                   notification.model_dump(mode="json"))
+        await self.bus.publish_many([
+            (obs_channel(self.session_id, n.recipient), n.model_dump(mode="json"))
+            for n in transition.notifications])
         for event in transition.events:
             for observer in self.observers:
                 try:

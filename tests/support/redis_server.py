@@ -31,9 +31,9 @@ def _find_binary() -> str:
     path = shutil.which("redis-server")
     if path is None:
         raise RuntimeError(
-            "redis-server is not on PATH. The bus tests need a real Redis server: run the "
-            "repository's test script, which installs it, or install the redis-server "
-            "package (e.g. `apt-get install redis-server`)."
+            "redis-server is not on PATH. The bus tests need a real Redis server: run "
+            "`bash scripts/test.sh`, which installs it, or install Debian's redis-server "
+            "package (`apt-get install redis-server`)."
         )
     return path
 

@@ -35,11 +35,7 @@ import multiprocessing
 import os
 import platform
 import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -54,76 +50,10 @@ from cogym_lab.core import (
 )
 from cogym_lab.envs.todo.env import TodoEnv
 from cogym_lab.nodes.env_node import EnvNode
+from cogym_lab.testing import RedisServer
 
 PAYLOAD_CHARS = 1000
 BIG = 10**9
-
-
-# -- a local redis-server -----------------------------------------------------------------------
-
-
-class LocalRedis:
-    """A throw-away ``redis-server`` on a free loopback port, without persistence."""
-
-    def __init__(self, startup_timeout: float = 10.0) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            raise RuntimeError("redis-server is not on PATH: install it, or pass --buses memory")
-        self.binary = binary
-        self.startup_timeout = startup_timeout
-        self.port = 0
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def version(self) -> str:
-        out = subprocess.run([self.binary, "--version"], capture_output=True, text=True,
-                             check=False)
-        words = out.stdout.split()
-        found = next((w.partition("=")[2] for w in words if w.startswith("v=")), None)
-        return found or out.stdout.strip() or "unknown"
-
-    def start(self) -> LocalRedis:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = int(sock.getsockname()[1])
-        self._tmp = tempfile.TemporaryDirectory(prefix="cogym-bench-redis-")
-        args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                "--appendonly", "no", "--daemonize", "no", "--dir", self._tmp.name]
-        self._proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                      start_new_session=True)  # Ctrl-C reaches us, not it
-        deadline = time.monotonic() + self.startup_timeout
-        while not self._ping():
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"redis-server exited at startup (code {self._proc.returncode})")
-            if time.monotonic() > deadline:
-                raise RuntimeError("redis-server did not answer PING in time")
-            time.sleep(0.02)
-        return self
-
-    def stop(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
-
-    def _ping(self) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
-                sock.sendall(b"PING\r\n")
-                return sock.recv(64).startswith(b"+PONG")
-        except OSError:
-            return False
 
 
 # -- the benchmark env ----------------------------------------------------------------------------
@@ -327,7 +257,7 @@ async def bench_latency(kind: str, n_members: int, rounds: int, warmup: int,
                 await asyncio.wait_for(done.wait(), 30)
             except TimeoutError:
                 raise RuntimeError(f"step {step}: not every member got its notification "
-                                   f"within 30 s (session ended: {coordinator.end_reason})")
+                                   f"within 30 s (session ended: {coordinator.end_reason})") from None
             if step >= warmup:
                 arrivals = current["arrivals"].values()
                 result.samples.extend(t - t0 for t in arrivals)
@@ -411,7 +341,7 @@ async def bench_startup(kind: str, runs: int, redis_url: str | None
 # -- main ------------------------------------------------------------------------------------------
 
 
-def environment_info(redis: LocalRedis | None) -> list[tuple[str, str]]:
+def environment_info(redis: RedisServer | None) -> list[tuple[str, str]]:
     import pydantic
     import redis as redis_py
 
@@ -494,10 +424,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     began = time.perf_counter()
-    redis: LocalRedis | None = None
+    redis: RedisServer | None = None
     try:
         if any(kind.startswith("redis") for kind in args.buses):
-            redis = LocalRedis().start()
+            redis = RedisServer().start()
         print_table("Environment", ["item", "value"], environment_info(redis))
         asyncio.run(amain(args, redis.url if redis else None))
     except KeyboardInterrupt:

@@ -14,6 +14,7 @@ Guarantees every transport gives:
 from __future__ import annotations
 
 import abc
+import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -23,6 +24,20 @@ ReconnectHandler = Callable[[], Any]
 
 class BusError(RuntimeError):
     """The transport failed in a way the bus could not recover from."""
+
+
+async def next_from(queue: asyncio.Queue[object], timeout: float | None) -> object | None:
+    """The next queued item, or ``None`` after ``timeout`` seconds.
+
+    Cheaper than ``asyncio.wait_for``, which starts a task per call: this sits on every hop.
+    """
+    if not queue.empty():
+        return queue.get_nowait()
+    try:
+        async with asyncio.timeout(timeout):
+            return await queue.get()
+    except TimeoutError:
+        return None
 
 
 class Subscription(abc.ABC):

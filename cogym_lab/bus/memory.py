@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict, deque
 
-from cogym_lab.bus.base import Bus, Message, Subscription
+from cogym_lab.bus.base import Bus, Message, Subscription, next_from
 
 _CLOSED = object()
 
@@ -23,9 +23,8 @@ class MemorySubscription(Subscription):
     async def get(self, timeout: float | None = None) -> Message | None:
         if self._closed and self._queue.empty():
             return None
-        try:
-            item = await asyncio.wait_for(self._queue.get(), timeout)
-        except TimeoutError:
+        item = await next_from(self._queue, timeout)
+        if item is None:
             return None
         if item is _CLOSED:
             self._closed = True

@@ -51,7 +51,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from cogym_lab.bus.base import Bus, BusError, Message, Subscription
+from cogym_lab.bus.base import Bus, BusError, Message, Subscription, next_from
 
 __all__ = ["RedisBus", "RedisSubscription"]
 
@@ -127,12 +127,8 @@ class RedisSubscription(Subscription):
     async def get(self, timeout: float | None = None) -> Message | None:
         if self._closed:
             return None
-        try:
-            if timeout is None:
-                item = await self._queue.get()
-            else:
-                item = await asyncio.wait_for(self._queue.get(), timeout)
-        except TimeoutError:
+        item = await next_from(self._queue, timeout)
+        if item is None:
             return None
         if item is _CLOSED:
             self._queue.put_nowait(_CLOSED)  # wake any other waiting getter too
@@ -399,6 +395,11 @@ class RedisBus(Bus):
         assert client is not None
 
         async def add_all() -> None:
+            if len(entries) == 1:  # a plain command costs less than a one-command pipeline
+                channel, mid, data = entries[0]
+                await client.xadd(self._key(channel), {"mid": mid, "data": data},
+                                  maxlen=self.stream_maxlen, approximate=True)
+                return
             pipeline = client.pipeline(transaction=False)
             for channel, mid, data in entries:
                 pipeline.xadd(self._key(channel), {"mid": mid, "data": data},

@@ -150,3 +150,20 @@ async def test_a_timeout_ends_the_session_cleanly_even_before_everyone_joined(tm
     assert result.end_reason == "timeout" and not result.delivered
     assert [e.type for e in read_events(tmp_path)] == [EventType.START, EventType.END]
     assert replay(tmp_path).final_state["end_reason"] == "timeout"
+
+
+async def test_the_log_is_written_before_members_are_notified(bus_factory, tmp_path):
+    class LogChecker(Recorder):
+        lag: list[tuple[int, int]] = []
+
+        async def act(self, notification):
+            logged = read_events(tmp_path)[-1].seq
+            self.lag.append((notification.seq, logged))
+            return await super().act(notification)
+
+    agent = LogChecker(script=['ADD_ITEM(text="a")', 'SEARCH_IDEAS(trip="city")',
+                               'ADD_ITEM(text="b")', "FINISH()"])
+    await Session(TodoEnv(), {"agent": agent}, bus=await bus_factory(), results_dir=tmp_path,
+                  session_id="wal-" + uuid.uuid4().hex[:6]).run()
+    assert len(agent.lag) == 4
+    assert all(logged >= seq for seq, logged in agent.lag), agent.lag

@@ -23,8 +23,8 @@ class EnvNode:
 
     It waits (up to ``join_timeout``) until every member has joined, starts the session, then
     applies each step in arrival order. When nothing arrives for ``idle_seconds`` it fires a tick.
-    Every event goes to the ``observers`` (the results writer, a transcript printer) after its
-    notifications are published.
+    Every event goes to the ``observers`` (the results writer, a transcript printer) before its
+    notifications are published, so the log is never behind what the members have seen.
     """
 
     def __init__(self, bus: Bus, coordinator: Coordinator, *, idle_seconds: float = 60.0,
@@ -130,9 +130,7 @@ class EnvNode:
                                    notification.model_dump(mode="json"))
 
     async def _deliver(self, transition: Transition) -> None:
-        await self.bus.publish_many([
-            (obs_channel(self.session_id, n.recipient), n.model_dump(mode="json"))
-            for n in transition.notifications])
+        # Observers (the event log) first: no member ever sees an event the log lacks.
         for event in transition.events:
             for observer in self.observers:
                 try:
@@ -141,3 +139,6 @@ class EnvNode:
                         await result
                 except Exception:  # an observer's bug must not stop the session
                     log.exception("event observer failed on event %s", event.seq)
+        await self.bus.publish_many([
+            (obs_channel(self.session_id, n.recipient), n.model_dump(mode="json"))
+            for n in transition.notifications])

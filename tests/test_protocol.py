@@ -198,3 +198,14 @@ async def test_malformed_bus_messages_are_ignored(harness):
     await h.send("user", 'ADD_ITEM(text="still fine")')
     got = await h.expect("agent")
     assert got.view["checklist"].content[0]["text"] == "still fine"
+
+
+async def test_a_paused_agent_gets_no_sync_until_resumed(harness):
+    h = await harness()
+    await h.send("user", "PAUSE_AGENT()")
+    await h.expect("user")
+    await h.send("agent", kind="sync")
+    await h.nothing_for("agent")
+    await h.send("user", "RESUME_AGENT()")
+    got = await h.expect("agent")
+    assert got.event.type is EventType.RESUME and got.context is not None

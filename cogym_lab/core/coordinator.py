@@ -157,8 +157,13 @@ class Coordinator:
         return self._emit(now, EventType.END, None, self.team_roles(), skip_paused=False,
                           info={"reason": reason, **info})
 
-    def sync(self, role: str, now: float) -> Notification:
-        """The current state for ``role``, for a member that (re)joins. Not an event."""
+    def sync(self, role: str, now: float) -> Notification | None:
+        """The current state for ``role``, for a member that (re)joins. Not an event.
+
+        ``None`` for a paused agent: it receives nothing until resumed, when it is told all.
+        """
+        if role in self.paused:
+            return None
         event = Event(seq=self.seq, time=now, type=EventType.SYNC, recipients=[role])
         return self._notification(role, event, now, with_context=True)
 

@@ -126,8 +126,9 @@ class EnvNode:
         elif request.role in self.coordinator.members:  # join or sync: send the current state
             self.joined.add(request.role)
             notification = self.coordinator.sync(request.role, now)
-            await self.bus.publish(obs_channel(self.session_id, request.role),
-                                   notification.model_dump(mode="json"))
+            if notification is not None:
+                await self.bus.publish(obs_channel(self.session_id, request.role),
+                                       notification.model_dump(mode="json"))
 
     async def _deliver(self, transition: Transition) -> None:
         # Observers (the event log) first: no member ever sees an event the log lacks.

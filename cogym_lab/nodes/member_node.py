@@ -22,8 +22,8 @@ from pydantic import ValidationError
 
 from cogym_lab.bus import Bus
 from cogym_lab.core import (
-    Action, ActionError, EventType, Notification, SessionContext, StepRequest, obs_channel,
-    parse_action, step_channel,
+    Action, ActionError, ActionSpec, EventType, Notification, SessionContext, StepRequest,
+    obs_channel, parse_action, step_channel,
 )
 from cogym_lab.core.collaboration import NOT_ECHOED
 from cogym_lab.core.messages import MemberKind
@@ -83,7 +83,7 @@ class MemberNode:
         self._wake = asyncio.Event()
         self._last_seq: int | None = None
         self._started = False
-        self._specs: dict[str, Any] = {}
+        self._specs: dict[str, ActionSpec] = {}
         self.ack_timeout = ack_timeout
         self._awaiting: str | None = None  # id of our own step not yet seen in a notification
 

@@ -16,6 +16,6 @@ fi
 
 # A project-local virtual environment, so the suite never depends on what else is installed.
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,local]'
 
 exec .venv/bin/python -m pytest "$@"

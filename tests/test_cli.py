@@ -23,7 +23,7 @@ def _all_commands(group: click.Group, prefix: tuple[str, ...] = ()):
 def test_every_subcommand_has_help():
     runner = CliRunner()
     paths = list(_all_commands(main))
-    assert {("run",), ("tasks",), ("replay",), ("node", "env"), ("node", "agent"),
+    assert {("run",), ("tasks",), ("teams",), ("replay",), ("node", "env"), ("node", "agent"),
             ("node", "user")} <= set(paths)
     for path in paths:
         result = runner.invoke(main, [*path, "--help"])
@@ -72,7 +72,11 @@ def test_bad_arguments_get_clear_errors(tmp_path):
         ("node", "env", "--session", "s", "--redis", "redis://127.0.0.1:1",
          "--member", "x=robot"): "kinds must be agent, user or person",
         ("node", "agent", "--session", "s", "--redis", "redis://127.0.0.1:1",
-         "--impl", "no.such:Thing"): "cannot load 'no.such:Thing'",
+         "--team", "no-such-team"): "No team 'no-such-team'",
+        ("node", "agent", "--session", "s", "--redis", "redis://127.0.0.1:1",
+         "--role", "boss"): "has no member 'boss'",
+        ("run", "--instance", "7"): "there is no instance 7",
+        ("run", "--task", "todo", "--team", "no-such-team"): "No team 'no-such-team'",
         ("node", "agent"): "Missing option",
         ("replay", str(tmp_path / "missing")): "does not exist",
     }

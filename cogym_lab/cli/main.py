@@ -14,10 +14,6 @@ from rich.console import Console
 from cogym_lab.bus import Bus, connect_bus
 from cogym_lab.cli.transcript import Transcript
 
-EXAMPLE_TEAMMATES = {
-    "example-agent": "cogym_lab.envs.todo:ExampleAgent",
-    "example-user": "cogym_lab.envs.todo:ExampleUser",
-}
 console = Console(highlight=False)
 
 
@@ -42,27 +38,62 @@ def _env_args(pairs: tuple[str, ...]) -> dict[str, Any]:
     return args
 
 
-def _make_env(task: str, env_arg: tuple[str, ...]) -> Any:
+def _make_env(task: str, env_arg: tuple[str, ...], instance: int | None = None) -> Any:
     from cogym_lab.envs import make_env
 
     try:
-        return make_env(task, **_env_args(env_arg))
+        return make_env(task, instance=instance, **_env_args(env_arg))
     except KeyError as error:
         raise click.BadParameter(str(error.args[0]), param_hint="--task") from None
+    except IndexError as error:
+        raise click.BadParameter(str(error), param_hint="--instance") from None
     except (TypeError, ValueError) as error:
         raise click.BadParameter(str(error), param_hint="--env-arg") from None
 
 
-def _teammate(spec: str) -> Any:
-    from cogym_lab.envs import load_object
+def _load_team(name: str) -> Any:
+    from cogym_lab.teams import load_team
 
-    path = EXAMPLE_TEAMMATES.get(spec, spec)
     try:
-        return load_object(path)()
-    except (ImportError, AttributeError, ValueError) as error:
-        known = ", ".join(EXAMPLE_TEAMMATES)
-        raise click.BadParameter(f"cannot load {spec!r} ({error}); use one of {known} or "
-                                 "package.module:Class", param_hint="--impl") from None
+        return load_team(name)
+    except FileNotFoundError as error:
+        raise click.BadParameter(str(error), param_hint="--team") from None
+    except ValueError as error:  # TOML or schema errors
+        raise click.BadParameter(f"cannot read team {name!r}: {error}", param_hint="--team") \
+            from None
+
+
+def _lm_arguments(roles: list[str], models: tuple[str, ...],
+                  base_urls: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """``--model gpt-4o`` for every LM member, ``--model user=gpt-4o-mini`` for one."""
+    arguments: dict[str, dict[str, str]] = {}
+    for key, values in (("model", models), ("base_url", base_urls)):
+        for value in values:
+            role, sep, rest = value.partition("=")
+            target, setting = (role, rest) if sep and role in roles else ("*", value)
+            arguments.setdefault(target, {})[key] = setting
+    return arguments
+
+
+def _build(team: Any, env: Any, lm_arguments: dict[str, dict[str, str]],
+           only: str | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+    from cogym_lab.lm import LMNotConfigured
+    from cogym_lab.teams.build import build_member, build_team
+
+    try:
+        if only is not None:
+            if only not in team.members:
+                raise click.BadParameter(f"team {team.name!r} has no member {only!r}; its "
+                                         f"members are {', '.join(team.members)}",
+                                         param_hint="--role")
+            lm_args = {**lm_arguments.get("*", {}), **lm_arguments.get(only, {})}
+            member = build_member(only, team.members[only], env, lm_args)
+            return {only: member}, {only: team.members[only].kind}
+        return build_team(team, env, lm_arguments)
+    except LMNotConfigured as error:
+        raise click.ClickException(str(error)) from None
+    except (ValueError, TypeError) as error:
+        raise click.BadParameter(str(error), param_hint="--team") from None
 
 
 def _bus(url: str | None) -> Bus:
@@ -78,41 +109,80 @@ def main() -> None:
     """Co-Gym in notebooks: people and LM agents working on one shared workspace."""
 
 
+def _task_options(func: Any) -> Any:
+    func = click.option("--env-arg", multiple=True, metavar="KEY=VALUE",
+                        help="Argument for the task, on top of the instance.")(func)
+    func = click.option("--instance", type=click.IntRange(min=0), default=None,
+                        help="Instance number of the task (default: the task's defaults).")(func)
+    return click.option("--task", default="todo", show_default=True,
+                        help="Task to run (see `tasks`).")(func)
+
+
+def _lm_options(func: Any) -> Any:
+    func = click.option("--base-url", "base_urls", multiple=True, metavar="[ROLE=]URL",
+                        help="OpenAI-compatible endpoint for every LM member, or for ROLE.")(func)
+    return click.option("--model", "models", multiple=True, metavar="[ROLE=]MODEL",
+                        help="Model for every LM member, or for ROLE (repeatable).")(func)
+
+
 @main.command()
-@click.option("--task", default="todo", show_default=True, help="Task to run (see `tasks`).")
-@click.option("--env-arg", multiple=True, metavar="KEY=VALUE", help="Argument for the task.")
+@_task_options
+@click.option("--team", default="example", show_default=True,
+              help="A ready team (see `teams`) or the path of a team file.")
+@_lm_options
 @click.option("--bus", "bus_url", default=None, metavar="URL",
               help="memory:// (default) or redis://HOST:PORT/DB.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
               show_default=True, help="Parent folder of the session's results directory.")
-@click.option("--idle-seconds", type=click.FloatRange(min=0.01), default=5.0, show_default=True,
-              help="Inactivity before a tick notifies everyone.")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=300.0, show_default=True,
+@click.option("--idle-seconds", type=click.FloatRange(min=0.01), default=None,
+              help="Inactivity before a tick notifies everyone (default: the team's, else 60).")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=600.0, show_default=True,
               help="Wall-clock limit for the session, in seconds.")
 @click.option("--quiet", is_flag=True, help="Print only the summary.")
-def run(task: str, env_arg: tuple[str, ...], bus_url: str | None, out: Path,
-        idle_seconds: float, timeout: float, quiet: bool) -> None:
-    """Run one session of the example team (a rule-based agent and user) on TASK."""
-    from cogym_lab.nodes import Session, SessionConfig
+def run(task: str, instance: int | None, env_arg: tuple[str, ...], team: str,
+        models: tuple[str, ...], base_urls: tuple[str, ...], bus_url: str | None, out: Path,
+        idle_seconds: float | None, timeout: float, quiet: bool) -> None:
+    """Run one session of TEAM on TASK and write its results directory."""
+    from cogym_lab.nodes import Session
+    from cogym_lab.teams.build import session_config
 
-    if task != "todo":
-        raise click.BadParameter("the example team plays only the 'todo' task; LM teams come "
-                                 "with the agents", param_hint="--task")
-    env = _make_env(task, env_arg)
+    env = _make_env(task, env_arg, instance)
+    team_config = _load_team(team)
+    if team_config.name == "example" and task != "todo":
+        raise click.BadParameter("the example team plays only the 'todo' task",
+                                 param_hint="--team")
+    people = [role for role, m in team_config.members.items() if m.kind == "person"]
+    if people:
+        raise click.BadParameter(f"{', '.join(people)} must be a person, who joins from the "
+                                 "notebook panel; `run` needs agents and simulated users only",
+                                 param_hint="--team")
+    lm_arguments = _lm_arguments(list(team_config.members), models, base_urls)
+    members, kinds = _build(team_config, env, lm_arguments)
     session = Session(
-        env, {"agent": _teammate("example-agent"), "user": _teammate("example-user")},
-        bus=_bus(bus_url), config=SessionConfig(idle_seconds=idle_seconds, timeout=timeout),
+        env, members, kinds=kinds, bus=_bus(bus_url), task=task,
+        config=session_config(team_config, idle_seconds=idle_seconds, timeout=timeout),
         observers=[] if quiet else [Transcript(console)],
     )
     session.results_dir = out / session.session_id
     if not quiet:
         console.print(f"[bold]Task:[/] {env.task_description}")
+        console.print(f"[bold]Team:[/] {team_config.name}: {team_config.description}")
     result = session.run_sync()
     console.print(f"\n[bold]Session {result.session_id}[/] ended: {result.end_reason} after "
                   f"{result.events} events in {result.duration:.2f}s")
     console.print(f"Delivered: {result.delivered}   Outcome: {json.dumps(result.outcome)}")
-    console.print("Scores: " + ", ".join(f"{k}={v:.2f}" for k, v in result.scores.items()))
+    console.print("Scores: " + (", ".join(f"{k}={v:.2f}" for k, v in result.scores.items())
+                                or "none"))
     console.print(f"Results: {result.results_dir}")
+
+
+@main.command()
+def teams() -> None:
+    """List the ready teams (use a name, or a path to your own file, with --team)."""
+    from cogym_lab.teams import load_team, ready_teams
+
+    for name in sorted(ready_teams()):
+        console.print(f"[bold]{name}[/]: {load_team(name).description}")
 
 
 @main.command()
@@ -155,15 +225,14 @@ def _node_options(func: Any) -> Any:
 
 @node.command("env")
 @_node_options
-@click.option("--task", default="todo", show_default=True)
-@click.option("--env-arg", multiple=True, metavar="KEY=VALUE")
+@_task_options
 @click.option("--member", "members", multiple=True, required=True, metavar="ROLE=KIND",
               help="A team member, e.g. agent=agent or user=user. Repeat for each.")
 @click.option("--idle-seconds", type=click.FloatRange(min=0.01), default=60.0, show_default=True)
 @click.option("--join-timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True)
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=None)
 def env_node(session_id: str, redis_url: str, out: Path | None, task: str,
-             env_arg: tuple[str, ...], members: tuple[str, ...], idle_seconds: float,
+             instance: int | None, env_arg: tuple[str, ...], members: tuple[str, ...], idle_seconds: float,
              join_timeout: float, timeout: float | None) -> None:
     """Host the env: wait for the members to join, run the session, write the results."""
     from cogym_lab.nodes import Session, SessionConfig
@@ -173,7 +242,7 @@ def env_node(session_id: str, redis_url: str, out: Path | None, task: str,
     if bad:
         raise click.BadParameter(f"kinds must be agent, user or person: {bad}",
                                  param_hint="--member")
-    session = Session(_make_env(task, env_arg), dict.fromkeys(kinds), kinds=kinds,  # type: ignore[arg-type]
+    session = Session(_make_env(task, env_arg, instance), dict.fromkeys(kinds), kinds=kinds,  # type: ignore[arg-type]
                       bus=_bus(redis_url), session_id=session_id, results_dir=out, task=task,
                       config=SessionConfig(idle_seconds=idle_seconds, join_timeout=join_timeout,
                                            timeout=timeout),
@@ -186,17 +255,28 @@ def env_node(session_id: str, redis_url: str, out: Path | None, task: str,
 def _member_command(kind: str) -> Any:
     @_node_options
     @click.option("--role", default=kind, show_default=True, help="This member's role.")
-    @click.option("--impl", default=f"example-{kind}", show_default=True,
-                  help="example-agent, example-user, or package.module:Class.")
-    def command(session_id: str, redis_url: str, out: Path | None, role: str, impl: str) -> None:
+    @click.option("--team", default="example", show_default=True,
+                  help="Team file (or ready team) that describes this member.")
+    @_task_options
+    @_lm_options
+    def command(session_id: str, redis_url: str, out: Path | None, role: str, team: str,
+                task: str, instance: int | None, env_arg: tuple[str, ...],
+                models: tuple[str, ...], base_urls: tuple[str, ...]) -> None:
         from cogym_lab.nodes import AgentNode, UserNode
 
+        team_config = _load_team(team)
+        # The env is built here only to read what a simulated user may know (the same
+        # task and instance as the env node's).
+        env = _make_env(task, env_arg, instance)
+        lm_arguments = _lm_arguments(list(team_config.members), models, base_urls)
+        members, _ = _build(team_config, env, lm_arguments, only=role)
         node_class = AgentNode if kind == "agent" else UserNode
-        member = node_class(_bus(redis_url), session_id, role, _teammate(impl), results_dir=out)
+        member = node_class(_bus(redis_url), session_id, role, members[role], results_dir=out)
         final = asyncio.run(_run_and_close(member.bus, member.run()))
         console.print(f"{role}: session ended ({final.end_reason})")
 
-    command.__doc__ = f"Run a {kind} member: join the session and act until it ends."
+    command.__doc__ = (f"Run a {kind} member from a team file: join the session and act until "
+                       "it ends.")
     return command
 
 

@@ -147,6 +147,17 @@ class CoEnv(abc.ABC):
         """Keyword arguments that rebuild this env from its registry name (for replay)."""
         return {}
 
+    def hidden_information(self) -> str:
+        """What only the human side knows (preferences, constraints). Never shown to agents;
+        a simulated user is given it."""
+        return ""
+
+    @classmethod
+    def instances(cls) -> list[dict[str, Any]]:
+        """The task's numbered instances, as keyword arguments of the env. Data-backed tasks
+        override this; the default is one instance with default arguments."""
+        return [{}]
+
     # -- the API -----------------------------------------------------------------------------
 
     def action_specs(self) -> list[ActionSpec]:

@@ -95,6 +95,7 @@ class SessionContext(BaseModel):
     action_specs: list[ActionSpec]  # the task's actions
     collaboration_specs: list[ActionSpec]  # the collaboration acts open to this member
     step_limit: int | None = None
+    results_dir: str | None = None  # this member's results folder, filled in by its node
 
 
 class Notification(BaseModel):

@@ -26,9 +26,17 @@ def available_envs() -> list[str]:
     return sorted(names)
 
 
-def make_env(name: str, **env_args: Any) -> CoEnv:
-    """Build the env registered as ``name`` with ``env_args``."""
-    return _resolve(name)(**env_args)
+def make_env(name: str, instance: int | None = None, **env_args: Any) -> CoEnv:
+    """Build the env registered as ``name``: instance number ``instance`` of the task, if given,
+    with ``env_args`` on top."""
+    factory = _resolve(name)
+    if instance is not None:
+        instances = factory.instances()  # type: ignore[attr-defined]
+        if not 0 <= instance < len(instances):
+            raise IndexError(f"Task {name!r} has instances 0 to {len(instances) - 1}; "
+                             f"there is no instance {instance}.")
+        env_args = {**instances[instance], **env_args}
+    return factory(**env_args)
 
 
 def _resolve(name: str) -> EnvFactory:

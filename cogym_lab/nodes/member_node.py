@@ -140,6 +140,9 @@ class MemberNode:
             if not self._started and notification.context is not None:
                 self._started = True
                 context = notification.context
+                if self.results_dir is not None:
+                    context = context.model_copy(
+                        update={"results_dir": str(self.results_dir / self.role)})
                 self._specs = {s.name: s for s in (*context.action_specs,
                                                    *context.collaboration_specs)}
                 await _maybe_await(self.teammate.start(context))

@@ -54,6 +54,14 @@ class TodoEnv(CoEnv):
         """What only the human side knows: the items it insists on."""
         return "You will not go without: " + ", ".join(self.must_have) + "."
 
+    @classmethod
+    def instances(cls) -> list[dict[str, Any]]:
+        return [
+            {"trip": "camping", "min_items": 6, "must_have": ["rain jacket", "headlamp"]},
+            {"trip": "beach", "min_items": 5, "must_have": ["sunscreen", "hat"]},
+            {"trip": "city", "min_items": 4, "must_have": ["charger"]},
+        ]
+
     def env_args(self) -> dict[str, Any]:
         return {"trip": self.trip, "min_items": self.min_items, "must_have": list(self.must_have)}
 

@@ -1,0 +1,307 @@
+"""What the three Co-Gym agents share: ReAct prompting over any env's action specs, a scratchpad,
+bounded history, one repair attempt for unusable output, a loop guard, and LM-failure handling.
+
+Subclasses implement :meth:`LMAgent.decide`. Nothing here raises out of ``act``: an LM that keeps
+failing or answers nonsense leads to a clear message to the teammate, a wait, or (for an agent
+that works alone) a finish.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from cogym_lab.agents import render as show
+from cogym_lab.agents.scratchpad import SPECS as SCRATCHPAD_SPECS
+from cogym_lab.agents.scratchpad import Scratchpad
+from cogym_lab.agents.templates import agent_prompt
+from cogym_lab.core import (
+    Action, ActionError, ActionSpec, Event, EventType, Notification, SessionContext,
+    describe_actions, format_action, parse_action,
+)
+from cogym_lab.lm import LM, LMError, Messages
+
+log = logging.getLogger(__name__)
+
+WAIT = "WAIT_TEAMMATE_CONTINUE()"
+FINISH = "FINISH()"
+
+
+@dataclass
+class Step:
+    """One action this agent sent, and what came of it."""
+
+    action: str
+    status: str = "pending"  # pending | ok | error
+    error: str | None = None
+
+    def render(self) -> str:
+        result = {"pending": "sent", "ok": "done"}.get(self.status, f"failed: {self.error}")
+        return f"- {self.action} -> {result}"
+
+
+class UnusableOutput(Exception):
+    """The LM's reply could not be used, even after the repair attempt."""
+
+
+class LMAgent:
+    """Base class of the LM agents. Implements the member interface: start, act, end."""
+
+    kind: ClassVar[str] = "agent"
+    agent_type: ClassVar[str] = "base"
+    collaborates: ClassVar[bool] = True  # sees the chat and may use the collaboration acts
+
+    def __init__(self, lm: LM, *, history_window: int = 10, chat_window: int = 20,
+                 use_scratchpad: bool = True, stuck_after: int = 3) -> None:
+        self.lm = lm
+        self.history_window = history_window
+        self.chat_window = chat_window
+        self.use_scratchpad = use_scratchpad
+        self.stuck_after = stuck_after
+        self.scratchpad = Scratchpad()
+        self.history: deque[Step] = deque(maxlen=history_window)
+        self.steps = 0
+        self.context: SessionContext | None = None
+        self._recent: deque[str | None] = deque(maxlen=stuck_after)
+        self._asked_for_help = False
+        self._reported_lm_failure = False
+        self._lm_failures_in_a_row = 0
+
+    # -- the member interface ----------------------------------------------------------------
+
+    def start(self, context: SessionContext) -> None:
+        self.context = context
+        self.role = context.role
+        self.task_specs = {s.name: s for s in context.action_specs}
+        self.collaboration_specs = {s.name: s for s in context.collaboration_specs}
+        if context.results_dir:
+            self.lm.log_to(Path(context.results_dir) / "lm_calls.jsonl")
+
+    async def act(self, notification: Notification) -> str | None:
+        self._observe(notification)
+        try:
+            if self.use_scratchpad:
+                await self._update_scratchpad(notification)
+            action = await self.decide(notification)
+            self._lm_failures_in_a_row = 0
+            self._reported_lm_failure = False
+        except LMError as error:
+            action = self._on_lm_failure(error)
+        except UnusableOutput as error:
+            action = self._on_unusable(str(error))
+        action = self._guard(action)
+        if action is not None:
+            self.steps += 1
+            self.history.append(Step(action))
+        return action
+
+    def end(self, final: Notification) -> None:
+        if self.context and self.context.results_dir:
+            folder = Path(self.context.results_dir)
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "scratchpad.json").write_text(
+                json.dumps(self.scratchpad.to_dict(), indent=2, ensure_ascii=False))
+            (folder / "usage.json").write_text(json.dumps(
+                {"agent_type": self.agent_type, "steps": self.steps, "model": self.lm.config.model,
+                 **self.lm.meter.to_dict()}, indent=2))
+
+    async def decide(self, notification: Notification) -> str | None:
+        """The next action string, or ``None`` to wait. Subclasses implement this."""
+        raise NotImplementedError
+
+    # -- prompts -------------------------------------------------------------------------------
+
+    def system_prompt(self, notification: Notification) -> str:
+        assert self.context is not None
+        teammates = [m.role for m in self.context.team if m.role != self.role]
+        return agent_prompt(
+            "system",
+            role=self.role,
+            teammates=", ".join(teammates) or "none",
+            collaboration_note=agent_prompt(
+                "collaboration_note" if self.collaborates else "autonomous_note"),
+            task_description=self.context.task_description,
+            scratchpad=self.scratchpad.render() if self.use_scratchpad else "(not used)",
+            observation=show.render_observation(notification.view),
+            chat=show.render_chat(notification.chat, self.role, self.chat_window)
+            if self.collaborates else "(you work alone)",
+            action_history="\n".join(step.render() for step in self.history) or "(none yet)",
+            latest=self._describe_latest(notification),
+        )
+
+    def _describe_latest(self, notification: Notification) -> str:
+        lines = []
+        for event in notification.merged_events or [notification.event]:
+            lines.append(_describe(event, self.role))
+        if notification.pending_confirmations:
+            for c in notification.pending_confirmations:
+                lines.append(f"Pending confirmation {c.request_id} from {c.requester}: "
+                             f"{c.pending_action}")
+        return "\n".join(line for line in lines if line) or "Nothing new."
+
+    async def ask(self, messages: Messages, purpose: str) -> str:
+        completion = await self.lm.complete(messages, purpose=purpose)
+        return completion.text
+
+    async def ask_action(self, system: str, instruction: str, specs: dict[str, ActionSpec],
+                         purpose: str) -> str:
+        """Ask for a ReAct reply and return its action in canonical form (one repair attempt)."""
+        messages: Messages = [{"role": "system", "content": system},
+                              {"role": "user", "content": instruction}]
+        reply = await self.ask(messages, purpose)
+        try:
+            return _canonical(reply, specs)
+        except ActionError as error:
+            messages += [{"role": "assistant", "content": reply},
+                         {"role": "user", "content": agent_prompt(
+                             "repair", error=error,
+                             forms="\n".join(s.signature() for s in specs.values()))}]
+        reply = await self.ask(messages, purpose + ":repair")
+        try:
+            return _canonical(reply, specs)
+        except ActionError as error:
+            raise UnusableOutput(str(error)) from None
+
+    async def ask_field(self, system: str, instruction: str, field: str, purpose: str) -> str:
+        """Ask for a reply with a ``Field: value`` line and return the value (one repair)."""
+        messages: Messages = [{"role": "system", "content": system},
+                              {"role": "user", "content": instruction}]
+        reply = await self.ask(messages, purpose)
+        value = extract_field(reply, field)
+        if value is None:
+            messages += [{"role": "assistant", "content": reply},
+                         {"role": "user", "content": f"Please answer again and include a line "
+                                                     f"starting with '{field}:'."}]
+            value = extract_field(await self.ask(messages, purpose + ":repair"), field)
+        if value is None:
+            raise UnusableOutput(f"the reply had no '{field}:' line")
+        return value
+
+    def actions_text(self, specs: dict[str, ActionSpec]) -> str:
+        return describe_actions(list(specs.values()))
+
+    # -- scratchpad, history, guards ---------------------------------------------------------
+
+    async def _update_scratchpad(self, notification: Notification) -> None:
+        messages: Messages = [
+            {"role": "system", "content": self.system_prompt(notification)},
+            {"role": "user", "content": agent_prompt(
+                "scratchpad", scratchpad_actions=describe_actions(list(SCRATCHPAD_SPECS.values())))},
+        ]
+        reply = await self.ask(messages, "scratchpad")
+        try:
+            self.scratchpad.apply(reply)
+        except ActionError as error:  # a bad scratchpad edit costs nothing but the edit
+            log.info("%s: scratchpad reply not used: %s", self.role, error)
+
+    def _observe(self, notification: Notification) -> None:
+        """Mark our own sent actions done or failed from the events we are told about."""
+        if any(m.sender != self.role for m in notification.new_messages):
+            self._asked_for_help = False  # a teammate spoke: whatever loop we were in is over
+            self._recent.clear()
+        for event in notification.merged_events or [notification.event]:
+            if event.actor != self.role or not event.action:
+                continue
+            for step in reversed(self.history):
+                if step.status == "pending" and step.action == event.action:
+                    step.status, step.error = event.status, event.error
+                    break
+
+    def _guard(self, action: str | None) -> str | None:
+        """Break loops: waiting on every notification, or sending one action again and again."""
+        self._recent.append(None if action in (None, WAIT) else action)
+        if len(self._recent) < self.stuck_after:
+            return action
+        if all(a is None for a in self._recent):
+            reason = f"waited {self.stuck_after} times in a row"
+        elif len(set(self._recent)) == 1:
+            reason = f"repeated {action} {self.stuck_after} times"
+        else:
+            return action
+        self._recent.clear()
+        if not self.collaborates:
+            return FINISH  # nobody to ask: deliver what there is
+        if self._asked_for_help:  # asked already: wait for the answer, and repeat nothing
+            return WAIT
+        self._asked_for_help = True
+        return self.message(agent_prompt("stuck_message", reason=reason))
+
+    def _on_lm_failure(self, error: LMError) -> str | None:
+        log.warning("%s: LM failed: %s", getattr(self, "role", "agent"), error)
+        self._lm_failures_in_a_row += 1
+        if not self.collaborates:
+            return FINISH if self._lm_failures_in_a_row >= self.stuck_after else None
+        if self._reported_lm_failure:
+            return None
+        self._reported_lm_failure = True
+        return self.message(agent_prompt("lm_failure_message", error=_short(str(error))))
+
+    def _on_unusable(self, error: str) -> str | None:
+        log.info("%s: unusable LM output: %s", self.role, error)
+        if not self.collaborates or self._asked_for_help:
+            return None
+        self._asked_for_help = True
+        return self.message("I could not work out a valid next step (" + _short(error) +
+                            "). What would you like me to do?")
+
+    def message(self, text: str, to: str | None = None) -> str:
+        return format_action(Action(name="SEND_TEAMMATE_MESSAGE",
+                                    args={"message": text, **({"to": to} if to else {})}))
+
+
+def _canonical(reply: str, specs: dict[str, ActionSpec]) -> str:
+    action, spec = parse_action(reply, specs)
+    return format_action(action, spec)
+
+
+def extract_field(reply: str, field: str) -> str | None:
+    """The text after the last ``Field:`` marker, up to the end of the reply."""
+    matches = list(re.finditer(rf"(?im)^\W*{re.escape(field)}\W*:", reply))
+    if not matches:
+        return None
+    value = reply[matches[-1].end():].strip().strip("`").strip()
+    return value or None
+
+
+def _short(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _describe(event: Event, me: str) -> str:
+    actor = "You" if event.actor == me else event.actor
+    if event.type is EventType.START:
+        return "The session has started."
+    if event.type is EventType.MESSAGE:
+        return f"{actor} sent a message."
+    if event.type is EventType.ERROR and event.actor == me:
+        return f"Your action {event.action} failed: {event.error}"
+    if event.type is EventType.TICK:
+        return "Nobody has acted for a while."
+    if event.type in (EventType.ACTION, EventType.CONFIRM_ACCEPT):
+        return f"{actor} did {event.action}."
+    if event.type is EventType.CONFIRM_REJECT:
+        reason = event.info.get("pending_action", "")
+        return f"{actor} rejected the request to run {reason}."
+    if event.type is EventType.CONFIRM_REQUEST:
+        return f"{actor} asked for a confirmation: {event.action}."
+    if event.type in (EventType.PAUSE, EventType.RESUME):
+        return f"{actor} {'paused' if event.type is EventType.PAUSE else 'resumed'} the agent."
+    if event.type is EventType.SYNC:
+        return "You reconnected; this is the current state."
+    return ""
+
+
+def merge_specs(*groups: dict[str, ActionSpec]) -> dict[str, ActionSpec]:
+    merged: dict[str, ActionSpec] = {}
+    for group in groups:
+        merged.update(group)
+    return merged
+
+
+__all__ = ["FINISH", "LMAgent", "Step", "UnusableOutput", "WAIT", "extract_field", "merge_specs"]
+

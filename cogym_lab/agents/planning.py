@@ -1,0 +1,47 @@
+"""Collaborative Agent with Situational Planning: decide the kind of step first (task action,
+message, or wait, from in-context examples), then produce that step."""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+
+from cogym_lab.agents.base import WAIT, LMAgent, UnusableOutput, merge_specs
+from cogym_lab.agents.templates import agent_prompt
+from cogym_lab.core import Notification
+
+
+class Plan(Enum):
+    TASK_ACTION = "1"
+    MESSAGE = "2"
+    WAIT = "3"
+
+
+class PlanningAgent(LMAgent):
+    agent_type = "collaborative-planning"
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.plans: list[Plan] = []  # every decision, for analysis
+
+    async def decide(self, notification: Notification) -> str | None:
+        system = self.system_prompt(notification)
+        plan = await self.plan(system)
+        self.plans.append(plan)
+        if plan is Plan.WAIT:
+            return WAIT
+        if plan is Plan.MESSAGE:
+            text = await self.ask_field(system, agent_prompt("message"), "Message", "message")
+            return self.message(text)
+        specs = merge_specs(self.task_specs, {name: self.collaboration_specs[name] for name in
+                                              ("REQUEST_TEAMMATE_CONFIRM", "FINISH")})
+        instruction = agent_prompt("act", actions=self.actions_text(specs),
+                                   action_guidance=agent_prompt("act_task_only_guidance"))
+        return await self.ask_action(system, instruction, specs, "act")
+
+    async def plan(self, system: str) -> Plan:
+        decision = await self.ask_field(system, agent_prompt("plan"), "Decision", "plan")
+        digit = re.search(r"[123]", decision)
+        if digit is None:
+            raise UnusableOutput(f"the decision {decision[:40]!r} is not 1, 2 or 3")
+        return Plan(digit.group())

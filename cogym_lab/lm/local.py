@@ -1,0 +1,193 @@
+"""An LM that runs a local GGUF model in this process, through ``llama-cpp-python``.
+
+Chosen with ``provider = "local"`` and ``model = "/path/to/file.gguf"``. It needs the optional
+dependency: ``pip install 'cogym_lab[local]'``. ``llama_cpp`` is imported, and the model loaded,
+only when the first completion is asked for.
+
+``config.extra`` entries that ``llama_cpp.Llama`` takes (``n_ctx``, ``n_threads``,
+``n_gpu_layers``, ``seed``, ``chat_format`` ...) are used when loading the model; the others go to
+``create_chat_completion`` (``top_k``, ``repeat_penalty`` ...). ``n_ctx`` defaults to
+:data:`DEFAULT_N_CTX`.
+
+Inference runs in a worker thread so the event loop stays free; calls on one model take turns, as
+a ``Llama`` object serves one at a time. ``config.timeout`` is not enforced here: a running
+generation cannot be interrupted from outside. An error from the model (a prompt longer than the
+context, say) is final; an unusable reply (no choices, no text) is retried like
+:class:`~cogym_lab.lm.openai_client.OpenAILM` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import inspect
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from cogym_lab.lm.base import LM, Completion, LMError, LMNotConfigured, Messages, Usage
+from cogym_lab.lm.calllog import call_record, write_call
+from cogym_lab.lm.config import LMConfig
+
+log = logging.getLogger(__name__)
+
+DEFAULT_N_CTX = 4096
+INSTALL_HINT = "pip install 'cogym_lab[local]'"
+
+
+def _as_int(value: Any) -> int:
+    try:
+        return max(int(value), 0) if value is not None and not isinstance(value, bool) else 0
+    except (TypeError, ValueError):
+        return 0
+
+
+class LlamaCppLM(LM):
+    """A member's LM: a GGUF model file run by llama.cpp in this process."""
+
+    def __init__(self, config: LMConfig) -> None:
+        super().__init__(config)
+        if not config.model:
+            raise LMNotConfigured('provider = "local" needs model = "/path/to/file.gguf"')
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise LMNotConfigured(f"provider = \"local\" needs llama-cpp-python, which is not "
+                                  f"installed: {INSTALL_HINT}")
+        if not Path(config.model).expanduser().is_file():
+            raise LMNotConfigured(f"provider = \"local\": the model file {config.model!r} does "
+                                  f"not exist; model must be the path of a GGUF file")
+        self.model_path = str(Path(config.model).expanduser())
+        self._llama: Any = None
+        self._per_call: dict[str, Any] = {}
+        self._load_lock = threading.Lock()
+        self._run_lock = threading.Lock()
+        self._load_error: str | None = None
+
+    # -- the model ---------------------------------------------------------------------------
+
+    def _split_extra(self, llama_class: type) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``config.extra`` as (arguments to load the model, arguments for each completion)."""
+        load_params = set(inspect.signature(llama_class.__init__).parameters) - {"self"}
+        load: dict[str, Any] = {"n_ctx": DEFAULT_N_CTX}
+        per_call: dict[str, Any] = {}
+        for name, value in self.config.extra.items():
+            (load if name in load_params else per_call)[name] = value
+        return load, per_call
+
+    def _model(self) -> tuple[Any, dict[str, Any]]:
+        """Load the model once (in the calling worker thread); its per-call arguments."""
+        with self._load_lock:
+            if self._llama is None:
+                if self._load_error is not None:
+                    raise LMError(self._load_error)
+                try:
+                    import llama_cpp
+                except ImportError as exc:
+                    raise LMNotConfigured(f"llama-cpp-python cannot be imported ({exc}): "
+                                          f"{INSTALL_HINT}") from exc
+                load, self._per_call = self._split_extra(llama_cpp.Llama)
+                load.setdefault("verbose", False)
+                try:
+                    self._llama = llama_cpp.Llama(model_path=self.model_path, **load)
+                except Exception as exc:  # llama.cpp raises ValueError, and others
+                    self._load_error = (f"could not load the model {self.model_path!r}: "
+                                        f"{type(exc).__name__}: {exc}")
+                    raise LMError(self._load_error) from exc
+            return self._llama, self._per_call
+
+    def _generate(self, messages: Messages, max_tokens: int | None,
+                  stop: list[str] | None) -> Any:
+        llama, per_call = self._model()
+        kwargs: dict[str, Any] = {"temperature": self.config.temperature, **per_call}
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
+        if stop:
+            kwargs["stop"] = list(stop)
+        with self._run_lock:
+            return llama.create_chat_completion(messages=messages, **kwargs)
+
+    @staticmethod
+    def _read(response: Any) -> tuple[str | None, Usage, str]:
+        """Text (None if unusable), usage, and what is wrong when the text is None."""
+        usage_data = response.get("usage") if isinstance(response, dict) else None
+        usage_data = usage_data if isinstance(usage_data, dict) else {}
+        usage = Usage(prompt_tokens=_as_int(usage_data.get("prompt_tokens")),
+                      completion_tokens=_as_int(usage_data.get("completion_tokens")))
+        choices = response.get("choices") if isinstance(response, dict) else None
+        if not isinstance(choices, list) or not choices:
+            return None, usage, "the reply has no choices"
+        first = choices[0] if isinstance(choices[0], dict) else {}
+        message = first.get("message") if isinstance(first.get("message"), dict) else {}
+        content = message.get("content")
+        if not isinstance(content, str):
+            reason = first.get("finish_reason")
+            return None, usage, f"the reply has no text (finish_reason {reason!r})"
+        return content, usage, ""
+
+    # -- the call ------------------------------------------------------------------------------
+
+    async def complete(self, messages: Messages, *, purpose: str = "",
+                       max_tokens: int | None = None, stop: list[str] | None = None) -> Completion:
+        config = self.config
+        max_tokens = config.max_tokens if max_tokens is None else max_tokens
+        attempts_allowed = config.max_retries + 1
+        started = time.monotonic()
+        last_error = ""
+        attempt = 0
+        while attempt < attempts_allowed:
+            attempt += 1
+            try:
+                response = await asyncio.to_thread(self._generate, messages, max_tokens, stop)
+            except LMNotConfigured:
+                raise
+            except LMError as exc:
+                raise self._fail(messages, purpose, started, attempt, str(exc)) from exc
+            except Exception as exc:  # llama.cpp's errors are final
+                raise self._fail(messages, purpose, started, attempt,
+                                 f"{config.describe()} failed: {type(exc).__name__}: "
+                                 f"{exc}") from exc
+            text, usage, problem = self._read(response)
+            if text is not None:
+                latency = time.monotonic() - started
+                self.meter.record(purpose, usage, latency)
+                self._log(messages, purpose, text, usage, latency, attempt, None)
+                return Completion(text=text, usage=usage, latency=latency,
+                                  model=config.model or "", attempts=attempt)
+            last_error = f"unusable reply: {problem}"
+            if attempt < attempts_allowed and config.backoff:
+                await asyncio.sleep(config.backoff * 2 ** (attempt - 1))
+        plural = "attempt" if attempt == 1 else "attempts"
+        raise self._fail(messages, purpose, started, attempt,
+                         f"{config.describe()} gave no usable answer after {attempt} {plural}; "
+                         f"last error: {last_error}")
+
+    def _fail(self, messages: Messages, purpose: str, started: float, attempts: int,
+              message: str) -> LMError:
+        """Count and log a final failure; the error for the caller to raise."""
+        latency = time.monotonic() - started
+        self.meter.failures += 1
+        self._log(messages, purpose, None, Usage(), latency, attempts, message)
+        return LMError(message)
+
+    def _log(self, messages: Messages, purpose: str, text: str | None, usage: Usage,
+             latency: float, attempts: int, error: str | None) -> None:
+        if self.log_path is None:
+            return
+        record = call_record(purpose=purpose, model=self.config.model, base_url=None,
+                             messages=messages, completion=text,
+                             prompt_tokens=usage.prompt_tokens,
+                             completion_tokens=usage.completion_tokens, latency=latency,
+                             attempts=attempts, error=error)
+        secrets = [self.config.api_key.get_secret_value()] if self.config.api_key else []
+        try:
+            write_call(self.log_path, record, secrets)
+        except OSError as exc:
+            log.warning("could not write the LM call log %s: %s", self.log_path, exc)
+
+    async def aclose(self) -> None:
+        """Free the model's memory; it is loaded again if asked for another completion."""
+        with self._load_lock:
+            llama, self._llama = self._llama, None
+        if llama is not None and hasattr(llama, "close"):
+            llama.close()

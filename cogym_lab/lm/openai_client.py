@@ -1,0 +1,263 @@
+"""An LM behind any OpenAI-compatible chat endpoint, through the ``openai`` package.
+
+Works with the OpenAI API itself (``base_url`` unset, an API key required) and with other servers
+that speak the same protocol: vLLM, Ollama, the llama.cpp server, LM Studio and the like
+(``base_url`` set; the key may be left out, a placeholder is sent).
+
+The ``openai`` client's own retries are switched off (``max_retries=0``); this module retries with
+exponential backoff itself, so that every attempt is counted, timed and logged in one place.
+
+Retried: rate limits (429, honouring ``Retry-After``), timeouts, connection errors, 408/409, every
+5xx, and replies that cannot be used (a body that is not JSON, no choices, no text). Other 4xx
+(bad request, authentication, not found ...) fail at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import inspect
+import logging
+import random
+import time
+from typing import Any
+
+import openai
+
+from cogym_lab.lm.base import LM, Completion, LMError, LMNotConfigured, Messages, Usage
+from cogym_lab.lm.calllog import call_record, redact, write_call
+from cogym_lab.lm.config import ENV_API_KEY, LMConfig
+
+log = logging.getLogger(__name__)
+
+PLACEHOLDER_API_KEY = "not-needed"  # sent to servers other than OpenAI's when no key is set
+MAX_RETRY_AFTER = 30.0  # seconds: the longest server-asked wait we honour
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
+class _UnusableReplyError(Exception):  # internal: never leaves this module
+    """The server answered 2xx, but with nothing we can use."""
+
+
+def _as_int(value: Any) -> int:
+    try:
+        return max(int(value), 0) if value is not None and not isinstance(value, bool) else 0
+    except (TypeError, ValueError):
+        return 0
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds the server asked us to wait (``Retry-After`` / ``retry-after-ms``), if it did."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    try:
+        if (ms := headers.get("retry-after-ms")) is not None:
+            return max(float(ms) / 1000.0, 0.0)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(float(value), 0.0)
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(value)  # an HTTP date
+            return max(when.timestamp() - time.time(), 0.0)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _server_text(exc: openai.APIStatusError) -> str:
+    """The error text the server sent, as short as it can be said."""
+    body = exc.body
+    if isinstance(body, dict):
+        message = body.get("message") or body.get("error") or body
+        return str(message)
+    if body:
+        return str(body)[:500]
+    return exc.message or str(exc)
+
+
+class OpenAILM(LM):
+    """A member's LM on an OpenAI-compatible chat completions endpoint."""
+
+    def __init__(self, config: LMConfig) -> None:
+        super().__init__(config)
+        if not config.model:
+            raise LMNotConfigured("OpenAILM needs a model name: set COGYM_MODEL or give model "
+                                  "in the LM configuration")
+        key = config.api_key.get_secret_value() if config.api_key is not None else ""
+        if not key:
+            if config.base_url is None:
+                raise LMNotConfigured(f"{config.describe()} needs an API key: set {ENV_API_KEY}, "
+                                      "or point OPENAI_BASE_URL at another OpenAI-compatible "
+                                      "server")
+            key = PLACEHOLDER_API_KEY
+        self._api_key = key
+        self._secrets = [] if key == PLACEHOLDER_API_KEY else [key]  # masked in logs and errors
+        self._client: openai.AsyncOpenAI | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._known_params: frozenset[str] | None = None
+
+    # -- client -----------------------------------------------------------------------------------
+
+    def _client_for_this_loop(self) -> openai.AsyncOpenAI:
+        """The client, made anew if this is another event loop than last time.
+
+        Its connection pool belongs to one event loop; an LM used from several ``asyncio.run``
+        calls would otherwise reuse connections of a closed loop.
+        """
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = openai.AsyncOpenAI(base_url=self.config.base_url,
+                                              api_key=self._api_key,
+                                              timeout=self.config.timeout, max_retries=0)
+            self._client_loop = loop
+        return self._client
+
+    def _request(self, client: openai.AsyncOpenAI, messages: Messages, max_tokens: int | None,
+                 stop: list[str] | None) -> dict[str, Any]:
+        """Keyword arguments for ``chat.completions.create``.
+
+        ``config.extra`` entries that the installed client does not know as parameters (server
+        specific ones such as vLLM's ``top_k``) travel in ``extra_body``, not as keywords.
+        """
+        config = self.config
+        kwargs: dict[str, Any] = {"model": config.model, "messages": messages,
+                                  "temperature": config.temperature}
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
+        if stop:
+            kwargs["stop"] = list(stop)
+        if config.extra:
+            if self._known_params is None:
+                params = inspect.signature(client.chat.completions.create).parameters
+                self._known_params = frozenset(params)
+            extra_body = dict(config.extra.get("extra_body") or {})
+            for name, value in config.extra.items():
+                if name == "extra_body":
+                    continue
+                if name in self._known_params:
+                    kwargs[name] = value
+                else:
+                    extra_body[name] = value
+            if extra_body:
+                kwargs["extra_body"] = extra_body
+        return kwargs
+
+    @staticmethod
+    def _read(response: Any) -> tuple[str, Usage]:
+        """The text and usage of a reply; :class:`_UnusableReplyError` says what is wrong."""
+        if isinstance(response, str | bytes):  # the client hands back bodies not sent as JSON
+            preview = response[:200] if isinstance(response, str) else response[:200].decode(
+                "utf-8", "replace")
+            raise _UnusableReplyError(f"the reply is not JSON: {preview!r}")
+        choices = getattr(response, "choices", None)
+        if not isinstance(choices, list):
+            raise _UnusableReplyError(f"the reply is not a chat completion: "
+                                      f"{str(response)[:200]}")
+        if not choices:
+            raise _UnusableReplyError("the reply has no choices")
+        message = getattr(choices[0], "message", None)
+        content = getattr(message, "content", None)
+        if not isinstance(content, str):
+            reason = getattr(choices[0], "finish_reason", None)
+            refusal = getattr(message, "refusal", None)
+            detail = f"; refusal: {refusal!r}" if refusal else ""
+            raise _UnusableReplyError(f"the reply has no text (finish_reason "
+                                      f"{reason!r}{detail})")
+        usage = getattr(response, "usage", None)
+        return content, Usage(prompt_tokens=_as_int(getattr(usage, "prompt_tokens", None)),
+                              completion_tokens=_as_int(getattr(usage, "completion_tokens", None)))
+
+    # -- the call -----------------------------------------------------------------------------
+
+    async def complete(self, messages: Messages, *, purpose: str = "",
+                       max_tokens: int | None = None, stop: list[str] | None = None) -> Completion:
+        config = self.config
+        client = self._client_for_this_loop()
+        kwargs = self._request(client, messages,
+                               config.max_tokens if max_tokens is None else max_tokens, stop)
+        attempts_allowed = config.max_retries + 1
+        started = time.monotonic()
+        last_error = ""
+        attempt = 0
+        while attempt < attempts_allowed:
+            attempt += 1
+            server_wait: float | None = None
+            try:
+                response = await client.chat.completions.create(**kwargs)
+                text, usage = self._read(response)
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                last_error = f"HTTP {status}: {_server_text(exc)}"
+                if status not in RETRYABLE_STATUS and status < 500:
+                    raise self._fail(messages, purpose, started, attempt,
+                                     f"{config.describe()} refused the request with "
+                                     f"{last_error}") from exc
+                if status == 429:
+                    server_wait = _retry_after(exc)
+            except openai.APITimeoutError:
+                last_error = f"no answer within {config.timeout:g} s (timeout)"
+            except openai.APIConnectionError as exc:
+                cause = exc.__cause__ or exc.__context__
+                last_error = f"connection failed: {exc.message}" + (
+                    f" ({type(cause).__name__}: {cause})" if cause else "")
+            except (openai.APIResponseValidationError, ValueError) as exc:
+                # A 2xx body the client could not decode: it raises json.JSONDecodeError for
+                # text that is not JSON, UnicodeDecodeError for bytes that are not UTF-8.
+                last_error = f"unusable reply: {type(exc).__name__}: {exc}"
+            except _UnusableReplyError as exc:
+                last_error = f"unusable reply: {exc}"
+            except openai.OpenAIError as exc:
+                raise self._fail(messages, purpose, started, attempt,
+                                 f"{config.describe()} failed: {type(exc).__name__}: "
+                                 f"{exc}") from exc
+            else:
+                latency = time.monotonic() - started
+                self.meter.record(purpose, usage, latency)
+                self._log(messages, purpose, text, usage, latency, attempt, None)
+                return Completion(text=text, usage=usage, latency=latency,
+                                  model=config.model or "", attempts=attempt)
+            if attempt < attempts_allowed:
+                delay = config.backoff * 2 ** (attempt - 1)
+                delay += random.uniform(0, 0.1 * delay)  # jitter: concurrent callers spread out
+                if server_wait is not None:
+                    delay = max(delay, min(server_wait, MAX_RETRY_AFTER))
+                log.debug("%s attempt %d failed (%s); retrying in %.2f s", config.describe(),
+                          attempt, last_error, delay)
+                await asyncio.sleep(delay)
+        plural = "attempt" if attempt == 1 else "attempts"
+        raise self._fail(messages, purpose, started, attempt,
+                         f"{config.describe()} gave no usable answer after {attempt} {plural}; "
+                         f"last error: {last_error}")
+
+    def _fail(self, messages: Messages, purpose: str, started: float, attempts: int,
+              message: str) -> LMError:
+        """Count and log a final failure; the error for the caller to raise."""
+        latency = time.monotonic() - started
+        self.meter.failures += 1
+        message = redact(message, self._secrets)
+        self._log(messages, purpose, None, Usage(), latency, attempts, message)
+        return LMError(message)
+
+    def _log(self, messages: Messages, purpose: str, text: str | None, usage: Usage,
+             latency: float, attempts: int, error: str | None) -> None:
+        if self.log_path is None:
+            return
+        record = call_record(purpose=purpose, model=self.config.model,
+                             base_url=self.config.base_url, messages=messages, completion=text,
+                             prompt_tokens=usage.prompt_tokens,
+                             completion_tokens=usage.completion_tokens, latency=latency,
+                             attempts=attempts, error=error)
+        try:
+            write_call(self.log_path, record, self._secrets)
+        except OSError as exc:  # a full disk must not turn a good answer into a failure
+            log.warning("could not write the LM call log %s: %s", self.log_path, exc)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client, self._client_loop = self._client, None, None
+            with contextlib.suppress(RuntimeError):  # its event loop is closed: nothing to free
+                await client.close()

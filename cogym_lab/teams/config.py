@@ -1,0 +1,69 @@
+"""Team files: who is on the team, what each member is, and which LM it uses.
+
+A team is a TOML file::
+
+    name = "collaborative-planning"
+    description = "..."
+
+    [session]                 # optional SessionConfig overrides
+    idle_seconds = 30
+
+    [members.agent]
+    kind = "agent"            # agent | user | person
+    type = "collaborative-planning"
+    [members.agent.lm]        # any LMConfig field: model, base_url, temperature, timeout, ...
+    model = "gpt-4o"
+    [members.agent.options]   # keyword arguments of the member's class
+    history_window = 10
+
+Ready teams ship with the package (``cogym-lab teams`` lists them); a path to your own file works
+wherever a team name does.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cogym_lab.core.messages import MemberKind
+
+
+class MemberConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: MemberKind = "agent"
+    type: str = ""  # an agent type, "simulated", "example-agent", or package.module:Class
+    lm: dict[str, Any] = Field(default_factory=dict)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class TeamConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    session: dict[str, Any] = Field(default_factory=dict)
+    members: dict[str, MemberConfig]
+
+
+def ready_teams() -> dict[str, Path]:
+    """The team files that ship with the package, by name."""
+    folder = files("cogym_lab.teams")
+    return {entry.name.removesuffix(".toml"): Path(str(entry))
+            for entry in folder.iterdir() if entry.name.endswith(".toml")}
+
+
+def load_team(name_or_path: str | Path) -> TeamConfig:
+    """A ready team by name, or a team file by path."""
+    path = ready_teams().get(str(name_or_path)) or Path(name_or_path)
+    if not path.is_file():
+        raise FileNotFoundError(f"No team {str(name_or_path)!r}: give a file path or one of "
+                                f"{', '.join(sorted(ready_teams()))}.")
+    with path.open("rb") as handle:
+        data = tomllib.load(handle)
+    data.setdefault("name", path.stem)
+    return TeamConfig.model_validate(data)

@@ -1,0 +1,169 @@
+"""The LM user simulator (Co-Gym Appendix C.3): a member that plays the human side with hidden
+information the agent never sees.
+
+Each time it is notified it picks one of five moves (answer a question, give feedback, take a
+task action, do nothing, finish) and then produces that move with a prompt of its own. Persona
+switches turn unprompted feedback and task actions on or off, and make it share one piece of its
+hidden information per message.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from cogym_lab.agents.base import extract_field
+from cogym_lab.agents.render import render_chat, render_observation
+from cogym_lab.agents.templates import render
+from cogym_lab.core import (
+    Action, ActionError, ActionSpec, Notification, SessionContext, describe_actions,
+    format_action, parse_action,
+)
+from cogym_lab.lm import LM, LMError, Messages
+
+log = logging.getLogger(__name__)
+
+
+class Move(Enum):
+    ANSWER = "answer the agent's question"
+    FEEDBACK = "give the agent feedback on the work"
+    TASK_ACTION = "make a change in the workspace yourself"
+    NOTHING = "do nothing for now and let the agent continue"
+    FINISH = "finish: the task is done"
+
+
+@dataclass(frozen=True)
+class Persona:
+    """How the simulated person behaves."""
+
+    proactive_feedback: bool = True  # may give feedback without being asked
+    proactive_action: bool = False  # may change the workspace itself
+    lazy: bool = True  # shares one piece of hidden information per message
+
+
+def _prompt(name: str, **values: object) -> str:
+    return render("cogym_lab.users", name, **values)
+
+
+class SimulatedUser:
+    """An LM playing a person with hidden preferences. Implements start, act, end."""
+
+    kind = "user"
+
+    def __init__(self, lm: LM, hidden_information: str, *, persona: Persona = Persona(),
+                 max_turns: int = 30, history_window: int = 10, chat_window: int = 30) -> None:
+        self.lm = lm
+        self.hidden_information = hidden_information
+        self.persona = persona
+        self.max_turns = max_turns
+        self.history_window = history_window
+        self.chat_window = chat_window
+        self.turns = 0
+        self.moves: list[Move] = []
+        self.own_history: list[str] = []
+
+    def start(self, context: SessionContext) -> None:
+        self.context = context
+        self.role = context.role
+        self.task_specs: dict[str, ActionSpec] = {s.name: s for s in context.action_specs}
+        if context.results_dir:
+            self.lm.log_to(Path(context.results_dir) / "lm_calls.jsonl")
+
+    def options(self) -> list[Move]:
+        moves = [Move.ANSWER]
+        if self.persona.proactive_feedback:
+            moves.append(Move.FEEDBACK)
+        if self.persona.proactive_action and self.task_specs:
+            moves.append(Move.TASK_ACTION)
+        return [*moves, Move.NOTHING, Move.FINISH]
+
+    async def act(self, notification: Notification) -> str | None:
+        if self.turns >= self.max_turns:
+            return self._record(Move.FINISH, "FINISH()")  # the patience of a person runs out
+        self.turns += 1
+        context = self._context_prompt(notification)
+        try:
+            move = await self._choose(context)
+            action = await self._produce(move, context)
+        except LMError as error:
+            log.warning("%s: LM failed, doing nothing this turn: %s", self.role, error)
+            return None
+        return self._record(move, action)
+
+    def end(self, final: Notification) -> None:
+        if self.context.results_dir:
+            folder = Path(self.context.results_dir)
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "usage.json").write_text(json.dumps(
+                {"member": "simulated-user", "turns": self.turns,
+                 "moves": [m.name for m in self.moves], "model": self.lm.config.model,
+                 **self.lm.meter.to_dict()}, indent=2))
+
+    # -- the two steps -----------------------------------------------------------------------
+
+    async def _choose(self, context: str) -> Move:
+        options = self.options()
+        numbered = "\n".join(f"{n}. {move.value}" for n, move in enumerate(options, 1))
+        rules = []
+        if self.persona.proactive_feedback:
+            rules.append("- If the workspace contradicts what you want, give feedback.")
+        if self.persona.proactive_action:
+            rules.append("- If a change is quicker to make than to explain, make it yourself.")
+        instruction = _prompt("decide", options=numbered, persona_rules="\n".join(rules))
+        reply = await self._ask(context, instruction, "decide")
+        choice = re.search(r"\d", extract_field(reply, "Choice") or "")
+        if choice is None or not 1 <= int(choice.group()) <= len(options):
+            return Move.NOTHING  # an unreadable choice is the cheapest mistake as a pause
+        return options[int(choice.group()) - 1]
+
+    async def _produce(self, move: Move, context: str) -> str | None:
+        if move is Move.NOTHING:
+            return None
+        if move is Move.FINISH:
+            return "FINISH()"
+        if move is Move.TASK_ACTION:
+            return await self._task_action(context)
+        lazy = _prompt("lazy_rule") if self.persona.lazy else ""
+        template = "answer" if move is Move.ANSWER else "feedback"
+        reply = await self._ask(context, _prompt(template, lazy_rule=lazy), template)
+        text = extract_field(reply, "Message")
+        if not text:
+            return None
+        return format_action(Action(name="SEND_TEAMMATE_MESSAGE", args={"message": text}))
+
+    async def _task_action(self, context: str) -> str | None:
+        instruction = _prompt("task_action", actions=describe_actions(list(self.task_specs.values())))
+        reply = await self._ask(context, instruction, "task_action")
+        try:
+            action, spec = parse_action(reply, self.task_specs)
+        except ActionError as error:
+            log.info("%s: task action not used: %s", self.role, error)
+            return None
+        return format_action(action, spec)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _context_prompt(self, notification: Notification) -> str:
+        teammates = [m.role for m in self.context.team if m.role != self.role]
+        return _prompt(
+            "context", role=self.role, teammates=", ".join(teammates),
+            task_description=self.context.task_description,
+            hidden_information=self.hidden_information or "(nothing beyond the request)",
+            observation=render_observation(notification.view),
+            chat=render_chat(notification.chat, self.role, self.chat_window),
+            own_history="\n".join(self.own_history[-self.history_window:]) or "(nothing yet)",
+        )
+
+    async def _ask(self, context: str, instruction: str, purpose: str) -> str:
+        messages: Messages = [{"role": "system", "content": context},
+                              {"role": "user", "content": instruction}]
+        return (await self.lm.complete(messages, purpose=purpose)).text
+
+    def _record(self, move: Move, action: str | None) -> str | None:
+        self.moves.append(move)
+        self.own_history.append(f"- {move.name.lower()}: {action or 'nothing'}")
+        return action

@@ -1,0 +1,266 @@
+"""The three Co-Gym agents, through the real openai client against a loopback server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cogym_lab import Session, SessionConfig
+from cogym_lab.agents import AutonomousAgent, CollaborativeAgent, PlanningAgent
+from cogym_lab.agents.render import render_chat, render_component
+from cogym_lab.core import (
+    ActionError, ChatMessage, CoEnv, Component, Coordinator, EventType, Member, RenderType,
+    action,
+)
+from cogym_lab.envs import make_env
+from cogym_lab.envs.todo import TodoEnv
+from cogym_lab.lm import LMConfig, make_lm
+from cogym_lab.nodes.results import read_events
+from cogym_lab.teams import load_team
+from cogym_lab.teams.build import build_team
+from cogym_lab.testing import Reply, ScriptedOpenAIServer
+from tests.support.lm_scripts import TodoRolePlay, classify
+
+TEAM = [Member(role="agent", kind="agent"), Member(role="user", kind="user")]
+
+
+@pytest.fixture(autouse=True)
+def no_ambient_lm(monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COGYM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def server():
+    with ScriptedOpenAIServer() as running:
+        yield running
+
+
+def lm(server, model="agent-lm", **config):
+    return make_lm(LMConfig(model=model, base_url=server.base_url, api_key="sk-test",
+                            backoff=0.01, **config))
+
+
+def started(agent, env: CoEnv | None = None):
+    """A coordinator with the agent started on its first notification."""
+    coordinator = Coordinator(env or TodoEnv(), TEAM, session_id="unit")
+    first = {n.recipient: n for n in coordinator.start(0.0).notifications}["agent"]
+    agent.start(first.context)
+    return coordinator, first
+
+
+def kinds(server):
+    return [classify(body) for body in server.bodies]
+
+
+# -- whole sessions -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("team_name", ["autonomous", "collaborative", "collaborative-planning"])
+def test_each_agent_type_completes_a_session_with_the_simulated_user(team_name, tmp_path):
+    play = TodoRolePlay()
+    with ScriptedOpenAIServer(responder=play) as server:
+        env = make_env("todo", instance=0)
+        settings = {"base_url": server.base_url, "api_key": "sk-test-KEY0123456789abcdefXYZ"}
+        members, kinds_ = build_team(load_team(team_name), env,
+                                     {"agent": {"model": "agent-lm", **settings},
+                                      "user": {"model": "user-lm", **settings}})
+        result = Session(env, members, kinds=kinds_, results_dir=tmp_path,
+                         config=SessionConfig(idle_seconds=2, timeout=60)).run_sync()
+        bodies = server.bodies
+
+    assert result.end_reason == "finished" and result.delivered
+    events = read_events(tmp_path)
+    added = [e.action for e in events if e.actor == "agent" and e.type is EventType.ACTION]
+    assert added and all(a.startswith("ADD_ITEM(") for a in added)  # actions reached the env
+    assert {e.status for e in events if e.actor == "agent"} == {"ok"}
+
+    agent_bodies = [b for b in bodies if b["model"] == "agent-lm"]
+    user_bodies = [b for b in bodies if b["model"] == "user-lm"]
+    assert all(b["temperature"] == 0 for b in bodies)
+    for role, sent in (("agent", agent_bodies), ("user", user_bodies)):
+        calls = [json.loads(x) for x in (tmp_path / role / "lm_calls.jsonl").read_text().splitlines()]
+        assert len(calls) == len(sent) > 0  # both members' LM logs, one line per call
+        usage = json.loads((tmp_path / role / "usage.json").read_text())
+        assert usage["calls"] == len(sent)
+        assert usage["total_tokens"] == sum(c["usage"]["prompt_tokens"] +
+                                            c["usage"]["completion_tokens"] for c in calls) > 0
+        assert "KEY0123456789abcdef" not in (tmp_path / role / "lm_calls.jsonl").read_text()
+
+    hidden = env.hidden_information()
+    assert any(hidden in json.dumps(b) for b in user_bodies)  # the user is told ...
+    assert not any(hidden in json.dumps(b) for b in agent_bodies)  # ... the agent never is
+    assert "must_have" not in json.dumps(agent_bodies)
+
+    scratchpad = json.loads((tmp_path / "agent" / "scratchpad.json").read_text())
+    if team_name == "autonomous":
+        assert all("(you work alone)" in b["messages"][0]["content"] for b in agent_bodies)
+        assert not any(b["model"] == "agent-lm" and classify(b) in ("plan", "message")
+                       for b in bodies)
+    else:
+        assert "rain jacket" in result.outcome  # it read the chat and acted on it
+        assert "user needs a rain jacket" in scratchpad.values()
+    if team_name == "collaborative-planning":
+        agent_kinds = {classify(b) for b in agent_bodies}
+        assert {"plan", "act", "message"} <= agent_kinds
+
+
+# -- one decision at a time ------------------------------------------------------------------
+
+
+async def test_the_three_way_plan_is_honoured(server):
+    agent = PlanningAgent(lm(server), use_scratchpad=False)
+    _, first = started(agent)
+    server.extend(["Thought: tell them.\nDecision: 2", "Thought: hi.\nMessage: Hello there!",
+                   "Thought: wait.\nDecision: 3",
+                   "Thought: work.\nDecision: 1", 'Thought: go.\nAction: ADD_ITEM(text="tent")'])
+    assert await agent.act(first) == 'SEND_TEAMMATE_MESSAGE(message="Hello there!")'
+    assert await agent.act(first) == "WAIT_TEAMMATE_CONTINUE()"
+    assert await agent.act(first) == 'ADD_ITEM(text="tent")'
+    assert kinds(server) == ["plan", "message", "plan", "plan", "act"]
+    assert [p.name for p in agent.plans] == ["MESSAGE", "WAIT", "TASK_ACTION"]
+    # the task-action step offers task actions, not messages
+    act_prompt = server.bodies[-1]["messages"][-1]["content"]
+    assert "ADD_ITEM(" in act_prompt and "SEND_TEAMMATE_MESSAGE" not in act_prompt
+
+
+async def test_the_scratchpad_is_kept_by_the_same_lm_before_each_decision(server):
+    agent = CollaborativeAgent(lm(server))
+    _, first = started(agent)
+    server.extend(['Action: ADD_NOTE(note="likes hiking")', 'Action: ADD_ITEM(text="boots")',
+                   'Action: EDIT_NOTE(note_id=1, note="loves hiking")', "Action: WAIT_TEAMMATE_CONTINUE()",
+                   "Action: DELETE_NOTE(note_id=1)", "Action: FINISH()"])
+    assert await agent.act(first) == 'ADD_ITEM(text="boots")'
+    assert agent.scratchpad.notes == {1: "likes hiking"}
+    await agent.act(first)
+    assert agent.scratchpad.notes == {1: "loves hiking"}
+    assert "1. loves hiking" in server.bodies[-1]["messages"][0]["content"]
+    await agent.act(first)
+    assert agent.scratchpad.notes == {}
+    assert kinds(server) == ["scratchpad", "act"] * 3
+
+
+async def test_unusable_output_gets_one_repair_attempt(server):
+    agent = CollaborativeAgent(lm(server), use_scratchpad=False)
+    _, first = started(agent)
+    server.extend(["I think we should pack a tent.", 'Thought: ok.\nAction: ADD_ITEM(text="tent")'])
+    assert await agent.act(first) == 'ADD_ITEM(text="tent")'
+    repair = server.bodies[-1]["messages"]
+    assert [m["role"] for m in repair] == ["system", "user", "assistant", "user"]
+    assert "could not be used" in repair[-1]["content"] and "ADD_ITEM(text=" in repair[-1]["content"]
+
+
+async def test_output_unusable_twice_becomes_a_clear_message_or_a_wait(server):
+    collaborative = CollaborativeAgent(lm(server), use_scratchpad=False)
+    _, first = started(collaborative)
+    server.extend(["no idea", "still no idea"])
+    reply = await collaborative.act(first)
+    assert reply.startswith("SEND_TEAMMATE_MESSAGE(") and "could not work out" in reply
+    autonomous = AutonomousAgent(lm(server), use_scratchpad=False)
+    started(autonomous)
+    server.extend(["no idea", "still no idea"])
+    assert await autonomous.act(first) is None
+
+
+async def test_a_failing_lm_is_reported_once_and_never_crashes(server):
+    server.add(Reply(status=500), repeat=True)
+    collaborative = CollaborativeAgent(lm(server, max_retries=1), use_scratchpad=False)
+    _, first = started(collaborative)
+    first_reply = await collaborative.act(first)
+    assert first_reply.startswith("SEND_TEAMMATE_MESSAGE(") and "language model" in first_reply
+    assert await collaborative.act(first) is None  # said once, then quietly waits
+    assert collaborative.lm.meter.failures == 2
+    autonomous = AutonomousAgent(lm(server, max_retries=0), use_scratchpad=False)
+    started(autonomous)
+    assert [await autonomous.act(first) for _ in range(3)] == [None, None, "FINISH()"]
+
+
+async def test_an_agent_that_keeps_waiting_asks_its_teammate(server):
+    agent = PlanningAgent(lm(server), use_scratchpad=False, stuck_after=3)
+    coordinator, first = started(agent)
+    server.add("Thought: wait.\nDecision: 3", repeat=True)
+    replies = [await agent.act(first) for _ in range(4)]
+    assert replies[:2] == ["WAIT_TEAMMATE_CONTINUE()"] * 2
+    assert replies[2].startswith("SEND_TEAMMATE_MESSAGE(") and "going round in circles" in replies[2]
+    later = [replies[3], *[await agent.act(first) for _ in range(6)]]
+    assert later == ["WAIT_TEAMMATE_CONTINUE()"] * 7  # asked once; now it waits for the answer
+    said = coordinator.handle("user", 'SEND_TEAMMATE_MESSAGE(message="keep going")', 1.0)
+    to_agent = next(n for n in said.notifications if n.recipient == "agent")
+    after = [await agent.act(to_agent), await agent.act(first), await agent.act(first)]
+    assert after[:2] == ["WAIT_TEAMMATE_CONTINUE()"] * 2
+    assert after[2].startswith("SEND_TEAMMATE_MESSAGE(")  # stuck again: it may ask again
+
+
+async def test_an_agent_repeating_one_action_is_stopped(server):
+    collaborative = CollaborativeAgent(lm(server), use_scratchpad=False, stuck_after=3)
+    _, first = started(collaborative)
+    server.add('Action: CHECK_ITEM(item_id=1)', repeat=True)
+    replies = [await collaborative.act(first) for _ in range(3)]
+    assert replies[:2] == ["CHECK_ITEM(item_id=1)"] * 2
+    assert "repeated CHECK_ITEM(item_id=1) 3 times" in replies[2]
+    autonomous = AutonomousAgent(lm(server), use_scratchpad=False, stuck_after=3)
+    started(autonomous)
+    assert [await autonomous.act(first) for _ in range(3)][-1] == "FINISH()"
+
+
+async def test_history_is_bounded_and_steps_are_counted(server):
+    agent = CollaborativeAgent(lm(server), use_scratchpad=False, history_window=3,
+                               chat_window=2, stuck_after=100)
+    coordinator, notification = started(agent)
+    for n in range(5):
+        notification = next(x for x in coordinator.handle(
+            "user", f'SEND_TEAMMATE_MESSAGE(message="note {n}")', float(n)).notifications)
+        server.add(f'Action: ADD_ITEM(text="item {n}")')
+        action_text = await agent.act(notification)
+        coordinator.handle("agent", action_text, float(n))
+    assert agent.steps == 5 and len(agent.history) == 3
+    system = server.bodies[-1]["messages"][0]["content"]
+    assert "(3 earlier messages not shown)" in system and "[user] note 4" in system
+    assert 'ADD_ITEM(text="item 0")' not in system and 'ADD_ITEM(text="item 3")' in system
+
+
+class Board(CoEnv):
+    """Another task altogether, to show the agents need nothing but its action specs."""
+
+    name = "board"
+    task_description = "Write a haiku on the board."
+
+    def _reset(self, seed):
+        self.lines: list[str] = []
+
+    def public_components(self):
+        return [Component(name="board", render_type=RenderType.EDITOR, content="\n".join(self.lines))]
+
+    @action("Write one line on the board.", line="The line")
+    def write_line(self, role: str, line: str) -> None:
+        if not line:
+            raise ActionError("empty line")
+        self.lines.append(line)
+
+
+async def test_agents_work_on_any_env_through_its_action_specs(server):
+    agent = CollaborativeAgent(lm(server), use_scratchpad=False)
+    coordinator, first = started(agent, Board())
+    server.add("Thought: start.\nAction: WRITE_LINE(line='An old silent pond')")
+    act = await agent.act(first)
+    assert act == 'WRITE_LINE(line="An old silent pond")'
+    assert "WRITE_LINE(line=" in server.bodies[0]["messages"][-1]["content"]
+    result = coordinator.handle("agent", act, 1.0)
+    assert result.events[0].status == "ok" and coordinator.env.lines == ["An old silent pond"]
+
+
+def test_observations_render_by_component_type():
+    checklist = Component(name="c", render_type=RenderType.CHECKLIST, content=[
+        {"id": 1, "text": "tent", "done": True, "added_by": "agent"}])
+    assert "- [x] #1 tent (added by agent)" in render_component(checklist)
+    table = Component(name="t", render_type=RenderType.TABLE, private=True,
+                      content=[{"city": "Oslo", "price": 3}])
+    text = render_component(table)
+    assert "| city | price |" in text and "| Oslo | 3 |" in text and "only you see this" in text
+    results = Component(name="r", render_type=RenderType.SEARCH_RESULTS, content=["a", "b"])
+    assert "1. a\n2. b" in render_component(results)
+    long = Component(name="e", render_type=RenderType.EDITOR, content="x" * 10_000)
+    assert "more characters" in render_component(long, max_chars=100)
+    chat = [ChatMessage(seq=1, time=0, sender="user", text="hi", to="agent")]
+    assert render_chat(chat, "agent", 5) == "[user to you] hi"

@@ -1,0 +1,630 @@
+"""The LM layer, through the real ``openai`` client and a real HTTP server on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+import string
+import struct
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from cogym_lab.lm import (
+    LM,
+    Completion,
+    LMConfig,
+    LMError,
+    LMNotConfigured,
+    OpenAILM,
+    make_lm,
+)
+from cogym_lab.lm.calllog import REDACTED, read_calls, redact, write_call
+from cogym_lab.testing.openai_server import Reply, ScriptedOpenAIServer
+
+KEY = "sk-test-SECRET1234567890abcdef"
+SECRET_PART = "SECRET1234567890"
+USER = [{"role": "user", "content": "Write a haiku about shared workspaces"}]
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedOpenAIServer]:
+    with ScriptedOpenAIServer() as running:
+        yield running
+
+
+def lm_for(server: ScriptedOpenAIServer, **settings: Any) -> OpenAILM:
+    values: dict[str, Any] = {"model": "test-model", "base_url": server.base_url,
+                              "api_key": KEY, "backoff": 0.01, "max_retries": 3, "timeout": 5}
+    values.update(settings)
+    lm = make_lm(LMConfig(**values))
+    assert isinstance(lm, OpenAILM)
+    return lm
+
+
+# -- answers and accounting ----------------------------------------------------------------------
+
+async def test_completion_text_tokens_and_timing(server: ScriptedOpenAIServer) -> None:
+    server.add(Reply("Desks side by side", usage=(11, 4)))
+    server.add("two words")  # default usage: words of the prompt and of the reply
+    lm = lm_for(server)
+
+    first = await lm.complete(USER, purpose="draft")
+    assert isinstance(first, Completion)
+    assert first.text == "Desks side by side"
+    assert (first.usage.prompt_tokens, first.usage.completion_tokens) == (11, 4)
+    assert first.usage.total_tokens == 15
+    assert first.attempts == 1 and first.model == "test-model" and first.latency > 0
+
+    second = await lm.complete(USER)
+    assert second.text == "two words"
+    assert (second.usage.prompt_tokens, second.usage.completion_tokens) == (6, 2)
+
+    assert len(server.chat_requests) == 2
+    request = server.chat_requests[0]
+    assert request["model"] == "test-model" and request["messages"] == USER
+    assert request.headers["authorization"] == f"Bearer {KEY}"  # the real key reaches the server
+    await lm.aclose()
+
+
+async def test_missing_usage_counts_as_zero(server: ScriptedOpenAIServer) -> None:
+    server.add(Reply("fine", send_usage=False))
+    lm = lm_for(server)
+    completion = await lm.complete(USER, purpose="x")
+    assert completion.text == "fine" and completion.usage.total_tokens == 0
+    assert lm.meter.calls == 1 and lm.meter.total_tokens == 0
+
+
+async def test_empty_text_is_an_answer(server: ScriptedOpenAIServer) -> None:
+    server.add(Reply(""))
+    completion = await lm_for(server).complete(USER)
+    assert completion.text == "" and completion.attempts == 1
+
+
+async def test_usage_meter_totals_and_by_purpose(server: ScriptedOpenAIServer) -> None:
+    server.extend([Reply("a", usage=(10, 1)), Reply("b", usage=(20, 2)),
+                   Reply("c", usage=(30, 3))])
+    lm = lm_for(server)
+    await lm.complete(USER, purpose="plan")
+    await lm.complete(USER, purpose="plan")
+    await lm.complete(USER, purpose="judge")
+
+    meter = lm.meter
+    assert (meter.calls, meter.failures) == (3, 0)
+    assert (meter.prompt_tokens, meter.completion_tokens, meter.total_tokens) == (60, 6, 66)
+    assert meter.by_purpose["plan"]["calls"] == 2
+    assert meter.by_purpose["plan"]["prompt_tokens"] == 30
+    assert meter.by_purpose["plan"]["completion_tokens"] == 3
+    assert meter.by_purpose["judge"] == {"calls": 1, "prompt_tokens": 30, "completion_tokens": 3,
+                                         "latency": pytest.approx(meter.by_purpose["judge"]
+                                                                  ["latency"])}
+    assert meter.latency == pytest.approx(sum(row["latency"]
+                                              for row in meter.by_purpose.values()))
+    assert meter.to_dict()["total_tokens"] == 66
+
+
+# -- retries ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("failure", [
+    Reply(status=429, headers={"Retry-After": "0.25"}),
+    Reply(status=500, error="upstream exploded"),
+    Reply(status=503),
+    Reply(delay=1.0),  # beyond the 0.3 s timeout
+    Reply(garbage=True),  # claims JSON, is not
+    Reply(garbage=True, headers={"Content-Type": "text/html"}),
+    Reply(garbage='{"choices": ['),  # cut off
+    Reply(garbage=b'{"choices": "\xff\xfe"}'),  # not UTF-8
+    Reply(garbage='{"unexpected": "shape"}'),
+    Reply(no_choices=True),
+    Reply(text=None),
+], ids=["429", "500", "503", "timeout", "garbage-json", "garbage-html", "truncated",
+        "invalid-utf8", "not-a-completion", "no-choices", "null-content"])
+async def test_retries_then_succeeds(server: ScriptedOpenAIServer, failure: Reply) -> None:
+    server.add(failure)
+    server.add(Reply("recovered", usage=(3, 1)))
+    lm = lm_for(server, timeout=0.3)
+
+    completion = await lm.complete(USER, purpose="retry")
+
+    assert completion.text == "recovered"
+    assert completion.attempts == 2
+    assert len(server.chat_requests) == 2
+    assert lm.meter.calls == 1 and lm.meter.failures == 0
+    assert completion.usage.prompt_tokens == 3  # only the good answer counts
+    if failure.status == 429:
+        assert completion.latency >= 0.25  # Retry-After was honoured over the 0.01 s backoff
+    if failure.delay:
+        assert 0.3 <= completion.latency < 1.0  # the slow answer was not waited for
+    await lm.aclose()
+
+
+@pytest.mark.parametrize(("headers", "least", "most"), [
+    ({"Retry-After": "3600"}, 0.2, 1.0),  # capped (at 0.2 s for this test)
+    ({"retry-after-ms": "150"}, 0.15, 0.2),
+    ({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0, 0.2),  # a date in the past
+], ids=["capped", "milliseconds", "http-date"])
+async def test_retry_after_variants(server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch,
+                                    headers: dict[str, str], least: float, most: float) -> None:
+    from cogym_lab.lm import openai_client
+
+    monkeypatch.setattr(openai_client, "MAX_RETRY_AFTER", 0.2)
+    server.extend([Reply(status=429, headers=headers), "ok"])
+    completion = await lm_for(server).complete(USER)
+    assert completion.attempts == 2
+    assert least <= completion.latency < most
+
+
+async def test_backoff_doubles(server: ScriptedOpenAIServer) -> None:
+    server.extend([Reply(status=500)] * 3 + ["ok"])
+    lm = lm_for(server, backoff=0.1)
+    started = time.monotonic()
+    completion = await lm.complete(USER)
+    elapsed = time.monotonic() - started
+    assert completion.attempts == 4
+    assert elapsed >= 0.1 + 0.2 + 0.4  # 0.1 * 2**attempt
+    assert elapsed < 2.0
+
+
+async def test_gives_up_after_max_retries(server: ScriptedOpenAIServer) -> None:
+    server.add(Reply(status=500, error="still broken"), repeat=True)
+    lm = lm_for(server, max_retries=2)
+
+    with pytest.raises(LMError) as caught:
+        await lm.complete(USER, purpose="doomed")
+
+    message = str(caught.value)
+    assert "3 attempts" in message
+    assert "still broken" in message and "test-model" in message
+    assert SECRET_PART not in message
+    assert len(server.chat_requests) == 3
+    assert lm.meter.failures == 1 and lm.meter.calls == 0
+
+
+async def test_timeouts_give_up_cleanly(server: ScriptedOpenAIServer) -> None:
+    server.add(Reply(delay=1.0), repeat=True)
+    lm = lm_for(server, timeout=0.2, max_retries=1)
+    with pytest.raises(LMError, match=r"after 2 attempts; last error: no answer within 0.2 s"):
+        await lm.complete(USER)
+    assert len(server.chat_requests) == 2 and lm.meter.failures == 1
+
+
+@pytest.mark.parametrize("status", [400, 401, 404])
+async def test_client_errors_fail_at_once(server: ScriptedOpenAIServer, status: int) -> None:
+    server.add(Reply(status=status, error=f"the server dislikes this ({status})"))
+    server.add("never reached")
+    lm = lm_for(server)
+
+    with pytest.raises(LMError) as caught:
+        await lm.complete(USER)
+
+    message = str(caught.value)
+    assert f"the server dislikes this ({status})" in message
+    assert f"HTTP {status}" in message
+    assert lm.config.describe() in message  # names the model and endpoint
+    assert SECRET_PART not in message
+    assert len(server.chat_requests) == 1
+    assert lm.meter.failures == 1 and lm.meter.calls == 0
+
+
+async def test_no_retries_when_max_retries_is_zero(server: ScriptedOpenAIServer) -> None:
+    server.extend([Reply(status=500), "late"])
+    lm = lm_for(server, max_retries=0)
+    with pytest.raises(LMError, match="after 1 attempt;"):
+        await lm.complete(USER)
+    assert len(server.chat_requests) == 1
+
+
+async def test_unreachable_server_is_an_lm_error() -> None:
+    with ScriptedOpenAIServer() as gone:
+        base_url = gone.base_url
+    lm = make_lm(LMConfig(model="m", base_url=base_url, backoff=0.01, max_retries=1))
+    with pytest.raises(LMError, match="after 2 attempts; last error: connection failed"):
+        await lm.complete(USER)
+    assert lm.meter.failures == 1
+
+
+async def test_exhausted_script_is_a_clear_failure(server: ScriptedOpenAIServer) -> None:
+    lm = lm_for(server, max_retries=0)
+    with pytest.raises(LMError, match="no scripted reply left"):
+        await lm.complete(USER)
+
+
+# -- what the server receives ---------------------------------------------------------------------
+
+async def test_request_parameters(server: ScriptedOpenAIServer) -> None:
+    server.extend(["one", "two", "three"])
+    lm = lm_for(server)
+    await lm.complete(USER)
+    await lm.complete(USER, max_tokens=17, stop=["\nEND", "###"])
+    await lm_for(server, temperature=0.7, max_tokens=None,
+                 extra={"top_p": 0.5, "top_k": 20, "seed": 3}).complete(USER)
+
+    default, explicit, extra = server.bodies
+    assert default["temperature"] == 0
+    assert default["max_tokens"] == 1024  # LMConfig's default
+    assert "stop" not in default
+    assert explicit["max_tokens"] == 17 and explicit["stop"] == ["\nEND", "###"]
+    assert extra["temperature"] == 0.7 and "max_tokens" not in extra
+    assert extra["top_p"] == 0.5 and extra["seed"] == 3
+    assert extra["top_k"] == 20  # not an openai parameter: sent in the body all the same
+
+
+async def test_twenty_concurrent_calls(server: ScriptedOpenAIServer) -> None:
+    server.responder = lambda request: f"echo {request['messages'][-1]['content']}"
+    lm = lm_for(server)
+
+    async def ask(i: int) -> Completion:
+        return await lm.complete([{"role": "user", "content": f"question {i}"}], purpose="fan")
+
+    results = await asyncio.gather(*(ask(i) for i in range(20)))
+    assert [r.text for r in results] == [f"echo question {i}" for i in range(20)]
+    assert len(server.chat_requests) == 20
+    assert lm.meter.calls == 20 and lm.meter.by_purpose["fan"]["calls"] == 20
+
+
+def test_one_lm_across_event_loops(server: ScriptedOpenAIServer) -> None:
+    server.extend(["first loop", "second loop"])
+    lm = lm_for(server)
+    assert asyncio.run(lm.complete(USER)).text == "first loop"
+    assert asyncio.run(lm.complete(USER)).text == "second loop"
+
+
+# -- call log --------------------------------------------------------------------------------
+
+async def test_call_log_records_calls_and_hides_the_key(server: ScriptedOpenAIServer,
+                                                        tmp_path: Path) -> None:
+    server.add(Reply(f"I will not repeat {KEY}", usage=(9, 5)))
+    server.add(Reply(status=400, error=f"bad key {KEY}, header was Bearer {KEY}"))
+    lm = lm_for(server)
+    log_path = tmp_path / "run" / "logs" / "lm_calls.jsonl"
+    lm.log_to(log_path)
+    leaky = [{"role": "system", "content": "You plan trips."},
+             {"role": "user", "content": f"my key is {KEY}; plan a day in Lyon"}]
+
+    completion = await lm.complete(leaky, purpose="plan")
+    with pytest.raises(LMError) as caught:
+        await lm.complete(leaky, purpose="judge")
+
+    assert SECRET_PART not in str(caught.value)
+    text = log_path.read_text()
+    assert SECRET_PART not in text
+    good, bad = read_calls(log_path)
+    assert good["purpose"] == "plan" and bad["purpose"] == "judge"
+    assert good["model"] == "test-model" and good["base_url"] == server.base_url
+    assert good["messages"][0] == {"role": "system", "content": "You plan trips."}
+    assert good["messages"][1]["content"] == f"my key is {REDACTED}; plan a day in Lyon"
+    assert good["completion"] == f"I will not repeat {REDACTED}"
+    assert completion.text.endswith(KEY)  # only the log is redacted, not the answer
+    assert good["usage"] == {"prompt_tokens": 9, "completion_tokens": 5, "total_tokens": 14}
+    assert good["latency"] > 0 and good["attempts"] == 1 and good["error"] is None
+    assert good["time"].endswith("+00:00")
+    assert bad["completion"] is None and bad["attempts"] == 1
+    assert "HTTP 400" in bad["error"] and REDACTED in bad["error"]
+    assert bad["usage"]["total_tokens"] == 0
+
+
+async def test_call_log_counts_retries(server: ScriptedOpenAIServer, tmp_path: Path) -> None:
+    server.extend([Reply(status=500), "fine"])
+    lm = lm_for(server)
+    lm.log_to(tmp_path / "lm_calls.jsonl")
+    await lm.complete(USER)
+    (record,) = read_calls(tmp_path / "lm_calls.jsonl")
+    assert record["attempts"] == 2 and record["completion"] == "fine"
+
+
+async def test_no_log_unless_asked(server: ScriptedOpenAIServer, tmp_path: Path) -> None:
+    server.add("quiet")
+    lm = lm_for(server)
+    lm.log_to(None)
+    await lm.complete(USER)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_redact_walks_everything() -> None:
+    data = {"a": [f"x{KEY}y", ("tuple", KEY)], KEY: 3, "n": 5, "none": None,
+            "deep": {"headers": {"Authorization": "Bearer abc.def-123"}},
+            "other": "key sk-proj-ABCDEFGHIJKLMNOPQRST and task-abcdefghijklmnopqrstu",
+            "short": "sk-short", "custom": "password hunter2 here"}
+    cleaned = redact(data, [KEY, "hunter2", "", None])
+    assert cleaned["a"] == [f"x{REDACTED}y", ("tuple", REDACTED)]
+    assert cleaned[REDACTED] == 3 and cleaned["n"] == 5 and cleaned["none"] is None
+    assert cleaned["deep"]["headers"]["Authorization"] == f"Bearer {REDACTED}"
+    assert cleaned["other"] == f"key {REDACTED} and task-abcdefghijklmnopqrstu"
+    assert cleaned["short"] == "sk-short"
+    assert cleaned["custom"] == f"password {REDACTED} here"
+    assert data["a"][0] == f"x{KEY}y"  # the input is left alone
+
+
+def test_write_call_appends_lines(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "calls.jsonl"
+    write_call(path, {"purpose": "p", "messages": [{"role": "user", "content": KEY}]}, [KEY])
+    write_call(path, {"purpose": "q", "note": "extra fields are kept"}, [])
+    lines = path.read_text().splitlines()
+    assert len(lines) == 2
+    first, second = (json.loads(line) for line in lines)
+    assert set(first) == {"time", "purpose", "model", "base_url", "messages", "completion",
+                          "usage", "latency", "attempts", "error"}
+    assert first["messages"][0]["content"] == REDACTED and first["time"]
+    assert second["note"] == "extra fields are kept" and second["error"] is None
+
+
+# -- configuration -------------------------------------------------------------------------------
+
+def test_resolve_precedence() -> None:
+    toml = {"model": "toml-model", "base_url": "http://toml.invalid/v1", "temperature": 0.3,
+            "max_retries": 1}
+    env = {"COGYM_MODEL": "env-model", "OPENAI_BASE_URL": "http://env.invalid/v1",
+           "OPENAI_API_KEY": KEY}
+
+    only_toml = LMConfig.resolve(toml=toml, environ={})
+    assert only_toml.model == "toml-model" and only_toml.base_url == "http://toml.invalid/v1"
+    assert only_toml.api_key is None
+
+    env_over_toml = LMConfig.resolve(toml=toml, environ=env)
+    assert env_over_toml.model == "env-model"
+    assert env_over_toml.base_url == "http://env.invalid/v1"
+    assert env_over_toml.api_key is not None and env_over_toml.api_key.get_secret_value() == KEY
+    assert env_over_toml.temperature == 0.3 and env_over_toml.max_retries == 1  # toml still fills
+
+    args = LMConfig.resolve(arguments={"model": "arg-model", "base_url": None}, toml=toml,
+                            environ=env)
+    assert args.model == "arg-model"
+    assert args.base_url == "http://env.invalid/v1"  # a None argument does not erase
+
+    assert LMConfig.resolve(environ={"COGYM_MODEL": "gpt-4o"}).model == "gpt-4o"
+    assert LMConfig.resolve(environ={}).model is None
+    assert SECRET_PART not in env_over_toml.describe() and SECRET_PART not in repr(env_over_toml)
+
+
+def test_resolve_reads_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COGYM_MODEL", "from-env")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert LMConfig.resolve().model == "from-env"
+
+
+@pytest.mark.parametrize("member", ["agent", "user"])
+def test_make_lm_without_model_says_what_to_set(member: str) -> None:
+    with pytest.raises(LMNotConfigured) as caught:
+        make_lm(LMConfig.resolve(environ={}), member=member)
+    message = str(caught.value)
+    for needed in ("COGYM_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", f"'{member}'",
+                   f"[members.{member}.lm]", 'provider = "local"'):
+        assert needed in message
+    assert isinstance(caught.value, LMError)  # callers catching LMError see it too
+
+
+def test_make_lm_openai_without_key() -> None:
+    with pytest.raises(LMNotConfigured, match="OPENAI_API_KEY") as caught:
+        make_lm(LMConfig(model="gpt-4o"), member="judge")
+    assert "'judge'" in str(caught.value)
+
+
+async def test_other_servers_need_no_key(server: ScriptedOpenAIServer) -> None:
+    server.add("hi")
+    lm = make_lm(LMConfig(model="llama3", base_url=server.base_url, backoff=0.01))
+    assert isinstance(lm, LM)
+    assert (await lm.complete(USER)).text == "hi"
+    assert server.chat_requests[0].headers["authorization"] == "Bearer not-needed"
+
+
+def test_make_lm_local_names_what_is_missing(tmp_path: Path) -> None:
+    missing = tmp_path / "nothing-here.gguf"
+    with pytest.raises(LMNotConfigured) as caught:
+        make_lm(LMConfig(provider="local", model=str(missing)))
+    message = str(caught.value)
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        assert "pip install 'cogym_lab[local]'" in message
+    else:
+        assert str(missing) in message and "does not exist" in message
+
+
+# -- the scripted server itself -------------------------------------------------------------------
+
+async def test_server_rules_and_responder(server: ScriptedOpenAIServer) -> None:
+    server.add("scratch answer", when=lambda req: "scratchpad" in req["messages"][-1]["content"])
+    server.add("always for judges", when=lambda req: req["messages"][0]["role"] == "system",
+               repeat=True)
+    server.extend(["first", "second"])
+    server.responder = lambda req: Reply(f"fallback {len(req['messages'])}", usage=(1, 1))
+    lm = lm_for(server)
+
+    def user(text: str) -> list[dict[str, str]]:
+        return [{"role": "user", "content": text}]
+
+    judge = [{"role": "system", "content": "judge"}, {"role": "user", "content": "score"}]
+    texts = [(await lm.complete(m)).text for m in (
+        user("plain"), user("use the scratchpad"), user("use the scratchpad"), judge, judge,
+        user("plain"), user("plain"))]
+    assert texts == ["first", "scratch answer", "second", "always for judges",
+                     "always for judges", "fallback 1", "fallback 1"]
+    assert server.pending == 1  # the repeating rule stays
+
+
+async def test_server_speaks_to_the_plain_openai_client(server: ScriptedOpenAIServer) -> None:
+    server.models = ["scripted", "other"]
+    server.add("plain client")
+    async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as client:
+        models = await client.models.list()
+        assert [m.id for m in models.data] == ["scripted", "other"]
+        reply = await client.chat.completions.create(model="any", messages=USER)
+    assert reply.choices[0].message.content == "plain client"
+    assert reply.choices[0].finish_reason == "stop"
+    assert reply.object == "chat.completion" and reply.model == "any"
+    assert reply.usage is not None and reply.usage.total_tokens == 6 + 2
+    assert [r.method for r in server.requests] == ["GET", "POST"]
+
+
+def test_server_from_sync_code() -> None:
+    with ScriptedOpenAIServer(["sync hello"]) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        reply = client.chat.completions.create(model="m", messages=USER)
+        client.close()
+        assert reply.choices[0].message.content == "sync hello"
+        assert server.pending == 0
+
+
+# -- the local provider: a real llama.cpp run of a tiny random-weight model -----------------------
+#
+# These need llama-cpp-python (the `local` extra). The model is written below by a small GGUF
+# writer (standard library only): a 2-layer llama with random weights and a byte-level vocabulary,
+# about 170 KB. Its answers are gibberish, but real: tokenised, generated and counted by llama.cpp.
+
+_GGUF_UINT32, _GGUF_INT32, _GGUF_FLOAT32, _GGUF_STRING, _GGUF_ARRAY = 4, 5, 6, 8, 9
+
+
+def _gguf_string(text: str) -> bytes:
+    data = text.encode()
+    return struct.pack("<Q", len(data)) + data
+
+
+def _gguf_value(kind: int, value: Any) -> bytes:
+    if kind == _GGUF_STRING:
+        return _gguf_string(value)
+    if kind == _GGUF_ARRAY:
+        item_kind, items = value
+        return struct.pack("<IQ", item_kind, len(items)) + b"".join(
+            _gguf_value(item_kind, item) for item in items)
+    return struct.pack({_GGUF_UINT32: "<I", _GGUF_INT32: "<i", _GGUF_FLOAT32: "<f"}[kind], value)
+
+
+def write_tiny_llama_gguf(path: Path, *, n_embd: int = 32, n_layer: int = 2, n_head: int = 4,
+                          n_ff: int = 64, n_ctx: int = 256, seed: int = 0) -> Path:
+    """A valid GGUF file (version 3, all F32) holding a tiny llama with random weights."""
+    rng = random.Random(seed)
+    pieces = ["\u2581hello", "\u2581world", "\u2581the", "\u2581plan", "\u2581ok"]
+    pieces += [f"\u2581{c}" for c in string.ascii_lowercase] + list(string.ascii_lowercase)
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + pieces
+    token_types = [2, 3, 3] + [6] * 256 + [1] * len(pieces)  # unknown, control, byte, normal
+    scores = [0.0] * 259 + [-float(i) for i in range(len(pieces))]
+    metadata: list[tuple[str, int, Any]] = [
+        ("general.architecture", _GGUF_STRING, "llama"),
+        ("general.name", _GGUF_STRING, "tiny-random-llama"),
+        ("llama.context_length", _GGUF_UINT32, n_ctx),
+        ("llama.embedding_length", _GGUF_UINT32, n_embd),
+        ("llama.block_count", _GGUF_UINT32, n_layer),
+        ("llama.feed_forward_length", _GGUF_UINT32, n_ff),
+        ("llama.attention.head_count", _GGUF_UINT32, n_head),
+        ("llama.attention.head_count_kv", _GGUF_UINT32, n_head),
+        ("llama.attention.layer_norm_rms_epsilon", _GGUF_FLOAT32, 1e-5),
+        ("llama.rope.dimension_count", _GGUF_UINT32, n_embd // n_head),
+        ("general.file_type", _GGUF_UINT32, 0),  # all F32
+        ("tokenizer.ggml.model", _GGUF_STRING, "llama"),
+        ("tokenizer.ggml.tokens", _GGUF_ARRAY, (_GGUF_STRING, tokens)),
+        ("tokenizer.ggml.scores", _GGUF_ARRAY, (_GGUF_FLOAT32, scores)),
+        ("tokenizer.ggml.token_type", _GGUF_ARRAY, (_GGUF_INT32, token_types)),
+        ("tokenizer.ggml.bos_token_id", _GGUF_UINT32, 1),
+        ("tokenizer.ggml.eos_token_id", _GGUF_UINT32, 2),
+        ("tokenizer.ggml.unknown_token_id", _GGUF_UINT32, 0),
+    ]
+    # name -> shape in GGUF order (fastest-varying dimension first)
+    shapes: list[tuple[str, tuple[int, ...]]] = [("token_embd.weight", (n_embd, len(tokens)))]
+    for i in range(n_layer):
+        shapes += [(f"blk.{i}.attn_norm.weight", (n_embd,)),
+                   (f"blk.{i}.attn_q.weight", (n_embd, n_embd)),
+                   (f"blk.{i}.attn_k.weight", (n_embd, n_embd)),
+                   (f"blk.{i}.attn_v.weight", (n_embd, n_embd)),
+                   (f"blk.{i}.attn_output.weight", (n_embd, n_embd)),
+                   (f"blk.{i}.ffn_norm.weight", (n_embd,)),
+                   (f"blk.{i}.ffn_gate.weight", (n_embd, n_ff)),
+                   (f"blk.{i}.ffn_up.weight", (n_embd, n_ff)),
+                   (f"blk.{i}.ffn_down.weight", (n_ff, n_embd))]
+    shapes += [("output_norm.weight", (n_embd,)), ("output.weight", (n_embd, len(tokens)))]
+
+    alignment = 32
+    infos, blobs, offset = bytearray(), bytearray(), 0
+    for name, shape in shapes:
+        count = math.prod(shape)
+        norm = name.endswith("norm.weight")
+        values = [1.0] * count if norm else [rng.gauss(0.0, 0.02) for _ in range(count)]
+        data = struct.pack(f"<{count}f", *values)
+        infos += _gguf_string(name) + struct.pack("<I", len(shape))
+        infos += struct.pack(f"<{len(shape)}Q", *shape) + struct.pack("<IQ", 0, offset)  # F32
+        padded = -len(data) % alignment
+        blobs += data + b"\0" * padded
+        offset += len(data) + padded
+    header = b"GGUF" + struct.pack("<IQQ", 3, len(shapes), len(metadata))
+    header += b"".join(_gguf_string(key) + struct.pack("<I", kind) + _gguf_value(kind, value)
+                       for key, kind, value in metadata)
+    header += infos
+    header += b"\0" * (-len(header) % alignment)
+    path.write_bytes(header + blobs)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tiny_llama_gguf(tmp_path_factory.mktemp("models") / "tiny-llama.gguf")
+
+
+def local_lm(model: Path, **settings: Any) -> LM:
+    values: dict[str, Any] = {"provider": "local", "model": str(model), "backoff": 0.01}
+    values.update(settings)
+    return make_lm(LMConfig(**values), member="user")
+
+
+async def test_local_model_answers_and_counts(tiny_gguf: Path, tmp_path: Path) -> None:
+    from cogym_lab.lm.local import LlamaCppLM
+
+    lm = local_lm(tiny_gguf, max_tokens=6)
+    assert isinstance(lm, LlamaCppLM)
+    lm.log_to(tmp_path / "lm_calls.jsonl")
+
+    first = await lm.complete(USER, purpose="reply")
+    again = await lm.complete(USER, purpose="reply")
+
+    assert isinstance(first.text, str) and first.attempts == 1
+    assert first.text == again.text  # temperature 0: greedy, so the same answer
+    assert first.usage.prompt_tokens > len(USER[0]["content"].split())
+    assert first.usage.completion_tokens > 0  # llama-cpp-python's count, not always <= 6
+    assert first.model == str(tiny_gguf) and first.latency > 0
+    assert lm.meter.calls == 2 and lm.meter.by_purpose["reply"]["calls"] == 2
+    assert lm.meter.prompt_tokens == 2 * first.usage.prompt_tokens
+    records = read_calls(tmp_path / "lm_calls.jsonl")
+    assert [r["completion"] for r in records] == [first.text, again.text]
+    assert records[0]["usage"]["prompt_tokens"] == first.usage.prompt_tokens
+    assert records[0]["model"] == str(tiny_gguf) and records[0]["error"] is None
+    await lm.aclose()
+
+
+async def test_local_model_max_tokens_stop_and_concurrency(tiny_gguf: Path) -> None:
+    lm = local_lm(tiny_gguf)
+    long = await lm.complete(USER, max_tokens=12)
+    short = await lm.complete(USER, max_tokens=2)
+    assert len(long.text) > len(short.text) > 0 and len(long.text) >= 4
+    assert long.text.startswith(short.text)  # greedy decoding, cut after two tokens
+
+    stop = long.text[2:4]
+    stopped = await lm.complete(USER, max_tokens=12, stop=[stop])
+    assert stopped.text == long.text[:long.text.index(stop)]
+
+    results = await asyncio.gather(*(lm.complete(USER, max_tokens=2, purpose="fan")
+                                     for _ in range(5)))
+    assert [r.text for r in results] == [short.text] * 5  # calls on one model take turns
+    assert lm.meter.calls == 8 and lm.meter.failures == 0
+    assert lm.meter.by_purpose["fan"]["calls"] == 5
+
+
+async def test_local_model_errors_are_lm_errors(tiny_gguf: Path, tmp_path: Path) -> None:
+    too_long = [{"role": "user", "content": "hello world " * 200}]
+    lm = local_lm(tiny_gguf, extra={"n_ctx": 64})
+    with pytest.raises(LMError, match="exceed context window"):
+        await lm.complete(too_long)
+    assert lm.meter.failures == 1
+
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\x03\0\0\0" + b"not a model" * 10)
+    lm = local_lm(broken)
+    lm.log_to(tmp_path / "calls.jsonl")
+    with pytest.raises(LMError, match="could not load the model"):
+        await lm.complete(USER)
+    (record,) = read_calls(tmp_path / "calls.jsonl")
+    assert "could not load the model" in record["error"] and record["completion"] is None
+    assert lm.meter.failures == 1

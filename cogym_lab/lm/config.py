@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 ENV_API_KEY = "OPENAI_API_KEY"
 ENV_BASE_URL = "OPENAI_BASE_URL"
@@ -32,6 +32,15 @@ class LMConfig(BaseModel):
     max_retries: int = Field(default=4, ge=0)
     backoff: float = Field(default=0.5, ge=0)  # first retry delay, doubled each time
     extra: dict[str, Any] = Field(default_factory=dict)  # passed to the provider as is
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gguf_means_local(cls, data: Any) -> Any:
+        """A model given as a ``.gguf`` file runs locally unless a provider is named."""
+        if isinstance(data, dict) and "provider" not in data \
+                and str(data.get("model") or "").lower().endswith(".gguf"):
+            return {**data, "provider": "local"}
+        return data
 
     @classmethod
     def resolve(cls, *, arguments: Mapping[str, Any] | None = None,

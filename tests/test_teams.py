@@ -1,0 +1,139 @@
+"""Team files, building teams, and running LM teams from the command line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from cogym_lab.agents import AutonomousAgent, CollaborativeAgent, PlanningAgent
+from cogym_lab.cli.main import main
+from cogym_lab.envs import make_env
+from cogym_lab.envs.todo import ExampleAgent
+from cogym_lab.lm import LMNotConfigured
+from cogym_lab.teams import load_team, ready_teams
+from cogym_lab.teams.build import build_team
+from cogym_lab.testing import ScriptedOpenAIServer
+from cogym_lab.users import SimulatedUser
+from tests.support.lm_scripts import TodoRolePlay
+
+
+@pytest.fixture(autouse=True)
+def no_ambient_lm(monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COGYM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+AGENT_CLASSES = {"autonomous": AutonomousAgent, "collaborative": CollaborativeAgent,
+                 "collaborative-planning": PlanningAgent}
+
+
+@pytest.mark.parametrize("name", sorted(AGENT_CLASSES))
+def test_ready_teams_pair_each_agent_type_with_a_simulated_user(name):
+    team = load_team(name)
+    assert team.members["agent"].type == name and team.members["user"].type == "simulated"
+    env = make_env("todo", instance=1)
+    members, kinds = build_team(team, env, {"*": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}})
+    assert isinstance(members["agent"], AGENT_CLASSES[name])
+    assert isinstance(members["user"], SimulatedUser)
+    assert members["user"].hidden_information == env.hidden_information()
+    assert members["user"].persona.lazy and not members["user"].persona.proactive_action
+    assert kinds == {"agent": "agent", "user": "user"}
+    assert {"autonomous", "collaborative", "collaborative-planning", "example"} <= set(ready_teams())
+
+
+def test_each_member_can_use_a_different_model(tmp_path):
+    path = tmp_path / "mixed.toml"
+    path.write_text('''
+name = "mixed"
+[members.agent]
+type = "collaborative"
+[members.agent.lm]
+model = "big-model"
+base_url = "http://127.0.0.1:9/v1"
+[members.user]
+kind = "user"
+type = "simulated"
+[members.user.lm]
+model = "small-model"
+base_url = "http://127.0.0.1:9/v1"
+temperature = 0.7
+''')
+    members, _ = build_team(load_team(path), make_env("todo"))
+    assert members["agent"].lm.config.model == "big-model"
+    assert members["user"].lm.config.model == "small-model"
+    assert members["user"].lm.config.temperature == 0.7 and members["agent"].lm.config.temperature == 0
+    # arguments beat the environment, which beats the file
+    members, _ = build_team(load_team(path), make_env("todo"), {"user": {"model": "from-args"}})
+    assert members["user"].lm.config.model == "from-args"
+
+
+def test_environment_variables_configure_members(monkeypatch):
+    monkeypatch.setenv("COGYM_MODEL", "env-model")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    members, _ = build_team(load_team("collaborative"), make_env("todo"))
+    assert members["agent"].lm.config.model == "env-model"
+    assert members["agent"].lm.config.api_key.get_secret_value() == "sk-env"
+
+
+def test_without_an_lm_creating_an_agent_says_exactly_what_to_set():
+    with pytest.raises(LMNotConfigured) as caught:
+        build_team(load_team("collaborative-planning"), make_env("todo"))
+    message = str(caught.value)
+    for needed in ("COGYM_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "agent"):
+        assert needed in message
+    result = CliRunner().invoke(main, ["run", "--team", "collaborative", "--quiet"])
+    assert result.exit_code == 1 and "COGYM_MODEL" in result.output
+
+
+def test_the_example_team_needs_no_lm():
+    members, _ = build_team(load_team("example"), make_env("todo"))
+    assert isinstance(members["agent"], ExampleAgent)
+
+
+def test_bad_team_files_get_clear_errors(tmp_path):
+    runner = CliRunner()
+    bad_type = tmp_path / "bad.toml"
+    bad_type.write_text('name = "bad"\n[members.agent]\ntype = "genius"\n')
+    result = runner.invoke(main, ["run", "--team", str(bad_type)])
+    assert result.exit_code == 2 and "unknown type 'genius'" in result.output
+    person = tmp_path / "person.toml"
+    person.write_text('name = "p"\n[members.me]\nkind = "person"\n[members.agent]\n'
+                      'type = "example-agent"\n')
+    result = runner.invoke(main, ["run", "--team", str(person)])
+    assert result.exit_code == 2 and "must be a person" in result.output
+    broken = tmp_path / "broken.toml"
+    broken.write_text("name = \n")
+    assert "cannot read team" in runner.invoke(main, ["run", "--team", str(broken)]).output
+    assert runner.invoke(main, ["run", "--task", "todo", "--team", "example",
+                                "--instance", "1", "--quiet"]).exit_code == 0
+
+
+def test_run_an_lm_team_from_the_command_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-cli-SECRET0123456789abcdef")
+    with ScriptedOpenAIServer(responder=TodoRolePlay()) as server:
+        result = CliRunner().invoke(main, [
+            "run", "--task", "todo", "--instance", "0", "--team", "collaborative-planning",
+            "--model", "agent=agent-lm", "--model", "user=user-lm", "--base-url", server.base_url,
+            "--out", str(tmp_path), "--idle-seconds", "2"])
+        models = {body["model"] for body in server.bodies}
+    assert result.exit_code == 0, result.output
+    assert "ended: finished" in result.output and "Delivered: True" in result.output
+    assert models == {"agent-lm", "user-lm"}
+    (session,) = tmp_path.iterdir()
+    for role in ("agent", "user"):
+        log = (session / role / "lm_calls.jsonl").read_text()
+        assert log and "SECRET0123456789" not in log
+        assert json.loads(log.splitlines()[0])["model"] == f"{role}-lm"
+    meta = json.loads((session / "session.json").read_text())
+    assert meta["env_args"]["must_have"] == ["rain jacket", "headlamp"]
+
+
+def test_a_gguf_model_path_selects_the_local_provider():
+    from cogym_lab.lm import LMConfig
+
+    assert LMConfig(model="models/tiny.gguf").provider == "local"
+    assert LMConfig.resolve(arguments={"model": "/m/x.GGUF"}).provider == "local"
+    assert LMConfig(model="x.gguf", provider="openai").provider == "openai"
+    assert LMConfig(model="gpt-4o").provider == "openai"

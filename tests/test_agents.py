@@ -25,16 +25,7 @@ from tests.support.lm_scripts import TodoRolePlay, classify
 TEAM = [Member(role="agent", kind="agent"), Member(role="user", kind="user")]
 
 
-@pytest.fixture(autouse=True)
-def no_ambient_lm(monkeypatch):
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COGYM_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def server():
-    with ScriptedOpenAIServer() as running:
-        yield running
+pytestmark = pytest.mark.usefixtures("no_ambient_lm")
 
 
 def lm(server, model="agent-lm", **config):

@@ -9,7 +9,6 @@ import random
 import string
 import struct
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +30,6 @@ from cogym_lab.testing.openai_server import Reply, ScriptedOpenAIServer
 KEY = "sk-test-SECRET1234567890abcdef"
 SECRET_PART = "SECRET1234567890"
 USER = [{"role": "user", "content": "Write a haiku about shared workspaces"}]
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer() as running:
-        yield running
 
 
 def lm_for(server: ScriptedOpenAIServer, **settings: Any) -> OpenAILM:

@@ -19,10 +19,7 @@ from cogym_lab.users import SimulatedUser
 from tests.support.lm_scripts import TodoRolePlay
 
 
-@pytest.fixture(autouse=True)
-def no_ambient_lm(monkeypatch):
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COGYM_MODEL"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("no_ambient_lm")
 
 
 AGENT_CLASSES = {"autonomous": AutonomousAgent, "collaborative": CollaborativeAgent,

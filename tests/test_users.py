@@ -7,23 +7,14 @@ import pytest
 from cogym_lab.core import Coordinator, Member
 from cogym_lab.envs.todo import TodoEnv
 from cogym_lab.lm import LMConfig, make_lm
-from cogym_lab.testing import Reply, ScriptedOpenAIServer
+from cogym_lab.testing import Reply
 from cogym_lab.users import Move, Persona, SimulatedUser
 from tests.support.lm_scripts import classify
 
 HIDDEN = "You will not go without: rain jacket, headlamp."
 
 
-@pytest.fixture(autouse=True)
-def no_ambient_lm(monkeypatch):
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COGYM_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def server():
-    with ScriptedOpenAIServer() as running:
-        yield running
+pytestmark = pytest.mark.usefixtures("no_ambient_lm")
 
 
 def user_for(server, persona: Persona | None = None, **options):

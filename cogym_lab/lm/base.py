@@ -7,11 +7,16 @@ handled by the implementation. Callers handle :class:`LMError`, raised once retr
 from __future__ import annotations
 
 import abc
+import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cogym_lab.lm.calllog import call_record, redact, write_call
 from cogym_lab.lm.config import LMConfig
+
+log = logging.getLogger(__name__)
 
 Messages = list[dict[str, str]]  # OpenAI chat format: [{"role": "system"|"user"|"assistant", "content": ...}]
 
@@ -94,6 +99,45 @@ class LM(abc.ABC):
     async def complete(self, messages: Messages, *, purpose: str = "",
                        max_tokens: int | None = None, stop: list[str] | None = None) -> Completion:
         """One chat completion. Raises :class:`LMError` when every retry failed."""
+
+    # -- what every provider does around a call ------------------------------------------------
+
+    @property
+    def secrets(self) -> list[str]:
+        """Strings masked in call logs and error messages."""
+        return [self.config.api_key.get_secret_value()] if self.config.api_key else []
+
+    def _succeed(self, messages: Messages, purpose: str, text: str, usage: Usage,
+                 started: float, attempts: int) -> Completion:
+        """Count and log a good answer; the completion for the caller."""
+        latency = time.monotonic() - started
+        self.meter.record(purpose, usage, latency)
+        self._log(messages, purpose, text, usage, latency, attempts, None)
+        return Completion(text=text, usage=usage, latency=latency,
+                          model=self.config.model or "", attempts=attempts)
+
+    def _fail(self, messages: Messages, purpose: str, started: float, attempts: int,
+              message: str) -> LMError:
+        """Count and log a final failure; the error for the caller to raise."""
+        latency = time.monotonic() - started
+        self.meter.failures += 1
+        message = redact(message, self.secrets)
+        self._log(messages, purpose, None, Usage(), latency, attempts, message)
+        return LMError(message)
+
+    def _log(self, messages: Messages, purpose: str, text: str | None, usage: Usage,
+             latency: float, attempts: int, error: str | None) -> None:
+        if self.log_path is None:
+            return
+        record = call_record(purpose=purpose, model=self.config.model,
+                             base_url=self.config.base_url, messages=messages, completion=text,
+                             prompt_tokens=usage.prompt_tokens,
+                             completion_tokens=usage.completion_tokens, latency=latency,
+                             attempts=attempts, error=error)
+        try:
+            write_call(self.log_path, record, self.secrets)
+        except OSError as exc:  # a full disk must not turn a good answer into a failure
+            log.warning("could not write the LM call log %s: %s", self.log_path, exc)
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""

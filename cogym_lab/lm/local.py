@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from cogym_lab.lm.base import LM, Completion, LMError, LMNotConfigured, Messages, Usage
-from cogym_lab.lm.calllog import call_record, write_call
 from cogym_lab.lm.config import LMConfig
 
 log = logging.getLogger(__name__)
@@ -149,11 +148,7 @@ class LlamaCppLM(LM):
                                  f"{exc}") from exc
             text, usage, problem = self._read(response)
             if text is not None:
-                latency = time.monotonic() - started
-                self.meter.record(purpose, usage, latency)
-                self._log(messages, purpose, text, usage, latency, attempt, None)
-                return Completion(text=text, usage=usage, latency=latency,
-                                  model=config.model or "", attempts=attempt)
+                return self._succeed(messages, purpose, text, usage, started, attempt)
             last_error = f"unusable reply: {problem}"
             if attempt < attempts_allowed and config.backoff:
                 await asyncio.sleep(config.backoff * 2 ** (attempt - 1))
@@ -161,29 +156,6 @@ class LlamaCppLM(LM):
         raise self._fail(messages, purpose, started, attempt,
                          f"{config.describe()} gave no usable answer after {attempt} {plural}; "
                          f"last error: {last_error}")
-
-    def _fail(self, messages: Messages, purpose: str, started: float, attempts: int,
-              message: str) -> LMError:
-        """Count and log a final failure; the error for the caller to raise."""
-        latency = time.monotonic() - started
-        self.meter.failures += 1
-        self._log(messages, purpose, None, Usage(), latency, attempts, message)
-        return LMError(message)
-
-    def _log(self, messages: Messages, purpose: str, text: str | None, usage: Usage,
-             latency: float, attempts: int, error: str | None) -> None:
-        if self.log_path is None:
-            return
-        record = call_record(purpose=purpose, model=self.config.model, base_url=None,
-                             messages=messages, completion=text,
-                             prompt_tokens=usage.prompt_tokens,
-                             completion_tokens=usage.completion_tokens, latency=latency,
-                             attempts=attempts, error=error)
-        secrets = [self.config.api_key.get_secret_value()] if self.config.api_key else []
-        try:
-            write_call(self.log_path, record, secrets)
-        except OSError as exc:
-            log.warning("could not write the LM call log %s: %s", self.log_path, exc)
 
     async def aclose(self) -> None:
         """Free the model's memory; it is loaded again if asked for another completion."""

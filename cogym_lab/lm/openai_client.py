@@ -25,8 +25,7 @@ from typing import Any
 
 import openai
 
-from cogym_lab.lm.base import LM, Completion, LMError, LMNotConfigured, Messages, Usage
-from cogym_lab.lm.calllog import call_record, redact, write_call
+from cogym_lab.lm.base import LM, Completion, LMNotConfigured, Messages, Usage
 from cogym_lab.lm.config import ENV_API_KEY, LMConfig
 
 log = logging.getLogger(__name__)
@@ -95,7 +94,6 @@ class OpenAILM(LM):
                                       "server")
             key = PLACEHOLDER_API_KEY
         self._api_key = key
-        self._secrets = [] if key == PLACEHOLDER_API_KEY else [key]  # masked in logs and errors
         self._client: openai.AsyncOpenAI | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._known_params: frozenset[str] | None = None
@@ -215,11 +213,7 @@ class OpenAILM(LM):
                                  f"{config.describe()} failed: {type(exc).__name__}: "
                                  f"{exc}") from exc
             else:
-                latency = time.monotonic() - started
-                self.meter.record(purpose, usage, latency)
-                self._log(messages, purpose, text, usage, latency, attempt, None)
-                return Completion(text=text, usage=usage, latency=latency,
-                                  model=config.model or "", attempts=attempt)
+                return self._succeed(messages, purpose, text, usage, started, attempt)
             if attempt < attempts_allowed:
                 delay = config.backoff * 2 ** (attempt - 1)
                 delay += random.uniform(0, 0.1 * delay)  # jitter: concurrent callers spread out
@@ -232,29 +226,6 @@ class OpenAILM(LM):
         raise self._fail(messages, purpose, started, attempt,
                          f"{config.describe()} gave no usable answer after {attempt} {plural}; "
                          f"last error: {last_error}")
-
-    def _fail(self, messages: Messages, purpose: str, started: float, attempts: int,
-              message: str) -> LMError:
-        """Count and log a final failure; the error for the caller to raise."""
-        latency = time.monotonic() - started
-        self.meter.failures += 1
-        message = redact(message, self._secrets)
-        self._log(messages, purpose, None, Usage(), latency, attempts, message)
-        return LMError(message)
-
-    def _log(self, messages: Messages, purpose: str, text: str | None, usage: Usage,
-             latency: float, attempts: int, error: str | None) -> None:
-        if self.log_path is None:
-            return
-        record = call_record(purpose=purpose, model=self.config.model,
-                             base_url=self.config.base_url, messages=messages, completion=text,
-                             prompt_tokens=usage.prompt_tokens,
-                             completion_tokens=usage.completion_tokens, latency=latency,
-                             attempts=attempts, error=error)
-        try:
-            write_call(self.log_path, record, self._secrets)
-        except OSError as exc:  # a full disk must not turn a good answer into a failure
-            log.warning("could not write the LM call log %s: %s", self.log_path, exc)
 
     async def aclose(self) -> None:
         if self._client is not None:

@@ -255,3 +255,15 @@ def test_observations_render_by_component_type():
     assert "more characters" in render_component(long, max_chars=100)
     chat = [ChatMessage(seq=1, time=0, sender="user", text="hi", to="agent")]
     assert render_chat(chat, "agent", 5) == "[user to you] hi"
+
+
+def test_search_results_render_as_tables_with_their_note():
+    result = Component(name="search", render_type=RenderType.TABLE, content={
+        "title": "Flights", "columns": ["Flight Number", "Price"],
+        "rows": [{"Flight Number": "F1", "Price": 120}], "note": "1 flight on 2022-03-12"})
+    text = render_component(result)
+    assert "1 flight on 2022-03-12" in text and "| F1 | 120 |" in text
+    empty = Component(name="search", render_type=RenderType.TABLE,
+                      content={"title": "Flights", "columns": [], "rows": [],
+                               "note": "No flight from A to B on that day."})
+    assert "No flight from A to B on that day." in render_component(empty)

@@ -29,6 +29,9 @@ def _search_results(results: Any) -> str:
 
 
 def _table(rows: Any) -> str:
+    if isinstance(rows, dict) and "rows" in rows:  # a titled result: {title, columns, rows, note}
+        body = _table(rows["rows"]) if rows["rows"] else ""
+        return "\n".join(part for part in (rows.get("note", ""), body) if part) or "(no rows)"
     if not rows:
         return "(empty table)"
     if isinstance(rows, list) and all(isinstance(r, dict) for r in rows):

@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 
 from cogym_lab.bus import Bus, connect_bus
+from cogym_lab.cli.data_command import data
 from cogym_lab.cli.transcript import Transcript
 
 console = Console(highlight=False)
@@ -208,6 +209,9 @@ def replay_command(results_dir: Path, seq: int | None) -> None:
         raise click.ClickException(f"cannot replay {results_dir}: {error}") from None
     console.print(f"Replayed {len(replayed.frames)} events.")
     click.echo(json.dumps(state, indent=2, ensure_ascii=False))
+
+
+main.add_command(data)
 
 
 @main.group()

@@ -11,7 +11,10 @@ from cogym_lab.core import CoEnv
 
 EnvFactory = Callable[..., CoEnv]
 
-_BUILTIN = {"todo": "cogym_lab.envs.todo:TodoEnv"}
+_BUILTIN = {
+    "todo": "cogym_lab.envs.todo:TodoEnv",
+    "travel_planning": "cogym_lab.envs.travel_planning:TravelPlanningEnv",
+}
 _registered: dict[str, EnvFactory] = {}
 
 

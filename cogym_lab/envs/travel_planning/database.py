@@ -1,0 +1,496 @@
+"""The TravelPlanner sandbox database, loaded into memory for look-ups.
+
+Sources (all under ``<data dir>/travel_planning/``, see :mod:`cogym_lab.datasets`):
+
+* ``database/accommodations/clean_accommodations_2022.csv``, ``database/restaurants/
+  clean_restaurant_2022.csv``, ``database/attractions/attractions.csv``: one record a row.
+* ``database/googleDistanceMatrix/distance.csv``: driving duration and distance between cities.
+* ``database/background/citySet_with_states.txt`` (``city<TAB>state``), ``citySet.txt``,
+  ``stateSet.txt``: the cities and states of the sandbox.
+* flights: the public release has no flights table, so it is rebuilt from every flight record
+  in the ``reference_information`` of ``validation_with_hidden_profile.csv`` (fixed-width text
+  dumps of tables, parsed by the header's column positions) and of
+  ``database/train_ref_info.jsonl``, deduplicated by (flight number, date).
+
+Every look-up ignores case and collapses runs of whitespace in city and record names. Record
+names are stored with their whitespace collapsed (the CSVs have some double or trailing
+spaces), so a name copied from a search result always finds its record again.
+
+Rows the CSVs leave incomplete: accommodations without a name or a price are left out (they
+cannot be referred to or costed); a missing minimum-nights value reads as 1 and a missing
+review as 0.0. :attr:`TravelDatabase.stats` counts these and other oddities.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import re
+import sys
+import threading
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from cogym_lab import datasets
+from cogym_lab.envs.travel_planning.records import (
+    Accommodation,
+    Attraction,
+    Flight,
+    Restaurant,
+    Route,
+    TravelMode,
+)
+
+__all__ = [
+    "FLIGHT_COLUMNS", "TravelDatabase", "normalize", "normalize_mode", "parse_fixed_width",
+    "parse_km", "travel_dir",
+]
+
+VALIDATION_CSV = "validation_with_hidden_profile.csv"
+FLIGHT_COLUMNS = ("Flight Number", "Price", "DepTime", "ArrTime", "ActualElapsedTime",
+                  "FlightDate", "OriginCityName", "DestCityName", "Distance")
+COST_PER_KM: dict[str, float] = {"self-driving": 0.05, "taxi": 1.0}
+
+_FLIGHT_NUMBER = re.compile(r"^F\d+$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_TIME = re.compile(r"^\d{1,2}:\d{2}$")
+_DAYS = re.compile(r"\bdays?\b", re.IGNORECASE)
+_FLIGHT_DESCRIPTION = re.compile(r"^Flight from (.+) to (.+) on (\d{4}-\d{2}-\d{2})$")
+
+csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+
+
+def normalize(text: Any) -> str:
+    """The look-up key of a name: whitespace collapsed, case folded. A literal ``\\n`` (as
+    table dumps print a line break inside a name) counts as whitespace."""
+    return " ".join(str(text).replace("\\n", " ").split()).casefold()
+
+
+def _clean(text: Any) -> str:
+    return " ".join(str(text).split())
+
+
+def normalize_mode(mode: str) -> TravelMode | None:
+    """``"Self-driving"``, ``"self driving"`` -> ``"self-driving"``; ``"Taxi"`` -> ``"taxi"``;
+    None for anything else."""
+    key = normalize(mode).replace(" ", "-").replace("_", "-")
+    if key in ("self-driving", "selfdriving", "driving", "self-drive"):
+        return "self-driving"
+    if key == "taxi":
+        return "taxi"
+    return None
+
+
+def parse_km(text: str) -> float | None:
+    """``"1,144 km"`` -> 1144.0, ``"98.6 km"`` -> 98.6, ``"800 m"`` -> 0.8; None if empty."""
+    match = re.match(r"^\s*([\d,]*\.?\d+)\s*(km|m)?\s*$", text or "")
+    if not match:
+        return None
+    value = float(match.group(1).replace(",", ""))
+    return value / 1000 if match.group(2) == "m" else value
+
+
+def parse_fixed_width(text: str, columns: Sequence[str]) -> list[dict[str, str]]:
+    """Rows of a right-aligned fixed-width table dump (``DataFrame.to_string(index=False)``).
+
+    Each column ends where its header name ends, so the header line gives the cut points
+    even when cells (city names) contain spaces. ``columns`` are the expected header names,
+    in order; a ValueError is raised when the header lacks one."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return []
+    header = lines[0]
+    ends: list[int] = []
+    position = 0
+    for name in columns:
+        found = header.find(name, position)
+        if found < 0:
+            raise ValueError(f"column {name!r} not found in header {header.strip()!r}")
+        position = found + len(name)
+        ends.append(position)
+    rows = []
+    for line in lines[1:]:
+        cells, start = [], 0
+        for number, end in enumerate(ends):
+            stop = len(line) if number == len(ends) - 1 else end
+            cells.append(line[start:stop].strip())
+            start = end
+        rows.append(dict(zip(columns, cells)))
+    return rows
+
+
+def travel_dir(data_dir: str | Path | None = None) -> Path:
+    """The ``travel_planning`` folder of the data directory, after checking every file the task
+    needs is there (:class:`cogym_lab.datasets.DataMissing` otherwise). ``data_dir`` may also
+    be that folder itself."""
+    root = datasets.data_dir(data_dir)
+    if root.name == "travel_planning" and (root / VALIDATION_CSV).is_file():
+        root = root.parent
+    return datasets.require("travel_planning", root)
+
+
+def _int(text: Any, default: int) -> int:
+    try:
+        return int(float(text))
+    except (TypeError, ValueError):
+        return default
+
+
+def _float(text: Any, default: float | None) -> float | None:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return default
+
+
+def _read_csv(path: Path) -> Iterator[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        yield from csv.DictReader(handle)
+
+
+def _read_lines(path: Path) -> list[str]:
+    with open(path, encoding="utf-8") as handle:
+        return [line.rstrip("\r\n") for line in handle if line.strip()]
+
+
+class TravelDatabase:
+    """In-memory tables of the sandbox with case-insensitive look-ups. Build with :meth:`load`."""
+
+    _cache: ClassVar[dict[Path, TravelDatabase]] = {}
+    _cache_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, *, flights: Iterable[Flight] = (),
+                 accommodations: Iterable[Accommodation] = (),
+                 restaurants: Iterable[Restaurant] = (), attractions: Iterable[Attraction] = (),
+                 city_states: Iterable[tuple[str, str | None]] = (), states: Iterable[str] = (),
+                 routes: Iterable[tuple[str, str, str, float | None]] = (),
+                 source: Path | None = None, stats: dict[str, int] | None = None) -> None:
+        self.source = source
+        self.stats: dict[str, int] = dict(stats or {})
+
+        self._flights: dict[tuple[str, str, str], list[Flight]] = defaultdict(list)
+        self._flight_dates: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self._flight_by_number: dict[str, list[Flight]] = defaultdict(list)
+        seen: dict[tuple[str, str], Flight] = {}
+        for flight in flights:
+            key = (flight.number.upper(), flight.date)
+            if key in seen:
+                self.stats["flight_duplicates"] = self.stats.get("flight_duplicates", 0) + 1
+                if seen[key] != flight:
+                    self.stats["flight_conflicts"] = self.stats.get("flight_conflicts", 0) + 1
+                continue
+            seen[key] = flight
+            route = (normalize(flight.origin), normalize(flight.destination))
+            self._flights[(*route, flight.date)].append(flight)
+            self._flight_dates[route].add(flight.date)
+            self._flight_by_number[flight.number.upper()].append(flight)
+        for group in self._flights.values():
+            group.sort(key=lambda f: (f.departure.zfill(5), f.number))
+        for group in self._flight_by_number.values():
+            group.sort(key=lambda f: f.date)
+        self.flight_count = len(seen)
+
+        self._accommodations = self._index(accommodations)
+        self._restaurants = self._index(restaurants)
+        self._attractions = self._index(attractions)
+
+        self._city_state: dict[str, str | None] = {}
+        self._city_names: dict[str, str] = {}
+        self._state_cities: dict[str, list[str]] = defaultdict(list)
+        self._state_names: dict[str, str] = {}
+        for city, state in city_states:
+            key = normalize(city)
+            if not key:
+                continue
+            if state and self._city_state.get(key) is None:
+                self._city_state[key] = _clean(state)
+            else:
+                self._city_state.setdefault(key, None)
+            self._city_names.setdefault(key, _clean(city))
+            if state and _clean(city) not in self._state_cities[normalize(state)]:
+                self._state_cities[normalize(state)].append(_clean(city))
+                self._state_names.setdefault(normalize(state), _clean(state))
+        for state in states:
+            if normalize(state) and normalize(state) != "none":
+                self._state_names.setdefault(normalize(state), _clean(state))
+
+        self._routes: dict[tuple[str, str], tuple[str, str, str, float | None]] = {}
+        for origin, destination, duration, km in routes:
+            key = (normalize(origin), normalize(destination))
+            known = self._routes.get(key)
+            if known is None or (known[3] is None and km is not None):
+                self._routes[key] = (_clean(origin), _clean(destination), duration.strip(), km)
+
+        self._places: dict[str, str] = dict(self._city_names)
+        for table in (self._accommodations, self._restaurants, self._attractions):
+            for key, records in table[0].items():
+                self._places.setdefault(key, records[0].city)
+        for flight in seen.values():
+            self._places.setdefault(normalize(flight.origin), flight.origin)
+            self._places.setdefault(normalize(flight.destination), flight.destination)
+        for origin, destination, _duration, _km in self._routes.values():
+            self._places.setdefault(normalize(origin), origin)
+            self._places.setdefault(normalize(destination), destination)
+
+    @staticmethod
+    def _index(records: Iterable[Any]) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+        by_city: dict[str, list[Any]] = defaultdict(list)
+        by_name: dict[str, list[Any]] = defaultdict(list)
+        for record in records:
+            by_city[normalize(record.city)].append(record)
+            by_name[normalize(record.name)].append(record)
+        return dict(by_city), dict(by_name)
+
+    # --- loading -------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, data_dir: str | Path | None = None) -> TravelDatabase:
+        """The database of the data directory (see :func:`cogym_lab.datasets.data_dir`),
+        loaded once per resolved path and cached. Raises
+        :class:`cogym_lab.datasets.DataMissing` when files are missing."""
+        folder = travel_dir(data_dir).resolve()
+        with cls._cache_lock:
+            database = cls._cache.get(folder)
+            if database is None:
+                database = cls._cache[folder] = cls._read(folder)
+            return database
+
+    @classmethod
+    def clear_cache(cls) -> None:
+        with cls._cache_lock:
+            cls._cache.clear()
+
+    @classmethod
+    def _read(cls, folder: Path) -> TravelDatabase:
+        base = folder / "database"
+        stats: dict[str, int] = defaultdict(int)
+
+        accommodations = []
+        for row in _read_csv(base / "accommodations" / "clean_accommodations_2022.csv"):
+            name, price = _clean(row.get("NAME", "")), _float(row.get("price"), None)
+            if not name or price is None:
+                stats["accommodations_skipped"] += 1
+                continue
+            if not str(row.get("minimum nights", "")).strip():
+                stats["accommodations_default_minimum_nights"] += 1
+            accommodations.append(Accommodation(
+                name=name, room_type=_clean(row.get("room type", "")), price=price,
+                minimum_nights=_int(row.get("minimum nights"), 1),
+                review=_float(row.get("review rate number"), 0.0) or 0.0,
+                house_rules=_clean(row.get("house_rules", "")),
+                maximum_occupancy=_int(row.get("maximum occupancy"), 1),
+                city=_clean(row.get("city", ""))))
+
+        restaurants = []
+        for row in _read_csv(base / "restaurants" / "clean_restaurant_2022.csv"):
+            name = _clean(row.get("Name", ""))
+            if not name:
+                stats["restaurants_skipped"] += 1
+                continue
+            cuisines = tuple(c for c in (_clean(c) for c in row.get("Cuisines", "").split(","))
+                             if c)
+            restaurants.append(Restaurant(
+                name=name, city=_clean(row.get("City", "")), cuisines=cuisines,
+                average_cost=_float(row.get("Average Cost"), 0.0) or 0.0,
+                rating=_float(row.get("Aggregate Rating"), 0.0) or 0.0))
+
+        attractions = []
+        for row in _read_csv(base / "attractions" / "attractions.csv"):
+            name = _clean(row.get("Name", ""))
+            if not name:
+                stats["attractions_skipped"] += 1
+                continue
+            attractions.append(Attraction(
+                name=name, city=_clean(row.get("City", "")),
+                address=_clean(row.get("Address", "")), phone=_clean(row.get("Phone", "")),
+                website=(row.get("Website") or "").strip(),
+                latitude=_float(row.get("Latitude"), None),
+                longitude=_float(row.get("Longitude"), None)))
+
+        background = base / "background"
+        city_states: list[tuple[str, str | None]] = []
+        for line in _read_lines(background / "citySet_with_states.txt"):
+            city, _tab, state = line.partition("\t")
+            city_states.append((city, state or None))
+        city_states += [(city, None) for city in _read_lines(background / "citySet.txt")]
+        states = _read_lines(background / "stateSet.txt")
+
+        routes = []
+        for row in _read_csv(base / "googleDistanceMatrix" / "distance.csv"):
+            routes.append((row.get("origin", ""), row.get("destination", ""),
+                           row.get("duration", "") or "", parse_km(row.get("distance", ""))))
+
+        flights = list(cls._validation_flights(folder / VALIDATION_CSV, stats))
+        flights += list(cls._train_flights(base / "train_ref_info.jsonl", stats))
+
+        return cls(flights=flights, accommodations=accommodations, restaurants=restaurants,
+                   attractions=attractions, city_states=city_states, states=states,
+                   routes=routes, source=folder, stats=dict(stats))
+
+    @staticmethod
+    def _flight_from_cells(cells: dict[str, Any], stats: dict[str, int]) -> Flight | None:
+        number = str(cells.get("Flight Number", "")).strip()
+        date = str(cells.get("FlightDate", "")).strip()
+        departure = str(cells.get("DepTime", "")).strip()
+        arrival = str(cells.get("ArrTime", "")).strip()
+        price = _float(cells.get("Price"), None)
+        if (not _FLIGHT_NUMBER.match(number) or not _DATE.match(date) or price is None
+                or not _TIME.match(departure) or not _TIME.match(arrival)):
+            stats["flight_rows_unreadable"] += 1
+            return None
+        return Flight(number=number, price=int(price), departure=departure, arrival=arrival,
+                      elapsed=_clean(cells.get("ActualElapsedTime", "")), date=date,
+                      origin=_clean(cells.get("OriginCityName", "")),
+                      destination=_clean(cells.get("DestCityName", "")),
+                      distance=_float(cells.get("Distance"), 0.0) or 0.0)
+
+    @classmethod
+    def _validation_flights(cls, path: Path, stats: dict[str, int]) -> Iterator[Flight]:
+        for row in _read_csv(path):
+            for entry in ast.literal_eval(row["reference_information"]):
+                description = _clean(entry.get("Description", ""))
+                match = _FLIGHT_DESCRIPTION.match(description)
+                if not match:
+                    continue
+                content = str(entry.get("Content", ""))
+                if not content.lstrip().startswith("Flight Number"):
+                    stats["flight_searches_empty"] += 1  # "There is no flight from ..."
+                    continue
+                for cells in parse_fixed_width(content, FLIGHT_COLUMNS):
+                    flight = cls._flight_from_cells(cells, stats)
+                    if flight is None:
+                        continue
+                    if (normalize(flight.origin), normalize(flight.destination),
+                            flight.date) != (normalize(match.group(1)),
+                                             normalize(match.group(2)), match.group(3)):
+                        stats["flight_rows_off_description"] += 1
+                    stats["flight_rows_validation"] += 1
+                    yield flight
+
+    @classmethod
+    def _train_flights(cls, path: Path, stats: dict[str, int]) -> Iterator[Flight]:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                if not line.strip():
+                    continue
+                for key, value in json.loads(line).items():
+                    if not key.startswith("Flight from ") or not isinstance(value, list):
+                        continue
+                    for cells in value:
+                        flight = cls._flight_from_cells(cells, stats)
+                        if flight is not None:
+                            stats["flight_rows_train"] += 1
+                            yield flight
+
+    # --- flights -------------------------------------------------------------------------
+
+    def flights(self, origin: str, destination: str, date: str) -> list[Flight]:
+        """Flights from ``origin`` to ``destination`` on ``date`` (YYYY-MM-DD), by departure."""
+        return list(self._flights.get((normalize(origin), normalize(destination),
+                                       str(date).strip()), ()))
+
+    def flight(self, number: str, date: str | None = None) -> Flight | None:
+        """The flight with this number (on ``date`` when given; else its earliest date)."""
+        found = self._flight_by_number.get(str(number).strip().upper(), [])
+        if date is not None:
+            found = [f for f in found if f.date == str(date).strip()]
+        return found[0] if found else None
+
+    def flight_dates(self, origin: str, destination: str) -> list[str]:
+        """The dates on which the table has flights from ``origin`` to ``destination``."""
+        return sorted(self._flight_dates.get((normalize(origin), normalize(destination)), ()))
+
+    # --- accommodations, restaurants, attractions -----------------------------------------
+
+    @staticmethod
+    def _named(table: tuple[dict[str, list[Any]], dict[str, list[Any]]], name: str,
+               city: str | None) -> Any | None:
+        for record in table[1].get(normalize(name), ()):
+            if city is None or normalize(record.city) == normalize(city):
+                return record
+        return None
+
+    def accommodations(self, city: str) -> list[Accommodation]:
+        return list(self._accommodations[0].get(normalize(city), ()))
+
+    def accommodation(self, name: str, city: str | None = None) -> Accommodation | None:
+        """The first accommodation of that name (in ``city`` when given)."""
+        return self._named(self._accommodations, name, city)
+
+    def restaurants(self, city: str) -> list[Restaurant]:
+        return list(self._restaurants[0].get(normalize(city), ()))
+
+    def restaurant(self, name: str, city: str | None = None) -> Restaurant | None:
+        """The first restaurant of that name (in ``city`` when given)."""
+        return self._named(self._restaurants, name, city)
+
+    def attractions(self, city: str) -> list[Attraction]:
+        return list(self._attractions[0].get(normalize(city), ()))
+
+    def attraction(self, name: str, city: str | None = None) -> Attraction | None:
+        """The first attraction of that name (in ``city`` when given)."""
+        return self._named(self._attractions, name, city)
+
+    # --- cities and states ---------------------------------------------------------------
+
+    def cities(self, state: str) -> list[str]:
+        """The sandbox cities of ``state``, in the order of ``citySet_with_states.txt``."""
+        return list(self._state_cities.get(normalize(state), ()))
+
+    def state_of(self, city: str) -> str | None:
+        return self._city_state.get(normalize(city))
+
+    def is_city(self, name: str) -> bool:
+        """Whether ``name`` is a city of the sandbox (``citySet*.txt``)."""
+        return normalize(name) in self._city_state
+
+    def is_state(self, name: str) -> bool:
+        return normalize(name) in self._state_names
+
+    def city_name(self, name: str) -> str | None:
+        """The spelling the data uses for a city or place name, if any table knows it."""
+        return self._places.get(normalize(name))
+
+    def all_cities(self) -> list[str]:
+        """The sandbox cities (``citySet*.txt``)."""
+        return sorted(self._city_names.values())
+
+    def all_places(self) -> list[str]:
+        """Every city name any table mentions (the sandbox cities and a few more)."""
+        return sorted(self._places.values())
+
+    def all_states(self) -> list[str]:
+        return sorted(self._state_names.values())
+
+    # --- driving -------------------------------------------------------------------------
+
+    def route(self, origin: str, destination: str, mode: str, *,
+              long_drives: bool = False) -> Route | None:
+        """The drive from ``origin`` to ``destination``; None when distance.csv has no row for
+        the pair or the row has no distance.
+
+        Drives of a day or more (duration like ``"1 day 2 hours"``) are also None unless
+        ``long_drives``: TravelPlanner's own tool reports them as "No valid information" and
+        its evaluation gives them no cost, and the reference information agrees.
+
+        ``cost`` is per vehicle: ``int(km * 0.05)`` self-driving, ``int(km * 1)`` by taxi.
+        Raises ValueError for a mode other than ``self-driving`` or ``taxi``."""
+        canonical = normalize_mode(mode)
+        if canonical is None:
+            raise ValueError(f"mode must be 'self-driving' or 'taxi', not {mode!r}")
+        row = self._routes.get((normalize(origin), normalize(destination)))
+        if row is None or row[3] is None:
+            return None
+        origin_name, destination_name, duration, km = row
+        if not long_drives and _DAYS.search(duration):
+            return None
+        return Route(origin=origin_name, destination=destination_name, mode=canonical,
+                     duration=duration, distance_km=km,
+                     cost=int(km * COST_PER_KM[canonical]))
+
+    def has_route_row(self, origin: str, destination: str) -> bool:
+        """Whether distance.csv has a row for the pair (possibly without a distance)."""
+        return (normalize(origin), normalize(destination)) in self._routes

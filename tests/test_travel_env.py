@@ -1,0 +1,100 @@
+"""The Travel Planning env: hidden preferences, private search tools, the shared plan editor,
+grading, and a whole scripted session through `cogym-lab run`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from cogym_lab.cli.main import main
+from cogym_lab.core import Coordinator, EventType, Member
+from cogym_lab.envs import make_env
+from cogym_lab.envs.travel_planning import TravelPlanningEnv
+from cogym_lab.testing import ScriptedOpenAIServer
+from tests.support.travel_scripts import TravelRolePlay, simple_plan
+
+pytestmark = pytest.mark.usefixtures("use_shared_data", "no_ambient_lm")
+TEAM = [Member(role="agent"), Member(role="user", kind="user")]
+
+
+def test_every_instance_is_reachable_by_number():
+    assert len(TravelPlanningEnv.instances()) == 102
+    assert make_env("travel_planning", instance=101).task.index == 101
+    with pytest.raises(IndexError, match="0 to 101"):
+        make_env("travel_planning", instance=102)
+
+
+def test_the_agent_gets_the_request_and_only_the_user_the_preferences():
+    env = make_env("travel_planning", instance=0)
+    coordinator = Coordinator(env, TEAM, session_id="t")
+    start = {n.recipient: n for n in coordinator.start(0.0).notifications}
+    description = start["agent"].context.task_description
+    assert "Salt Lake City" in description and "Burbank" in description
+    assert "2022-03-12" in description and "Day 1:" in description  # the plan form is shown
+    for hidden in env.task.preferences:
+        assert hidden not in json.dumps(start["agent"].model_dump(mode="json"))
+    assert "Budget of $7,600" in env.hidden_information()
+    assert "7,600" not in description and "7600" not in description
+
+
+def test_searches_are_private_and_the_plan_is_shared():
+    env = make_env("travel_planning", instance=0)
+    coordinator = Coordinator(env, TEAM, session_id="t")
+    coordinator.start(0.0)
+    searched = coordinator.handle(
+        "agent", 'FLIGHT_SEARCH(origin="Salt Lake City", destination="Burbank", '
+                 'date="2022-03-12")', 1.0)
+    assert [n.recipient for n in searched.notifications] == ["agent"]
+    table = searched.notifications[0].view["search"].content
+    assert any(row["Flight Number"] == "F3846241" for row in table["rows"])
+    user_view = coordinator.sync("user", 2.0).view["search"].content
+    assert user_view == {}  # the user's own search window is untouched
+
+    wrote = coordinator.handle("user", 'EDITOR_UPDATE(text="Day 1:\\nCurrent City: Burbank")', 3.0)
+    assert sorted(n.recipient for n in wrote.notifications) == ["agent", "user"]
+    assert wrote.notifications[0].view["plan"].content.startswith("Day 1:")
+
+    bad = coordinator.handle("agent", 'DISTANCE_MATRIX(origin="A", destination="B", mode="boat")',
+                             4.0)
+    assert bad.events[0].type is EventType.ERROR and "self-driving" in bad.events[0].error
+
+
+def test_the_outcome_is_graded_with_every_check():
+    env = make_env("travel_planning", instance=0)
+    env.reset()
+    assert env.outcome() is None and env.evaluate()["performance"] == 0
+    env.step("agent", {"name": "EDITOR_UPDATE", "args": {"text": simple_plan(env.task, env.db)}})
+    grade = env.grade()
+    assert set(grade.commonsense) >= {"reasonable_city_route", "valid_restaurants",
+                                      "information_in_sandbox", "not_absent"}
+    assert all(v.passed for v in grade.commonsense.values())
+    assert grade.hard["budget"].passed is False and "$7,600" in grade.hard["budget"].reason
+    assert env.evaluate()["performance"] == pytest.approx(
+        (grade.commonsense_pass_rate + grade.hard_pass_rate) / 2)
+
+
+def test_a_whole_scripted_session_runs_through_the_command_line(tmp_path):
+    env = make_env("travel_planning", instance=0)
+    with ScriptedOpenAIServer(responder=TravelRolePlay(env.task, env.db)) as server:
+        result = CliRunner().invoke(main, [
+            "run", "--task", "travel_planning", "--instance", "0", "--team", "collaborative",
+            "--model", "agent=agent-lm", "--model", "user=user-lm",
+            "--base-url", server.base_url, "--out", str(tmp_path), "--idle-seconds", "2"])
+        agent_prompts = [json.dumps(b) for b in server.bodies if b["model"] == "agent-lm"]
+        user_prompts = [json.dumps(b) for b in server.bodies if b["model"] == "user-lm"]
+    assert result.exit_code == 0, result.output
+    assert "ended: finished" in result.output and "Delivered: True" in result.output
+    (session,) = tmp_path.iterdir()
+    meta = json.loads((session / "session.json").read_text())
+    assert meta["task"] == "travel_planning" and meta["env_args"] == {"instance": 0}
+    assert meta["scores"]["commonsense_pass_rate"] == 1.0
+    assert 0 < meta["scores"]["performance"] < 1
+    events = [json.loads(line) for line in (session / "events.jsonl").read_text().splitlines()]
+    searches = [e for e in events if e.get("action", "").startswith("FLIGHT_SEARCH")]
+    assert searches and searches[0]["recipients"] == ["agent"]
+    assert any(e.get("action", "").startswith("EDITOR_UPDATE") for e in events)
+    for preference in env.task.preferences:
+        assert not any(preference in p for p in agent_prompts)
+    assert any(env.task.preferences[0] in p for p in user_prompts)

@@ -322,7 +322,7 @@ def test_instances_follow_cogym_data(use_shared_data: Path) -> None:
 
 
 def test_cuisine_lists_become_text(instances: list, validation_rows: list) -> None:
-    for instance, row in zip(instances, validation_rows):
+    for instance, row in zip(instances, validation_rows, strict=True):
         asked = ast.literal_eval(row["local_constraint"])["cuisine"]
         if asked:
             assert instance.local_constraint["cuisine"] == ", ".join(asked)
@@ -394,7 +394,7 @@ def test_fixed_width_parser_uses_header_positions() -> None:
               "St. Petersburg", "Burbank", "1049.0")]
     widths = [max(len(name), *(len(row[i]) for row in cells))
               for i, name in enumerate(FLIGHT_COLUMNS)]
-    lines = [" ".join(c.rjust(w) for c, w in zip(row, widths))
+    lines = [" ".join(c.rjust(w) for c, w in zip(row, widths, strict=True))
              for row in [FLIGHT_COLUMNS, *cells]]  # right-aligned, like a DataFrame dump
     first, second = parse_fixed_width("\n".join(lines), FLIGHT_COLUMNS)
     assert first["OriginCityName"] == "Burbank" and first["DestCityName"] == "Salt Lake City"

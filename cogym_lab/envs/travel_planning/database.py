@@ -118,7 +118,7 @@ def parse_fixed_width(text: str, columns: Sequence[str]) -> list[dict[str, str]]
             stop = len(line) if number == len(ends) - 1 else end
             cells.append(line[start:stop].strip())
             start = end
-        rows.append(dict(zip(columns, cells)))
+        rows.append(dict(zip(columns, cells, strict=True)))
     return rows
 
 

@@ -636,21 +636,32 @@ def test_search_result_component_content_is_json(provider: DatabaseProvider) -> 
     assert text == "T\nA\n1\nn"
 
 
+class _Live(LiveSearchProvider):
+    """The smallest live provider: every search finds nothing and says so."""
+
+    def _nothing(self, *args: str) -> SearchResult:
+        return SearchResult("Live", [], [], f"nothing found for {args}")
+
+    flight_search = accommodation_search = restaurant_search = _nothing
+    attraction_search = city_search = distance_matrix = _nothing
+
+
 def test_live_provider_needs_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COGYM_PLACES_API_KEY", raising=False)
     with pytest.raises(LiveProviderUnavailable, match="COGYM_PLACES_API_KEY"):
-        LiveSearchProvider()
+        _Live()
 
 
 def test_live_provider_needs_the_network(monkeypatch: pytest.MonkeyPatch) -> None:
-    class Probe(LiveSearchProvider):
+    class Probe(_Live):
         probe_url = f"{UNREACHABLE}/status"
         probe_timeout = 2.0
 
     monkeypatch.setenv("COGYM_PLACES_API_KEY", "k")
     with pytest.raises(LiveProviderUnavailable, match="cannot reach"):
         Probe()
-    stub = LiveSearchProvider()  # no probe address: only the key is checked
-    assert stub.api_key == "k"
-    with pytest.raises(NotImplementedError):
-        stub.flight_search("A", "B", "2022-03-12")
+    live = _Live()  # no probe address: only the key is checked
+    assert live.api_key == "k" and isinstance(live, SearchProvider)
+    assert "nothing found" in live.flight_search("A", "B", "2022-03-12").note
+    with pytest.raises(TypeError, match="abstract"):
+        LiveSearchProvider()  # a live provider must implement all six searches

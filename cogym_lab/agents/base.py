@@ -8,6 +8,7 @@ that works alone) a finish.
 
 from __future__ import annotations
 
+import abc
 import json
 import logging
 import re
@@ -49,7 +50,7 @@ class UnusableOutput(Exception):
     """The LM's reply could not be used, even after the repair attempt."""
 
 
-class LMAgent:
+class LMAgent(abc.ABC):
     """Base class of the LM agents. Implements the member interface: start, act, end."""
 
     kind: ClassVar[str] = "agent"
@@ -110,9 +111,9 @@ class LMAgent:
                 {"agent_type": self.agent_type, "steps": self.steps, "model": self.lm.config.model,
                  **self.lm.meter.to_dict()}, indent=2))
 
+    @abc.abstractmethod
     async def decide(self, notification: Notification) -> str | None:
-        """The next action string, or ``None`` to wait. Subclasses implement this."""
-        raise NotImplementedError
+        """The next action string, or ``None`` to wait."""
 
     # -- prompts -------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ route), with close spellings or other dates where there are some.
 
 from __future__ import annotations
 
+import abc
 import difflib
 import os
 import re
@@ -231,7 +232,7 @@ class LiveProviderUnavailable(RuntimeError):
     """A live search provider cannot run: no API key, or its service is unreachable."""
 
 
-class LiveSearchProvider:
+class LiveSearchProvider(abc.ABC):
     """Base for a provider that searches live services instead of the sandbox database.
 
     Nothing here talks to a real API; this class only fixes the contract and the start-up
@@ -287,24 +288,22 @@ class LiveSearchProvider:
                 f"{type(self).__name__} cannot reach {self.probe_url} ({reason}). Check the "
                 "network, or use the sandbox database (DatabaseProvider).") from None
 
-    def _not_implemented(self, name: str) -> SearchResult:
-        raise NotImplementedError(f"{type(self).__name__}.{name} is not implemented; see the "
-                                  "LiveSearchProvider docstring.")
+    # The six searches, as in SearchProvider: a live provider implements every one.
 
-    def flight_search(self, origin: str, destination: str, date: str) -> SearchResult:
-        return self._not_implemented("flight_search")
+    @abc.abstractmethod
+    def flight_search(self, origin: str, destination: str, date: str) -> SearchResult: ...
 
-    def accommodation_search(self, city: str) -> SearchResult:
-        return self._not_implemented("accommodation_search")
+    @abc.abstractmethod
+    def accommodation_search(self, city: str) -> SearchResult: ...
 
-    def restaurant_search(self, city: str) -> SearchResult:
-        return self._not_implemented("restaurant_search")
+    @abc.abstractmethod
+    def restaurant_search(self, city: str) -> SearchResult: ...
 
-    def attraction_search(self, city: str) -> SearchResult:
-        return self._not_implemented("attraction_search")
+    @abc.abstractmethod
+    def attraction_search(self, city: str) -> SearchResult: ...
 
-    def city_search(self, state: str) -> SearchResult:
-        return self._not_implemented("city_search")
+    @abc.abstractmethod
+    def city_search(self, state: str) -> SearchResult: ...
 
-    def distance_matrix(self, origin: str, destination: str, mode: str) -> SearchResult:
-        return self._not_implemented("distance_matrix")
+    @abc.abstractmethod
+    def distance_matrix(self, origin: str, destination: str, mode: str) -> SearchResult: ...

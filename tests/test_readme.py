@@ -8,15 +8,20 @@ from pathlib import Path
 README = Path(__file__).parents[1] / "README.md"
 
 
-def test_readme_python_examples_run(tmp_path, monkeypatch):
+def test_readme_python_examples_run(tmp_path, monkeypatch, use_shared_data):
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.DOTALL)
-    assert len(blocks) >= 2
     monkeypatch.chdir(tmp_path)
-    env_example, session_example = ({}, {})
-    for block, namespace in zip(blocks, (env_example, session_example), strict=True):
+    ran = []
+    for block in blocks:
+        namespace: dict = {}
         exec(compile(block, str(README), "exec"), namespace)  # noqa: S102 - our own docs
+        ran.append(namespace)
+    env_example, session_example, travel_example = ran
     assert env_example["result"].info == {"action": 'WRITE(text="hello")'}
     assert env_example["env"].outcome() == ["hello"]
+    assert travel_example["env"].view("agent")["search"].content["rows"][0][
+        "Flight Number"] == "F3846241"
+    assert travel_example["grade"].performance == 0  # nothing written yet
     assert session_example["result"].delivered
     assert session_example["session"].results_dir.exists()
     assert len(session_example["frames"]) == session_example["result"].events

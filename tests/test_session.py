@@ -11,7 +11,9 @@ import uuid
 
 from cogym_lab import Session, SessionConfig, replay
 from cogym_lab.bus.redis import RedisBus
-from cogym_lab.core import EventType, StepRequest, obs_channel, step_channel
+from cogym_lab.core import (
+    ActionOutcome, Deferred, EventType, StepRequest, action, obs_channel, step_channel,
+)
 from cogym_lab.envs.todo import ExampleAgent, ExampleUser, TodoEnv
 from cogym_lab.nodes.results import read_events, read_session
 from tests.support.teammates import Counter, Finisher, Recorder
@@ -167,3 +169,44 @@ async def test_the_log_is_written_before_members_are_notified(bus_factory, tmp_p
                   session_id="wal-" + uuid.uuid4().hex[:6]).run()
     assert len(agent.lag) == 4
     assert all(logged >= seq for seq, logged in agent.lag), agent.lag
+
+
+class Drafting(TodoEnv):
+    """The todo task plus a slow tool: DRAFT asks a (stand-in) writer for an item."""
+
+    calls = 0
+
+    @action("Ask the writer for an item; it is added when ready.", idea="What to ask for")
+    def draft(self, role: str, idea: str) -> ActionOutcome:
+        async def write() -> str:
+            Drafting.calls += 1
+            await asyncio.sleep(0.05)
+            if idea == "fail":
+                raise RuntimeError("the writer is down")
+            return f'ADD_ITEM(text="{idea} (drafted)")'
+
+        return ActionOutcome(deferred=Deferred(work=write, label="Drafting"))
+
+
+async def test_slow_work_lands_as_the_actors_next_step_and_replays_without_rerunning(
+        bus_factory, tmp_path, monkeypatch):
+    from cogym_lab.envs import register_env
+
+    register_env("drafting-test", Drafting)
+    agent = Recorder(script=['DRAFT(idea="tent")', None, 'DRAFT(idea="fail")', None, None,
+                             "FINISH()"])
+    session = Session(Drafting(), {"agent": agent}, bus=await bus_factory(), results_dir=tmp_path,
+                      task="drafting-test", session_id="draft-" + uuid.uuid4().hex[:6],
+                      config=SessionConfig(idle_seconds=0.3, max_idle_ticks=5))
+    result = await asyncio.wait_for(session.run(), 20)
+    events = read_events(tmp_path)
+    kinds = [(e.type, e.actor, e.action, e.status) for e in events]
+    assert (EventType.ACTION, "agent", 'DRAFT(idea="tent")', "ok") in kinds
+    assert (EventType.ACTION, "agent", 'ADD_ITEM(text="tent (drafted)")', "ok") in kinds
+    failed = next(e for e in events if e.type is EventType.ERROR)
+    assert failed.recipients == ["agent"] and "the writer is down" in failed.error
+    assert result.outcome == ["tent (drafted)"]
+    calls = Drafting.calls
+    replayed = replay(tmp_path)
+    assert Drafting.calls == calls  # replay applies the logged follow-up; it never redrafts
+    assert replayed.final_state == read_session(tmp_path)["final_state"]

@@ -26,7 +26,7 @@ from typing import Any
 
 from cogym_lab.core import collaboration as acts
 from cogym_lab.core.actions import Action, ActionError, ActionSpec
-from cogym_lab.core.env import CoEnv, StepResult
+from cogym_lab.core.env import CoEnv, Deferred, StepResult
 from cogym_lab.core.observation import Observation
 from cogym_lab.core.grammar import RawAction, format_action, parse_action
 from cogym_lab.core.messages import (
@@ -44,14 +44,17 @@ def default_step_limits(team: Iterable[Member], agent_limit: int = DEFAULT_AGENT
 
 @dataclass
 class Transition:
-    """What one input produced: the events to log and the notifications to send."""
+    """What one input produced: the events to log, the notifications to send, and slow work
+    (role, Deferred) that actions started, for the EnvNode to run."""
 
     events: list[Event] = field(default_factory=list)
     notifications: list[Notification] = field(default_factory=list)
+    deferred: list[tuple[str, Deferred]] = field(default_factory=list)
 
     def extend(self, other: Transition) -> Transition:
         self.events += other.events
         self.notifications += other.notifications
+        self.deferred += other.deferred
         return self
 
 
@@ -178,6 +181,8 @@ class Coordinator:
             return self.end(event.time, info.pop("reason", "ended"), **info)
         if event.actor is None or event.action is None:
             raise ValueError(f"Event {event.seq} ({event.type}) has no actor or action to replay")
+        if event.type is EventType.ERROR and event.info.get("deferred"):
+            return self.deferred_failed(event.actor, event.action, event.error or "", event.time)
         return self.handle(event.actor, event.action, event.time)
 
     # -- views -------------------------------------------------------------------------------
@@ -242,13 +247,25 @@ class Coordinator:
         result = self._apply(member.role, action)
         if result.error:
             return self._error(now, member.role, format_action(action, spec), result.error)
+        info = {k: v for k, v in result.info.items() if k != "action"}
+        if result.deferred is not None:
+            info["deferred"] = result.deferred.label or True
         transition = self._emit(
             now, EventType.ACTION, member.role,
             [member.role] if result.private else self.team_roles(),
             action=result.info["action"], private=result.private, reward=result.reward,
-            info={k: v for k, v in result.info.items() if k != "action"},
+            info=info,
         )
+        if result.deferred is not None:
+            transition.deferred.append((member.role, result.deferred))
         return self._after_task_action(member.role, result, transition, now)
+
+    def deferred_failed(self, role: str, action_text: str, error: str, now: float) -> Transition:
+        """Slow work started by ``role``'s action failed: tell the actor; nothing changes."""
+        if self.done or role not in self.members:
+            return Transition()
+        return self._emit(now, EventType.ERROR, role, [role], action=action_text,
+                          status="error", error=error, private=True, info={"deferred": True})
 
     def _message(self, member: Member, action: Action, now: float) -> Transition:
         to = action.args["to"] or None

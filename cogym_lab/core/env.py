@@ -20,7 +20,7 @@ from __future__ import annotations
 import abc
 import inspect
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -33,6 +33,21 @@ _JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", 
 
 
 @dataclass(frozen=True)
+class Deferred:
+    """Slow work an action starts (an LM call) whose result is another action.
+
+    The env stays pure: a handler returns ``ActionOutcome(deferred=Deferred(...))`` instead of
+    waiting. The EnvNode awaits ``work()`` outside the coordinator and then applies the action it
+    returns (``EDITOR_UPDATE(text=...)``, say) as the same member. That follow-up is what the
+    event log records, so replay needs no LM. A caller using ``CoEnv.step`` directly does the
+    same: ``env.step(role, await result.deferred.work())``.
+    """
+
+    work: Callable[[], Awaitable[Any]]  # returns the follow-up action (string or {name, args})
+    label: str = ""
+
+
+@dataclass(frozen=True)
 class StepResult:
     """What ``CoEnv.step`` returns: the actor's new view and what the change means."""
 
@@ -41,6 +56,7 @@ class StepResult:
     done: bool = False
     private: bool = False
     info: dict[str, Any] = field(default_factory=dict)
+    deferred: Deferred | None = None  # slow work this action started; see Deferred
 
     @property
     def error(self) -> str | None:
@@ -55,6 +71,7 @@ class ActionOutcome:
     reward: float = 0.0
     done: bool = False
     info: dict[str, Any] = field(default_factory=dict)
+    deferred: Deferred | None = None
 
 
 def action(description: str, *, private: bool = False, name: str | None = None,
@@ -206,6 +223,7 @@ class CoEnv(abc.ABC):
             done=outcome.done,
             private=spec.private,
             info={"action": format_action(parsed, spec), **outcome.info},
+            deferred=outcome.deferred,
         )
 
     def canonical(self, raw_action: RawAction) -> Action:

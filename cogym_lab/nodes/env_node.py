@@ -12,7 +12,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from cogym_lab.bus import Bus
-from cogym_lab.core import Coordinator, Event, StepRequest, Transition, obs_channel, step_channel
+from cogym_lab.core import (
+    Coordinator, Deferred, Event, StepRequest, Transition, obs_channel, step_channel,
+)
 
 log = logging.getLogger(__name__)
 EventObserver = Callable[[Event], Any]
@@ -41,6 +43,7 @@ class EnvNode:
         self._seen_ids: deque[str] = deque(maxlen=4096)
         self._stop_reason: str | None = None
         self._subscription = None
+        self._deferred: set[asyncio.Task[None]] = set()
 
     @property
     def session_id(self) -> str:
@@ -73,6 +76,9 @@ class EnvNode:
             if self._stop_reason:
                 await self._deliver(self.coordinator.end(time.time(), self._stop_reason))
         finally:
+            for task in self._deferred:  # the session is over: its slow work is moot
+                task.cancel()
+            await asyncio.gather(*self._deferred, return_exceptions=True)
             await subscription.close()
 
     async def stop(self, reason: str = "stopped") -> None:
@@ -143,3 +149,21 @@ class EnvNode:
         await self.bus.publish_many([
             (obs_channel(self.session_id, n.recipient), n.model_dump(mode="json"))
             for n in transition.notifications])
+        for role, deferred in transition.deferred:
+            task = asyncio.create_task(self._run_deferred(role, deferred, transition.events[0]))
+            self._deferred.add(task)
+            task.add_done_callback(self._deferred.discard)
+
+    async def _run_deferred(self, role: str, deferred: Deferred, started_by: Event) -> None:
+        """Await slow work an action started, then apply its result as ``role``'s next step."""
+        try:
+            follow_up = await deferred.work()
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # an LM that fails must not take the session down
+            log.warning("deferred %s for %s failed: %s", deferred.label, role, error)
+            await self._deliver(self.coordinator.deferred_failed(
+                role, started_by.action or deferred.label, f"{deferred.label or 'The action'} "
+                f"failed: {error}", time.time()))
+            return
+        await self._deliver(self.coordinator.handle(role, follow_up, time.time()))

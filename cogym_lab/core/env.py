@@ -160,6 +160,10 @@ class CoEnv(abc.ABC):
         """Task scores for the current outcome, each in [0, 1]. Empty if the task has no grader."""
         return {}
 
+    async def aevaluate(self) -> dict[str, float]:
+        """``evaluate`` for graders that need I/O (an LM judge). Sessions call this one."""
+        return self.evaluate()
+
     def env_args(self) -> dict[str, Any]:
         """Keyword arguments that rebuild this env from its registry name (for replay)."""
         return {}

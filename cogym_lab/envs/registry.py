@@ -14,6 +14,7 @@ EnvFactory = Callable[..., CoEnv]
 _BUILTIN = {
     "todo": "cogym_lab.envs.todo:TodoEnv",
     "travel_planning": "cogym_lab.envs.travel_planning:TravelPlanningEnv",
+    "related_work": "cogym_lab.envs.related_work:RelatedWorkEnv",
 }
 _registered: dict[str, EnvFactory] = {}
 

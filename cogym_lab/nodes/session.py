@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Iterable, Mapping
@@ -67,6 +68,8 @@ def build_coordinator(env: CoEnv, team: list[Member], session_id: str, config: S
                        step_limits=config.limits_for(team), max_idle_ticks=config.max_idle_ticks,
                        max_events=config.max_events)
 
+
+log = logging.getLogger(__name__)
 
 _NODE_FOR_KIND: dict[str, type[MemberNode]] = {"agent": AgentNode, "user": UserNode}
 
@@ -136,7 +139,8 @@ class Session:
             await asyncio.gather(*member_tasks, return_exceptions=True)
             if self.bus is None:
                 await bus.close()
-        result = self.result(time.time() - started)
+        result = self.result(time.time() - started,
+                             await self._scores() if is_delivered(self.env.outcome()) else {})
         if writer:
             writer.write_session(status="finished", ended_at=time.time(),
                                  **result.model_dump(exclude={"results_dir", "task",
@@ -149,12 +153,18 @@ class Session:
         """``run`` for scripts and the CLI, outside an event loop."""
         return asyncio.run(self.run())
 
-    def result(self, duration: float) -> SessionResult:
+    async def _scores(self) -> dict[str, float]:
+        try:
+            return await self.env.aevaluate()
+        except Exception as error:  # a failing judge costs the score, not the results
+            log.warning("grading session %s failed: %s", self.session_id, error)
+            return {}
+
+    def result(self, duration: float, scores: dict[str, float]) -> SessionResult:
         outcome = self.env.outcome()
-        delivered = is_delivered(outcome)
         return SessionResult(
             session_id=self.session_id, task=self.task, end_reason=self.coordinator.end_reason,
-            delivered=delivered, outcome=outcome, scores=self.env.evaluate() if delivered else {},
+            delivered=is_delivered(outcome), outcome=outcome, scores=scores,
             step_counts=dict(self.coordinator.step_counts), events=self.coordinator.seq,
             duration=duration, results_dir=str(self.results_dir) if self.results_dir else None,
         )

@@ -1,0 +1,194 @@
+"""Related Work (Co-Gym §4.2): search papers, gather them in a shared library, and write a
+related-work section together in a shared editor, drafting from the library with an LM.
+
+Citation numbers [n] belong to library entries and never change: dropping a paper leaves a gap
+instead of renumbering, so the text's citations stay right. Citations to numbers outside the
+library are flagged in the shared "Draft check" component.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from cogym_lab.core import (
+    Action, ActionError, ActionOutcome, CoEnv, Component, Deferred, RenderType, action,
+    format_action,
+)
+from cogym_lab.envs.related_work.drafting import draft_from_library, unresolved_citations
+from cogym_lab.envs.related_work.grader import grade_section, section_facts
+from cogym_lab.envs.related_work.instances import RelatedWorkTask, load_tasks
+from cogym_lab.envs.related_work.library import Library
+from cogym_lab.envs.related_work.search import BM25PaperIndex, PaperSearch
+from cogym_lab.lm import LM, LMConfig, LMError, make_lm
+
+
+@dataclass
+class RelatedWorkEnv(CoEnv):
+    """One of the 100 related-work tasks (``instance`` = 0..99).
+
+    ``search`` defaults to the BM25 index over the whole corpus (built once, cached on disk).
+    ``drafting_lm`` and ``judge_lm`` default to the LM configured in the environment
+    (``COGYM_MODEL`` ...) when first needed; without one, drafting is refused with a clear error
+    and grading reports the deterministic facts only.
+    """
+
+    instance: int = 0
+    data_dir: str | None = None
+    search: PaperSearch | None = field(default=None, repr=False)
+    drafting_lm: LM | None = field(default=None, repr=False)
+    judge_lm: LM | None = field(default=None, repr=False)
+
+    name = "related_work"
+
+    def __post_init__(self) -> None:
+        super().__init__()
+        tasks = load_tasks(self.data_dir)
+        if not 0 <= self.instance < len(tasks):
+            raise ValueError(f"related_work has instances 0 to {len(tasks) - 1}, "
+                             f"not {self.instance}.")
+        self.task: RelatedWorkTask = tasks[self.instance]
+
+    @classmethod
+    def instances(cls) -> list[dict[str, Any]]:
+        return [{"instance": i} for i in range(len(load_tasks()))]
+
+    def env_args(self) -> dict[str, Any]:
+        return {"instance": self.instance, **({"data_dir": self.data_dir} if self.data_dir else {})}
+
+    @property
+    def task_description(self) -> str:
+        return (f"{self.task.query} Search for papers, collect the relevant ones in the shared "
+                "library, and write the section in the shared editor, citing library papers as "
+                "[n] with their library numbers.")
+
+    def hidden_information(self) -> str:
+        return self.task.hidden_information()
+
+    def _index(self) -> PaperSearch:
+        if self.search is None:
+            self.search = BM25PaperIndex.load_or_build(self.data_dir)
+        return self.search
+
+    def _reset(self, seed: int | None) -> None:
+        self.text = ""
+        self.library = Library()
+        self.results: dict[str, list[dict[str, Any]]] = {}
+        self.seen: set[str] = set()  # ids shown by any search: only those may be added
+
+    # -- the view ------------------------------------------------------------------------------
+
+    def public_components(self) -> list[Component]:
+        facts = section_facts(self.text)
+        dangling = unresolved_citations(self.text, self.library.numbers())
+        check = {"unique_citations": facts.unique_citations, "subsections": facts.subsections,
+                 "bullet_lists": facts.bullet_lists, "words": facts.words,
+                 "citations_outside_library": dangling}
+        return [
+            Component(name="editor", title="Related Work (shared editor)",
+                      render_type=RenderType.EDITOR, content=self.text),
+            Component(name="library", title="Paper library", render_type=RenderType.LIBRARY,
+                      content=self.library.to_content()),
+            Component(name="draft_check", title="Draft check", render_type=RenderType.TEXT,
+                      content=check),
+        ]
+
+    def private_components(self, role: str) -> list[Component]:
+        return [Component(name="search", title="Paper search",
+                          render_type=RenderType.SEARCH_RESULTS,
+                          content=self.results.get(role, []))]
+
+    def outcome(self) -> str | None:
+        return self.text.strip() or None
+
+    def evaluate(self) -> dict[str, float]:
+        """The deterministic facts; the rubric score needs the judge (``aevaluate``)."""
+        facts = section_facts(self.text)
+        return {"unique_citations": float(facts.unique_citations),
+                "subsections": float(facts.subsections)}
+
+    async def aevaluate(self) -> dict[str, float]:
+        """The rubric judge's score normalised to [0, 1], plus the facts."""
+        scores = self.evaluate()
+        judge = self.judge_lm or _default_lm("the related-work judge")
+        if judge is None or not self.text.strip():
+            return scores
+        grade = await grade_section(self.text, self.task, judge)
+        return {**scores, "performance": grade.performance, "rubric_score": float(grade.score)}
+
+    # -- actions -------------------------------------------------------------------------------
+
+    @action("Search papers by topic, title or keywords (top 10). Only you see the results.",
+            private=True, query="What to look for")
+    def search_paper(self, role: str, query: str) -> None:
+        if not query.strip():
+            raise ActionError("SEARCH_PAPER needs a query.")
+        hits = self._index().search(query, k=10)
+        self.results[role] = [hit.to_row() for hit in hits]
+        self.seen.update(row["id"] for row in self.results[role])
+
+    @action("Add papers from search results to the shared library.",
+            ids='Paper ids, e.g. "1706.03762" or "1706.03762, 1810.04805"')
+    def library_add_paper(self, role: str, ids: Any) -> None:
+        wanted = _ids(ids)
+        unknown = [i for i in wanted if i not in self.seen]
+        if not wanted or unknown:
+            raise ActionError(f"Only papers from a search result can be added; not seen: "
+                              f"{', '.join(unknown) or '(no ids)'}.")
+        papers = [self._index().get(i) for i in wanted]
+        missing = [i for i, p in zip(wanted, papers, strict=True) if p is None]
+        if missing:
+            raise ActionError(f"No paper with id {', '.join(missing)}.")
+        for paper in papers:
+            self.library.add(paper, role)  # type: ignore[arg-type]
+
+    @action("Remove a paper from the library. Its number is not reused.", id="The paper id")
+    def library_drop_paper(self, role: str, id: str) -> None:
+        if self.library.drop(id.strip()) is None:
+            raise ActionError(f"{id!r} is not in the library.")
+
+    @action("Write a note on a library paper (replaces its note).", id="The paper id",
+            note="The note")
+    def library_note(self, role: str, id: str, note: str) -> None:
+        entry = self.library.entries.get(id.strip())
+        if entry is None:
+            raise ActionError(f"{id!r} is not in the library.")
+        entry.note = note
+
+    @action("Have the writing assistant write or revise the section from the library papers; "
+            "the result replaces the editor text when ready.",
+            instructions="What to write or change")
+    def library_to_draft(self, role: str, instructions: str) -> ActionOutcome:
+        if not self.library.entries:
+            raise ActionError("The library is empty: add papers before drafting.")
+        lm = self.drafting_lm or _default_lm("the drafting assistant")
+        if lm is None:
+            raise ActionError("No LM is configured for drafting: set COGYM_MODEL (and "
+                              "OPENAI_API_KEY or OPENAI_BASE_URL), or write with EDITOR_UPDATE.")
+        library = [e.for_drafting() for e in self.library.entries.values()]
+        current, query = self.text, self.task.query
+
+        async def write() -> str:
+            text = await draft_from_library(lm, task_query=query, library=library,
+                                            current_text=current, instructions=instructions)
+            return format_action(Action(name="EDITOR_UPDATE", args={"text": text}))
+
+        return ActionOutcome(deferred=Deferred(work=write, label="Drafting"))
+
+    @action("Replace the whole section text in the shared editor.", text="The full text")
+    def editor_update(self, role: str, text: str) -> None:
+        self.text = text
+
+
+def _ids(raw: Any) -> list[str]:
+    values = raw if isinstance(raw, list) else re.split(r"[,\s]+", str(raw))
+    return [str(v).strip() for v in values if str(v).strip()]
+
+
+def _default_lm(purpose: str) -> LM | None:
+    """The LM the environment configures, or ``None`` when there is none."""
+    try:
+        return make_lm(LMConfig.resolve(), member=purpose)
+    except LMError:
+        return None

@@ -123,7 +123,8 @@ def test_status_on_shared_data(datasets_dir: Path) -> None:
                                                           if not s.present]
     key = {s.item.path: s for s in states}["travel_planning/validation_with_hidden_profile.csv"]
     assert key.size == key.path.stat().st_size
-    assert datasets.require("travel_planning", datasets_dir) == datasets_dir / "travel_planning"
+    expected = (datasets_dir / "travel_planning").resolve()
+    assert datasets.require("travel_planning", datasets_dir) == expected
 
 
 def test_status_and_require_on_an_empty_dir(tmp_path: Path) -> None:

@@ -30,10 +30,10 @@ async def test_agent_node_merges_what_arrives_while_it_thinks(bus_factory):
     await person_bus.publish(step_channel(session.session_id),
                              StepRequest(role="user", kind="join").model_dump())
     assert (await inbox.get(5))["event"]["type"] == "start"
-    for action in ['SEND_TEAMMATE_MESSAGE(message="one")', 'ADD_ITEM(text="tent")',
-                   'SEND_TEAMMATE_MESSAGE(message="two")', 'SEND_TEAMMATE_MESSAGE(message="three")']:
+    for step in ['SEND_TEAMMATE_MESSAGE(message="one")', 'ADD_ITEM(text="tent")',
+                 'SEND_TEAMMATE_MESSAGE(message="two")', 'SEND_TEAMMATE_MESSAGE(message="three")']:
         await person_bus.publish(step_channel(session.session_id),
-                                 StepRequest(role="user", action=action).model_dump())
+                                 StepRequest(role="user", action=step).model_dump())
     result = await asyncio.wait_for(running, 15)
     await inbox.close()
 

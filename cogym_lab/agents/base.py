@@ -192,7 +192,8 @@ class LMAgent(abc.ABC):
         messages: Messages = [
             {"role": "system", "content": self.system_prompt(notification)},
             {"role": "user", "content": agent_prompt(
-                "scratchpad", scratchpad_actions=describe_actions(list(SCRATCHPAD_SPECS.values())))},
+                "scratchpad",
+                scratchpad_actions=describe_actions(list(SCRATCHPAD_SPECS.values())))},
         ]
         reply = await self.ask(messages, "scratchpad")
         try:

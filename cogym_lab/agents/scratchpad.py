@@ -29,7 +29,8 @@ class Scratchpad:
         action, _ = parse_action(reply, SPECS)
         note_id = action.args.get("note_id")
         if note_id is not None and note_id not in self.notes:
-            raise ActionError(f"There is no note {note_id}; notes are {list(self.notes) or 'none'}.")
+            known = list(self.notes) or "none"
+            raise ActionError(f"There is no note {note_id}; notes are {known}.")
         if action.name == "ADD_NOTE":
             if len(self.notes) >= self.max_notes:
                 self.notes.pop(next(iter(self.notes)))  # the oldest note gives way

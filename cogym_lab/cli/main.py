@@ -236,8 +236,8 @@ def _node_options(func: Any) -> Any:
 @click.option("--join-timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True)
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=None)
 def env_node(session_id: str, redis_url: str, out: Path | None, task: str,
-             instance: int | None, env_arg: tuple[str, ...], members: tuple[str, ...], idle_seconds: float,
-             join_timeout: float, timeout: float | None) -> None:
+             instance: int | None, env_arg: tuple[str, ...], members: tuple[str, ...],
+             idle_seconds: float, join_timeout: float, timeout: float | None) -> None:
     """Host the env: wait for the members to join, run the session, write the results."""
     from cogym_lab.nodes import Session, SessionConfig
 

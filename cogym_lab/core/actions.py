@@ -1,4 +1,4 @@
-"""Action specs: what a member may do, with typed params, as JSON for agents and text for prompts."""
+"""Action specs: what a member may do, with typed params; JSON for agents, text for prompts."""
 
 from __future__ import annotations
 

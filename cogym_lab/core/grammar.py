@@ -198,7 +198,8 @@ def _parse_loose_args(text: str, i: int, spec: ActionSpec) -> tuple[dict[str, An
         if text.startswith(")", i):
             return args, i + 1
         if not text.startswith(",", i):
-            raise ActionError(f"Expected ',' or ')' at {text[i:i + 40]!r}. Form: {spec.signature()}")
+            raise ActionError(f"Expected ',' or ')' at {text[i:i + 40]!r}. "
+                              f"Form: {spec.signature()}")
         i = _SPACE.match(text, i + 1).end()
 
 

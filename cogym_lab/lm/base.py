@@ -18,7 +18,8 @@ from cogym_lab.lm.config import LMConfig
 
 log = logging.getLogger(__name__)
 
-Messages = list[dict[str, str]]  # OpenAI chat format: [{"role": "system"|"user"|"assistant", "content": ...}]
+# OpenAI chat format: [{"role": "system" | "user" | "assistant", "content": "..."}]
+Messages = list[dict[str, str]]
 
 
 class LMError(RuntimeError):

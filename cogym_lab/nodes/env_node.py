@@ -1,4 +1,4 @@
-"""EnvNode: listens on ``{session}/step``, runs the coordinator, publishes to ``{session}/{role}/obs``."""
+"""EnvNode: reads ``{session}/step``, runs the coordinator, writes ``{session}/{role}/obs``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The results directory: ``session.json``, an append-only ``events.jsonl``, one folder per member."""
+"""The results directory: ``session.json``, append-only ``events.jsonl``, a folder per member."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ EVENTS_FILE = "events.jsonl"
 
 
 class ResultsWriter:
-    """Writes one session's results. ``session.json`` is rewritten atomically; events are appended."""
+    """Writes one session's results: ``session.json`` atomically, events by appending."""
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)

@@ -136,7 +136,8 @@ class SimulatedUser:
         return format_action(Action(name="SEND_TEAMMATE_MESSAGE", args={"message": text}))
 
     async def _task_action(self, context: str) -> str | None:
-        instruction = _prompt("task_action", actions=describe_actions(list(self.task_specs.values())))
+        actions = describe_actions(list(self.task_specs.values()))
+        instruction = _prompt("task_action", actions=actions)
         reply = await self._ask(context, instruction, "task_action")
         try:
             action, spec = parse_action(reply, self.task_specs)

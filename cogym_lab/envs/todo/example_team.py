@@ -71,7 +71,8 @@ def _requested_items(text: str) -> list[str]:
         return []
     tail = lowered.split("bring", 1)[1].strip(" .!?:")
     parts = tail.replace(" and ", ",").split(",")
-    return [p.strip().removeprefix("a ").removeprefix("an ").strip(" .") for p in parts if p.strip()]
+    items = (p.strip().removeprefix("a ").removeprefix("an ").strip(" .") for p in parts)
+    return [item for item in items if item]
 
 
 class ExampleUser:

@@ -36,6 +36,8 @@ class RelatedWorkEnv(CoEnv):
 
     instance: int = 0
     data_dir: str | None = None
+    index_limit: int | None = None  # search only the first N papers (quick demos and tests)
+    index_cache: str | None = None  # where the index is kept (default: the user cache dir)
     search: PaperSearch | None = field(default=None, repr=False)
     drafting_lm: LM | None = field(default=None, repr=False)
     judge_lm: LM | None = field(default=None, repr=False)
@@ -55,7 +57,9 @@ class RelatedWorkEnv(CoEnv):
         return [{"instance": i} for i in range(len(load_tasks()))]
 
     def env_args(self) -> dict[str, Any]:
-        return {"instance": self.instance, **({"data_dir": self.data_dir} if self.data_dir else {})}
+        optional = {"data_dir": self.data_dir, "index_limit": self.index_limit,
+                    "index_cache": self.index_cache}
+        return {"instance": self.instance, **{k: v for k, v in optional.items() if v}}
 
     @property
     def task_description(self) -> str:
@@ -68,7 +72,8 @@ class RelatedWorkEnv(CoEnv):
 
     def _index(self) -> PaperSearch:
         if self.search is None:
-            self.search = BM25PaperIndex.load_or_build(self.data_dir)
+            self.search = BM25PaperIndex.load_or_build(self.data_dir, self.index_cache,
+                                                       limit=self.index_limit)
         return self.search
 
     def _reset(self, seed: int | None) -> None:

@@ -1,0 +1,478 @@
+"""Paper search for the Related Work task: the ``SEARCH_PAPER(query)`` backend.
+
+Two providers share one interface, :class:`PaperSearch`:
+
+* :class:`BM25PaperIndex` — BM25 over title + abstract of the local corpus (``bm25s`` with the
+  Snowball English stemmer and English stopwords), plus a title-only BM25 field and a re-ranking
+  of the best candidates by title overlap, so that pasting a paper's title finds that paper first.
+  It is built once per corpus version into ``<cache>/related_work/index-<fingerprint>/`` (see
+  :mod:`cogym_lab.envs.related_work.papers`) and opened memory-mapped afterwards.
+* :class:`ArxivLiveSearch` — the public arXiv API, for when the machine is online. Offline it
+  raises :class:`SearchUnavailable`.
+
+Scoring of :meth:`BM25PaperIndex.search`, for a query whose analysed terms are ``Q``::
+
+    base(d)  = BM25_text(d, Q) + TITLE_WEIGHT * BM25_title(d, Q)
+    final(d) = base(d) + top * overlap(d)**2 + EXACT_BONUS * top * exact(d)
+
+for the ``max(POOL, 3k)`` best documents by ``base`` plus every paper whose normalised title
+equals the normalised query; ``top`` is the best ``base`` score, ``overlap`` the Jaccard
+similarity of the query's and the title's stemmed terms and ``exact`` 1 when the normalised
+titles are equal (case, punctuation and spacing ignored).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import socket
+import time
+import unicodedata
+import urllib.error
+import urllib.parse
+import urllib.request
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from cogym_lab.envs.related_work.papers import (
+    Paper, PaperStore, _Progress, _say, cache_folder, corpus_path,
+)
+
+__all__ = [
+    "ARXIV_API_URL", "ArxivLiveSearch", "BM25PaperIndex", "PaperSearch", "SearchHit",
+    "SearchUnavailable", "normalize_title",
+]
+
+INDEX_FORMAT = 2
+ARXIV_API_URL = "http://export.arxiv.org/api/query"
+
+
+class SearchUnavailable(RuntimeError):
+    """A search provider cannot answer (e.g. the network is unreachable)."""
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result: the paper, its score (higher is better) and a snippet of its abstract."""
+
+    paper: Paper
+    score: float
+    snippet: str
+
+    def to_row(self) -> dict[str, Any]:
+        """A flat dict for display: id, title, authors (short), year, snippet, url."""
+        return {
+            "id": self.paper.id,
+            "title": self.paper.title,
+            "authors": self.paper.short_authors(),
+            "year": self.paper.year,
+            "snippet": self.snippet,
+            "url": self.paper.url,
+        }
+
+
+@runtime_checkable
+class PaperSearch(Protocol):
+    """What the Related Work environment needs from a paper search."""
+
+    def search(self, query: str, k: int = 10) -> list[SearchHit]:
+        """The ``k`` best papers for ``query``, best first; ``[]`` for a blank query."""
+        ...
+
+    def get(self, paper_id: str) -> Paper | None:
+        """The paper with this id, or None."""
+        ...
+
+
+# --- text analysis ---------------------------------------------------------------------------
+
+_SPLIT = r"(?u)\b\w\w+\b"  # the bm25s default: words of two characters or more
+_SPLIT_RE = re.compile(_SPLIT)
+_NORMAL_WORD = re.compile(r"\w+")
+
+
+def normalize_title(text: str) -> str:
+    """Lower-case words of ``text`` joined by single spaces (punctuation and spacing ignored)."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    return " ".join(_NORMAL_WORD.findall(text))
+
+
+def _title_key(text: str) -> int:
+    digest = hashlib.blake2b(normalize_title(text).encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
+
+
+class _Analyzer:
+    """Lower-case, split, drop stopwords, stem: the same steps the bm25s Tokenizer takes."""
+
+    def __init__(self) -> None:
+        import Stemmer
+        from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+        self.stemmer = Stemmer.Stemmer("english")
+        self.stopwords: tuple[str, ...] = tuple(STOPWORDS_EN_PLUS)
+        self._stop = frozenset(self.stopwords)
+
+    def tokenizer(self):
+        from bm25s.tokenization import Tokenizer
+
+        return Tokenizer(lower=True, splitter=_SPLIT, stopwords=list(self.stopwords),
+                         stemmer=self.stemmer)
+
+    def stems(self, text: str) -> list[str]:
+        words = [w for w in _SPLIT_RE.findall(text.lower()) if w not in self._stop]
+        return self.stemmer.stemWords(words) if words else []
+
+
+# --- the local BM25 index --------------------------------------------------------------------
+
+def _folder_size(folder: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                total += (Path(root) / name).stat().st_size
+            except OSError:
+                pass
+    return total
+
+
+class BM25PaperIndex:
+    """BM25 search over the local corpus (see the module doc for the scoring).
+
+    Usually obtained with :meth:`load_or_build`; ``BM25PaperIndex(folder)`` opens an index folder
+    (``<cache>/related_work/index-<fingerprint>``) that is already built.
+
+    Attributes: ``folder``, ``store`` (the :class:`PaperStore`), ``built`` (True when this call
+    built the index) and ``build_seconds`` (the build's duration, from the index's metadata)."""
+
+    K1 = 1.5
+    B = 0.75
+    TITLE_WEIGHT = 1.0
+    POOL = 100
+    EXACT_BONUS = 2.0
+
+    builds = 0  # how many indexes this process has built (all instances)
+
+    def __init__(self, folder: str | Path, *, built: bool = False) -> None:
+        import bm25s
+
+        self.folder = Path(folder)
+        meta_path = self.folder / "bm25" / "index.json"
+        self.meta: dict[str, Any] = json.loads(meta_path.read_text(encoding="utf-8"))
+        if self.meta.get("format") != INDEX_FORMAT:
+            raise ValueError(f"{self.folder} holds an index of another format")
+        self.built = built
+        self.build_seconds: float = float(self.meta.get("build_seconds", 0.0))
+        self.store = PaperStore(self.folder / "store")
+        bm25_dir = self.folder / "bm25"
+        self._text = bm25s.BM25.load(bm25_dir / "text", mmap=True, load_vocab=True,
+                                     show_progress=False)
+        self._title = bm25s.BM25.load(bm25_dir / "title", mmap=True, load_vocab=False,
+                                      show_progress=False)
+        self._vocab: dict[str, int] = self._text.vocab_dict
+        self._title_keys = np.load(bm25_dir / "title_keys.npy", mmap_mode="r")
+        self._title_rows = np.load(bm25_dir / "title_rows.npy", mmap_mode="r")
+        self._title_terms = np.load(bm25_dir / "title_terms.npy", mmap_mode="r")
+        self._title_terms_indptr = np.load(bm25_dir / "title_terms_indptr.npy", mmap_mode="r")
+        self._analyzer = _Analyzer()
+        self._n = len(self.store)
+
+    # -- construction --
+
+    @staticmethod
+    def is_built(folder: str | Path) -> bool:
+        meta = Path(folder) / "bm25" / "index.json"
+        if not meta.is_file() or not PaperStore.is_built(Path(folder) / "store"):
+            return False
+        try:
+            return json.loads(meta.read_text(encoding="utf-8")).get("format") == INDEX_FORMAT
+        except (OSError, ValueError):
+            return False
+
+    @classmethod
+    def load_or_build(cls, data_dir: str | Path | None = None,
+                      cache_dir: str | Path | None = None, *, limit: int | None = None,
+                      progress: bool = True) -> BM25PaperIndex:
+        """The index of the data directory's ``related_work/papers.jsonl.gz``.
+
+        ``data_dir`` follows :func:`cogym_lab.datasets.data_dir` (argument, ``COGYM_DATA``,
+        user cache); a missing corpus raises :class:`cogym_lab.datasets.DataMissing`.
+        ``cache_dir`` defaults to the user cache directory. ``limit`` indexes only the first N
+        papers. The first call for a corpus version builds the index (minutes for the whole
+        corpus, with progress on stderr when ``progress``); later calls open it."""
+        return cls.from_corpus(corpus_path(data_dir), cache_dir, limit=limit, progress=progress)
+
+    @classmethod
+    def from_corpus(cls, corpus: str | Path, cache_dir: str | Path | None = None, *,
+                    limit: int | None = None, progress: bool = True) -> BM25PaperIndex:
+        """Like :meth:`load_or_build`, for a corpus file given by path."""
+        folder = cache_folder(corpus, cache_dir, limit)
+        if cls.is_built(folder):
+            return cls(folder)
+        started = time.monotonic()
+        _say(progress, f"Building the paper search index in {folder} "
+                       "(once per corpus version; the whole corpus takes a few minutes)")
+        store_dir = folder / "store"
+        if PaperStore.is_built(store_dir):
+            store = PaperStore(store_dir)
+        else:
+            store = PaperStore.build(corpus, store_dir, limit=limit, progress=progress)
+        cls._build_bm25(store, folder / "bm25", progress=progress, started=started)
+        cls.builds += 1
+        _say(progress, f"  index ready in {time.monotonic() - started:.1f} s")
+        return cls(folder, built=True)
+
+    @classmethod
+    def _build_bm25(cls, store: PaperStore, target: Path, *, progress: bool,
+                    started: float) -> None:
+        import bm25s
+        from bm25s.tokenization import Tokenized
+
+        analyzer = _Analyzer()
+        tokenizer = analyzer.tokenizer()
+        staging = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        try:
+            titles: list[str] = []
+            meter = _Progress("tokenizing", progress, total=len(store))
+
+            def texts() -> Iterator[str]:
+                for record in store.iter_records():
+                    title = str(record.get("title") or "")
+                    titles.append(title)
+                    meter.tick()
+                    yield f"{title}\n{record.get('abstract') or ''}"
+
+            text_ids = list(tokenizer.streaming_tokenize(texts(), update_vocab=True))
+            meter.finish()
+            vocab = tokenizer.get_vocab_dict()
+            title_ids = list(tokenizer.streaming_tokenize(titles, update_vocab=False))
+            _say(progress, f"  {len(vocab):,} terms; computing BM25 weights")
+
+            text = bm25s.BM25(k1=cls.K1, b=cls.B, method="lucene")
+            text.index(Tokenized(ids=text_ids, vocab=vocab), show_progress=False)
+            del text_ids
+            text.save(staging / "text", show_progress=False)
+            del text
+            title = bm25s.BM25(k1=cls.K1, b=cls.B, method="lucene")
+            title.index(Tokenized(ids=title_ids, vocab=vocab), show_progress=False)
+            title.save(staging / "title", show_progress=False)
+            (staging / "title" / "vocab.index.json").unlink()  # the same as text's
+            del title
+
+            empty = vocab.get("")
+            lengths = np.zeros(len(title_ids) + 1, dtype=np.int64)
+            flat: list[int] = []
+            for row, ids in enumerate(title_ids):
+                unique = sorted({i for i in ids if i != empty})
+                flat.extend(unique)
+                lengths[row + 1] = len(unique)
+            np.save(staging / "title_terms.npy", np.asarray(flat, dtype=np.int32))
+            np.save(staging / "title_terms_indptr.npy", np.cumsum(lengths))
+            del flat, title_ids
+
+            keys = np.fromiter((_title_key(t) for t in titles), dtype=np.uint64,
+                               count=len(titles))
+            order = np.argsort(keys, kind="stable")
+            np.save(staging / "title_keys.npy", keys[order])
+            np.save(staging / "title_rows.npy", order.astype(np.int32))
+            (staging / "index.json").write_text(json.dumps({
+                "format": INDEX_FORMAT, "papers": len(titles), "terms": len(vocab),
+                "k1": cls.K1, "b": cls.B, "method": "lucene", "stemmer": "snowball-english",
+                "stopwords": "bm25s english_plus", "bm25s": bm25s.__version__,
+                "built_at": time.time(), "build_seconds": time.monotonic() - started,
+            }), encoding="utf-8")
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(staging, target)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+    # -- queries --
+
+    def __len__(self) -> int:
+        return self._n
+
+    def get(self, paper_id: str) -> Paper | None:
+        return self.store.get(paper_id)
+
+    def __contains__(self, paper_id: object) -> bool:
+        return paper_id in self.store
+
+    def disk_size(self) -> int:
+        """Bytes on disk of the index folder (the paper store included)."""
+        return _folder_size(self.folder)
+
+    def _term_ids(self, stems: Iterable[str]) -> list[int]:
+        seen: dict[int, None] = {}
+        for stem in stems:
+            term = self._vocab.get(stem)
+            if term is not None and stem:
+                seen[term] = None
+        return list(seen)
+
+    def _exact_rows(self, query: str) -> list[int]:
+        key = np.uint64(_title_key(query))
+        lo = int(np.searchsorted(self._title_keys, key, side="left"))
+        hi = int(np.searchsorted(self._title_keys, key, side="right"))
+        return [int(r) for r in self._title_rows[lo:hi]]
+
+    @staticmethod
+    def _field_scores(model: Any, terms: list[int], n: int) -> np.ndarray:
+        """Sum of the BM25 weights of ``terms`` for every document (one bincount)."""
+        data, indices, indptr = model.scores["data"], model.scores["indices"], model.scores["indptr"]
+        pieces_i, pieces_w = [], []
+        for term in terms:
+            start, end = int(indptr[term]), int(indptr[term + 1])
+            if end > start:
+                pieces_i.append(indices[start:end])
+                pieces_w.append(data[start:end])
+        if not pieces_i:
+            return np.zeros(n, dtype=np.float64)
+        return np.bincount(np.concatenate(pieces_i), weights=np.concatenate(pieces_w),
+                           minlength=n)
+
+    def search(self, query: str, k: int = 10) -> list[SearchHit]:
+        if not isinstance(query, str) or not query.strip() or k <= 0 or not self._n:
+            return []
+        query = " ".join(query.split())
+        query_stems = set(self._analyzer.stems(query))
+        terms = self._term_ids(query_stems)
+        normal_query = normalize_title(query)
+        exact = [row for row in self._exact_rows(query)
+                 if normalize_title(self.store.paper_at(row).title) == normal_query]
+        if not terms and not exact:
+            return []
+        if terms:
+            base = self._field_scores(self._text, terms, self._n)
+            base += self.TITLE_WEIGHT * self._field_scores(self._title, terms, self._n)
+            pool_size = max(self.POOL, 3 * k)
+            if pool_size < self._n:
+                pool = np.argpartition(base, self._n - pool_size)[self._n - pool_size:]
+            else:
+                pool = np.arange(self._n)
+            pool = pool[base[pool] > 0]
+        else:
+            base = np.zeros(self._n, dtype=np.float64)
+            pool = np.zeros(0, dtype=np.int64)
+        candidates = np.union1d(pool, np.asarray(exact, dtype=np.int64)).astype(np.int64)
+        top = float(base[candidates].max()) if len(candidates) else 0.0
+        top = top if top > 0 else 1.0
+        wanted = set(terms)
+        indptr, title_terms = self._title_terms_indptr, self._title_terms
+        scores = base[candidates].astype(np.float64)
+        for position, row in enumerate(candidates.tolist()):
+            title = title_terms[int(indptr[row]):int(indptr[row + 1])].tolist()
+            shared = len(wanted.intersection(title))
+            union = len(query_stems) + len(title) - shared
+            overlap = shared / union if union else 0.0
+            scores[position] += top * overlap * overlap
+        if exact:
+            scores[np.isin(candidates, exact)] += self.EXACT_BONUS * top
+        order = np.lexsort((candidates, -scores))[:k]
+        hits = []
+        for position in order.tolist():
+            paper = self.store.paper_at(int(candidates[position]))
+            hits.append(SearchHit(paper, round(float(scores[position]), 4), paper.snippet(query)))
+        return hits
+
+
+# --- the live arXiv provider -----------------------------------------------------------------
+
+_ATOM = "{http://www.w3.org/2005/Atom}"
+_ARXIV = "{http://arxiv.org/schemas/atom}"
+_ARXIV_ID = re.compile(r"arxiv\.org/abs/(?P<id>.+?)(?:v\d+)?$")
+
+
+class ArxivLiveSearch:
+    """Search through the public arXiv API (Atom feed, parsed with the standard library).
+
+    ``base_url`` is the API's query address (the public one by default). Any network failure
+    raises :class:`SearchUnavailable`; use :class:`BM25PaperIndex` offline. Paper ids take the
+    corpus's form, ``arxiv:<id>`` without the version."""
+
+    def __init__(self, base_url: str = ARXIV_API_URL, *, timeout: float = 10.0,
+                 user_agent: str = "cogym-lab related-work search") -> None:
+        self.base_url = base_url
+        self.timeout = timeout
+        self.user_agent = user_agent
+
+    def _fetch(self, params: dict[str, str | int]) -> bytes:
+        url = f"{self.base_url}?{urllib.parse.urlencode(params)}"
+        request = urllib.request.Request(url, headers={"User-Agent": self.user_agent})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return response.read()
+        except urllib.error.HTTPError as error:
+            raise SearchUnavailable(
+                f"The arXiv API at {self.base_url} answered HTTP {error.code} {error.reason}; "
+                "use the local index (BM25PaperIndex) instead.") from error
+        except (urllib.error.URLError, socket.timeout, TimeoutError, OSError) as error:
+            reason = getattr(error, "reason", None) or error
+            raise SearchUnavailable(
+                f"The network is unreachable: cannot reach the arXiv API at {self.base_url} "
+                f"({reason}). Use the local index (BM25PaperIndex) instead.") from error
+
+    @staticmethod
+    def parse_feed(feed: bytes | str) -> list[Paper]:
+        """The papers of an arXiv API Atom feed."""
+        try:
+            root = ET.fromstring(feed)
+        except ET.ParseError as error:
+            raise SearchUnavailable(f"The arXiv API sent an unreadable answer: {error}") from error
+        papers = []
+        for entry in root.iter(f"{_ATOM}entry"):
+            link = (entry.findtext(f"{_ATOM}id") or "").strip()
+            match = _ARXIV_ID.search(link)
+            if not match:  # the API reports errors as an entry without an arXiv id
+                continue
+            published = (entry.findtext(f"{_ATOM}published") or "").strip()
+            categories = tuple(c.get("term", "") for c in entry.findall(f"{_ATOM}category")
+                               if c.get("term"))
+            primary = entry.find(f"{_ARXIV}primary_category")
+            if primary is not None and primary.get("term") in categories:
+                first = primary.get("term", "")
+                categories = (first,) + tuple(c for c in categories if c != first)
+            papers.append(Paper(
+                id=f"arxiv:{match.group('id')}",
+                title=" ".join((entry.findtext(f"{_ATOM}title") or "").split()),
+                abstract=" ".join((entry.findtext(f"{_ATOM}summary") or "").split()),
+                authors=tuple(" ".join((a.findtext(f"{_ATOM}name") or "").split())
+                              for a in entry.findall(f"{_ATOM}author")),
+                year=int(published[:4]) if published[:4].isdigit() else None,
+                categories=categories,
+                url=f"https://arxiv.org/abs/{match.group('id')}",
+                source="arxiv",
+            ))
+        return papers
+
+    def search(self, query: str, k: int = 10) -> list[SearchHit]:
+        if not isinstance(query, str) or not query.strip() or k <= 0:
+            return []
+        query = " ".join(query.split())
+        words = [w for w in re.findall(r"\w+", query)]
+        expression = " AND ".join(f"all:{w}" for w in words) if words else f'all:"{query}"'
+        papers = self.parse_feed(self._fetch({
+            "search_query": expression, "start": 0, "max_results": int(k),
+            "sortBy": "relevance", "sortOrder": "descending",
+        }))
+        count = len(papers)
+        return [SearchHit(p, float(count - i), p.snippet(query)) for i, p in enumerate(papers[:k])]
+
+    def get(self, paper_id: str) -> Paper | None:
+        bare = paper_id.split(":", 1)[1] if paper_id.startswith("arxiv:") else paper_id
+        if not bare.strip():
+            return None
+        papers = self.parse_feed(self._fetch({"id_list": bare.strip(), "max_results": 1}))
+        return papers[0] if papers else None

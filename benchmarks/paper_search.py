@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
           f"   p99 {percentile(latencies, 0.99):.1f} ms   max {max(latencies):.1f} ms   "
           f"mean {statistics.fmean(latencies):.1f} ms   (target < {TARGET_MS:.0f} ms)")
     for kind in ("title", "phrase"):
-        part = [lat for (k, _q, _e), lat in zip(queries, latencies) if k == kind]
+        part = [lat for (k, _q, _e), lat in zip(queries, latencies, strict=True) if k == kind]
         if part:
             print(f"  {kind + 's:':8} p50 {percentile(part, 0.5):.1f} ms   "
                   f"p99 {percentile(part, 0.99):.1f} ms")

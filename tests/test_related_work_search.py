@@ -22,10 +22,20 @@ import pytest
 
 from cogym_lab.datasets import DataMissing
 from cogym_lab.envs.related_work.papers import (
-    Paper, PaperStore, cache_folder, corpus_fingerprint, iter_papers, iter_records,
+    Paper,
+    PaperStore,
+    cache_folder,
+    corpus_fingerprint,
+    iter_papers,
+    iter_records,
 )
 from cogym_lab.envs.related_work.search import (
-    ArxivLiveSearch, BM25PaperIndex, PaperSearch, SearchHit, SearchUnavailable, normalize_title,
+    ArxivLiveSearch,
+    BM25PaperIndex,
+    PaperSearch,
+    SearchHit,
+    SearchUnavailable,
+    normalize_title,
 )
 
 SLICE = 5_000
@@ -357,7 +367,7 @@ def fake_arxiv():
     requests: list[str] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the http.server API
+        def do_GET(self) -> None:
             requests.append(self.path)
             if "status503" in self.path:
                 self.send_error(503, "busy")

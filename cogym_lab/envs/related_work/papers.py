@@ -25,7 +25,6 @@ import re
 import shutil
 import sys
 import time
-import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -49,14 +48,19 @@ STORE_FORMAT = 1
 _WORD = re.compile(r"\w+")
 
 # Words never worth matching when picking a snippet.
-_SNIPPET_STOPWORDS = frozenset("""
-a about above after again against all am an and any are as at be because been before being
-below between both but by can did do does doing down during each few for from further had has
-have having he her here hers him his how i if in into is it its itself just me more most my no
-nor not now of off on once only or other our out over own same she should so some such than that
-the their them then there these they this those through to too under until up very via was we
-were what when where which while who whom why will with you your using based towards toward
-""".split())
+_SNIPPET_STOPWORDS = frozenset([
+    "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are",
+    "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but",
+    "by", "can", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from",
+    "further", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his",
+    "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most",
+    "my", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our",
+    "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the",
+    "their", "them", "then", "there", "these", "they", "this", "those", "through", "to", "too",
+    "under", "until", "up", "very", "via", "was", "we", "were", "what", "when", "where",
+    "which", "while", "who", "whom", "why", "will", "with", "you", "your", "using", "based",
+    "towards", "toward",
+])
 
 _SUFFIXES = ("ational", "ations", "ation", "ings", "ing", "ness", "ies", "ied", "ers", "ed", "er",
              "es", "s", "ly")
@@ -345,11 +349,12 @@ class PaperStore:
         meta = json.loads(files.meta.read_text(encoding="utf-8"))
         if meta.get("format") != STORE_FORMAT:
             raise ValueError(f"{self.folder} holds a paper store of another format")
-        self._offsets = np.load(files.offsets, mmap_mode="r")
-        self._ids = np.load(files.ids, mmap_mode="r")
-        self._id_rows = np.load(files.id_rows, mmap_mode="r")
+        # np.asarray: plain views of the memory maps (slicing an np.memmap costs more)
+        self._offsets = np.asarray(np.load(files.offsets, mmap_mode="r"))
+        self._ids = np.asarray(np.load(files.ids, mmap_mode="r"))
+        self._id_rows = np.asarray(np.load(files.id_rows, mmap_mode="r"))
         size = files.lines.stat().st_size
-        self._data = (np.memmap(files.lines, dtype=np.uint8, mode="r") if size
+        self._data = (np.asarray(np.memmap(files.lines, dtype=np.uint8, mode="r")) if size
                       else np.zeros(0, dtype=np.uint8))
 
     # -- building --

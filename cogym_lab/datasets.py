@@ -224,7 +224,8 @@ def items_for(task: str | None = None) -> list[DataItem]:
     return list(MANIFEST[task])
 
 
-def _size(path: Path) -> int:
+def disk_size(path: Path) -> int:
+    """Bytes a file or a whole folder takes on disk."""
     if path.is_file():
         return path.stat().st_size
     total = 0
@@ -246,7 +247,7 @@ def _present(item: DataItem, path: Path) -> bool:
 def _status_of(item: DataItem, root: Path) -> ItemStatus:
     path = root / PurePosixPath(item.path)
     present = _present(item, path)
-    return ItemStatus(item, path, present, _size(path) if present else 0)
+    return ItemStatus(item, path, present, disk_size(path) if present else 0)
 
 
 def status(data_dir: str | Path | None = None, task: str | None = None, *,

@@ -41,6 +41,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from cogym_lab.datasets import disk_size
 from cogym_lab.envs.related_work.papers import (
     Paper,
     PaperStore,
@@ -137,17 +138,6 @@ class _Analyzer:
 
 
 # --- the local BM25 index --------------------------------------------------------------------
-
-def _folder_size(folder: Path) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(folder):
-        for name in files:
-            try:
-                total += (Path(root) / name).stat().st_size
-            except OSError:
-                pass
-    return total
-
 
 class BM25PaperIndex:
     """BM25 search over the local corpus (see the module doc for the scoring).
@@ -330,7 +320,7 @@ class BM25PaperIndex:
 
     def disk_size(self) -> int:
         """Bytes on disk of the index folder (the paper store included)."""
-        return _folder_size(self.folder)
+        return disk_size(self.folder)
 
     def _term_ids(self, stems: Iterable[str]) -> list[int]:
         seen: dict[int, None] = {}

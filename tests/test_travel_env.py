@@ -98,3 +98,21 @@ def test_a_whole_scripted_session_runs_through_the_command_line(tmp_path):
     for preference in env.task.preferences:
         assert not any(preference in p for p in agent_prompts)
     assert any(env.task.preferences[0] in p for p in user_prompts)
+
+
+async def test_a_free_text_plan_is_read_by_an_lm_when_grading():
+    from cogym_lab.lm import LMConfig, make_lm
+
+    env = make_env("travel_planning", instance=0)
+    env.reset()
+    structured = simple_plan(env.task, env.db)
+    with ScriptedOpenAIServer() as server:
+        server.add(structured)  # the parser LM rewrites the prose into the day-by-day form
+        env.parser_lm = make_lm(LMConfig(model="parser-lm", base_url=server.base_url))
+        env.step("agent", {"name": "EDITOR_UPDATE", "args": {
+            "text": "We fly out on the 12th, stay three days in Burbank, and fly home."}})
+        scores = await env.aevaluate()
+        assert "fly home" in server.bodies[0]["messages"][-1]["content"]
+    assert scores["parsed_by_lm"] == 1.0 and scores["commonsense_pass_rate"] == 1.0
+    env.step("agent", {"name": "EDITOR_UPDATE", "args": {"text": structured}})
+    assert (await env.aevaluate())["parsed_by_lm"] == 0.0  # readable: no LM needed

@@ -13,11 +13,12 @@ from typing import Any
 
 from cogym_lab.core import ActionError, CoEnv, Component, RenderType, action
 from cogym_lab.envs.travel_planning.database import TravelDatabase
-from cogym_lab.envs.travel_planning.grader import Grade, grade_plan
+from cogym_lab.envs.travel_planning.grader import Grade, grade_plan, grade_text
 from cogym_lab.envs.travel_planning.instances import load_instances
 from cogym_lab.envs.travel_planning.plan import parse_plan
 from cogym_lab.envs.travel_planning.records import TravelInstance
 from cogym_lab.envs.travel_planning.tools import DatabaseProvider, SearchProvider, SearchResult
+from cogym_lab.lm import LM, LMConfig, LMError, make_lm
 
 PLAN_TEMPLATE = """\
 Write one block per day in this form ("-" for none):
@@ -40,6 +41,7 @@ class TravelPlanningEnv(CoEnv):
     instance: int = 0
     data_dir: str | None = None
     provider: SearchProvider | None = field(default=None, repr=False)
+    parser_lm: LM | None = field(default=None, repr=False)  # reads free-text plans for grading
 
     name = "travel_planning"
 
@@ -92,10 +94,16 @@ class TravelPlanningEnv(CoEnv):
         return grade_plan(self.plan_text, self.task, self.db)
 
     def evaluate(self) -> dict[str, float]:
-        grade = self.grade()
-        return {"performance": grade.performance,
-                "commonsense_pass_rate": grade.commonsense_pass_rate,
-                "hard_pass_rate": grade.hard_pass_rate}
+        return _scores(self.grade())
+
+    async def aevaluate(self) -> dict[str, float]:
+        """Like ``evaluate``, but a plan written as free text is first rewritten into the
+        day-by-day form by an LM (``parser_lm``, else the one the environment configures)."""
+        lm = self.parser_lm
+        if lm is None and self.plan_text.strip() and not parse_plan(self.plan_text).days:
+            lm = _default_lm()
+        grade = await grade_text(self.plan_text, self.task, self.db, lm)
+        return {**_scores(grade), "parsed_by_lm": float(grade.parser == "lm")}
 
     # -- actions -------------------------------------------------------------------------------
 
@@ -142,3 +150,16 @@ class TravelPlanningEnv(CoEnv):
         if mode.strip().lower() not in ("self-driving", "taxi"):
             raise ActionError(f'mode must be "self-driving" or "taxi", not {mode!r}.')
         self.results[role] = self.search.distance_matrix(origin, destination, mode.strip().lower())
+
+
+def _scores(grade: Grade) -> dict[str, float]:
+    return {"performance": grade.performance,
+            "commonsense_pass_rate": grade.commonsense_pass_rate,
+            "hard_pass_rate": grade.hard_pass_rate}
+
+
+def _default_lm() -> LM | None:
+    try:
+        return make_lm(LMConfig.resolve(), member="the plan parser")
+    except LMError:
+        return None

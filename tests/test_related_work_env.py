@@ -133,3 +133,13 @@ def test_a_scripted_session_runs_end_to_end_through_the_command_line(
     assert any(a.startswith("LIBRARY_TO_DRAFT(") for a in actions)
     assert any(a.startswith("EDITOR_UPDATE(") for a in actions)  # the draft, as the agent's step
     assert not [e for e in events if e["type"] == EventType.ERROR.value]
+
+
+def test_drafting_without_an_lm_says_what_to_set(index):
+    env = RelatedWorkEnv(instance=0, search=index)  # no drafting LM, none in the environment
+    coordinator, _ = started(env)
+    ids = first_hit_ids(coordinator, "agent", "learning", n=1)
+    coordinator.handle("agent", f'LIBRARY_ADD_PAPER(ids="{ids[0]}")', 2.0)
+    refused = coordinator.handle("agent", 'LIBRARY_TO_DRAFT(instructions="go")', 3.0)
+    assert refused.events[0].status == "error" and "COGYM_MODEL" in refused.events[0].error
+    assert not refused.deferred and env.text == ""

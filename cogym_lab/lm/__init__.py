@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LM",
+    "configured_lm",
     "Completion",
     "LMConfig",
     "LMError",
@@ -75,3 +76,15 @@ def __getattr__(name: str) -> Any:
 
         return LlamaCppLM
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def configured_lm(purpose: str) -> LM | None:
+    """The LM the environment configures (``COGYM_MODEL`` ...), or ``None`` when there is none.
+
+    For tools that can do without one (a task's drafting assistant, judge or plan parser):
+    they say so when used, instead of failing at start-up.
+    """
+    try:
+        return make_lm(LMConfig.resolve(), member=purpose)
+    except LMNotConfigured:
+        return None

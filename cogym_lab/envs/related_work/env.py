@@ -21,7 +21,7 @@ from cogym_lab.envs.related_work.grader import grade_section, section_facts
 from cogym_lab.envs.related_work.instances import RelatedWorkTask, load_tasks
 from cogym_lab.envs.related_work.library import Library
 from cogym_lab.envs.related_work.search import BM25PaperIndex, PaperSearch
-from cogym_lab.lm import LM, LMConfig, LMError, make_lm
+from cogym_lab.lm import LM, configured_lm
 
 
 @dataclass
@@ -116,7 +116,7 @@ class RelatedWorkEnv(CoEnv):
     async def aevaluate(self) -> dict[str, float]:
         """The rubric judge's score normalised to [0, 1], plus the facts."""
         scores = self.evaluate()
-        judge = self.judge_lm or _default_lm("the related-work judge")
+        judge = self.judge_lm or configured_lm("the related-work judge")
         if judge is None or not self.text.strip():
             return scores
         grade = await grade_section(self.text, self.task, judge)
@@ -167,7 +167,7 @@ class RelatedWorkEnv(CoEnv):
     def library_to_draft(self, role: str, instructions: str) -> ActionOutcome:
         if not self.library.entries:
             raise ActionError("The library is empty: add papers before drafting.")
-        lm = self.drafting_lm or _default_lm("the drafting assistant")
+        lm = self.drafting_lm or configured_lm("the drafting assistant")
         if lm is None:
             raise ActionError("No LM is configured for drafting: set COGYM_MODEL (and "
                               "OPENAI_API_KEY or OPENAI_BASE_URL), or write with EDITOR_UPDATE.")
@@ -189,11 +189,3 @@ class RelatedWorkEnv(CoEnv):
 def _ids(raw: Any) -> list[str]:
     values = raw if isinstance(raw, list) else re.split(r"[,\s]+", str(raw))
     return [str(v).strip() for v in values if str(v).strip()]
-
-
-def _default_lm(purpose: str) -> LM | None:
-    """The LM the environment configures, or ``None`` when there is none."""
-    try:
-        return make_lm(LMConfig.resolve(), member=purpose)
-    except LMError:
-        return None

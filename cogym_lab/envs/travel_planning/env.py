@@ -18,7 +18,7 @@ from cogym_lab.envs.travel_planning.instances import load_instances
 from cogym_lab.envs.travel_planning.plan import parse_plan
 from cogym_lab.envs.travel_planning.records import TravelInstance
 from cogym_lab.envs.travel_planning.tools import DatabaseProvider, SearchProvider, SearchResult
-from cogym_lab.lm import LM, LMConfig, LMError, make_lm
+from cogym_lab.lm import LM, configured_lm
 
 PLAN_TEMPLATE = """\
 Write one block per day in this form ("-" for none):
@@ -101,7 +101,7 @@ class TravelPlanningEnv(CoEnv):
         day-by-day form by an LM (``parser_lm``, else the one the environment configures)."""
         lm = self.parser_lm
         if lm is None and self.plan_text.strip() and not parse_plan(self.plan_text).days:
-            lm = _default_lm()
+            lm = configured_lm("the plan parser")
         grade = await grade_text(self.plan_text, self.task, self.db, lm)
         return {**_scores(grade), "parsed_by_lm": float(grade.parser == "lm")}
 
@@ -156,10 +156,3 @@ def _scores(grade: Grade) -> dict[str, float]:
     return {"performance": grade.performance,
             "commonsense_pass_rate": grade.commonsense_pass_rate,
             "hard_pass_rate": grade.hard_pass_rate}
-
-
-def _default_lm() -> LM | None:
-    try:
-        return make_lm(LMConfig.resolve(), member="the plan parser")
-    except LMError:
-        return None

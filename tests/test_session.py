@@ -15,6 +15,7 @@ from cogym_lab.core import (
     ActionOutcome, Deferred, EventType, StepRequest, action, obs_channel, step_channel,
 )
 from cogym_lab.envs.todo import ExampleAgent, ExampleUser, TodoEnv
+from cogym_lab.envs.todo.env import Item
 from cogym_lab.nodes.results import read_events, read_session
 from tests.support.teammates import Counter, Finisher, Recorder
 
@@ -210,3 +211,38 @@ async def test_slow_work_lands_as_the_actors_next_step_and_replays_without_rerun
     replayed = replay(tmp_path)
     assert Drafting.calls == calls  # replay applies the logged follow-up; it never redrafts
     assert replayed.final_state == read_session(tmp_path)["final_state"]
+
+
+class Recording(TodoEnv):
+    """A slow tool whose result is recorded by an internal action no member may send."""
+
+    @action("Look something up; the answer is recorded when ready.", topic="What")
+    def look_up(self, role: str, topic: str) -> ActionOutcome:
+        async def work() -> str:
+            await asyncio.sleep(0.02)
+            return f'RECORD(text="{topic}: found")'
+
+        return ActionOutcome(deferred=Deferred(work=work, label="Looking up"))
+
+    @action("Record a finished look-up.", internal=True, text="The result")
+    def record(self, role: str, text: str) -> None:
+        self.items.append(Item(id=self.next_id, text=text, added_by=role))
+        self.next_id += 1
+
+
+async def test_internal_actions_come_only_from_deferred_work(tmp_path):
+    from cogym_lab.envs import register_env
+
+    register_env("recording-test", Recording)
+    env = Recording()
+    assert "RECORD" not in {s.name for s in env.action_specs()}  # never offered to members
+    agent = Recorder(script=['RECORD(text="forged")', 'LOOK_UP(topic="tent")', None, "FINISH()"])
+    result = await Session(env, {"agent": agent}, results_dir=tmp_path, task="recording-test",
+                           config=SessionConfig(idle_seconds=0.3, max_idle_ticks=5)).run()
+    events = read_events(tmp_path)
+    forged = events[1]
+    assert forged.status == "error" and "applied by the environment" in forged.error
+    recorded = next(e for e in events if e.action == 'RECORD(text="tent: found")')
+    assert recorded.status == "ok" and recorded.info["follow_up"] is True
+    assert result.outcome == ["tent: found"]
+    assert replay(tmp_path).final_state == read_session(tmp_path)["final_state"]

@@ -95,6 +95,7 @@ class ActionSpec(BaseModel):
     description: str
     params: tuple[ParamSpec, ...] = ()
     private: bool = False
+    internal: bool = False  # applied only as the result of deferred work, never sent by a member
 
     def param(self, name: str) -> ParamSpec | None:
         return next((p for p in self.params if p.name == name), None)

@@ -96,7 +96,8 @@ class Coordinator:
         self._confirmations_made = 0
         self._last_seq: dict[str, int] = {}
         self._request: tuple[str, str | None] | None = None  # (role, request id) being handled
-        self._task_specs = {spec.name: spec for spec in env.action_specs()}
+        self._task_specs = {spec.name: spec for spec in env.action_specs(include_internal=True)}
+        self._follow_up_of: str | None = None  # the role whose deferred result is being applied
         clash = set(self._task_specs) & {spec.name for spec in acts.ALL_ACTS}
         if clash:
             raise ValueError(f"Task actions may not reuse collaboration act names: {clash}")
@@ -138,6 +139,9 @@ class Coordinator:
             handler = _COLLABORATION_HANDLERS.get(parsed.name)
             if handler is not None:
                 return handler(self, member, parsed, now)
+            if spec.internal and self._follow_up_of != role:
+                raise ActionError(f"{parsed.name} is applied by the environment, not sent by a "
+                                  "member.")
             return self._task_action(member, parsed, spec, now)
         except ActionError as error:
             return self._error(now, role, raw, str(error))
@@ -183,6 +187,8 @@ class Coordinator:
             raise ValueError(f"Event {event.seq} ({event.type}) has no actor or action to replay")
         if event.type is EventType.ERROR and event.info.get("deferred"):
             return self.deferred_failed(event.actor, event.action, event.error or "", event.time)
+        if event.info.get("follow_up"):
+            return self.apply_follow_up(event.actor, event.action, event.time)
         return self.handle(event.actor, event.action, event.time)
 
     # -- views -------------------------------------------------------------------------------
@@ -259,6 +265,14 @@ class Coordinator:
         if result.deferred is not None:
             transition.deferred.append((member.role, result.deferred))
         return self._after_task_action(member.role, result, transition, now)
+
+    def apply_follow_up(self, role: str, raw: RawAction, now: float) -> Transition:
+        """Apply the action that ``role``'s deferred work produced (internal actions allowed)."""
+        self._follow_up_of = role
+        try:
+            return self.handle(role, raw, now)
+        finally:
+            self._follow_up_of = None
 
     def deferred_failed(self, role: str, action_text: str, error: str, now: float) -> Transition:
         """Slow work started by ``role``'s action failed: tell the actor; nothing changes."""
@@ -373,6 +387,8 @@ class Coordinator:
         delivered = [r for r in dict.fromkeys(recipients)
                      if r in self.members and not (skip_paused and r in self.paused)]
         request_id = self._request[1] if self._request and actor == self._request[0] else None
+        if self._follow_up_of is not None and actor == self._follow_up_of:
+            fields["info"] = {**fields.get("info", {}), "follow_up": True}
         event = Event(seq=self.seq, time=now, type=type_, actor=actor, recipients=delivered,
                       request_id=request_id, **fields)
         with_context = type_ in (EventType.START, EventType.RESUME)

@@ -74,25 +74,28 @@ class ActionOutcome:
     deferred: Deferred | None = None
 
 
-def action(description: str, *, private: bool = False, name: str | None = None,
+def action(description: str, *, private: bool = False, internal: bool = False,
+           name: str | None = None,
            **param_descriptions: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a method ``(self, role, **params)`` as a task action.
 
     The action's name is the method name in upper case; param types come from the annotations and
     params with defaults are optional. ``private=True`` means the action changes only the actor's
-    private components, so only the actor is notified.
+    private components, so only the actor is notified. ``internal=True`` marks an action that
+    only the result of :class:`Deferred` work may apply (recording a cell's outputs, say): it is
+    not offered to members, and a member who sends it is refused.
     """
 
     def mark(method: Callable[..., Any]) -> Callable[..., Any]:
         method.__cogym_action__ = (name or method.__name__.upper(), description, private,
-                                   param_descriptions)
+                                   internal, param_descriptions)
         return method
 
     return mark
 
 
 def _spec_from_method(method: Callable[..., Any]) -> ActionSpec:
-    name, description, private, param_descriptions = method.__cogym_action__
+    name, description, private, internal, param_descriptions = method.__cogym_action__
     hints = typing.get_type_hints(method)
     params = []
     for parameter in list(inspect.signature(method).parameters.values())[2:]:  # self, role
@@ -105,7 +108,8 @@ def _spec_from_method(method: Callable[..., Any]) -> ActionSpec:
             required=not optional,
             default=parameter.default if optional else None,
         ))
-    return ActionSpec(name=name, description=description, params=tuple(params), private=private)
+    return ActionSpec(name=name, description=description, params=tuple(params), private=private,
+                      internal=internal)
 
 
 class CoEnv(abc.ABC):
@@ -181,9 +185,14 @@ class CoEnv(abc.ABC):
 
     # -- the API -----------------------------------------------------------------------------
 
-    def action_specs(self) -> list[ActionSpec]:
-        """The task actions, in definition order."""
-        return [spec for spec, _ in self._handlers.values()]
+    def action_specs(self, *, include_internal: bool = False) -> list[ActionSpec]:
+        """The task actions members may take, in definition order (with ``include_internal``,
+        also the ones only deferred work applies)."""
+        return [spec for spec, _ in self._handlers.values()
+                if include_internal or not spec.internal]
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release what the env holds (a kernel, say). Sessions call it when they end."""
 
     def reset(self, *, seed: int | None = None) -> None:
         """Start the task afresh."""

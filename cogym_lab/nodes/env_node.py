@@ -166,4 +166,4 @@ class EnvNode:
                 role, started_by.action or deferred.label, f"{deferred.label or 'The action'} "
                 f"failed: {error}", time.time()))
             return
-        await self._deliver(self.coordinator.handle(role, follow_up, time.time()))
+        await self._deliver(self.coordinator.apply_follow_up(role, follow_up, time.time()))

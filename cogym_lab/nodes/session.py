@@ -141,6 +141,7 @@ class Session:
                 await bus.close()
         result = self.result(time.time() - started,
                              await self._scores() if is_delivered(self.env.outcome()) else {})
+        await self.env.aclose()
         if writer:
             writer.write_session(status="finished", ended_at=time.time(),
                                  **result.model_dump(exclude={"results_dir", "task",

@@ -48,7 +48,46 @@ def _text(content: Any) -> str:
     return json.dumps(content, indent=1, ensure_ascii=False)
 
 
+NOTEBOOK_WINDOW = 4  # recent cells shown whole; older ones are summarised in a line each
+
+
+def _notebook(content: Any) -> str:
+    cells = content.get("cells", []) if isinstance(content, dict) else list(content or [])
+    lines = [f"(cell {c['index']}, {c['ran_by']}: {_first_line(c['source'])} -> {c['status']})"
+             for c in cells[:-NOTEBOOK_WINDOW]]
+    for cell in cells[-NOTEBOOK_WINDOW:]:
+        lines.append(f"In [{cell.get('execution_count') or ' '}] ({cell['ran_by']}):\n"
+                     f"{cell['source']}")
+        output = _cell_text(cell)
+        if output:
+            lines.append("Out:\n" + (output if len(output) <= 1500 else
+                                      output[:1500] + "\n... (output cut for the prompt)"))
+    running = content.get("running", {}) if isinstance(content, dict) else {}
+    lines += [f"({role} is running: {_first_line(code)})" for role, code in running.items()]
+    return "\n".join(lines) or "(no cells yet)"
+
+
+def _first_line(code: str) -> str:
+    first = code.strip().splitlines()[0] if code.strip() else ""
+    return first if len(first) <= 80 else first[:80] + "…"
+
+
+def _cell_text(cell: dict[str, Any]) -> str:
+    parts = []
+    for output in cell.get("outputs", []):
+        if output.get("kind") == "error":
+            parts.append(output.get("traceback") or output.get("text", ""))
+        elif output.get("text"):
+            parts.append(output["text"])
+        elif output.get("png"):
+            parts.append("[image]")
+    if cell.get("error") and not any(o.get("kind") == "error" for o in cell.get("outputs", [])):
+        parts.append(cell["error"])
+    return "\n".join(part.rstrip() for part in parts if part)
+
+
 RENDERERS: dict[str, Renderer] = {
+    RenderType.NOTEBOOK: _notebook,
     RenderType.CHECKLIST: _checklist,
     RenderType.SEARCH_RESULTS: _search_results,
     RenderType.TABLE: _table,

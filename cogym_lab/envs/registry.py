@@ -15,6 +15,7 @@ _BUILTIN = {
     "todo": "cogym_lab.envs.todo:TodoEnv",
     "travel_planning": "cogym_lab.envs.travel_planning:TravelPlanningEnv",
     "related_work": "cogym_lab.envs.related_work:RelatedWorkEnv",
+    "tabular_analysis": "cogym_lab.envs.tabular_analysis:TabularAnalysisEnv",
 }
 _registered: dict[str, EnvFactory] = {}
 

@@ -1,0 +1,501 @@
+"""Kernel executors: run notebook cells in a Jupyter kernel and collect their outputs.
+
+`KernelExecutor` is the interface the tabular-analysis environment talks to;
+`LocalKernelExecutor` is the default implementation, which starts a real IPython
+kernel as a local subprocess through `jupyter_client` (no containers).
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import logging
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from queue import Empty
+from typing import Any, Literal, Self
+
+log = logging.getLogger(__name__)
+
+__all__ = ["CellOutput", "CellResult", "KernelExecutor", "LocalKernelExecutor", "strip_ansi"]
+
+_ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
+
+#: How many trailing traceback lines `CellResult.text()` keeps.
+TEXT_TRACEBACK_LINES = 15
+
+
+def strip_ansi(text: str) -> str:
+    """Remove ANSI escape sequences (colours, cursor moves) from `text`."""
+    return _ANSI_RE.sub("", text)
+
+
+def _truncation_marker(n: int) -> str:
+    return f"[... output truncated: {n} more characters]"
+
+
+@dataclass
+class CellOutput:
+    """One output of a cell, as shown under it in a notebook."""
+
+    kind: Literal["stream", "result", "display", "error"]
+    text: str = ""
+    name: str | None = None  # "stdout" / "stderr" for streams; the exception name for errors
+    html: str | None = None
+    png: str | None = None  # base64-encoded PNG
+    traceback: str | None = None  # ANSI-stripped, for errors
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class CellResult:
+    """The outcome of executing one cell."""
+
+    code: str
+    status: Literal["ok", "error", "timeout", "died"]
+    execution_count: int | None
+    outputs: list[CellOutput] = field(default_factory=list)
+    error: str | None = None
+    truncated: bool = False
+    duration: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "status": self.status,
+            "execution_count": self.execution_count,
+            "outputs": [o.to_dict() for o in self.outputs],
+            "error": self.error,
+            "truncated": self.truncated,
+            "duration": self.duration,
+        }
+
+    def text(self) -> str:
+        """The outputs as plain text, suitable for a prompt."""
+        parts: list[str] = []
+        for out in self.outputs:
+            if out.kind == "error":
+                chunk = out.text
+                if out.traceback:
+                    lines = out.traceback.rstrip("\n").splitlines()
+                    if len(lines) > TEXT_TRACEBACK_LINES:
+                        lines = ["..."] + lines[-TEXT_TRACEBACK_LINES:]
+                    chunk = "\n".join(lines)
+                    if out.text and out.text not in chunk:
+                        chunk += "\n" + out.text
+                parts.append(chunk)
+            elif out.text:
+                parts.append(out.text)
+            elif out.png is not None:
+                parts.append("[image/png]")
+        if self.status in ("timeout", "died") and self.error:
+            parts.append(self.error)
+        return "\n".join(p.rstrip("\n") for p in parts if p)
+
+
+class KernelExecutor(abc.ABC):
+    """Runs code cells in one stateful kernel whose working directory is `cwd`.
+
+    The default implementation is `LocalKernelExecutor` (a private IPython kernel
+    started through jupyter_client). A later issue implements this interface again
+    for "the notebook's own kernel", i.e. executing in the kernel of the notebook the
+    user has open, so callers must only rely on the methods declared here.
+
+    Usable as an async context manager: ``async with LocalKernelExecutor(d) as ex:``
+    starts the kernel on entry and shuts it down on exit.
+    """
+
+    cwd: Path
+
+    @abc.abstractmethod
+    async def start(self) -> None:
+        """Start the kernel (no-op if it is already running)."""
+
+    @abc.abstractmethod
+    async def execute(self, code: str, *, timeout: float | None = None) -> CellResult:
+        """Execute `code` as one cell and return its outputs.
+
+        Never raises for problems of the cell itself: errors, timeouts and kernel
+        deaths are reported through `CellResult.status` / `CellResult.error`.
+        """
+
+    @abc.abstractmethod
+    async def interrupt(self) -> None:
+        """Interrupt the currently running cell (like the notebook's stop button)."""
+
+    @abc.abstractmethod
+    async def restart(self) -> None:
+        """Restart the kernel; all variables are lost."""
+
+    @abc.abstractmethod
+    async def shutdown(self) -> None:
+        """Stop the kernel and release its resources. Idempotent."""
+
+    @property
+    @abc.abstractmethod
+    def alive(self) -> bool:
+        """Whether the kernel is currently running."""
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+
+class _OutputCollector:
+    """Accumulates a cell's outputs under a total character budget."""
+
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+        self.used = 0
+        self.dropped = 0
+        self.outputs: list[CellOutput] = []
+        self._marker_target: CellOutput | None = None
+
+    def _take(self, text: str) -> str:
+        """Return the part of `text` that fits in the budget; count the rest as dropped."""
+        room = max(self.max_chars - self.used, 0)
+        if len(text) <= room:
+            self.used += len(text)
+            return text
+        self.used += room
+        self.dropped += len(text) - room
+        return text[:room]
+
+    def _mark(self, out: CellOutput) -> None:
+        if self.dropped and self._marker_target is None:
+            self._marker_target = out
+
+    def stream(self, name: str, text: str) -> None:
+        last = self.outputs[-1] if self.outputs else None
+        kept = self._take(text)
+        if last is not None and last.kind == "stream" and last.name == name:
+            last.text += kept
+            self._mark(last)
+            return
+        if not kept and self.dropped:
+            return
+        out = CellOutput(kind="stream", name=name, text=kept)
+        self.outputs.append(out)
+        self._mark(out)
+
+    def rich(self, kind: Literal["result", "display"], data: dict[str, Any]) -> None:
+        text = data.get("text/plain") or ""
+        html = data.get("text/html")
+        png = data.get("image/png")
+        if isinstance(text, list):
+            text = "".join(text)
+        if isinstance(html, list):
+            html = "".join(html)
+        if isinstance(png, str):
+            png = png.replace("\n", "")
+        kept = self._take(text)
+        if html is not None:
+            room = self.max_chars - self.used
+            if len(html) <= room:
+                self.used += len(html)
+            else:  # a cut-off HTML fragment is useless: drop it entirely
+                self.dropped += len(html)
+                html = None
+        out = CellOutput(kind=kind, text=kept, html=html, png=png)
+        if not kept and html is None and png is None and self.dropped:
+            return
+        self.outputs.append(out)
+        self._mark(out)
+
+    def error(self, ename: str, evalue: str, traceback: list[str]) -> None:
+        head = f"{ename}: {evalue}" if evalue else ename
+        tb = strip_ansi("\n".join(traceback)) if traceback else None
+        # the error itself is always kept; only the traceback is subject to the budget
+        self.used += len(head)
+        if tb is not None:
+            tb = self._take(tb) or None
+        out = CellOutput(kind="error", text=head, name=ename, traceback=tb)
+        self.outputs.append(out)
+        self._mark(out)
+
+    def finish(self) -> bool:
+        """Append the truncation marker if anything was dropped; return `truncated`."""
+        if not self.dropped:
+            return False
+        marker = _truncation_marker(self.dropped)
+        target = self._marker_target
+        if target is not None and target.kind == "stream":
+            sep = "" if not target.text or target.text.endswith("\n") else "\n"
+            target.text += sep + marker + "\n"
+        else:
+            self.outputs.append(CellOutput(kind="stream", name="stderr", text=marker + "\n"))
+        return True
+
+
+class LocalKernelExecutor(KernelExecutor):
+    """A private IPython kernel, started as a local subprocess in `cwd`.
+
+    One kernel per executor. Concurrent `execute` calls run one at a time.
+
+    Per-cell timeout: when a cell runs longer than its timeout the kernel is
+    interrupted (SIGINT, i.e. KeyboardInterrupt); if the cell does not stop within
+    `interrupt_grace` seconds (stuck in C code, SIGINT ignored) the kernel is
+    restarted and its state is lost. A kernel that dies during a cell is restarted.
+    """
+
+    #: How often (seconds) the kernel process is checked while waiting for output.
+    poll_interval = 0.5
+    #: How long (seconds) to wait for an interrupted cell to stop before restarting.
+    interrupt_grace = 5.0
+    #: How long (seconds) to wait for a cell's execute_reply after its final idle status.
+    reply_timeout = 5.0
+
+    def __init__(
+        self,
+        cwd: str | Path,
+        *,
+        kernel_name: str = "python3",
+        timeout: float | None = 60.0,
+        max_output_chars: int = 20_000,
+        startup_timeout: float = 60.0,
+    ) -> None:
+        self.cwd = Path(cwd).resolve()
+        self.kernel_name = kernel_name
+        self.timeout = timeout
+        self.max_output_chars = max_output_chars
+        self.startup_timeout = startup_timeout
+        self._km: Any = None  # AsyncKernelManager
+        self._kc: Any = None  # AsyncKernelClient
+        self._lock = asyncio.Lock()
+        self._start_lock = asyncio.Lock()
+        self._closed = False
+        self.restarts = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def kernel_manager(self) -> Any:
+        """The underlying `jupyter_client.AsyncKernelManager` (None when stopped)."""
+        return self._km
+
+    @property
+    def pid(self) -> int | None:
+        """The kernel process id, when it is running."""
+        km = self._km
+        prov = getattr(km, "provisioner", None) if km is not None else None
+        proc = getattr(prov, "process", None)
+        return getattr(proc, "pid", None) if proc is not None else None
+
+    @property
+    def alive(self) -> bool:
+        km = self._km
+        if km is None or not km.has_kernel:
+            return False
+        proc = getattr(km.provisioner, "process", None)
+        if proc is None:  # a non-local provisioner: trust it has a kernel
+            return True
+        return proc.poll() is None
+
+    async def start(self) -> None:
+        async with self._start_lock:
+            if self._km is not None:
+                return
+            from jupyter_client.manager import AsyncKernelManager
+
+            self._closed = False
+            self.cwd.mkdir(parents=True, exist_ok=True)
+            km = AsyncKernelManager(kernel_name=self.kernel_name)
+            await km.start_kernel(cwd=str(self.cwd))
+            self._km = km
+            try:
+                await self._connect()
+            except BaseException:
+                await self._teardown()
+                raise
+
+    async def _connect(self) -> None:
+        kc = self._km.client()
+        kc.start_channels()
+        self._kc = kc
+        try:
+            await kc.wait_for_ready(timeout=self.startup_timeout)
+        except RuntimeError as exc:
+            raise RuntimeError(f"kernel {self.kernel_name!r} did not become ready: {exc}") from exc
+
+    async def _disconnect(self) -> None:
+        kc, self._kc = self._kc, None
+        if kc is not None:
+            try:
+                kc.stop_channels()
+            except Exception:  # pragma: no cover - best effort
+                log.debug("stop_channels failed", exc_info=True)
+
+    async def _teardown(self) -> None:
+        await self._disconnect()
+        km, self._km = self._km, None
+        if km is not None:
+            try:
+                if km.has_kernel:
+                    await km.shutdown_kernel(now=True)
+                else:
+                    await km.cleanup_resources()
+            except Exception:  # pragma: no cover - best effort
+                log.debug("shutdown_kernel failed", exc_info=True)
+
+    async def _restart_kernel(self) -> None:
+        """Kill and start the kernel again (no locking; state is lost)."""
+        if self._km is None:
+            await self.start()
+            return
+        await self._disconnect()
+        await self._km.restart_kernel(now=True)
+        self.restarts += 1
+        await self._connect()
+
+    async def interrupt(self) -> None:
+        if self._km is not None and self._km.has_kernel:
+            await self._km.interrupt_kernel()
+
+    async def restart(self) -> None:
+        """Restart the kernel (waits for a running cell; `interrupt()` it first)."""
+        async with self._lock:
+            await self._restart_kernel()
+
+    async def shutdown(self) -> None:
+        self._closed = True
+        await self._teardown()
+
+    # ------------------------------------------------------------------ execution
+
+    async def execute(self, code: str, *, timeout: float | None = None) -> CellResult:
+        async with self._lock:
+            if self._km is None:
+                await self.start()
+            elif not self.alive:
+                await self._restart_kernel()
+            return await self._execute(code, self.timeout if timeout is None else timeout)
+
+    async def _execute(self, code: str, timeout: float | None) -> CellResult:
+        kc = self._kc
+        started = time.monotonic()
+        deadline = None if timeout is None else started + timeout
+        msg_id = kc.execute(code, silent=False, store_history=True, allow_stdin=False)
+        collector = _OutputCollector(self.max_output_chars)
+        execution_count: int | None = None
+        status: Literal["ok", "error", "timeout", "died"] = "ok"
+        error: str | None = None
+        interrupted_at: float | None = None
+        finished = False
+
+        while not finished:
+            now = time.monotonic()
+            if interrupted_at is not None:
+                wait = interrupted_at + self.interrupt_grace - now
+            elif deadline is not None:
+                wait = deadline - now
+            else:
+                wait = self.poll_interval
+            if wait <= 0:
+                if interrupted_at is None:
+                    # first: try to stop the cell like the notebook's stop button
+                    interrupted_at = time.monotonic()
+                    status = "timeout"
+                    try:
+                        await self.interrupt()
+                    except Exception:  # pragma: no cover
+                        log.debug("interrupt failed", exc_info=True)
+                    continue
+                # the cell ignored the interrupt: restart the kernel
+                await self._restart_kernel()
+                error = (
+                    f"Cell timed out after {timeout:g}s and did not stop when interrupted; "
+                    "the kernel was restarted and all variables were lost."
+                )
+                break
+            try:
+                msg = await kc.get_iopub_msg(timeout=min(wait, self.poll_interval))
+            except Empty:
+                if not self.alive:
+                    if self._closed or self._km is None:
+                        status, error = "died", "The executor was shut down while the cell ran."
+                        break
+                    await self._restart_kernel()
+                    status = "died"
+                    error = (
+                        "The kernel died while executing the cell and was restarted; "
+                        "all variables were lost."
+                    )
+                    break
+                continue
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            mtype = msg["msg_type"]
+            content = msg.get("content", {})
+            if mtype == "status":
+                if content.get("execution_state") == "idle":
+                    finished = True
+            elif mtype == "execute_input":
+                execution_count = content.get("execution_count", execution_count)
+            elif mtype == "stream":
+                collector.stream(content.get("name", "stdout"), content.get("text", ""))
+            elif mtype in ("execute_result", "display_data", "update_display_data"):
+                kind: Literal["result", "display"] = (
+                    "result" if mtype == "execute_result" else "display"
+                )
+                collector.rich(kind, content.get("data", {}))
+                if mtype == "execute_result":
+                    execution_count = content.get("execution_count", execution_count)
+            elif mtype == "error":
+                collector.error(
+                    content.get("ename", "Error"),
+                    content.get("evalue", ""),
+                    content.get("traceback", []),
+                )
+                if status != "timeout":
+                    status = "error"
+                    error = f"{content.get('ename', 'Error')}: {content.get('evalue', '')}"
+            elif mtype == "clear_output":
+                collector.outputs.clear()
+
+        if finished:
+            reply = await self._get_reply(msg_id)
+            if reply is not None:
+                rc = reply.get("content", {})
+                execution_count = rc.get("execution_count", execution_count)
+                if status == "ok" and rc.get("status") == "error":
+                    status = "error"
+                    error = f"{rc.get('ename', 'Error')}: {rc.get('evalue', '')}"
+            if status == "timeout":
+                error = (
+                    f"Cell timed out after {timeout:g}s and was interrupted "
+                    "(KeyboardInterrupt); the kernel is still running and its state is kept."
+                )
+
+        truncated = collector.finish()
+        return CellResult(
+            code=code,
+            status=status,
+            execution_count=execution_count,
+            outputs=collector.outputs,
+            error=error,
+            truncated=truncated,
+            duration=time.monotonic() - started,
+        )
+
+    async def _get_reply(self, msg_id: str) -> dict[str, Any] | None:
+        """The shell execute_reply for `msg_id` (skipping stale replies of earlier cells)."""
+        end = time.monotonic() + self.reply_timeout
+        while (left := end - time.monotonic()) > 0:
+            try:
+                msg = await self._kc.get_shell_msg(timeout=left)
+            except Empty:
+                return None
+            if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                return msg
+        return None

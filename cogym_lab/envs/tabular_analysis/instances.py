@@ -1,0 +1,227 @@
+"""The Tabular Analysis task instances: a subset of DiscoveryBench-Real (test split).
+
+Data layout (``<data dir>/tabular_analysis/discoverybench/real/test/``): one folder per dataset
+("domain" below, e.g. ``archaeology``, ``meta_regression_raw``) holding the data files and
+``metadata_<N>.json`` files. Each metadata file has ``id``, ``domain`` (a broad field such as
+"sociology"), ``workflow_tags``, ``domain_knowledge`` (missing in one file), ``datasets`` (a list
+of ``{name, description, columns: {raw: [{name, description}]}}``, the files the queries use) and
+``queries``: a list holding one list of ``{qid, question_type, question}``. ``answer_key_real.csv``
+(columns ``dataset, metadataid, query_id, gold_hypo``) holds one gold hypothesis per query; a
+query is identified by *folder name + metadata id + query id*. All 239 queries of the split have
+exactly one gold hypothesis.
+
+Selection rule (Co-Gym, Appendix C.2: "instances ... that include unprocessed table or more than
+one table"). A query is selected when its metadata file
+
+* lives in a folder whose name ends in ``_raw`` (the unprocessed versions of a dataset:
+  ``meta_regression_raw``, ``nls_raw``), or
+* lists more than one entry under ``datasets``.
+
+On the pinned DiscoveryBench data this selects **117** queries from 76 metadata files:
+archaeology 38, introduction_pathways_non-native_plants 16, meta_regression_raw 50, nls_raw 7,
+worldbank_education_gdp_indicators 6.
+
+Why not 110, as Co-Gym reports: the multi-table queries alone are exactly 110 (every
+``meta_regression_raw`` metadata file also lists two tables), and the 7 ``nls_raw`` queries are
+the only unprocessed single-table ones. So Co-Gym's 110 most likely counts multi-table queries
+only (or used a DiscoveryBench version without the ``nls_raw`` queries); the paper's wording
+includes unprocessed tables, which this module follows. ``load_instances(...,
+multi_table_only=True)`` gives the 110-query subset.
+
+One listed file is not a table (``phylogenetic_tree.txt``, Newick text, in the invasive-plants
+folder); it is kept in ``files`` because the metadata lists it.
+
+Order: by folder name, then metadata id (numeric), then query id; ``index`` is the position in
+that order (of the default selection).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from cogym_lab.datasets import DatasetError, require
+from cogym_lab.datasets import data_dir as resolve_data_dir
+
+__all__ = ["EXPECTED_COUNT", "EXPECTED_MULTI_TABLE_COUNT", "TEST_SUBDIR", "TabularInstance",
+           "copy_files", "is_selected", "load_instances", "split_dir"]
+
+TEST_SUBDIR = Path("discoverybench") / "real" / "test"
+ANSWER_KEY = "answer_key_real.csv"
+EXPECTED_COUNT = 117  # unprocessed (``*_raw`` folder) or more than one table
+EXPECTED_MULTI_TABLE_COUNT = 110  # more than one table only (the count Co-Gym reports)
+
+
+@dataclass(frozen=True)
+class TabularInstance:
+    """One DiscoveryBench-Real query with what the task needs around it."""
+
+    index: int
+    domain: str  # the dataset folder, e.g. "meta_regression_raw"
+    metadata_id: int
+    query_id: int
+    query: str
+    files: tuple[str, ...]  # data files, relative to the test folder ("<domain>/<name>")
+    gold_hypothesis: str
+    domain_knowledge: str
+    dataset_descriptions: str  # each file's description and its columns' descriptions
+    question_type: str = ""  # "context", "variables" or "relationship" (as in the metadata)
+    workflow_tags: str = ""
+    field: str = ""  # the metadata's own "domain", a broad field such as "sociology"
+
+    @property
+    def key(self) -> str:
+        """``<domain>/<metadata id>/<query id>``: unique within the split."""
+        return f"{self.domain}/{self.metadata_id}/{self.query_id}"
+
+    @property
+    def file_names(self) -> tuple[str, ...]:
+        return tuple(Path(f).name for f in self.files)
+
+    def hidden_information(self) -> str:
+        """What the simulated user knows and the agent does not: the domain knowledge and the
+        dataset and column descriptions, as plain text."""
+        parts: list[str] = []
+        if self.domain_knowledge.strip():
+            parts.append("Domain knowledge:\n" + self.domain_knowledge.strip())
+        if self.dataset_descriptions.strip():
+            parts.append("Datasets:\n" + self.dataset_descriptions.strip())
+        return "\n\n".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["files"] = list(self.files)
+        return data
+
+
+def split_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The DiscoveryBench-Real test folder; raises :class:`DataMissing` when it is absent."""
+    return require("tabular_analysis", data_dir) / TEST_SUBDIR
+
+
+def is_selected(domain: str, metadata: dict[str, Any], *, multi_table_only: bool = False) -> bool:
+    """The selection rule (see the module docstring) for one metadata file of folder ``domain``."""
+    multi_table = len(metadata.get("datasets") or []) > 1
+    return multi_table if multi_table_only else (domain.endswith("_raw") or multi_table)
+
+
+def _describe_datasets(datasets: list[dict[str, Any]]) -> str:
+    blocks: list[str] = []
+    for dataset in datasets:
+        lines = [f"File {dataset.get('name', '?')}:"]
+        if str(dataset.get("description") or "").strip():
+            lines.append(f"  Description: {str(dataset['description']).strip()}")
+        if str(dataset.get("domain_knowledge") or "").strip():
+            lines.append(f"  Domain knowledge: {str(dataset['domain_knowledge']).strip()}")
+        columns = [c for c in (dataset.get("columns") or {}).get("raw", [])
+                   if str(c.get("name") or "").strip()]
+        if columns:
+            lines.append("  Columns:")
+            for column in columns:
+                text = str(column.get("description") or "").strip()
+                lines.append(f"  - {str(column['name']).strip()}" + (f": {text}" if text else ""))
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def _metadata_files(folder: Path) -> list[tuple[int, Path]]:
+    found = []
+    for path in folder.glob("metadata_*.json"):
+        suffix = path.stem.removeprefix("metadata_")
+        if suffix.isdigit():
+            found.append((int(suffix), path))
+    return sorted(found)
+
+
+@cache
+def _load(root: Path, multi_table_only: bool) -> tuple[TabularInstance, ...]:
+    key_path = root / ANSWER_KEY
+    if not key_path.is_file():
+        raise DatasetError(f"The DiscoveryBench answer key is missing: expected {key_path}. "
+                           "`cogym-lab data` says how to get it.")
+    with key_path.open(newline="", encoding="utf-8") as handle:
+        gold = {(row["dataset"].strip(), int(row["metadataid"]), int(row["query_id"])):
+                row["gold_hypo"].strip() for row in csv.DictReader(handle)}
+    instances: list[TabularInstance] = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        domain = folder.name
+        for metadata_id, path in _metadata_files(folder):
+            metadata = json.loads(path.read_text(encoding="utf-8"))
+            if not is_selected(domain, metadata, multi_table_only=multi_table_only):
+                continue
+            datasets = list(metadata.get("datasets") or [])
+            files = tuple(f"{domain}/{d['name']}" for d in datasets)
+            queries = [q for group in metadata.get("queries") or []
+                       for q in (group if isinstance(group, list) else [group])]
+            for query in sorted(queries, key=lambda q: int(q["qid"])):
+                qid = int(query["qid"])
+                hypothesis = gold.get((domain, metadata_id, qid))
+                if hypothesis is None:
+                    raise DatasetError(f"No gold hypothesis for {domain}/{metadata_id}/{qid} "
+                                       f"in {key_path}")
+                instances.append(TabularInstance(
+                    index=len(instances), domain=domain, metadata_id=metadata_id,
+                    query_id=qid, query=str(query["question"]).strip(), files=files,
+                    gold_hypothesis=hypothesis,
+                    domain_knowledge=str(metadata.get("domain_knowledge") or "").strip(),
+                    dataset_descriptions=_describe_datasets(datasets),
+                    question_type=str(query.get("question_type") or ""),
+                    workflow_tags=str(metadata.get("workflow_tags") or ""),
+                    field=str(metadata.get("domain") or "")))
+    return tuple(instances)
+
+
+def load_instances(data_dir: str | os.PathLike[str] | None = None, *,
+                   multi_table_only: bool = False) -> list[TabularInstance]:
+    """The selected queries, in a fixed order (cached per data directory).
+
+    ``data_dir`` defaults to :func:`cogym_lab.datasets.data_dir`. ``multi_table_only`` keeps only
+    the queries over more than one table (110, Co-Gym's count) instead of the default rule (117).
+    """
+    root = split_dir(resolve_data_dir(data_dir)).resolve()
+    return list(_load(root, multi_table_only))
+
+
+def copy_files(instance: TabularInstance, workdir: str | os.PathLike[str],
+               data_dir: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Copy ``instance``'s data files into ``workdir`` (created if needed), flat, and return the
+    copies in the order of ``instance.files``. A name already taken (by another file of this
+    instance, or by a different file already in ``workdir``) gets a ``_2``, ``_3``, ... suffix
+    before its extension; an identical file already there is overwritten in place."""
+    root = split_dir(resolve_data_dir(data_dir))
+    target_dir = Path(workdir)
+    target_dir.mkdir(parents=True, exist_ok=True)
+    copied: list[Path] = []
+    taken: set[str] = set()
+    for relative in instance.files:
+        source = root / relative
+        if not source.is_file():
+            raise DatasetError(f"Data file {relative} of instance {instance.key} is missing: "
+                               f"expected {source}")
+        name = source.name
+        stem, suffix = Path(name).stem, Path(name).suffix
+        counter = 1
+        while name in taken or ((target_dir / name).exists()
+                                and not _same_file(source, target_dir / name)):
+            counter += 1
+            name = f"{stem}_{counter}{suffix}"
+        taken.add(name)
+        target = target_dir / name
+        shutil.copyfile(source, target)
+        copied.append(target)
+    return copied
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        if a.stat().st_size != b.stat().st_size:
+            return False
+        return a.read_bytes() == b.read_bytes()
+    except OSError:
+        return False

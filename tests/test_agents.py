@@ -267,3 +267,15 @@ def test_search_results_render_as_tables_with_their_note():
                       content={"title": "Flights", "columns": [], "rows": [],
                                "note": "No flight from A to B on that day."})
     assert "No flight from A to B on that day." in render_component(empty)
+
+
+def test_the_notebook_view_shows_recent_cells_whole_and_older_ones_in_a_line():
+    cells = [{"index": i, "ran_by": "agent" if i % 2 else "user", "source": f"x{i} = {i}\nx{i}",
+              "execution_count": i, "status": "ok",
+              "outputs": [{"kind": "result", "text": str(i)}]} for i in range(1, 7)]
+    notebook = Component(name="notebook", render_type=RenderType.NOTEBOOK,
+                         content={"cells": cells, "running": {"user": "slow()"}})
+    text = render_component(notebook)
+    assert "(cell 1, agent: x1 = 1 -> ok)" in text and "(cell 2, user: x2 = 2 -> ok)" in text
+    assert "In [3] (agent):\nx3 = 3\nx3\nOut:\n3" in text and "In [6] (user):" in text
+    assert "In [2]" not in text and "(user is running: slow())" in text

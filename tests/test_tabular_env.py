@@ -54,6 +54,7 @@ async def test_a_cell_runs_in_the_kernel_and_lands_in_the_shared_notebook(tmp_pa
             "code": "x", "result": {}}}, 3.0)
     finally:
         await env.aclose()
+    assert env.executor is not None and not env.executor.alive  # shut down with the session
     assert cell["status"] == "ok" and cell["ran_by"] == "agent"
     assert int(cell["outputs"][0]["text"].strip()) > 0  # real pandas on the real CSV
     assert forged.events[0].status == "error"  # nobody may forge outputs

@@ -13,6 +13,9 @@ The rules:
 * a tick (inactivity past the threshold) notifies everyone;
 * an error notifies the actor only and changes nothing;
 * a paused agent receives nothing and may not act;
+* an action may start deferred work (an LM draft, a kernel cell): the EnvNode runs it and hands
+  its result back through ``apply_follow_up`` as the actor's next step; internal actions (a
+  cell's recorded outputs) are accepted only that way;
 * the session ends on FINISH, when the task says it is done, when a member reaches its step
   limit, after ``max_idle_ticks`` ticks in a row, or after ``max_events`` events.
 """

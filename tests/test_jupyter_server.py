@@ -1,0 +1,195 @@
+"""The cogym_lab Jupyter server extension, in a real Jupyter server run in-process.
+
+pytest-jupyter's fixtures are imported here rather than registered as a plugin: its plugin
+hooks would take over every coroutine test of the suite from pytest-asyncio. The tests are
+plain functions that drive the server's own event loop (``jp_asyncio_loop``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+from pytest_jupyter.jupyter_server import *  # noqa: F403 - its fixtures, without its hooks
+from tornado.httpclient import HTTPClientError
+
+API = ("cogym", "api", "sessions")
+
+
+@pytest.fixture
+def jp_server_config(tmp_path):
+    return {"ServerApp": {"jpserver_extensions": {"cogym_lab": True}},
+            "CogymLabApp": {"results_dir": str(tmp_path / "results")}}
+
+
+@pytest.fixture
+def run(jp_asyncio_loop, jp_serverapp):
+    """Run a coroutine to completion in the server's loop."""
+    return lambda coroutine: jp_asyncio_loop.run_until_complete(
+        asyncio.wait_for(coroutine, 60))
+
+
+@pytest.fixture
+def api(jp_fetch):
+    """``await api(method, *path, body=...)`` -> (status, JSON); HTTP errors are returned too."""
+
+    async def call(method, *path, body=None, headers=None):
+        kwargs = {"method": method, "headers": headers}
+        if body is not None:
+            kwargs["body"] = json.dumps(body)
+        elif method == "POST":
+            kwargs["body"] = "{}"
+        try:
+            response = await jp_fetch(*API, *path, **kwargs)
+        except HTTPClientError as error:
+            response = error.response
+            if response is None:
+                raise
+        return response.code, json.loads(response.body or b"null")
+
+    return call
+
+
+async def wait_until(api, session_id, predicate, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        status, snapshot = await api("GET", session_id)
+        assert status == 200, snapshot
+        if predicate(snapshot):
+            return snapshot
+        assert time.monotonic() < deadline, f"timed out; last snapshot: {snapshot}"
+        await asyncio.sleep(0.1)
+
+
+async def receive_until(ws, predicate, timeout=20.0):
+    """JSON messages from ``ws`` until one matches ``predicate``; returns them all."""
+    seen = []
+    async with asyncio.timeout(timeout):
+        while True:
+            text = await ws.read_message()
+            assert text is not None, f"websocket closed; received {seen}"
+            seen.append(json.loads(text))
+            if predicate(seen[-1]):
+                return seen
+
+
+def test_unauthenticated_requests_are_refused(run, api, jp_fetch):
+    async def body():
+        for method, path in [("GET", ()), ("POST", ()), ("GET", ("nope",)),
+                             ("DELETE", ("nope",)), ("POST", ("nope", "actions"))]:
+            status, _ = await api(method, *path, headers={"Authorization": ""})
+            assert status == 403, (method, path, status)
+        status, listing = await api("GET")
+        assert (status, listing) == (200, {"sessions": []})
+
+    run(body())
+
+
+def test_unauthenticated_websocket_is_refused(run, api, jp_ws_fetch):
+    async def body():
+        status, created = await api("POST", body={"task": "todo", "people": ["user"],
+                                                  "idle_seconds": 30})
+        assert status == 201, created
+        session_id = created["session_id"]
+        with pytest.raises(HTTPClientError) as refused:
+            await jp_ws_fetch(*API, session_id, "ws", params={"role": "user"},
+                              headers={"Authorization": ""})
+        assert refused.value.code == 403
+        with pytest.raises(HTTPClientError) as not_a_seat:  # authenticated, but not a person
+            await jp_ws_fetch(*API, session_id, "ws", params={"role": "agent"})
+        assert not_a_seat.value.code == 400
+        status, _ = await api("DELETE", session_id)
+        assert status == 200
+
+    run(body())
+
+
+def test_example_session_runs_to_its_end(run, api, tmp_path):
+    async def body():
+        status, created = await api("POST", body={"task": "todo", "idle_seconds": 2})
+        assert status == 201, created
+        assert created["status"] == "running"
+        assert {m["role"]: m["kind"] for m in created["members"]} == {"agent": "agent",
+                                                                    "user": "user"}
+        session_id = created["session_id"]
+        status, listing = await api("GET")
+        assert [s["session_id"] for s in listing["sessions"]] == [session_id]
+        final = await wait_until(api, session_id, lambda s: s["status"] == "finished")
+        assert final["end_reason"] == "finished"
+        assert final["state"]["done"] and len(final["state"]["outcome"]) >= 6
+        assert final["result"]["delivered"]
+        session_json = tmp_path / "results" / session_id / "session.json"
+        assert json.loads(session_json.read_text())["status"] == "finished"
+
+    run(body())
+
+
+def test_a_person_works_with_an_agent(run, api, jp_ws_fetch):
+    async def body():
+        status, created = await api("POST", body={"task": "todo", "team": "example",
+                                                  "people": ["user"], "idle_seconds": 30})
+        assert status == 201, created
+        assert created["people"] == ["user"]
+        session_id = created["session_id"]
+        ws = await jp_ws_fetch(*API, session_id, "ws", params={"role": "user"})
+        first = await receive_until(ws, lambda n: n.get("context") is not None)
+        assert first[-1]["recipient"] == "user"
+        assert first[-1]["event"]["type"] in ("start", "sync")
+
+        ws.write_message("not json")
+        ws.write_message(json.dumps({"no": "action"}))
+        errors = await receive_until(ws, lambda n: "error" in n and "event" not in n)
+        assert "JSON" in errors[-1]["error"]
+
+        ws.write_message(json.dumps({"action": {"name": "SEND_TEAMMATE_MESSAGE",
+                                                "args": {"message": "Please bring a kazoo"}}}))
+        await receive_until(ws, lambda n: n.get("event", {}).get("actor") == "agent"
+                            and "kazoo" in (n["event"].get("action") or ""))
+
+        status, accepted = await api("POST", session_id, "actions", body={
+            "role": "user", "action": {"name": "ADD_ITEM", "args": {"text": "tent"}}})
+        assert status == 202, accepted
+        await wait_until(api, session_id, lambda s: "tent" in s["state"]["outcome"])
+        status, refused = await api("POST", session_id, "actions",
+                                    body={"role": "agent", "action": "WAIT()"})
+        assert status == 400 and "not a person seat" in refused["message"]
+
+        ws.close()  # a reconnecting person catches up through a sync
+        ws = await jp_ws_fetch(*API, session_id, "ws", params={"role": "user"})
+        again = await receive_until(ws, lambda n: n.get("context") is not None)
+        checklist = next(c for c in again[-1]["view"]["components"] if c["name"] == "checklist")
+        items = [item["text"] for item in checklist["content"]]
+        assert "tent" in items and "kazoo" in items
+
+        status, ended = await api("DELETE", session_id)
+        assert status == 200, ended
+        assert (ended["status"], ended["end_reason"]) == ("finished", "ended by the user")
+        end = await receive_until(ws, lambda n: n.get("done"))
+        assert end[-1]["end_reason"] == "ended by the user"
+        ws.close()
+        status, snapshot = await api("GET", session_id)
+        assert (snapshot["status"], snapshot["end_reason"]) == ("finished", "ended by the user")
+
+    run(body())
+
+
+def test_unknown_sessions_and_bad_requests(run, api):
+    async def body():
+        assert (await api("GET", "missing"))[0] == 404
+        assert (await api("DELETE", "missing"))[0] == 404
+        status, error = await api("POST", "missing", "actions",
+                                  body={"role": "user", "action": "WAIT()"})
+        assert status == 404 and "missing" in error["message"]
+        status, error = await api("POST", body={"task": "no-such-task"})
+        assert status == 400 and "Unknown task 'no-such-task'" in error["message"]
+        status, error = await api("POST", body={"task": "todo", "team": "no-such-team"})
+        assert status == 400 and "No team 'no-such-team'" in error["message"]
+        status, error = await api("POST", body={"task": "todo", "instance": 999})
+        assert status == 400 and "no instance 999" in error["message"]
+        status, error = await api("POST", body={"task": "todo", "colour": "blue"})
+        assert status == 400 and "colour" in error["message"]
+        assert (await api("GET"))[1] == {"sessions": []}
+
+    run(body())

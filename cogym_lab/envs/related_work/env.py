@@ -13,19 +13,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cogym_lab.core import (
-    Action, ActionError, ActionOutcome, CoEnv, Component, Deferred, RenderType, action,
+    Action, ActionError, ActionOutcome, Component, Deferred, RenderType, action,
     format_action,
 )
+from cogym_lab.envs.dataset_env import DatasetEnv
 from cogym_lab.envs.related_work.drafting import draft_from_library, unresolved_citations
 from cogym_lab.envs.related_work.grader import grade_section, section_facts
-from cogym_lab.envs.related_work.instances import RelatedWorkTask, load_tasks
+from cogym_lab.envs.related_work.instances import load_tasks
 from cogym_lab.envs.related_work.library import Library
 from cogym_lab.envs.related_work.search import BM25PaperIndex, PaperSearch
 from cogym_lab.lm import LM, configured_lm
 
 
 @dataclass
-class RelatedWorkEnv(CoEnv):
+class RelatedWorkEnv(DatasetEnv):
     """One of the 100 related-work tasks (``instance`` = 0..99).
 
     ``search`` defaults to the BM25 index over the whole corpus (built once, cached on disk).
@@ -34,8 +35,6 @@ class RelatedWorkEnv(CoEnv):
     and grading reports the deterministic facts only.
     """
 
-    instance: int = 0
-    data_dir: str | None = None
     index_limit: int | None = None  # search only the first N papers (quick demos and tests)
     index_cache: str | None = None  # where the index is kept (default: the user cache dir)
     search: PaperSearch | None = field(default=None, repr=False)
@@ -44,22 +43,13 @@ class RelatedWorkEnv(CoEnv):
 
     name = "related_work"
 
-    def __post_init__(self) -> None:
-        super().__init__()
-        tasks = load_tasks(self.data_dir)
-        if not 0 <= self.instance < len(tasks):
-            raise ValueError(f"related_work has instances 0 to {len(tasks) - 1}, "
-                             f"not {self.instance}.")
-        self.task: RelatedWorkTask = tasks[self.instance]
-
     @classmethod
-    def instances(cls) -> list[dict[str, Any]]:
-        return [{"instance": i} for i in range(len(load_tasks()))]
+    def load_dataset(cls, data_dir: str | None) -> list[Any]:
+        return load_tasks(data_dir)
 
     def env_args(self) -> dict[str, Any]:
-        optional = {"data_dir": self.data_dir, "index_limit": self.index_limit,
-                    "index_cache": self.index_cache}
-        return {"instance": self.instance, **{k: v for k, v in optional.items() if v}}
+        index = {"index_limit": self.index_limit, "index_cache": self.index_cache}
+        return {**super().env_args(), **{k: v for k, v in index.items() if v}}
 
     @property
     def task_description(self) -> str:

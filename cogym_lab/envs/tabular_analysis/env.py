@@ -14,16 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from cogym_lab.core import (
-    ActionError, ActionOutcome, CoEnv, Component, Deferred, RenderType, action,
+    ActionError, ActionOutcome, Component, Deferred, RenderType, action,
 )
+from cogym_lab.envs.dataset_env import DatasetEnv
 from cogym_lab.envs.tabular_analysis.executor import KernelExecutor, LocalKernelExecutor
 from cogym_lab.envs.tabular_analysis.grader import judge_hypothesis
-from cogym_lab.envs.tabular_analysis.instances import TabularInstance, copy_files, load_instances
+from cogym_lab.envs.tabular_analysis.instances import copy_files, load_instances
 from cogym_lab.lm import LM, configured_lm
 
 
 @dataclass
-class TabularAnalysisEnv(CoEnv):
+class TabularAnalysisEnv(DatasetEnv):
     """One selected DiscoveryBench-Real query (``instance`` = its number).
 
     The instance's tables are copied into ``workdir`` (a fresh temporary folder by default), where
@@ -31,8 +32,6 @@ class TabularAnalysisEnv(CoEnv):
     passes one that runs in the notebook's own kernel.
     """
 
-    instance: int = 0
-    data_dir: str | None = None
     workdir: str | None = None
     cell_timeout: float = 60.0
     executor: KernelExecutor | None = field(default=None, repr=False)
@@ -40,20 +39,9 @@ class TabularAnalysisEnv(CoEnv):
 
     name = "tabular_analysis"
 
-    def __post_init__(self) -> None:
-        super().__init__()
-        instances = load_instances(self.data_dir)
-        if not 0 <= self.instance < len(instances):
-            raise ValueError(f"tabular_analysis has instances 0 to {len(instances) - 1}, "
-                             f"not {self.instance}.")
-        self.task: TabularInstance = instances[self.instance]
-
     @classmethod
-    def instances(cls) -> list[dict[str, Any]]:
-        return [{"instance": i} for i in range(len(load_instances()))]
-
-    def env_args(self) -> dict[str, Any]:
-        return {"instance": self.instance, **({"data_dir": self.data_dir} if self.data_dir else {})}
+    def load_dataset(cls, data_dir: str | None) -> list[Any]:
+        return load_instances(data_dir)
 
     @property
     def task_description(self) -> str:

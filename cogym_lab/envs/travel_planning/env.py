@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cogym_lab.core import ActionError, CoEnv, Component, RenderType, action
+from cogym_lab.core import ActionError, Component, RenderType, action
+from cogym_lab.envs.dataset_env import DatasetEnv
 from cogym_lab.envs.travel_planning.database import TravelDatabase
 from cogym_lab.envs.travel_planning.grader import Grade, grade_plan, grade_text
 from cogym_lab.envs.travel_planning.instances import load_instances
 from cogym_lab.envs.travel_planning.plan import parse_plan
-from cogym_lab.envs.travel_planning.records import TravelInstance
 from cogym_lab.envs.travel_planning.tools import DatabaseProvider, SearchProvider, SearchResult
 from cogym_lab.lm import LM, configured_lm
 
@@ -35,32 +35,22 @@ Accommodation: <listing>, <city>
 
 
 @dataclass
-class TravelPlanningEnv(CoEnv):
+class TravelPlanningEnv(DatasetEnv):
     """One TravelPlanner validation instance (``instance`` = 0..101)."""
 
-    instance: int = 0
-    data_dir: str | None = None
     provider: SearchProvider | None = field(default=None, repr=False)
     parser_lm: LM | None = field(default=None, repr=False)  # reads free-text plans for grading
 
     name = "travel_planning"
 
+    @classmethod
+    def load_dataset(cls, data_dir: str | None) -> list[Any]:
+        return load_instances(data_dir)
+
     def __post_init__(self) -> None:
-        super().__init__()
-        instances = load_instances(self.data_dir)
-        if not 0 <= self.instance < len(instances):
-            raise ValueError(f"travel_planning has instances 0 to {len(instances) - 1}, "
-                             f"not {self.instance}.")
-        self.task: TravelInstance = instances[self.instance]
+        super().__post_init__()
         self.db = TravelDatabase.load(self.data_dir)
         self.search = self.provider or DatabaseProvider(self.db)
-
-    @classmethod
-    def instances(cls) -> list[dict[str, Any]]:
-        return [{"instance": i} for i in range(len(load_instances()))]
-
-    def env_args(self) -> dict[str, Any]:
-        return {"instance": self.instance, **({"data_dir": self.data_dir} if self.data_dir else {})}
 
     @property
     def task_description(self) -> str:

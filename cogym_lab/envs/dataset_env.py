@@ -1,0 +1,39 @@
+"""The base of tasks whose instances come from a dataset in the data directory."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cogym_lab.core import CoEnv
+
+
+@dataclass
+class DatasetEnv(CoEnv):
+    """``instance`` picks one of the dataset's instances (``self.task``); ``data_dir`` says where
+    the data is (see :func:`cogym_lab.datasets.data_dir`). Subclasses provide the loader."""
+
+    instance: int = 0
+    data_dir: str | None = None
+
+    @classmethod
+    @abc.abstractmethod
+    def load_dataset(cls, data_dir: str | None) -> Sequence[Any]:
+        """All instances of the task, in a stable order."""
+
+    def __post_init__(self) -> None:
+        super().__init__()
+        items = self.load_dataset(self.data_dir)
+        if not 0 <= self.instance < len(items):
+            raise ValueError(f"{self.name} has instances 0 to {len(items) - 1}, "
+                             f"not {self.instance}.")
+        self.task: Any = items[self.instance]
+
+    @classmethod
+    def instances(cls) -> list[dict[str, Any]]:
+        return [{"instance": i} for i in range(len(cls.load_dataset(None)))]
+
+    def env_args(self) -> dict[str, Any]:
+        return {"instance": self.instance, **({"data_dir": self.data_dir} if self.data_dir else {})}

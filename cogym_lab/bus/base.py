@@ -1,6 +1,8 @@
 """The bus: one small async interface that every node talks through.
 
-A bus moves JSON-compatible dicts along named channels. Nodes never know which transport
+A bus moves JSON-compatible dicts along named channels. Publishers may also hand it a pydantic
+model: a network transport then encodes it straight to JSON (in pydantic's compiled code) and
+receivers still get a dict. Nodes never know which transport
 carries them; the contract tests in ``tests/test_bus_contract.py`` run on every transport.
 
 Guarantees every transport gives:
@@ -18,8 +20,16 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+from pydantic import BaseModel
+
 Message = dict[str, Any]
+Outgoing = Message | BaseModel  # what may be published; subscribers always receive a Message
 ReconnectHandler = Callable[[], Any]
+
+
+def as_message(message: Outgoing) -> Message:
+    """The dict a subscriber receives for ``message``."""
+    return message.model_dump(mode="json") if isinstance(message, BaseModel) else message
 
 
 class BusError(RuntimeError):
@@ -77,10 +87,10 @@ class Bus(abc.ABC):
         """Release connections and end all subscriptions."""
 
     @abc.abstractmethod
-    async def publish(self, channel: str, message: Message) -> None:
+    async def publish(self, channel: str, message: Outgoing) -> None:
         """Deliver ``message`` to every current subscriber of ``channel``."""
 
-    async def publish_many(self, items: Sequence[tuple[str, Message]]) -> None:
+    async def publish_many(self, items: Sequence[tuple[str, Outgoing]]) -> None:
         """Publish several messages, in order. Transports may batch them into one round trip."""
         for channel, message in items:
             await self.publish(channel, message)

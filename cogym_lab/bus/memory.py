@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict, deque
 
-from cogym_lab.bus.base import Bus, Message, Subscription, next_from
+from cogym_lab.bus.base import Bus, Message, Outgoing, Subscription, as_message, next_from
 
 _CLOSED = object()
 
@@ -51,7 +51,8 @@ class MemoryBus(Bus):
         self._subscribers: defaultdict[str, set[MemorySubscription]] = defaultdict(set)
         self._history: defaultdict[str, deque[Message]] = defaultdict(lambda: deque(maxlen=history))
 
-    async def publish(self, channel: str, message: Message) -> None:
+    async def publish(self, channel: str, message: Outgoing) -> None:
+        message = as_message(message)
         self._history[channel].append(message)
         for subscription in self._subscribers.get(channel, ()):
             subscription._put(message)

@@ -44,6 +44,8 @@ from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+from pydantic_core import from_json
 from redis.asyncio import Redis
 from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
@@ -51,7 +53,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from cogym_lab.bus.base import Bus, BusError, Message, Subscription, next_from
+from cogym_lab.bus.base import Bus, BusError, Message, Outgoing, Subscription, next_from
 
 __all__ = ["RedisBus", "RedisSubscription"]
 
@@ -67,6 +69,13 @@ READ_BLOCK_MS = 1000
 READ_COUNT = 256
 
 _CLOSED = object()
+
+
+def _encode(message: Outgoing) -> str:
+    """Compact JSON; a pydantic model is encoded by pydantic's compiled serializer."""
+    if isinstance(message, BaseModel):
+        return message.model_dump_json()
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
 
 
 class _ServerChanged(RedisConnectionError):
@@ -121,7 +130,8 @@ class RedisSubscription(Subscription):
         self._seen: OrderedDict[bytes, None] = OrderedDict()
         self._seen_max = 4 * bus.replay_window
         self._closed = False
-        self._client = bus._new_client(hooked=True)
+        # Its own connection, outside any pool: the blocking read is the latency-critical hop.
+        self._client = bus._new_client(hooked=True, single_connection=True)
         self._task = asyncio.create_task(self._read_loop(), name=f"cogym-redis-reader:{channel}")
 
     async def get(self, timeout: float | None = None) -> Message | None:
@@ -157,7 +167,7 @@ class RedisSubscription(Subscription):
         if len(self._seen) > self._seen_max:
             self._seen.popitem(last=False)
         try:
-            message = json.loads(data)
+            message = from_json(data)
         except ValueError:
             log.warning("Skipping undecodable entry %r on %s", entry_id, self._key)
             return
@@ -237,9 +247,10 @@ class RedisBus(Bus):
     def _key(self, channel: str) -> str:
         return KEY_PREFIX + channel
 
-    def _new_client(self, *, hooked: bool) -> Redis:
+    def _new_client(self, *, hooked: bool, single_connection: bool = False) -> Redis:
         # redis-py's own retries are off: our retry loops must see every failure.
-        kwargs: dict[str, Any] = {"retry": Retry(NoBackoff(), 0)}
+        kwargs: dict[str, Any] = {"retry": Retry(NoBackoff(), 0),
+                                  "single_connection_client": single_connection}
         if hooked:
             kwargs["redis_connect_func"] = self._on_connect
         return Redis.from_url(self.url, **kwargs)
@@ -266,8 +277,9 @@ class RedisBus(Bus):
                 raise
             self._run_id = str(info["run_id"])
             self._admin = admin
-            self._client = self._new_client(hooked=True)
-            self._watch_client = self._new_client(hooked=True)
+            # Publishes are serialized by _lock anyway: one connection, no pool checkout each time.
+            self._client = self._new_client(hooked=True, single_connection=True)
+            self._watch_client = self._new_client(hooked=True, single_connection=True)
             self._watch_task = asyncio.create_task(self._watch_loop(), name="cogym-redis-watch")
 
     async def _watch_loop(self) -> None:
@@ -375,18 +387,16 @@ class RedisBus(Bus):
 
     # -- Bus API ---------------------------------------------------------------------------
 
-    async def publish(self, channel: str, message: Message) -> None:
+    async def publish(self, channel: str, message: Outgoing) -> None:
         await self.publish_many([(channel, message)])
 
-    async def publish_many(self, items: Sequence[tuple[str, Message]]) -> None:
+    async def publish_many(self, items: Sequence[tuple[str, Outgoing]]) -> None:
         """Add every message in one pipelined round trip, in order.
 
         A retry after a partial failure re-sends all of them with the same ``mid`` values, so
         readers drop the ones that had already landed.
         """
-        entries = [(channel, uuid.uuid4().hex,
-                    json.dumps(message, separators=(",", ":"), ensure_ascii=False))
-                   for channel, message in items]
+        entries = [(channel, uuid.uuid4().hex, _encode(message)) for channel, message in items]
         if not entries:
             return
         if self._client is None:

@@ -15,6 +15,7 @@ from cogym_lab.bus import Bus
 from cogym_lab.core import (
     Coordinator, Deferred, Event, StepRequest, Transition, obs_channel, step_channel,
 )
+from cogym_lab.nodes.restore import Restored
 
 log = logging.getLogger(__name__)
 EventObserver = Callable[[Event], Any]
@@ -27,11 +28,16 @@ class EnvNode:
     applies each step in arrival order. When nothing arrives for ``idle_seconds`` it fires a tick.
     Every event goes to the ``observers`` (the results writer, a transcript printer) before its
     notifications are published, so the log is never behind what the members have seen.
+
+    ``restored`` (from :func:`cogym_lab.nodes.restore.restore`) carries on a session whose
+    coordinator was rebuilt from its log: instead of starting, every member gets the current
+    state, and deferred work the log left unfinished runs again.
     """
 
     def __init__(self, bus: Bus, coordinator: Coordinator, *, idle_seconds: float = 60.0,
                  join_timeout: float = 30.0, seed: int | None = None,
-                 observers: Iterable[EventObserver] = ()) -> None:
+                 observers: Iterable[EventObserver] = (),
+                 restored: Restored | None = None) -> None:
         self.bus = bus
         self.coordinator = coordinator
         self.idle_seconds = idle_seconds
@@ -44,6 +50,10 @@ class EnvNode:
         self._stop_reason: str | None = None
         self._subscription = None
         self._deferred: set[asyncio.Task[None]] = set()
+        self.restored = restored
+        self._end_on_stop = True
+        if restored is not None:  # a transport may deliver the old steps again: skip them
+            self._seen_ids.extend(restored.request_ids)
 
     @property
     def session_id(self) -> str:
@@ -68,12 +78,15 @@ class EnvNode:
             missing = sorted(set(self.coordinator.members) - self.joined)
             if missing and not self._stop_reason:
                 log.warning("session %s starts without %s", self.session_id, ", ".join(missing))
-            await self._deliver(self.coordinator.start(time.time(), seed=self.seed))
+            if self.restored is None:
+                await self._deliver(self.coordinator.start(time.time(), seed=self.seed))
+            else:
+                await self._resume(self.restored)
             self.started.set()
             for request in early:
                 await self._on_request(request)
             await self._loop(subscription)
-            if self._stop_reason:
+            if self._stop_reason and self._end_on_stop:
                 await self._deliver(self.coordinator.end(time.time(), self._stop_reason))
         finally:
             for task in self._deferred:  # the session is over: its slow work is moot
@@ -81,11 +94,14 @@ class EnvNode:
             await asyncio.gather(*self._deferred, return_exceptions=True)
             await subscription.close()
 
-    async def stop(self, reason: str = "stopped") -> None:
-        """Ask the session to end (a timeout, a server shutting down).
+    async def stop(self, reason: str = "stopped", *, end: bool = True) -> None:
+        """Ask the session to end (a timeout, the user ending it).
 
-        ``run`` then delivers the END to every member and returns; await it.
+        ``run`` then delivers the END to every member and returns; await it. With ``end=False``
+        nothing is logged (a server going down): the log stays open, to be resumed.
         """
+        if not self._stop_reason:
+            self._end_on_stop = end
         self._stop_reason = self._stop_reason or reason
         if self._subscription is not None:
             await self._subscription.close()  # wakes run() wherever it waits
@@ -124,17 +140,29 @@ class EnvNode:
         if request.kind == "action":
             try:
                 transition = self.coordinator.handle(request.role, request.action, now,
-                                                     request_id=request.id)
+                                                     request_id=request.id, base=request.base,
+                                                     seen_seq=request.seen_seq)
             except Exception:  # a bug must cost one step, not the session
                 log.exception("step from %s failed: %r", request.role, request.action)
                 return
             await self._deliver(transition)
         elif request.role in self.coordinator.members:  # join or sync: send the current state
             self.joined.add(request.role)
-            notification = self.coordinator.sync(request.role, now)
-            if notification is not None:
-                await self.bus.publish(obs_channel(self.session_id, request.role),
-                                       notification.model_dump(mode="json"))
+            await self._send_state(request.role, now)
+
+    async def _send_state(self, role: str, now: float) -> None:
+        notification = self.coordinator.sync(role, now)
+        if notification is not None:
+            await self.bus.publish(obs_channel(self.session_id, role), notification)
+
+    async def _resume(self, restored: Restored) -> None:
+        """Carry on a restored session: everyone gets the current state (with its context, so
+        fresh agents can start), and work whose result the log lacks runs again."""
+        now = time.time()
+        for role in self.coordinator.members:
+            await self._send_state(role, now)
+        for work in restored.pending:
+            self._start_deferred(work.role, work.deferred, work.started_by)
 
     async def _deliver(self, transition: Transition) -> None:
         # Observers (the event log) first: no member ever sees an event the log lacks.
@@ -147,12 +175,14 @@ class EnvNode:
                 except Exception:  # an observer's bug must not stop the session
                     log.exception("event observer failed on event %s", event.seq)
         await self.bus.publish_many([
-            (obs_channel(self.session_id, n.recipient), n.model_dump(mode="json"))
-            for n in transition.notifications])
+            (obs_channel(self.session_id, n.recipient), n) for n in transition.notifications])
         for role, deferred in transition.deferred:
-            task = asyncio.create_task(self._run_deferred(role, deferred, transition.events[0]))
-            self._deferred.add(task)
-            task.add_done_callback(self._deferred.discard)
+            self._start_deferred(role, deferred, transition.events[0])
+
+    def _start_deferred(self, role: str, deferred: Deferred, started_by: Event) -> None:
+        task = asyncio.create_task(self._run_deferred(role, deferred, started_by))
+        self._deferred.add(task)
+        task.add_done_callback(self._deferred.discard)
 
     async def _run_deferred(self, role: str, deferred: Deferred, started_by: Event) -> None:
         """Await slow work an action started, then apply its result as ``role``'s next step."""
@@ -166,4 +196,5 @@ class EnvNode:
                 role, started_by.action or deferred.label, f"{deferred.label or 'The action'} "
                 f"failed: {error}", time.time()))
             return
-        await self._deliver(self.coordinator.apply_follow_up(role, follow_up, time.time()))
+        await self._deliver(self.coordinator.apply_follow_up(role, follow_up, time.time(),
+                                                             seen_seq=started_by.seq))

@@ -15,6 +15,7 @@ import asyncio
 import inspect
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -26,7 +27,7 @@ from cogym_lab.core import (
     obs_channel, parse_action, step_channel,
 )
 from cogym_lab.core.collaboration import NOT_ECHOED
-from cogym_lab.core.messages import MemberKind
+from cogym_lab.core.messages import AgentState, AgentStatus, MemberKind, status_channel
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,12 @@ def merge_notifications(batch: list[Notification]) -> Notification:
     })
 
 
+def _action_text(action: str | dict[str, Any]) -> str:
+    """A short, readable form of a sent action for the status line."""
+    text = action if isinstance(action, str) else json.dumps(action, ensure_ascii=False)
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
 async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
@@ -68,6 +75,7 @@ class MemberNode:
     """Connects one teammate to a session's channels."""
 
     kind: ClassVar[MemberKind] = "agent"
+    publishes_status: ClassVar[bool] = False  # agents tell the people's panels what they do
 
     def __init__(self, bus: Bus, session_id: str, role: str, teammate: Teammate, *,
                  results_dir: str | Path | None = None, ack_timeout: float = 10.0) -> None:
@@ -86,6 +94,7 @@ class MemberNode:
         self._specs: dict[str, ActionSpec] = {}
         self.ack_timeout = ack_timeout
         self._awaiting: str | None = None  # id of our own step not yet seen in a notification
+        self._last_action: str | None = None
 
     async def run(self) -> Notification:
         """Join, act on notifications until the session ends, and return the final one."""
@@ -148,6 +157,7 @@ class MemberNode:
                 await _maybe_await(self.teammate.start(context))
             if notification.done:
                 self.final = notification
+                await self._publish_status("finished")
                 await _maybe_await(self.teammate.end(notification))
                 return notification
             if not self._started:
@@ -157,21 +167,39 @@ class MemberNode:
 
     async def _act(self, notification: Notification) -> None:
         self.stats["acts"] += 1
+        await self._publish_status("thinking")
         try:
             action = await self.teammate.act(notification)
         except Exception:  # a member's failure is reported, not fatal to the session
             self.stats["act_failures"] += 1
             log.exception("%s failed to act on event %s", self.role, notification.seq)
+            await self._publish_status("failed")
             return
+        failing = getattr(self.teammate, "lm_failing", False) is True  # its LM keeps failing
         if action is None:
+            await self._publish_status("failed" if failing else "waiting")
             return
         if isinstance(action, Action):
             action = action.model_dump()
-        request = StepRequest(role=self.role, action=action)
+        # seen_seq: an edit of a whole text made on this view is merged with later edits.
+        request = StepRequest(role=self.role, action=action, seen_seq=notification.seq)
         if self._expects_ack(action):
             self._awaiting = request.id
         self.stats["actions_sent"] += 1
+        self._last_action = _action_text(action)
         await self._send(request)
+        await self._publish_status("failed" if failing else "acting")
+
+    async def _publish_status(self, status: AgentState) -> None:
+        """Tell the panels what this member does now; a lost status never stops the member."""
+        if not self.publishes_status:
+            return
+        update = AgentStatus(role=self.role, status=status, last_action=self._last_action,
+                             ts=time.time())
+        try:
+            await self.bus.publish(status_channel(self.session_id), update.model_dump(mode="json"))
+        except Exception:
+            log.warning("%s: could not publish its status %r", self.role, status, exc_info=True)
 
     def _expects_ack(self, action: str | dict[str, Any]) -> bool:
         try:
@@ -198,7 +226,7 @@ class MemberNode:
                 pass
 
     async def _send(self, request: StepRequest) -> None:
-        await self.bus.publish(step_channel(self.session_id), request.model_dump(mode="json"))
+        await self.bus.publish(step_channel(self.session_id), request)
 
     def _write_results(self) -> None:
         if self.results_dir is None:
@@ -212,9 +240,10 @@ class MemberNode:
 
 
 class AgentNode(MemberNode):
-    """Wraps an LM agent (or any agent-side teammate)."""
+    """Wraps an LM agent (or any agent-side teammate); publishes its status for the panels."""
 
     kind: ClassVar[MemberKind] = "agent"
+    publishes_status: ClassVar[bool] = True
 
 
 class UserNode(MemberNode):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cogym_lab.core import Event, Member
+from cogym_lab.core import Coordinator, Event, Member
 from cogym_lab.envs import make_env
 from cogym_lab.nodes.results import read_events, read_session
 from cogym_lab.nodes.session import SessionConfig, build_coordinator
@@ -40,21 +41,23 @@ class Replay:
         raise KeyError(f"No event {seq}; the log has 1..{len(self.frames)}")
 
 
-def replay(results_dir: str | Path) -> Replay:
-    """Re-run a session's events on a fresh env and return the state after every event.
-
-    An event that followed from the one before it (the END after a FINISH) is checked, not
-    re-applied, so its frame holds the same state.
-    """
-    session = read_session(results_dir)
-    config = SessionConfig(**{k: v for k, v in session["config"].items()
+def rebuild_coordinator(session: dict[str, Any]) -> Coordinator:
+    """A fresh coordinator (and env) set up as the session recorded in ``session.json`` was."""
+    config = SessionConfig(**{k: v for k, v in (session.get("config") or {}).items()
                               if k in SessionConfig.__dataclass_fields__})
     team = [Member.model_validate(m) for m in session["team"]]
-    coordinator = build_coordinator(make_env(session["task"], **session["env_args"]), team,
-                                    session["session_id"], config, session["task"])
-    frames: list[ReplayFrame] = []
+    return build_coordinator(make_env(session["task"], **session.get("env_args", {})), team,
+                             session["session_id"], config, session["task"])
+
+
+def replay_events(coordinator: Coordinator, events: Iterable[Event]) -> Iterator[Event]:
+    """Apply logged ``events`` to ``coordinator`` one at a time, yielding each once applied.
+
+    An event that followed from the one before it (the END after a FINISH) is checked, not
+    re-applied. Raises :class:`ReplayMismatch` when the env does not produce the logged event.
+    """
     produced: list[Event] = []
-    for event in read_events(results_dir):
+    for event in events:
         if not produced:
             produced = coordinator.replay(event).events
         again = produced.pop(0) if produced else None
@@ -62,5 +65,13 @@ def replay(results_dir: str | Path) -> Replay:
                 event.seq, event.type, event.actor, event.status):
             raise ReplayMismatch(f"Event {event.seq} ({event.type} by {event.actor}) replayed as "
                                  f"{again.type if again else 'nothing'}")
-        frames.append(ReplayFrame(event=event, state=coordinator.snapshot()))
+        yield event
+
+
+def replay(results_dir: str | Path) -> Replay:
+    """Re-run a session's events on a fresh env and return the state after every event."""
+    session = read_session(results_dir)
+    coordinator = rebuild_coordinator(session)
+    frames = [ReplayFrame(event=event, state=coordinator.snapshot())
+              for event in replay_events(coordinator, read_events(results_dir))]
     return Replay(session=session, frames=frames)

@@ -1,0 +1,354 @@
+"""The evaluation report: every metric over run or session directories, as pandas tables, paper
+style text, CSV and PNG files, and inline HTML in a notebook.
+
+    from cogym_lab.eval import report
+    result = report(["runs/collaborative", "runs/autonomous"], judge="gpt-4o", out="report/")
+    print(result.to_text())
+    result.tables["summary"]
+
+A *system* is a task, an agent type and a model. The autonomous baseline of a task is the
+``baseline`` directories when given, else the sessions in ``dirs`` whose agent is autonomous.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import math
+import threading
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from cogym_lab.eval import effort as effort_metrics
+from cogym_lab.eval import plots
+from cogym_lab.eval.failures import prevalence
+from cogym_lab.eval.judges import Judge, make_judge
+from cogym_lab.eval.labels import FAILURE_CATEGORIES
+from cogym_lab.eval.outcome import (
+    bootstrap_win_rate, delivered_performance, mean_and_se, paired_test, win_score,
+)
+from cogym_lab.eval.session_metrics import SessionMetrics, measure_session, task_description
+from cogym_lab.eval.trajectory import SessionRecord, load_sessions
+
+AUTONOMOUS = "autonomous"
+SYSTEM = ["task", "agent_type", "model"]
+PaperColumns = {"delivery_rate": "Delivery", "performance": "Perf.", "collab_score": "Collab",
+                "h_init": "H_init"}
+Paths = str | Path | Iterable[str | Path]
+TEXT_SUMMARY_COLUMNS = [*SYSTEM, "sessions", "failed", "delivery_rate", "performance",
+                        "collab_score", "h_init", "user_env_act_ratio", "controlled_autonomy",
+                        "satisfaction", "outcome_rating", "agent_tokens", "user_tokens"]
+
+
+def _paths(paths: Paths | None) -> list[Path]:
+    if paths is None:
+        return []
+    if isinstance(paths, str | Path):
+        return [Path(paths)]
+    return [Path(p) for p in paths]
+
+
+@dataclass
+class EvalReport:
+    """Tables (pandas DataFrames by name), the plots made from them, and notes on what could
+    not be computed."""
+
+    tables: dict[str, pd.DataFrame]
+    notes: list[str] = field(default_factory=list)
+    baselines: dict[str, float] = field(default_factory=dict)  # task -> autonomous performance
+
+    def figures(self) -> dict[str, Any]:
+        """The plots as matplotlib figures, by file stem."""
+        return {"scaling_curves": plots.scaling_curves(self.tables["scaling"], self.baselines),
+                "metric_bars": plots.metric_bars(self.tables["summary"]),
+                "initiative_shares": plots.initiative_shares(self.tables["summary"])}
+
+    def to_text(self) -> str:
+        """Paper-style tables for a terminal."""
+        parts = ["Co-Gym evaluation report", ""]
+        summary = self.tables["summary"]
+        if summary.empty:
+            return "\n".join(parts + ["No sessions found."])
+        parts += ["Outcome and process (agent type x task)", _paper_table(summary).to_string(
+            float_format=_fmt, na_rep="-"), ""]
+        titles = {"summary": "All metrics per system", "comparison": "Against the autonomous "
+                  "baseline (paired test on task performance; pairwise win rate with 95% CI)",
+                  "effort": "Collaborative effort scaling", "actions": "Acts per party",
+                  "failures": "Failure prevalence (share of annotated sessions)"}
+        for name, title in titles.items():
+            table = self.tables[name]
+            if table.empty:
+                continue
+            if name == "summary":  # the CSV has every column; the text keeps the main ones
+                table = table[[c for c in TEXT_SUMMARY_COLUMNS if c in table.columns]]
+            parts += [title, table.to_string(index=False, float_format=_fmt, na_rep="-"), ""]
+        if self.notes:
+            parts += ["Notes"] + [f"- {note}" for note in self.notes]
+        return "\n".join(parts).rstrip() + "\n"
+
+    def save(self, out: str | Path) -> list[Path]:
+        """Write every table as CSV, every plot as PNG and the text report; return the paths."""
+        folder = Path(out)
+        folder.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name, table in self.tables.items():
+            path = folder / f"{name}.csv"
+            table.to_csv(path, index=False)
+            written.append(path)
+        for name, figure in self.figures().items():
+            path = folder / f"{name}.png"
+            path.write_bytes(plots.png_bytes(figure))
+            written.append(path)
+        text = folder / "report.txt"
+        text.write_text(self.to_text(), encoding="utf-8")
+        return [*written, text]
+
+    def _repr_html_(self) -> str:
+        summary = self.tables["summary"]
+        if summary.empty:
+            return "<p>No sessions found.</p>"
+        parts = ["<h3>Co-Gym evaluation report</h3>",
+                 _paper_table(summary).to_html(float_format=_fmt, na_rep="-")]
+        for name in ("comparison", "effort", "failures"):
+            if not self.tables[name].empty:
+                parts += [f"<h4>{name.capitalize()}</h4>",
+                          self.tables[name].to_html(index=False, float_format=_fmt, na_rep="-")]
+        for name, figure in self.figures().items():
+            data = base64.b64encode(plots.png_bytes(figure)).decode()
+            parts.append(f'<img alt="{name}" src="data:image/png;base64,{data}"/>')
+        if self.notes:
+            parts.append("<ul>" + "".join(f"<li>{_html(note)}</li>" for note in self.notes) +
+                         "</ul>")
+        return "\n".join(parts)
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def _paper_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Rows: agent type and model; columns: task x (Delivery, Perf., Collab, H_init)."""
+    table = summary.set_index(["agent_type", "model", "task"])[list(PaperColumns)]
+    table = table.rename(columns=PaperColumns).unstack("task")
+    table.columns = table.columns.swaplevel(0, 1)
+    return table.sort_index(axis=1, level=0, sort_remaining=False)
+
+
+# -- building the tables ---------------------------------------------------------------------
+
+
+def _system_of(metrics: SessionMetrics) -> tuple[str, str, str]:
+    return metrics.key
+
+
+def _group(measured: Sequence[SessionMetrics]) -> dict[tuple[str, str, str],
+                                                      list[SessionMetrics]]:
+    groups: dict[tuple[str, str, str], list[SessionMetrics]] = defaultdict(list)
+    for metrics in measured:
+        groups[_system_of(metrics)].append(metrics)
+    return dict(sorted(groups.items()))
+
+
+def _summary_row(system: tuple[str, str, str], rows: pd.DataFrame,
+                 records: list[SessionRecord]) -> dict[str, Any]:
+    n = len(rows)
+    delivery = float(rows["delivered"].mean()) if n else math.nan
+    perf, perf_se = mean_and_se(delivered_performance(records))
+    row: dict[str, Any] = dict(zip(SYSTEM, system, strict=True))
+    row |= {"sessions": n, "failed": int((rows["error"].notna()).sum()),
+            "delivery_rate": delivery,
+            "delivery_rate_se": math.sqrt(delivery * (1 - delivery) / n) if n else math.nan,
+            "performance": perf, "performance_se": perf_se}
+    for column in ("collab_score", "h_init", "agent_initiative_share", "user_env_act_ratio",
+                   "controlled_autonomy", "confirmations_answered", "halts", "satisfaction",
+                   "outcome_rating", "agent_tokens", "user_tokens"):
+        row[column], row[f"{column}_se"] = mean_and_se(rows[column].astype(float).tolist())
+    return row
+
+
+def _baseline_index(records: Sequence[SessionRecord]) -> dict[tuple[str, str], SessionRecord]:
+    """(task, instance) -> the baseline session for it (the first finished one)."""
+    index: dict[tuple[str, str], SessionRecord] = {}
+    for record in records:
+        key = (record.task, record.instance)
+        if key not in index or (not index[key].finished and record.finished):
+            index[key] = record
+    return index
+
+
+async def _comparison_rows(groups: dict[tuple[str, str, str], list[SessionMetrics]],
+                           baseline: dict[tuple[str, str], SessionRecord],
+                           judge: Judge | None) -> list[dict[str, Any]]:
+    rows = []
+    for system, members in groups.items():
+        pairs = [(m.record, baseline[(m.record.task, m.record.instance)]) for m in members
+                 if (m.record.task, m.record.instance) in baseline
+                 and baseline[(m.record.task, m.record.instance)].path != m.record.path]
+        if not pairs or _same_system(pairs):  # the baseline itself
+            continue
+        graded = [(a.performance, b.performance) for a, b in pairs
+                  if a.delivered and b.delivered and not math.isnan(a.performance)
+                  and not math.isnan(b.performance)]
+        test = paired_test([a for a, _ in graded], [b for _, b in graded])
+        verdicts: list[str | None] = [None] * len(pairs)
+        if judge is not None:
+            verdicts = list(await asyncio.gather(*(
+                judge.compare(task_description(a.task, json.dumps(a.env_args, sort_keys=True)),
+                              a.outcome, b.outcome, key=f"{a.task}/{a.instance}")
+                if a.delivered and b.delivered else _none() for a, b in pairs)))
+        scores = [s for (a, b), v in zip(pairs, verdicts, strict=True)
+                  if (s := win_score(a.delivered, b.delivered, v)) is not None]
+        wins = bootstrap_win_rate(scores) if judge is not None else bootstrap_win_rate([])
+        rows.append(dict(zip(SYSTEM, system, strict=True)) | {
+            "baseline": f"{pairs[0][1].agent_type} ({pairs[0][1].model})", "pairs": len(pairs),
+            "test": test.test, "graded_pairs": test.n, "mean_difference": test.mean_difference,
+            "statistic": test.statistic, "p_value": test.p_value,
+            "compared": wins.n, "win_rate": wins.win_rate, "win_ci_low": wins.ci_low,
+            "win_ci_high": wins.ci_high})
+    return rows
+
+
+def _same_system(pairs: list[tuple[SessionRecord, SessionRecord]]) -> bool:
+    return all((a.agent_type, a.model) == (b.agent_type, b.model) for a, b in pairs)
+
+
+async def _none() -> None:
+    return None
+
+
+def _effort_rows(groups: dict[tuple[str, str, str], list[SessionMetrics]],
+                 baselines: dict[str, float]) -> tuple[list[dict[str, Any]],
+                                                       list[dict[str, Any]]]:
+    rows, curve = [], []
+    for system, members in groups.items():
+        traces = [m.effort for m in members if m.effort is not None]
+        if not traces:
+            continue
+        table = pd.DataFrame([m.row() for m in members])
+        agent_tokens, user_tokens = table["agent_tokens"].sum(), table["user_tokens"].sum()
+        rows.append(dict(zip(SYSTEM, system, strict=True)) | {
+            "sessions": len(traces), "autonomous_baseline": baselines.get(system[0], math.nan)}
+            | effort_metrics.summarise(traces) | {
+            "agent_tokens": float(table["agent_tokens"].mean()),
+            "user_tokens": float(table["user_tokens"].mean()),
+            "agent_user_token_ratio": agent_tokens / user_tokens if user_tokens else math.nan})
+        curve += [dict(zip(SYSTEM, system, strict=True)) | point
+                  for point in effort_metrics.scaling_curve(traces)]
+    return rows, curve
+
+
+def _action_rows(groups: dict[tuple[str, str, str], list[SessionMetrics]]
+                 ) -> list[dict[str, Any]]:
+    rows = []
+    for system, members in groups.items():
+        table = pd.DataFrame([m.row() for m in members])
+        for party in ("agent", "human"):
+            rows.append(dict(zip(SYSTEM, system, strict=True)) | {
+                "party": party,
+                "task_actions": float(table[f"{party}_task_actions"].mean()),
+                "collaboration_acts": float(table[f"{party}_collaboration_acts"].mean())})
+    return rows
+
+
+def _failure_rows(groups: dict[tuple[str, str, str], list[SessionMetrics]]
+                  ) -> list[dict[str, Any]]:
+    rows = []
+    for system, members in groups.items():
+        annotations = [m.failures for m in members if m.failures is not None]
+        if annotations:
+            rows.append(dict(zip(SYSTEM, system, strict=True)) | {"annotated": len(annotations)}
+                        | prevalence(annotations))
+    return rows
+
+
+def _frame(rows: list[dict[str, Any]], columns: Sequence[str] = ()) -> pd.DataFrame:
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(columns))
+
+
+async def areport(dirs: Paths, *, judge: Any = None, baseline: Paths | None = None,
+                  out: str | Path | None = None, effort: bool = True,
+                  failures: bool = True) -> EvalReport:
+    """:func:`report`, for code already in an event loop."""
+    judge = make_judge(judge)
+    records = load_sessions(_paths(dirs))
+    baseline_records = load_sessions(_paths(baseline)) if baseline is not None else [
+        r for r in records if r.agent_type == AUTONOMOUS]
+    measured = list(await asyncio.gather(*(measure_session(r, judge, effort=effort,
+                                                           failures=failures)
+                                           for r in records)))
+    notes = [note for m in measured for note in m.notes]
+    groups = _group(measured)
+    sessions = _frame([m.row() for m in measured], ["session_id", *SYSTEM])
+    summary_rows = [_summary_row(system, pd.DataFrame([m.row() for m in members]),
+                                 [m.record for m in members])
+                    for system, members in groups.items()]
+    baselines: dict[str, float] = {}
+    for task in {r.task for r in baseline_records}:
+        baselines[task] = mean_and_se(delivered_performance(
+            [r for r in baseline_records if r.task == task]))[0]
+    comparison = await _comparison_rows(groups, _baseline_index(baseline_records), judge)
+    effort_rows, curve = _effort_rows(groups, baselines)
+    failure_details = [row for m in measured for row in m.failure_rows()]
+    result = EvalReport(tables={
+        "sessions": sessions,
+        "summary": _frame(summary_rows, [*SYSTEM, *PaperColumns, "agent_initiative_share",
+                                         *(f"{c}_se" for c in PaperColumns)]),
+        "comparison": _frame(comparison, SYSTEM),
+        "effort": _frame(effort_rows, SYSTEM),
+        "scaling": _frame(curve, [*SYSTEM, "round", "mean", "se", "running"]),
+        "actions": _frame(_action_rows(groups), SYSTEM),
+        "failures": _frame(_failure_rows(groups), [*SYSTEM, *FAILURE_CATEGORIES]),
+        "failure_evidence": _frame(failure_details, ["session_id", "category", "evidence"]),
+    }, notes=notes, baselines=baselines)
+    if judge is None:
+        result.notes.append("No judge was given: H_init, controlled autonomy from messages, "
+                            "win rates, progress ratings (usability drop) and failure "
+                            "annotations need one (judge=...).")
+    if out is not None:
+        result.save(out)
+    return result
+
+
+def report(dirs: Paths, *, judge: Any = None, baseline: Paths | None = None,
+           out: str | Path | None = None, effort: bool = True,
+           failures: bool = True) -> EvalReport:
+    """Evaluate the sessions in ``dirs`` (run directories or session directories).
+
+    ``judge``: a model name, LM config, LM or :class:`~cogym_lab.eval.judges.Judge` for the LM
+    judges (and for task graders that need an LM when grading each round); without one, only
+    the metrics that need no LM are computed. ``baseline``: run directories of the autonomous
+    baseline. ``out``: a folder to save the CSVs, PNGs and text report in. ``effort=False``
+    skips replaying sessions to grade every round; ``failures=False`` skips the failure
+    annotator.
+    """
+    coroutine = areport(dirs, judge=judge, baseline=baseline, out=out, effort=effort,
+                        failures=failures)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    # Called from a running loop (a notebook cell): run it to the end on a thread of its own.
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = asyncio.run(coroutine)
+        except BaseException as error:  # handed to the caller below
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run, name="cogym-eval-report")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]

@@ -1,0 +1,166 @@
+"""Every per-session metric of one session: what needs no LM comes from the log, the rest from
+the judges when one is given."""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from cogym_lab.eval.autonomy import controlled_autonomy, party_actions, user_env_act_ratio
+from cogym_lab.eval.effort import TAUS, EffortTrace, carry_forward, effort_tokens
+from cogym_lab.eval.failures import verified_evidence
+from cogym_lab.eval.initiative import initiative_counts, initiative_entropy
+from cogym_lab.eval.judges import Judge
+from cogym_lab.eval.labels import FAILURE_CATEGORIES, FailureAnnotation, MessageLabel
+from cogym_lab.eval.outcome import collab_score
+from cogym_lab.eval.rounds import ReplayFailed, grade_rounds, split_rounds
+from cogym_lab.eval.trajectory import SessionRecord
+
+log = logging.getLogger(__name__)
+
+
+@cache
+def task_description(task: str, env_args_json: str) -> str:
+    """The instruction the team started from, rebuilt from the task's registry entry ("" when
+    the task cannot be built here)."""
+    import json
+
+    from cogym_lab.envs import make_env
+
+    try:
+        return make_env(task, **json.loads(env_args_json)).task_description
+    except Exception as error:  # no data on this machine, an unknown task
+        log.info("no task description for %s: %s", task, error)
+        return ""
+
+
+@dataclass
+class SessionMetrics:
+    """One session with its judged labels and its effort trace."""
+
+    record: SessionRecord
+    labels: list[MessageLabel] | None = None
+    effort: EffortTrace | None = None
+    failures: FailureAnnotation | None = None
+    notes: list[str] = field(default_factory=list)
+    _row: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """The system it belongs to: task, agent type, model."""
+        return (self.record.task, self.record.agent_type, self.record.model)
+
+    def initiative(self) -> dict[str, int] | None:
+        if self.labels is None:
+            return None
+        senders = [message.sender for message in self.record.messages]
+        return dict(initiative_counts(senders, [label.initiative for label in self.labels]))
+
+    def row(self) -> dict[str, Any]:
+        """The session's metrics as one flat table row."""
+        if self._row is None:
+            self._row = self._build_row()
+        return dict(self._row)
+
+    def _build_row(self) -> dict[str, Any]:
+        record = self.record
+        actions = party_actions(record)
+        agents, humans = record.agent_roles, record.human_roles
+        agent_tokens, user_tokens = effort_tokens(record)
+        autonomy = controlled_autonomy(record, self.labels)
+        counts = self.initiative()
+        initiative_total = sum(counts.values()) if counts else 0
+        row: dict[str, Any] = {
+            "run": record.run_name, "session_id": record.session_id, "task": record.task,
+            "instance": record.instance, "agent_type": record.agent_type, "model": record.model,
+            "team": ",".join(f"{role}:{kind}" for role, kind in record.kinds.items()),
+            "status": record.status, "error": record.error, "end_reason": record.end_reason,
+            "delivered": record.delivered, "performance": record.performance,
+            "collab_score": collab_score(record.delivered, record.performance),
+            "messages": len(record.messages),
+            "h_init": initiative_entropy(counts, record.roles) if counts is not None
+            else math.nan,
+            "agent_initiative_share": (sum(counts.get(r, 0) for r in agents) / initiative_total
+                                       if initiative_total else math.nan),
+            "user_env_act_ratio": user_env_act_ratio(record),
+            "agent_task_actions": sum(actions[r].task_actions for r in agents),
+            "agent_collaboration_acts": sum(actions[r].collaboration_acts for r in agents),
+            "human_task_actions": sum(actions[r].task_actions for r in humans),
+            "human_collaboration_acts": sum(actions[r].collaboration_acts for r in humans),
+            "agent_refused": sum(actions[r].refused for r in agents),
+            "confirmation_requests": autonomy.confirmation_requests,
+            "confirmations_answered": autonomy.confirmations_answered,
+            "halts": autonomy.halts,
+            "controlled_autonomy": autonomy.total,
+            "satisfaction": _mean(record.rating_values("satisfaction")),
+            "outcome_rating": _mean(record.rating_values("outcome_rating")),
+            "agent_tokens": agent_tokens, "user_tokens": user_tokens,
+            "agent_user_token_ratio": agent_tokens / user_tokens if user_tokens else math.nan,
+        }
+        effort = self.effort
+        row["rounds"] = effort.rounds if effort else math.nan
+        row["utility_first_update"] = effort.utility_first_update if effort else math.nan
+        row["utility_final"] = effort.utility_final if effort else math.nan
+        row["utility_overall"] = effort.utility_max if effort else math.nan
+        row["refinement_gain"] = effort.refinement_gain if effort else math.nan
+        for tau in TAUS:
+            row[f"usability_drop@{tau}"] = effort.usability_drop(tau) if effort else math.nan
+        for name in FAILURE_CATEGORIES:
+            row[f"failure_{name}"] = (getattr(self.failures, name).present
+                                      if self.failures else math.nan)
+        return row
+
+    def failure_rows(self) -> list[dict[str, Any]]:
+        """One row per category the annotator found, with its checked evidence quotes."""
+        if self.failures is None:
+            return []
+        evidence = verified_evidence(self.record, self.failures)
+        return [{"session_id": self.record.session_id, "task": self.record.task,
+                 "agent_type": self.record.agent_type, "category": name,
+                 "evidence": " | ".join(getattr(self.failures, name).evidence),
+                 "verified_quotes": len(evidence[name])}
+                for name in FAILURE_CATEGORIES if getattr(self.failures, name).present]
+
+
+def _mean(values: list[int]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+async def measure_session(record: SessionRecord, judge: Judge | None, *,
+                          effort: bool = True, failures: bool = True) -> SessionMetrics:
+    """Compute one session's metrics: the judged labels, the graded rounds and the failure
+    annotation (the last two only on request)."""
+    import json
+
+    metrics = SessionMetrics(record)
+    if not record.events:  # failed before it started: nothing to judge or replay
+        metrics.notes.append(f"{record.session_id}: no events ({record.error or record.status})")
+        return metrics
+    task = task_description(record.task, json.dumps(record.env_args, sort_keys=True))
+    if judge is not None:
+        metrics.labels = await judge.label_messages(record, task)
+        if metrics.labels is None:
+            metrics.notes.append(f"{record.session_id}: the message judge gave no labels")
+    if effort:
+        rounds = split_rounds(record)
+        try:
+            graded = await grade_rounds(record, rounds,
+                                        grader_lm=judge.lm if judge is not None else None)
+        except ReplayFailed as error:
+            metrics.notes.append(f"{record.session_id}: no effort metrics ({error})")
+        else:
+            scores = [(g.scores or {}).get("performance", math.nan) if g.changed else None
+                      for g in graded]
+            first = next((g.index for g in graded if g.changed and g.agent_changed), None) or \
+                next((g.index for g in graded if g.changed), None)
+            trace = EffortTrace(carry_forward(scores), first_update=first)
+            if judge is not None:
+                trace.progress = await judge.rate_progress(record, rounds,
+                                                           [g.outcome for g in graded], task)
+            metrics.effort = trace
+    if failures and judge is not None:
+        metrics.failures = await judge.annotate_failures(record, task)
+    return metrics

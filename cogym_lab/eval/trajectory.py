@@ -1,0 +1,354 @@
+"""Read one results directory into a :class:`SessionRecord`: everything the metrics need.
+
+A results directory holds ``session.json``, ``events.jsonl``, a folder per member
+(``member.json``, ``usage.json``, ``lm_calls.jsonl``) and, after a person rated the session in a
+notebook panel, ``ratings.json``. A run directory (from the batch runner) holds one results
+directory per instance and a ``run.json``; :func:`find_sessions` finds them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from cogym_lab.core import ActionError, ChatMessage, Event, EventType, Member, parse_canonical
+from cogym_lab.nodes.results import EVENTS_FILE, SESSION_FILE
+
+RATINGS_FILE = "ratings.json"
+RUN_FILE = "run.json"
+
+#: Acts that coordinate the team rather than change the task's workspace. A wait is left out:
+#: it is a keep-alive that changes nothing.
+COLLABORATION_EVENTS = frozenset({
+    EventType.MESSAGE, EventType.CONFIRM_REQUEST, EventType.CONFIRM_ACCEPT,
+    EventType.CONFIRM_REJECT, EventType.PAUSE, EventType.RESUME, EventType.FINISH,
+})
+
+
+class Rating(BaseModel):
+    """What a person said about a session in the rating panel (1-5 Likert scales)."""
+
+    outcome_rating: int | None = Field(default=None, ge=1, le=5)
+    satisfaction: int | None = Field(default=None, ge=1, le=5)
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """LM tokens one member used: ``completion`` is what it wrote, ``prompt`` what it read."""
+
+    prompt: int = 0
+    completion: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.prompt + self.completion
+
+
+@dataclass
+class SessionRecord:
+    """One session as its results directory tells it. Read with :func:`load_session`."""
+
+    path: Path
+    session: dict[str, Any]
+    events: list[Event]
+    members: dict[str, dict[str, Any]] = field(default_factory=dict)  # role -> member files
+    ratings: dict[str, Rating] = field(default_factory=dict)
+    run: dict[str, Any] | None = None  # run.json of the run directory around it, if any
+
+    # -- who and what ------------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        return str(self.session.get("session_id") or self.path.name)
+
+    @property
+    def task(self) -> str:
+        return str(self.session.get("task") or "unknown")
+
+    @property
+    def env_args(self) -> dict[str, Any]:
+        return dict(self.session.get("env_args") or {})
+
+    @property
+    def instance(self) -> str:
+        """The instance id that pairs sessions across runs: the instance number when the task
+        has one, else the env arguments as JSON."""
+        args = self.env_args
+        if "instance" in args:
+            return str(args["instance"])
+        return json.dumps({k: v for k, v in args.items() if k != "data_dir"}, sort_keys=True)
+
+    @cached_property
+    def team(self) -> list[Member]:
+        return [Member.model_validate(m) for m in self.session.get("team") or []]
+
+    @property
+    def kinds(self) -> dict[str, str]:
+        """Role -> ``agent``, ``user`` (simulated) or ``person``."""
+        return {member.role: member.kind for member in self.team}
+
+    @property
+    def roles(self) -> list[str]:
+        return [member.role for member in self.team]
+
+    @property
+    def agent_roles(self) -> list[str]:
+        return [member.role for member in self.team if not member.is_human]
+
+    @property
+    def human_roles(self) -> list[str]:
+        """People and simulated users: the human side of the team."""
+        return [member.role for member in self.team if member.is_human]
+
+    def is_human(self, role: str | None) -> bool:
+        return role is not None and self.kinds.get(role, "agent") != "agent"
+
+    @property
+    def agent_type(self) -> str:
+        """The agent's type (``autonomous``, ``collaborative``, ``collaborative-planning``, ...),
+        from the agent's usage file, else the run's team (so a session that failed before it
+        wrote anything still counts for its system), else the agent's class name."""
+        for role in self.agent_roles:
+            usage = self.members.get(role, {}).get("usage", {})
+            if usage.get("agent_type"):
+                return str(usage["agent_type"])
+        planned = _run_agent_setting(self.run, "type")
+        if planned:
+            return planned
+        team = _run_team_name(self.run)
+        if team:
+            return team
+        for role in self.agent_roles:
+            teammate = self.members.get(role, {}).get("member", {}).get("teammate")
+            if teammate:
+                return str(teammate)
+        return "unknown"
+
+    @property
+    def model(self) -> str:
+        """The agent's LM, or ``-`` for agents without one."""
+        for role in self.agent_roles:
+            usage = self.members.get(role, {}).get("usage", {})
+            if usage.get("model"):
+                return str(usage["model"])
+        return _run_agent_setting(self.run, "model") or "-"
+
+    @property
+    def run_name(self) -> str:
+        """The run directory this session belongs to (its folder name), or ``-``."""
+        return self.path.parent.name if self.run is not None else "-"
+
+    # -- how it ended ------------------------------------------------------------------------
+
+    @property
+    def status(self) -> str:
+        return str(self.session.get("status") or "unknown")
+
+    @property
+    def error(self) -> str | None:
+        error = self.session.get("error")
+        return str(error) if error else None
+
+    @property
+    def finished(self) -> bool:
+        return self.status == "finished" and self.error is None
+
+    @property
+    def end_reason(self) -> str | None:
+        return self.session.get("end_reason")
+
+    @property
+    def outcome(self) -> Any:
+        return self.session.get("outcome")
+
+    @property
+    def delivered(self) -> bool:
+        """A non-empty outcome at the end (a finish, the step limit or any other end)."""
+        from cogym_lab.nodes.session import is_delivered
+
+        if "delivered" in self.session:
+            return bool(self.session["delivered"])
+        return is_delivered(self.outcome)
+
+    @property
+    def scores(self) -> dict[str, float]:
+        return {k: float(v) for k, v in (self.session.get("scores") or {}).items()
+                if isinstance(v, int | float)}
+
+    @property
+    def performance(self) -> float:
+        """The task grader's ``performance`` in [0, 1]; NaN when the session was not graded."""
+        return self.scores.get("performance", math.nan)
+
+    # -- what happened ------------------------------------------------------------------------
+
+    @cached_property
+    def messages(self) -> list[ChatMessage]:
+        """The chat, rebuilt from the logged message events."""
+        chat = []
+        for event in self.events:
+            if event.type is not EventType.MESSAGE or not event.action or event.actor is None:
+                continue
+            try:
+                args = parse_canonical(event.action).args
+            except ActionError:
+                continue
+            chat.append(ChatMessage(seq=event.seq, time=event.time, sender=event.actor,
+                                    text=str(args.get("message", "")), to=args.get("to")))
+        return chat
+
+    def actions_by(self, role: str) -> list[Event]:
+        """Every logged act of ``role`` (refused ones included), in order."""
+        return [event for event in self.events if event.actor == role]
+
+    @property
+    def tokens(self) -> dict[str, Tokens]:
+        """LM tokens per member role, from its usage file or, failing that, its call log."""
+        return {role: self._tokens(role) for role in self.roles}
+
+    def _tokens(self, role: str) -> Tokens:
+        files = self.members.get(role, {})
+        usage = files.get("usage")
+        if usage:
+            return Tokens(int(usage.get("prompt_tokens", 0)),
+                          int(usage.get("completion_tokens", 0)))
+        calls = files.get("calls", [])
+        return Tokens(sum(int((c.get("usage") or {}).get("prompt_tokens") or 0) for c in calls),
+                      sum(int((c.get("usage") or {}).get("completion_tokens") or 0)
+                          for c in calls))
+
+    def words_written(self, role: str) -> int:
+        """Words in ``role``'s messages and actions: the effort of a member without an LM."""
+        return sum(len((event.action or "").split()) for event in self.actions_by(role)
+                   if event.status == "ok")
+
+    def rating_values(self, name: str) -> list[int]:
+        return [value for rating in self.ratings.values()
+                if (value := getattr(rating, name)) is not None]
+
+
+def _run_agent_setting(run: dict[str, Any] | None, name: str) -> str | None:
+    """The first agent's ``type`` or ``model`` as the run's team file and LM list give it."""
+    if not run:
+        return None
+    members = (run.get("team_config") or {}).get("members") or {}
+    for role, member in members.items():
+        if not isinstance(member, dict) or member.get("kind", "agent") != "agent":
+            continue
+        if name == "type":
+            return member.get("type") or None
+        lm = (run.get("lms") or {}).get(role) or {}
+        return lm.get("model") or (member.get("lm") or {}).get("model") or None
+    return None
+
+
+def _run_team_name(run: dict[str, Any] | None) -> str | None:
+    if not run:
+        return None
+    config = run.get("config") if isinstance(run.get("config"), dict) else run
+    team = config.get("team")
+    if isinstance(team, dict):
+        return team.get("name")
+    return str(team) if team else None
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    records = []
+    for line in lines:
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue  # a line cut short by a crash
+    return records
+
+
+def _read_events(path: Path) -> list[Event]:
+    events = []
+    for record in _read_jsonl(path):
+        try:
+            events.append(Event.model_validate(record))
+        except ValidationError:
+            continue
+    return events
+
+
+def _read_ratings(path: Path) -> dict[str, Rating]:
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        return {}
+    ratings = {}
+    for role, value in data.items():
+        try:
+            ratings[str(role)] = Rating.model_validate(value)
+        except ValidationError:
+            continue
+    return ratings
+
+
+def load_session(path: str | Path) -> SessionRecord:
+    """Read one session's results directory.
+
+    Raises ``FileNotFoundError`` when ``path`` has no ``session.json``. A log cut short by a
+    crash is read up to its last whole line.
+    """
+    directory = Path(path)
+    session = _read_json(directory / SESSION_FILE)
+    if not isinstance(session, dict):
+        raise FileNotFoundError(f"{directory} is not a session's results directory: it has no "
+                                f"readable {SESSION_FILE}")
+    members: dict[str, dict[str, Any]] = {}
+    for member in session.get("team") or []:
+        role = member.get("role")
+        folder = directory / str(role)
+        if not role or not folder.is_dir():
+            continue
+        members[role] = {
+            "member": _read_json(folder / "member.json") or {},
+            "usage": _read_json(folder / "usage.json") or {},
+            "calls": _read_jsonl(folder / "lm_calls.jsonl"),
+        }
+    run = _read_json(directory.parent / RUN_FILE)
+    return SessionRecord(path=directory, session=session,
+                         events=_read_events(directory / EVENTS_FILE), members=members,
+                         ratings=_read_ratings(directory / RATINGS_FILE),
+                         run=run if isinstance(run, dict) else None)
+
+
+def find_sessions(paths: Iterable[str | Path]) -> list[Path]:
+    """Session directories in ``paths``: each path is a session directory, or a folder (a run
+    directory, or a folder of runs) searched for them."""
+    found: dict[Path, None] = {}
+    for path in paths:
+        root = Path(path)
+        if (root / SESSION_FILE).is_file():
+            found[root] = None
+            continue
+        if not root.is_dir():
+            raise FileNotFoundError(f"{root} is neither a session nor a run directory")
+        for session_file in sorted(root.rglob(SESSION_FILE)):
+            found[session_file.parent] = None
+    return list(found)
+
+
+def load_sessions(paths: Iterable[str | Path]) -> list[SessionRecord]:
+    """Every session found in ``paths`` (see :func:`find_sessions`)."""
+    return [load_session(path) for path in find_sessions(paths)]

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from cogym_lab.bus import Bus, connect_bus
 from cogym_lab.cli.data_command import data
+from cogym_lab.cli.eval_command import eval_group
 from cogym_lab.cli.transcript import Transcript
 
 console = Console(highlight=False)
@@ -212,6 +213,7 @@ def replay_command(results_dir: Path, seq: int | None) -> None:
 
 
 main.add_command(data)
+main.add_command(eval_group)
 
 
 @main.group()

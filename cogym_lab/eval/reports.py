@@ -279,7 +279,17 @@ async def areport(dirs: Paths, *, judge: Any = None, baseline: Paths | None = No
                   out: str | Path | None = None, effort: bool = True,
                   failures: bool = True) -> EvalReport:
     """:func:`report`, for code already in an event loop."""
-    judge = make_judge(judge)
+    made = make_judge(judge)
+    try:
+        return await _build_report(dirs, made, baseline=baseline, out=out, effort=effort,
+                                   failures=failures)
+    finally:
+        if made is not None and made is not judge and made.lm is not judge:
+            await made.lm.aclose()  # the LM client this call built: close its connections
+
+
+async def _build_report(dirs: Paths, judge: Judge | None, *, baseline: Paths | None,
+                        out: str | Path | None, effort: bool, failures: bool) -> EvalReport:
     records = load_sessions(_paths(dirs))
     baseline_records = load_sessions(_paths(baseline)) if baseline is not None else [
         r for r in records if r.agent_type == AUTONOMOUS]

@@ -110,7 +110,7 @@ async def grade_rounds(record: SessionRecord, rounds: list[Round], *,
     previous_key = current_key = _outcome_key(env)
     agent_changed = False
     try:
-        for event in replay_events(coordinator, record.events):
+        for event, _ in replay_events(coordinator, record.events):
             after = _outcome_key(env)
             if after != current_key and not record.is_human(
                     event.info.get("requester") or event.actor):

@@ -1,0 +1,168 @@
+"""Batch runner throughput: scripted sessions per minute at several concurrency levels, with every
+LM reply held back one second, and the peak memory of each level.
+
+Run from the repository root::
+
+    python benchmarks/eval_throughput.py [--levels 1 8 64] [--latency 1.0] [--waves 2]
+
+It prints a table and checks nothing. What it measures:
+
+* The runner (``cogym_lab.eval.arun``) plays the ``collaborative`` team (LM agent and simulated
+  user) on the built-in ``todo`` task. The LMs go through the real ``openai`` client to the
+  loopback ``ScriptedOpenAIServer``, whose scripted agent searches nothing, adds six items one by
+  one and finishes, and whose user always lets the agent work. Every reply waits ``--latency``
+  seconds in the server before it is sent, like a remote LM.
+* Each level runs ``waves x concurrency`` sessions (at least ``--min-sessions``) in a fresh
+  child process, so that every level starts cold and its peak memory is its own.
+  Sessions per minute = sessions / wall time of the whole batch x 60. The wall time runs from
+  the call of ``arun`` to its return: set-up, every session, grading, the results on disk.
+* Peak memory is the child's peak resident set size (``resource.getrusage``), the loopback
+  server's threads included; "batch" is the growth of that peak during the batch, over what the
+  process held after start-up. With ``--tracemalloc`` the peak of Python allocations during the
+  batch is shown too (tracing slows Python down, so the rates of such a run are lower).
+* "CPU s" is the CPU time the child used during the batch (the event loop and the server's
+  threads together): when it nears the wall time, the level is bound by the processor, not by
+  the LM's latency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from typing import Any
+
+IDEAS = ["tent", "sleeping bag", "headlamp", "stove", "water filter", "rain jacket", "map"]
+ITEMS_TO_ADD = 6
+
+
+def _checklist(system: str) -> list[str]:
+    return re.findall(r"^- \[[ x]\] #\d+ (.+?)(?: \(added by [^)]+\))?$", system, re.M)
+
+
+def respond(body: dict[str, Any], latency: float) -> Any:
+    """The scripted agent and user, answering from what each prompt shows."""
+    from cogym_lab.testing import Reply
+
+    system, last = body["messages"][0]["content"], body["messages"][-1]["content"]
+    if "update your scratchpad" in last:
+        text = "Thought: nothing to note.\nAction: DO_NOTHING()"
+    elif "Choose your next action" in last:
+        listed = _checklist(system)
+        missing = [idea for idea in IDEAS if idea not in listed]
+        text = ("Thought: done.\nAction: FINISH()" if len(listed) >= ITEMS_TO_ADD
+                else f'Thought: add one.\nAction: ADD_ITEM(text="{missing[0]}")')
+    elif "Choose one option" in last:
+        text = "Thought: let the agent work.\nChoice: 3"
+    else:
+        return Reply(status=500, error="the benchmark has no reply for this prompt")
+    return Reply(text=text, delay=latency)
+
+
+def many_todo_instances(count: int) -> type:
+    """The todo task with ``count`` instances (all the camping trip), so a batch can be long."""
+    from cogym_lab.envs.todo.env import TodoEnv
+
+    class ManyTodo(TodoEnv):
+        @classmethod
+        def instances(cls) -> list[dict[str, Any]]:
+            return [TodoEnv.instances()[0]] * count
+
+    return ManyTodo
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def run_level(concurrency: int, sessions: int, latency: float, trace: bool) -> dict[str, Any]:
+    """One level, in this process: start the server, run the batch, measure."""
+    from cogym_lab.envs import register_env
+    from cogym_lab.eval.runner import arun
+    from cogym_lab.testing import ScriptedOpenAIServer
+
+    register_env("todo_bench", many_todo_instances(sessions))
+    with ScriptedOpenAIServer(responder=lambda body: respond(body, latency)) as server, \
+            tempfile.TemporaryDirectory(prefix="cogym-eval-bench-") as out:
+        before = peak_rss_mib()
+        cpu_before = time.process_time()
+        if trace:
+            tracemalloc.start()
+        started = time.perf_counter()
+        summary = asyncio.run(arun(
+            "todo_bench", "collaborative", None, out=out, concurrency=concurrency,
+            models={"agent": "agent-lm", "user": "user-lm"}, base_urls=server.base_url,
+            lm_arguments={"*": {"timeout": 120.0}}, idle_seconds=30.0, timeout=600.0,
+            progress=False))
+        wall = time.perf_counter() - started
+        cpu = time.process_time() - cpu_before
+        traced = tracemalloc.get_traced_memory()[1] / 2**20 if trace else None
+        calls = len(server.chat_requests)
+    durations = [s.duration for s in summary.sessions if s.duration is not None]
+    return {"concurrency": concurrency, "sessions": sessions, "wall": wall,
+            "per_minute": sessions / wall * 60, "finished": summary.counts.finished,
+            "failed": summary.counts.failed, "calls": calls, "cpu": cpu,
+            "session_mean": sum(durations) / len(durations) if durations else float("nan"),
+            "peak_rss": peak_rss_mib(), "batch_rss": peak_rss_mib() - before,
+            "traced": traced}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 8, 64])
+    parser.add_argument("--latency", type=float, default=1.0, help="seconds per LM reply")
+    parser.add_argument("--waves", type=int, default=2, help="sessions = waves x concurrency")
+    parser.add_argument("--min-sessions", type=int, default=3)
+    parser.add_argument("--tracemalloc", action="store_true")
+    parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child is not None:
+        sessions = max(args.waves * args.child, args.min_sessions)
+        print(json.dumps(run_level(args.child, sessions, args.latency, args.tracemalloc)))
+        return
+
+    import cogym_lab
+
+    print(f"cogym_lab {cogym_lab.__version__}, Python {platform.python_version()}, "
+          f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs")
+    print(f"todo task, collaborative team, {args.latency:g} s per LM reply, "
+          f"{args.waves} waves per level\n")
+    rows = []
+    for level in args.levels:
+        command = [sys.executable, __file__, "--child", str(level), "--latency",
+                   str(args.latency), "--waves", str(args.waves), "--min-sessions",
+                   str(args.min_sessions), *(["--tracemalloc"] if args.tracemalloc else [])]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            print(f"level {level} failed:\n{done.stderr[-2000:]}", file=sys.stderr)
+            continue
+        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    header = (f"{'concurrency':>11} {'sessions':>8} {'failed':>6} {'wall s':>7} "
+              f"{'sessions/min':>12} {'mean session s':>14} {'LM calls':>8} {'CPU s':>6} "
+              f"{'peak RSS MiB':>12} {'batch +MiB':>10}"
+              + (f" {'traced MiB':>10}" if args.tracemalloc else ""))
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        print(f"{r['concurrency']:>11} {r['sessions']:>8} {r['failed']:>6} {r['wall']:>7.1f} "
+              f"{r['per_minute']:>12.1f} {r['session_mean']:>14.1f} {r['calls']:>8} "
+              f"{r['cpu']:>6.1f} "
+              f"{r['peak_rss']:>12.0f} {r['batch_rss']:>10.0f}"
+              + (f" {r['traced']:>10.1f}" if args.tracemalloc else ""))
+    if rows:
+        base = rows[0]["per_minute"]
+        print("\nspeed-up over the first level: " + ", ".join(
+            f"{r['concurrency']}: {r['per_minute'] / base:.1f}x" for r in rows))
+
+
+if __name__ == "__main__":
+    main()

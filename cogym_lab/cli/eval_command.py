@@ -1,0 +1,135 @@
+"""``cogym-lab eval``: batch runs, reports over results directories, one session's trajectory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+console = Console(highlight=False)
+
+
+@click.group("eval")
+def eval_group() -> None:
+    """Evaluate teams: run batches of sessions, report metrics, show one trajectory."""
+
+
+def _prices(values: tuple[str, ...]) -> dict[str, tuple[float, float]]:
+    """``--price gpt-4o=2.5,10``: dollars per million input and output tokens."""
+    prices = {}
+    for value in values:
+        model, sep, numbers = value.rpartition("=")
+        parts = numbers.split(",")
+        try:
+            if not sep or not model or len(parts) != 2:
+                raise ValueError
+            prices[model] = (float(parts[0]), float(parts[1]))
+        except ValueError:
+            raise click.BadParameter(f"expected MODEL=INPUT,OUTPUT (dollars per million "
+                                     f"tokens), got {value!r}", param_hint="--price") from None
+    return prices
+
+
+@eval_group.command("run")
+@click.option("--task", required=True, help="Task to run (see `cogym-lab tasks`).")
+@click.option("--team", default="collaborative", show_default=True,
+              help="A ready team (see `cogym-lab teams`) or the path of a team file.")
+@click.option("--instances", default="all", show_default=True, metavar="SPEC",
+              help="Instances to run: ranges and numbers, e.g. 0:102 (102 excluded), 0,3,5 or "
+                   "0:10,50.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Sessions running at the same time.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Run folder: one directory per instance plus run.json. Run again with the "
+                   "same folder to resume.")
+@click.option("--model", "models", multiple=True, metavar="[ROLE=]MODEL",
+              help="Model for every LM member, or for ROLE (repeatable).")
+@click.option("--base-url", "base_urls", multiple=True, metavar="[ROLE=]URL",
+              help="OpenAI-compatible endpoint for every LM member, or for ROLE.")
+@click.option("--env-arg", multiple=True, metavar="KEY=VALUE",
+              help="Argument for every instance of the task.")
+@click.option("--idle-seconds", type=click.FloatRange(min=0.01), default=None,
+              help="Inactivity before a tick notifies everyone (default: the team's, else 60).")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=600.0, show_default=True,
+              help="Wall-clock limit for each session, in seconds.")
+@click.option("--agent-step-limit", type=click.IntRange(min=1), default=None,
+              help="Most steps an agent may take in one session (default: the team's, else 30).")
+@click.option("--price", "prices", multiple=True, metavar="MODEL=IN,OUT",
+              help="Dollars per million input and output tokens of MODEL, for the running cost.")
+@click.option("--no-progress", is_flag=True, help="Do not draw the progress bar.")
+def run_command(task: str, team: str, instances: str, concurrency: int, out: Path,
+                models: tuple[str, ...], base_urls: tuple[str, ...], env_arg: tuple[str, ...],
+                idle_seconds: float | None, timeout: float, agent_step_limit: int | None,
+                prices: tuple[str, ...], no_progress: bool) -> None:
+    """Run TEAM on many instances of TASK at once and write their results under OUT."""
+    from cogym_lab.cli.main import _env_args, _lm_arguments, _load_team
+    from cogym_lab.eval.runner import run
+    from cogym_lab.lm import LMNotConfigured
+
+    team_config = _load_team(team)
+    try:
+        summary = run(task, team_config, instances, out=out, concurrency=concurrency,
+                      lm_arguments=_lm_arguments(list(team_config.members), models, base_urls),
+                      env_args=_env_args(env_arg), idle_seconds=idle_seconds, timeout=timeout,
+                      agent_step_limit=agent_step_limit, prices=_prices(prices),
+                      progress=not no_progress)
+    except LMNotConfigured as error:
+        raise click.ClickException(str(error)) from None
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+    counts = summary.counts
+    ran = summary.invocations[-1].ran
+    console.print(f"[bold]{task} · {summary.team}[/]: {counts.finished}/{counts.total} sessions "
+                  f"finished ({ran} run now, {counts.skipped} already done), {counts.failed} "
+                  f"failed, {counts.delivered} delivered")
+    cost = "" if summary.cost_usd is None else f", ${summary.cost_usd:.4f}"
+    console.print(f"Tokens: {summary.tokens.total_tokens:,} (prompt "
+                  f"{summary.tokens.prompt_tokens:,}, completion "
+                  f"{summary.tokens.completion_tokens:,}){cost}")
+    for failed in summary.failed:
+        console.print(f"[red]failed[/] instance {failed.instance}: {failed.error}")
+    console.print(f"Results: {out} (run.json)")
+
+
+@eval_group.command("report")
+@click.argument("dirs", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder for the tables (CSV) and plots (PNG).")
+@click.option("--baseline", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              default=None, help="Run folder of the autonomous baseline to compare against.")
+@click.option("--judge", "judge_model", default=None, metavar="MODEL",
+              help="Model of the LM judges (initiative, win rate, ...); without one, the "
+                   "judged metrics are left out.")
+@click.option("--judge-base-url", default=None, metavar="URL",
+              help="OpenAI-compatible endpoint of the judge model.")
+def report_command(dirs: tuple[Path, ...], out: Path | None, baseline: Path | None,
+                   judge_model: str | None, judge_base_url: str | None) -> None:
+    """Print paper-style tables for run (or session) folders DIRS; save CSVs and plots to OUT."""
+    from cogym_lab.eval import report
+
+    judge: dict[str, Any] | None = None
+    if judge_model:
+        judge = {"model": judge_model, **({"base_url": judge_base_url} if judge_base_url
+                                          else {})}
+    try:
+        result = report(list(dirs), judge=judge, baseline=baseline, out=out)
+    except (FileNotFoundError, ValueError) as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(result.to_text())
+    if out is not None:
+        console.print(f"Tables and plots: {out}")
+
+
+@eval_group.command("show")
+@click.argument("session_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def show_command(session_dir: Path) -> None:
+    """Print the trajectory of the session in SESSION_DIR, readably."""
+    from cogym_lab.eval import show
+
+    try:
+        click.echo(show(session_dir))
+    except (FileNotFoundError, ValueError) as error:
+        raise click.ClickException(str(error)) from None

@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 # System packages the tests start themselves (they never expect a running service).
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+# The browser tests drive Debian's Chromium through Playwright (never a downloaded browser).
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 if ((${#missing[@]})); then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "Installing from Debian's packages: ${missing[*]}"

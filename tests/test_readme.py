@@ -30,6 +30,9 @@ def test_readme_python_examples_run(tmp_path, monkeypatch, use_shared_data):
 def test_readme_opens_with_the_two_commands():
     lines = README.read_text().splitlines()
     commands = lines[lines.index("```bash") + 1: lines.index("```bash") + 3]
-    assert "cogym-lab run" in commands[0] and commands[1].startswith("bash scripts/test.sh")
+    assert commands[0].startswith("bash scripts/lab.sh")
+    assert commands[1].startswith("bash scripts/test.sh")
+    lab = (README.parent / "scripts" / "lab.sh").read_text()
+    assert "pip install" in lab and "jupyter\" lab examples/" in lab
     ci = (README.parent / ".ci" / "run").read_text()
     assert "exec bash scripts/test.sh" in ci

@@ -73,6 +73,11 @@ class LMAgent(abc.ABC):
         self._reported_lm_failure = False
         self._lm_failures_in_a_row = 0
 
+    @property
+    def lm_failing(self) -> bool:
+        """The LM failed on the last attempt to act (its node reports the agent as failed)."""
+        return self._lm_failures_in_a_row > 0
+
     # -- the member interface ----------------------------------------------------------------
 
     def start(self, context: SessionContext) -> None:

@@ -130,8 +130,7 @@ class RedisSubscription(Subscription):
         self._seen: OrderedDict[bytes, None] = OrderedDict()
         self._seen_max = 4 * bus.replay_window
         self._closed = False
-        # Its own connection, outside any pool: the blocking read is the latency-critical hop.
-        self._client = bus._new_client(hooked=True, single_connection=True)
+        self._client = bus._new_client(hooked=True)
         self._task = asyncio.create_task(self._read_loop(), name=f"cogym-redis-reader:{channel}")
 
     async def get(self, timeout: float | None = None) -> Message | None:
@@ -247,10 +246,9 @@ class RedisBus(Bus):
     def _key(self, channel: str) -> str:
         return KEY_PREFIX + channel
 
-    def _new_client(self, *, hooked: bool, single_connection: bool = False) -> Redis:
+    def _new_client(self, *, hooked: bool) -> Redis:
         # redis-py's own retries are off: our retry loops must see every failure.
-        kwargs: dict[str, Any] = {"retry": Retry(NoBackoff(), 0),
-                                  "single_connection_client": single_connection}
+        kwargs: dict[str, Any] = {"retry": Retry(NoBackoff(), 0)}
         if hooked:
             kwargs["redis_connect_func"] = self._on_connect
         return Redis.from_url(self.url, **kwargs)
@@ -277,9 +275,8 @@ class RedisBus(Bus):
                 raise
             self._run_id = str(info["run_id"])
             self._admin = admin
-            # Publishes are serialized by _lock anyway: one connection, no pool checkout each time.
-            self._client = self._new_client(hooked=True, single_connection=True)
-            self._watch_client = self._new_client(hooked=True, single_connection=True)
+            self._client = self._new_client(hooked=True)
+            self._watch_client = self._new_client(hooked=True)
             self._watch_task = asyncio.create_task(self._watch_loop(), name="cogym-redis-watch")
 
     async def _watch_loop(self) -> None:

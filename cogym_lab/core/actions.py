@@ -96,6 +96,9 @@ class ActionSpec(BaseModel):
     params: tuple[ParamSpec, ...] = ()
     private: bool = False
     internal: bool = False  # applied only as the result of deferred work, never sent by a member
+    # The component whose whole text this action's ``text`` param replaces (an editor). Such an
+    # action sent on a stale copy is merged with the concurrent edits instead of erasing them.
+    replaces: str | None = None
 
     def param(self, name: str) -> ParamSpec | None:
         return next((p for p in self.params if p.name == name), None)

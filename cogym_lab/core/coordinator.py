@@ -13,9 +13,15 @@ The rules:
 * a tick (inactivity past the threshold) notifies everyone;
 * an error notifies the actor only and changes nothing;
 * a paused agent receives nothing and may not act;
+* an action that replaces a component's whole text (``@action(replaces=...)``), sent by a member
+  who started from an older copy, is merged with the edits made since (``core.replacements``);
+  the log records the merged text, so replay does not merge again;
 * an action may start deferred work (an LM draft, a kernel cell): the EnvNode runs it and hands
   its result back through ``apply_follow_up`` as the actor's next step; internal actions (a
-  cell's recorded outputs) are accepted only that way;
+  cell's recorded outputs) are accepted only that way, or through ``apply_observed`` for what the
+  env saw happen outside the session (a person running a cell in their own kernel);
+* an agent's task action that the env wants approved first (``CoEnv.needs_confirmation``) becomes
+  a confirmation request on the agent's behalf;
 * the session ends on FINISH, when the task says it is done, when a member reaches its step
   limit, after ``max_idle_ticks`` ticks in a row, or after ``max_events`` events.
 """
@@ -35,6 +41,7 @@ from cogym_lab.core.grammar import RawAction, format_action, parse_action
 from cogym_lab.core.messages import (
     ChatMessage, Confirmation, Event, EventType, Member, Notification, SessionContext,
 )
+from cogym_lab.core.replacements import ReplacementTracker
 
 DEFAULT_AGENT_STEP_LIMIT = 30
 
@@ -101,6 +108,11 @@ class Coordinator:
         self._request: tuple[str, str | None] | None = None  # (role, request id) being handled
         self._task_specs = {spec.name: spec for spec in env.action_specs(include_internal=True)}
         self._follow_up_of: str | None = None  # the role whose deferred result is being applied
+        self._observed_by: str | None = None  # the role an observed outside step is recorded for
+        self._replacements = ReplacementTracker(self._task_specs.values())
+        self._base_hint: tuple[str | None, int | None] = (None, None)  # (base text, seen seq)
+        self._confirm_bases: dict[str, str] = {}  # request id -> the requester's base text
+        self._replaying: Event | None = None  # the logged event being re-applied
         clash = set(self._task_specs) & {spec.name for spec in acts.ALL_ACTS}
         if clash:
             raise ValueError(f"Task actions may not reuse collaboration act names: {clash}")
@@ -116,13 +128,21 @@ class Coordinator:
         return self._emit(now, EventType.START, None, self.team_roles(), info={"seed": seed})
 
     def handle(self, role: str, raw: RawAction, now: float,
-               request_id: str | None = None) -> Transition:
-        """Apply one step from ``role``. Bad input becomes an error event; nothing raises."""
+               request_id: str | None = None, *, base: str | None = None,
+               seen_seq: int | None = None) -> Transition:
+        """Apply one step from ``role``. Bad input becomes an error event; nothing raises.
+
+        For an action that replaces a whole text, ``base`` (the text the sender edited) or
+        ``seen_seq`` (the event whose view it acted on) says where the sender started from;
+        without either, the last text shown to ``role`` is its base.
+        """
         self._request = (role, request_id)
+        self._base_hint = (base, seen_seq)
         try:
             transition = self._handle(role, raw, now)
         finally:
             self._request = None
+            self._base_hint = (None, None)
         if any(event.type is not EventType.WAIT for event in transition.events):
             self.idle_ticks = 0  # any act but a wait is activity, refused ones included
         return transition
@@ -142,9 +162,14 @@ class Coordinator:
             handler = _COLLABORATION_HANDLERS.get(parsed.name)
             if handler is not None:
                 return handler(self, member, parsed, now)
-            if spec.internal and self._follow_up_of != role:
+            if spec.internal and role not in (self._follow_up_of, self._observed_by):
                 raise ActionError(f"{parsed.name} is applied by the environment, not sent by a "
                                   "member.")
+            if member.kind == "agent" and self.env.needs_confirmation(role, parsed):
+                # The task wants a person to approve this first: ask on the agent's behalf.
+                return self._request_confirm(member, Action(
+                    name=acts.REQUEST_TEAMMATE_CONFIRM.name,
+                    args={"pending_action": format_action(parsed, spec)}), now)
             return self._task_action(member, parsed, spec, now)
         except ActionError as error:
             return self._error(now, role, raw, str(error))
@@ -179,6 +204,13 @@ class Coordinator:
 
     def replay(self, event: Event) -> Transition:
         """Re-apply a logged event to a fresh coordinator."""
+        self._replaying = event
+        try:
+            return self._replay(event)
+        finally:
+            self._replaying = None
+
+    def _replay(self, event: Event) -> Transition:
         if event.type is EventType.START:
             return self.start(event.time, seed=event.info.get("seed"))
         if event.type is EventType.TICK:
@@ -192,6 +224,8 @@ class Coordinator:
             return self.deferred_failed(event.actor, event.action, event.error or "", event.time)
         if event.info.get("follow_up"):
             return self.apply_follow_up(event.actor, event.action, event.time)
+        if event.info.get("observed"):
+            return self.apply_observed(event.actor, event.action, event.time)
         return self.handle(event.actor, event.action, event.time)
 
     # -- views -------------------------------------------------------------------------------
@@ -253,10 +287,15 @@ class Coordinator:
 
     def _task_action(self, member: Member, action: Action, spec: ActionSpec,
                      now: float) -> Transition:
-        result = self._apply(member.role, action)
+        merged = self._merge_replacement(member.role, action, spec, self._sender_base(
+            member.role, spec))
+        result = self._apply(member.role, merged or action)
         if result.error:
-            return self._error(now, member.role, format_action(action, spec), result.error)
+            return self._error(now, member.role, format_action(merged or action, spec),
+                               result.error)
         info = {k: v for k, v in result.info.items() if k != "action"}
+        if merged is not None:
+            info["merged"] = spec.replaces
         if result.deferred is not None:
             info["deferred"] = result.deferred.label or True
         transition = self._emit(
@@ -269,13 +308,28 @@ class Coordinator:
             transition.deferred.append((member.role, result.deferred))
         return self._after_task_action(member.role, result, transition, now)
 
-    def apply_follow_up(self, role: str, raw: RawAction, now: float) -> Transition:
-        """Apply the action that ``role``'s deferred work produced (internal actions allowed)."""
+    def apply_follow_up(self, role: str, raw: RawAction, now: float,
+                        seen_seq: int | None = None) -> Transition:
+        """Apply the action that ``role``'s deferred work produced (internal actions allowed).
+
+        ``seen_seq`` is the event that started the work: a text it produced is merged with the
+        edits made since then.
+        """
         self._follow_up_of = role
+        try:
+            return self.handle(role, raw, now, seen_seq=seen_seq)
+        finally:
+            self._follow_up_of = None
+
+    def apply_observed(self, role: str, raw: RawAction, now: float) -> Transition:
+        """Record what the env saw ``role`` do outside the session (a person running a cell in
+        their own kernel) as ``role``'s step. Only in-process code holding the env calls this, so
+        internal actions are allowed; no member can send one. Logged with ``info.observed``."""
+        self._observed_by = role
         try:
             return self.handle(role, raw, now)
         finally:
-            self._follow_up_of = None
+            self._observed_by = None
 
     def deferred_failed(self, role: str, action_text: str, error: str, now: float) -> Transition:
         """Slow work started by ``role``'s action failed: tell the actor; nothing changes."""
@@ -312,6 +366,9 @@ class Coordinator:
             raise ActionError(f"REQUEST_TEAMMATE_CONFIRM needs a task action: {error}") from None
         self._confirmations_made += 1
         request_id = f"c{self._confirmations_made}"
+        base = self._sender_base(member.role, self._task_specs[pending.name])
+        if base is not None:
+            self._confirm_bases[request_id] = base
         self.pending[request_id] = Confirmation(
             request_id=request_id, requester=member.role, seq=self.seq + 1, time=now,
             pending_action=format_action(pending, self._task_specs[pending.name]),
@@ -332,23 +389,36 @@ class Coordinator:
 
     def _accept(self, member: Member, action: Action, now: float) -> Transition:
         request = self._resolve(member, action)
-        pending, _ = parse_action(request.pending_action, self._task_specs)
-        result = self._apply(request.requester, pending)
+        pending, spec = parse_action(request.pending_action, self._task_specs)
+        base = self._confirm_bases.pop(request.request_id, None)
+        if self._replaying is not None:  # the logged result of a merge, not a new merge
+            applied = self._replaying.info.get("applied_action")
+            merged = parse_action(applied, self._task_specs)[0] if applied else None
+        else:
+            merged = self._merge_replacement(request.requester, pending, spec, base)
+        result = self._apply(request.requester, merged or pending)
         # Logged as the ACCEPT act by the acceptor, so that replay re-does the acceptance.
         accept = format_action(action, acts.ACCEPT_CONFIRMATION)
         info = {"request_id": request.request_id, "requester": request.requester,
                 "pending_action": request.pending_action}
+        if merged is not None:
+            info["applied_action"] = format_action(merged, spec)
         if result.error:
             return self._error(now, member.role, accept, result.error, also=[request.requester],
                                info=info)
         recipients = [request.requester, member.role] if result.private else self.team_roles()
+        if result.deferred is not None:
+            info["deferred"] = result.deferred.label or True
         transition = self._emit(now, EventType.CONFIRM_ACCEPT, member.role, recipients,
                                 action=accept, private=result.private, reward=result.reward,
                                 info=info)
+        if result.deferred is not None:  # the approved action's slow work runs as the requester's
+            transition.deferred.append((request.requester, result.deferred))
         return self._after_task_action(request.requester, result, transition, now)
 
     def _reject(self, member: Member, action: Action, now: float) -> Transition:
         request = self._resolve(member, action)
+        self._confirm_bases.pop(request.request_id, None)
         return self._emit(now, EventType.CONFIRM_REJECT, member.role,
                           [request.requester, member.role],
                           action=format_action(action, acts.REJECT_CONFIRMATION),
@@ -372,6 +442,30 @@ class Coordinator:
                           self.team_roles(), action=format_action(action),
                           info={"agents": targets})
 
+    # -- whole-text replacements -------------------------------------------------------------
+
+    def _sender_base(self, role: str, spec: ActionSpec) -> str | None:
+        """The text of ``spec.replaces`` that ``role`` started from, if it can be known."""
+        if spec.replaces is None:
+            return None
+        base, seen_seq = self._base_hint
+        if base is not None:
+            return base
+        return self._replacements.base(role, spec.replaces, seen_seq)
+
+    def _merge_replacement(self, role: str, action: Action, spec: ActionSpec,
+                           base: str | None) -> Action | None:
+        """``action`` merged with the edits made since ``base``; ``None`` to apply it as sent.
+
+        Never during replay: the log already holds the merged text.
+        """
+        if spec.replaces is None or self._replaying is not None:
+            return None
+        view = self.env.view(role)
+        current = view[spec.replaces].content if spec.replaces in view else None
+        return self._replacements.merged(action, spec, base,
+                                         current if isinstance(current, str) else None)
+
     # -- events and notifications ------------------------------------------------------------
 
     def _error(self, now: float, role: str, raw: RawAction, message: str, *, notify: bool = True,
@@ -392,6 +486,8 @@ class Coordinator:
         request_id = self._request[1] if self._request and actor == self._request[0] else None
         if self._follow_up_of is not None and actor == self._follow_up_of:
             fields["info"] = {**fields.get("info", {}), "follow_up": True}
+        if self._observed_by is not None and actor == self._observed_by:
+            fields["info"] = {**fields.get("info", {}), "observed": True}
         event = Event(seq=self.seq, time=now, type=type_, actor=actor, recipients=delivered,
                       request_id=request_id, **fields)
         with_context = type_ in (EventType.START, EventType.RESUME)
@@ -410,6 +506,9 @@ class Coordinator:
         prev_seq = self._last_seq.get(role)
         self._last_seq[role] = event.seq
         chat = self.visible_chat(role)
+        view = view or self.env.view(role)
+        if self._replacements.components:
+            self._replacements.shown(role, event.seq, view)
         # Every part is already a validated model: skip re-validating on the hot path.
         return Notification.model_construct(
             session_id=self.session_id,
@@ -417,7 +516,7 @@ class Coordinator:
             prev_seq=prev_seq,
             recipient=role,
             event=event,
-            view=view or self.env.view(role),
+            view=view,
             chat=chat,
             new_messages=[m for m in chat if m.seq > (prev_seq or 0) and m.sender != role],
             pending_confirmations=list(self.pending.values()),

@@ -20,7 +20,7 @@ from __future__ import annotations
 import abc
 import inspect
 import typing
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -75,7 +75,7 @@ class ActionOutcome:
 
 
 def action(description: str, *, private: bool = False, internal: bool = False,
-           name: str | None = None,
+           name: str | None = None, replaces: str | None = None,
            **param_descriptions: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a method ``(self, role, **params)`` as a task action.
 
@@ -83,19 +83,21 @@ def action(description: str, *, private: bool = False, internal: bool = False,
     params with defaults are optional. ``private=True`` means the action changes only the actor's
     private components, so only the actor is notified. ``internal=True`` marks an action that
     only the result of :class:`Deferred` work may apply (recording a cell's outputs, say): it is
-    not offered to members, and a member who sends it is refused.
+    not offered to members, and a member who sends it is refused. ``replaces="editor"`` says the
+    action's ``text`` param replaces that component's whole text: the coordinator then merges an
+    edit made on a stale copy with the edits made meanwhile (see ``core.text_merge``).
     """
 
     def mark(method: Callable[..., Any]) -> Callable[..., Any]:
         method.__cogym_action__ = (name or method.__name__.upper(), description, private,
-                                   internal, param_descriptions)
+                                   internal, param_descriptions, replaces)
         return method
 
     return mark
 
 
 def _spec_from_method(method: Callable[..., Any]) -> ActionSpec:
-    name, description, private, internal, param_descriptions = method.__cogym_action__
+    name, description, private, internal, param_descriptions, replaces = method.__cogym_action__
     hints = typing.get_type_hints(method)
     params = []
     for parameter in list(inspect.signature(method).parameters.values())[2:]:  # self, role
@@ -108,8 +110,10 @@ def _spec_from_method(method: Callable[..., Any]) -> ActionSpec:
             required=not optional,
             default=parameter.default if optional else None,
         ))
+    if replaces is not None and next((p for p in params if p.name == "text"), None) is None:
+        raise TypeError(f"{name}: an action that replaces {replaces!r} needs a 'text' param")
     return ActionSpec(name=name, description=description, params=tuple(params), private=private,
-                      internal=internal)
+                      internal=internal, replaces=replaces)
 
 
 class CoEnv(abc.ABC):
@@ -171,6 +175,17 @@ class CoEnv(abc.ABC):
     def env_args(self) -> dict[str, Any]:
         """Keyword arguments that rebuild this env from its registry name (for replay)."""
         return {}
+
+    def needs_confirmation(self, role: str, action: Action) -> bool:
+        """Whether an agent's ``action`` must be approved by a teammate before it runs (a task
+        set to ask first). The coordinator then turns it into a confirmation request."""
+        return False
+
+    def observed_steps(self) -> AsyncIterator[tuple[str, RawAction]] | None:
+        """Steps the env sees members take outside the session (a person running a cell in
+        their own kernel), as ``(role, action)``; the EnvNode records each through
+        ``Coordinator.apply_observed``. ``None`` when the task observes nothing."""
+        return None
 
     def hidden_information(self) -> str:
         """What only the human side knows (preferences, constraints). Never shown to agents;

@@ -133,6 +133,9 @@ class StepRequest(BaseModel):
     kind: Literal["action", "join", "sync"] = "action"
     action: str | dict[str, Any] | None = None
     id: str = Field(default_factory=lambda: uuid.uuid4().hex)  # lets the env drop duplicates
+    # Where a whole-text replacement started from, so edits made meanwhile are merged, not lost:
+    base: str | None = None  # the text the sender edited (a person's editor)
+    seen_seq: int | None = None  # the notification the sender acted on (an agent)
 
 
 def step_channel(session_id: str) -> str:
@@ -141,3 +144,20 @@ def step_channel(session_id: str) -> str:
 
 def obs_channel(session_id: str, role: str) -> str:
     return f"{session_id}/{role}/obs"
+
+
+AgentState = Literal["thinking", "acting", "waiting", "paused", "failed", "finished"]
+
+
+class AgentStatus(BaseModel):
+    """What an agent is doing, published on ``status_channel`` for the people's panels."""
+
+    role: str
+    status: AgentState
+    last_action: str | None = None
+    ts: float
+
+
+def status_channel(session_id: str) -> str:
+    """Where agent nodes publish :class:`AgentStatus` updates (one channel per session)."""
+    return f"{session_id}/status"

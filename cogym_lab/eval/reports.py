@@ -63,6 +63,11 @@ class EvalReport:
     notes: list[str] = field(default_factory=list)
     baselines: dict[str, float] = field(default_factory=dict)  # task -> autonomous performance
 
+    def __repr__(self) -> str:
+        systems = self.tables["summary"]
+        return (f"<EvalReport: {len(self.tables['sessions'])} sessions, {len(systems)} systems; "
+                "to_text(), tables, save(out)>")
+
     def figures(self) -> dict[str, Any]:
         """The plots as matplotlib figures, by file stem."""
         return {"scaling_curves": plots.scaling_curves(self.tables["scaling"], self.baselines),

@@ -10,20 +10,22 @@ from traitlets import Unicode, default
 
 from cogym_lab.jupyter.handlers import (
     ActionsHandler,
+    InterruptHandler,
+    RatingHandler,
+    ResumeHandler,
     SessionHandler,
     SessionsHandler,
     SessionWebSocketHandler,
 )
 from cogym_lab.jupyter.hosting import SessionHost
+from cogym_lab.jupyter.notebook import NotebookOpener
 
 _ID = r"(?P<session_id>[A-Za-z0-9_.-]+)"
 
 
-class CogymLabApp(ExtensionApp):
-    """Runs collaboration sessions in the server's event loop, for people in the browser."""
-
-    name = "cogym_lab"
-    load_other_extensions = True
+class CogymLab(ExtensionApp):
+    """The extension's settings, configurable as ``c.CogymLab.<name>`` (or
+    ``c.CogymLabApp.<name>``) in ``jupyter_server_config.py``."""
 
     results_dir = Unicode(help="Folder for the sessions' results (one subfolder per session). "
                                "Default: cogym-results under the server's root directory, or a "
@@ -46,16 +48,33 @@ class CogymLabApp(ExtensionApp):
                 pass
         return tempfile.mkdtemp(prefix="cogym-results-")
 
+
+class CogymLabApp(CogymLab):
+    """Runs collaboration sessions in the server's event loop, for people in the browser."""
+
+    name = "cogym_lab"
+    load_other_extensions = True
+
     def initialize_settings(self) -> None:
         self.host = SessionHost(self.results_dir, redis_url=self.redis_url,
                                 default_team=self.default_team)
         self.settings["cogym_lab_host"] = self.host
+        self.host.notebooks = NotebookOpener(self.serverapp)  # sessions in a notebook's kernel
+        stored = self.host.recover()  # sessions an earlier server left: interrupted or finished
+        if stored:
+            interrupted = sum(entry.status == "interrupted" for entry in stored)
+            self.log.info("cogym_lab: %d earlier sessions in %s, %d of them interrupted "
+                          "(POST /cogym/api/sessions/<id>/resume)", len(stored),
+                          self.results_dir, interrupted)
 
     def initialize_handlers(self) -> None:
         self.handlers.extend([
             (r"/cogym/api/sessions/?", SessionsHandler),
             (rf"/cogym/api/sessions/{_ID}/?", SessionHandler),
             (rf"/cogym/api/sessions/{_ID}/actions/?", ActionsHandler),
+            (rf"/cogym/api/sessions/{_ID}/resume/?", ResumeHandler),
+            (rf"/cogym/api/sessions/{_ID}/rating/?", RatingHandler),
+            (rf"/cogym/api/sessions/{_ID}/interrupt/?", InterruptHandler),
             (rf"/cogym/api/sessions/{_ID}/ws", SessionWebSocketHandler),
         ])
 

@@ -12,15 +12,17 @@ from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from jupyter_server.utils import ensure_async
+from pydantic import ValidationError
 from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
-from cogym_lab.core.messages import obs_channel
+from cogym_lab.core.messages import obs_channel, status_channel
 from cogym_lab.jupyter.hosting import HostingError, SessionHost
+from cogym_lab.jupyter.models import RatingRequest, validation_message
 
 AUTH_RESOURCE = "cogym"
-_CREATE_FIELDS = {"task", "instance", "team", "people", "env_args", "idle_seconds", "timeout",
-                  "max_events", "agent_step_limit", "seed"}
+_CREATE_FIELDS = {"task", "instance", "team", "people", "env_args", "lm", "notebook",
+                  "idle_seconds", "timeout", "max_events", "agent_step_limit", "seed"}
 
 
 class CogymAPIHandler(ExtensionHandlerMixin, APIHandler):
@@ -106,10 +108,57 @@ class ActionsHandler(CogymAPIHandler):
     async def post(self, session_id: str) -> None:
         try:
             body = self.json_body()
-            request = await self.host.act(session_id, body.get("role"), body.get("action"))
+            request = await self.host.act(session_id, body.get("role"), body.get("action"),
+                                          base=body.get("base"))
         except HostingError as error:
             return self.error(error.status, error.message)
         self.send({"request_id": request.id, "role": request.role}, status=202)
+
+
+class ResumeHandler(CogymAPIHandler):
+    """``POST .../sessions/<id>/resume``: carry on a session a server restart interrupted.
+    Answers with the session's summary and the state restored from its log."""
+
+    @web.authenticated
+    @authorized
+    async def post(self, session_id: str) -> None:
+        try:
+            hosted = await self.host.resume(session_id)
+        except HostingError as error:
+            return self.error(error.status, error.message)
+        self.send(hosted.summary() | {"state": hosted.restored_state})
+
+
+class InterruptHandler(CogymAPIHandler):
+    """``POST .../sessions/<id>/interrupt``: stop the cell the session's kernel is running
+    (the agent sees a KeyboardInterrupt). Answers ``{"interrupted": bool}``."""
+
+    @web.authenticated
+    @authorized
+    async def post(self, session_id: str) -> None:
+        try:
+            interrupted = await self.host.interrupt(session_id)
+        except HostingError as error:
+            return self.error(error.status, error.message)
+        self.send({"session_id": session_id, "interrupted": interrupted})
+
+
+class RatingHandler(CogymAPIHandler):
+    """``POST .../sessions/<id>/rating`` with ``{"role", "outcome_rating", "satisfaction",
+    "comment"}``: a person seat rates the session (also after it ended)."""
+
+    @web.authenticated
+    @authorized
+    async def post(self, session_id: str) -> None:
+        try:
+            body = RatingRequest.model_validate(self.json_body())
+            ratings = self.host.rate(session_id, body.role, body.outcome_rating,
+                                     body.satisfaction, body.comment)
+        except ValidationError as error:
+            return self.error(400, validation_message(error))
+        except HostingError as error:
+            return self.error(error.status, error.message)
+        self.send({"session_id": session_id, "ratings": ratings}, status=201)
 
 
 class SessionWebSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler,
@@ -117,8 +166,10 @@ class SessionWebSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHa
     """Follows one person seat: streams its notifications, forwards its actions.
 
     Open ``.../sessions/<id>/ws?role=<role>``. Each notification arrives as a JSON text message;
-    send ``{"action": "..."}`` or ``{"action": {"name": ..., "args": {...}}}`` to act. Opening asks
-    the env for the current state, so a reconnecting browser catches up.
+    send ``{"action": "..."}`` or ``{"action": {"name": ..., "args": {...}}}`` to act (add
+    ``"base": text`` to a whole-text replacement: the text the person edited, so edits made
+    meanwhile are merged). Agents' status updates arrive as ``{"type": "status", ...}``. Opening
+    asks the env for the current state, so a reconnecting browser catches up.
     """
 
     auth_resource = AUTH_RESOURCE
@@ -148,6 +199,10 @@ class SessionWebSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHa
         hosted = self.host.get(session_id)
         self._subscription = await hosted.bus.subscribe(obs_channel(session_id, self.role))
         self._pump = asyncio.create_task(self._forward())
+        # From the beginning: a panel that (re)connects learns each agent's latest status.
+        self._statuses = await hosted.bus.subscribe(status_channel(session_id),
+                                                    from_beginning=True)
+        self._status_pump = asyncio.create_task(self._forward_statuses())
         try:
             await self.host.sync(session_id, self.role)
         except HostingError as error:
@@ -161,12 +216,20 @@ class SessionWebSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHa
             except WebSocketClosedError:
                 return
 
+    async def _forward_statuses(self) -> None:
+        async for status in self._statuses:
+            try:
+                await self.write_message(json.dumps({"type": "status", **status}, default=str))
+            except WebSocketClosedError:
+                return
+
     async def on_message(self, message: str | bytes) -> None:  # type: ignore[override]
         try:
             data = json.loads(message)
             if not isinstance(data, dict) or "action" not in data:
                 raise HostingError("Send {\"action\": ...}.")
-            await self.host.act(self.session_id, self.role, data["action"])
+            await self.host.act(self.session_id, self.role, data["action"],
+                                base=data.get("base"))
         except (ValueError, HostingError) as error:
             text = error.message if isinstance(error, HostingError) else f"Not JSON: {error}"
             self._reply({"error": text})
@@ -178,8 +241,11 @@ class SessionWebSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHa
             pass
 
     def on_close(self) -> None:
-        subscription, pump = getattr(self, "_subscription", None), getattr(self, "_pump", None)
-        if subscription is not None:
-            asyncio.ensure_future(subscription.close())
-        if pump is not None:
-            pump.cancel()
+        for name in ("_subscription", "_statuses"):
+            subscription = getattr(self, name, None)
+            if subscription is not None:
+                asyncio.ensure_future(subscription.close())
+        for name in ("_pump", "_status_pump"):
+            pump = getattr(self, name, None)
+            if pump is not None:
+                pump.cancel()

@@ -5,25 +5,48 @@ Each hosted session has its own bus (in-process unless a Redis URL is given), ru
 People (members of kind ``person``) hold seats that the host joins on their behalf, so the session
 starts at once; a person's browser then follows the seat over a websocket and acts through
 ``act``.
+
+Every session keeps the request that created it in ``hosting.json`` beside ``session.json``. A
+server that starts calls ``recover()``: sessions an earlier server left behind are listed again,
+finished ones as they are and open ones (no recorded end) marked ``interrupted``. ``resume`` then
+rebuilds such a session from its request and restores its state from ``events.jsonl``; the log
+goes on with the next sequence number. A server that shuts down interrupts its sessions the same
+way, so a restart never ends a session.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from cogym_lab.bus import Bus, connect_bus
 from cogym_lab.core.messages import StepRequest, step_channel
+from cogym_lab.jupyter.models import (
+    HOSTING_FILE, RATINGS_FILE, HostingRecord, Rating, StoredRating, validation_message,
+)
+from cogym_lab.nodes.restore import ReplayMismatch
+from cogym_lab.nodes.results import (
+    SESSION_FILE, read_events, read_session, trim_torn_tail, update_session,
+)
 from cogym_lab.nodes.session import Session, SessionResult
 
 log = logging.getLogger(__name__)
 
+NOTEBOOK_TASKS = frozenset({"tabular_analysis"})  # tasks whose env takes a ``notebook`` link
 _CONFIG_OVERRIDES = ("idle_seconds", "timeout", "max_idle_ticks", "max_events",
                      "agent_step_limit", "join_timeout", "seed")
+_RESULT_FIELDS = ("end_reason", "delivered", "outcome", "scores", "step_counts", "events",
+                  "duration")
+SHUTDOWN_REASON = "the server stopped"
 
 
 class HostingError(Exception):
@@ -37,24 +60,34 @@ class HostingError(Exception):
 
 @dataclass
 class HostedSession:
+    """A session running (or run) by this server."""
+
     session: Session
-    bus: Bus
     team: str
     task: str
     people: list[str]
+    request: dict[str, Any] = field(default_factory=dict)
+    bus: Bus | None = None
     created_at: float = field(default_factory=time.time)
-    runner: asyncio.Task[SessionResult] | None = None
+    runner: asyncio.Task[SessionResult | None] | None = None
     result: SessionResult | None = None
     error: str | None = None
+    restored_state: dict[str, Any] | None = None  # the state a resume rebuilt from the log
 
     @property
     def session_id(self) -> str:
         return self.session.session_id
 
     @property
+    def directory(self) -> Path | None:
+        return self.session.results_dir
+
+    @property
     def status(self) -> str:
         if self.runner is None or not self.runner.done():
             return "running"
+        if self.session.interrupted:
+            return "interrupted"
         return "failed" if self.error else "finished"
 
     @property
@@ -74,12 +107,73 @@ class HostedSession:
             "end_reason": self.end_reason,
             "error": self.error,
             "created_at": self.created_at,
-            "results_dir": str(self.session.results_dir) if self.session.results_dir else None,
+            "results_dir": str(self.directory) if self.directory else None,
+            "delivered": self.result.delivered if self.result else None,
+            "scores": self.result.scores if self.result else None,
+        }
+
+    def details(self) -> dict[str, Any]:
+        return {
+            # None until the session starts: the env has no state before its reset
+            "state": self.session.coordinator.snapshot() if self.session.coordinator.started_at
+            else None,
+            "result": self.result.model_dump(mode="json") if self.result else None,
+        }
+
+
+@dataclass
+class StoredSession:
+    """A session an earlier server left in ``results_dir``, known only from its files."""
+
+    directory: Path
+    record: HostingRecord
+    record_of_run: dict[str, Any]  # session.json ({} if the session never started)
+    resuming: bool = False
+
+    @property
+    def session_id(self) -> str:
+        return self.record.session_id
+
+    @property
+    def people(self) -> list[str]:
+        return self.record.people
+
+    @property
+    def status(self) -> str:
+        status = self.record_of_run.get("status")
+        return status if status in ("finished", "failed") else "interrupted"
+
+    def summary(self) -> dict[str, Any]:
+        run = self.record_of_run
+        return {
+            "session_id": self.session_id,
+            "task": run.get("task") or self.record.request.get("task"),
+            "team": self.record.team,
+            "members": run.get("team", []),
+            "people": list(self.people),
+            "status": self.status,
+            "end_reason": run.get("end_reason"),
+            "error": run.get("error"),
+            "created_at": self.record.created_at,
+            "results_dir": str(self.directory),
+            "delivered": run.get("delivered"),
+            "scores": run.get("scores"),
+        }
+
+    def details(self) -> dict[str, Any]:
+        run = self.record_of_run
+        finished = self.status == "finished"
+        return {
+            "state": run.get("final_state"),  # an interrupted session shows its state on resume
+            "result": {"session_id": self.session_id, "task": run.get("task"),
+                       "results_dir": str(self.directory),
+                       **{key: run.get(key) for key in _RESULT_FIELDS}} if finished else None,
         }
 
 
 class SessionHost:
-    """Creates, lists, follows and ends sessions. Use it from the server's event loop."""
+    """Creates, lists, follows, ends, resumes and rates sessions. Use it from one event loop
+    (the server's, or a kernel's)."""
 
     def __init__(self, results_dir: str | Path, redis_url: str | None = None,
                  default_team: str = "example") -> None:
@@ -87,22 +181,97 @@ class SessionHost:
         self.redis_url = redis_url
         self.default_team = default_team
         self.sessions: dict[str, HostedSession] = {}
+        self.stored: dict[str, StoredSession] = {}
+        #: Links sessions to a person's notebook (its kernel and live document): a
+        #: ``cogym_lab.jupyter.notebook.NotebookOpener``, set by the server extension.
+        self.notebooks: Any = None
+
+    # -- creating and resuming ----------------------------------------------------------------
 
     async def create(self, task: str, instance: int | None = None,
                      env_args: dict[str, Any] | None = None, team: str | None = None,
-                     people: list[str] | None = None, **overrides: Any) -> HostedSession:
+                     people: list[str] | None = None, lm: dict[str, Any] | None = None,
+                     notebook: dict[str, Any] | None = None,
+                     **overrides: Any) -> HostedSession:
         """Build the env and team and start the session in the background.
 
         ``people`` names roles played by a person: a team member of that role becomes a person
-        seat, any other name adds a person seat to the team. Raises ``HostingError``.
+        seat, any other name adds a person seat to the team. ``lm`` holds LM settings (model,
+        base_url, ...) for every LM member; a member left without a model joins as a guide
+        that says in the chat what to set. ``notebook`` (``{"path", "kernel_id"}``) runs the task
+        in that notebook's kernel and live document (the first person seat, "user" by default,
+        is the notebook's person). Raises ``HostingError``.
         """
+        # Every argument goes into the request: `hosting.json` keeps it and `resume` rebuilds
+        # the session from it alone.
+        request = {"task": task, "instance": instance, "env_args": dict(env_args or {}),
+                   "team": team or self.default_team, "people": list(people or []),
+                   "lm": lm, "notebook": notebook, "settings": dict(overrides)}
+        hosted = self._build(request)
+        await self._connect_notebook(hosted)
+        self._save_record(hosted)
+        await self._start(hosted)
+        return hosted
+
+    async def resume(self, session_id: str) -> HostedSession:
+        """Carry on a session an earlier server left interrupted.
+
+        The env and team are rebuilt from ``hosting.json`` and the state from ``events.jsonl``
+        (deferred results come from the log: no LM or kernel call is repeated); the members get
+        the current state and go on. Raises ``HostingError`` (404 unknown, 409 not interrupted).
+        """
+        hosted = self.sessions.get(session_id)
+        if hosted is not None:
+            raise HostingError(f"Session {session_id!r} is {hosted.status}: only an interrupted "
+                               "session can be resumed.", status=409)
+        stored = self._stored(session_id)
+        if stored.status != "interrupted":
+            raise HostingError(f"Session {session_id!r} is {stored.status}: only an interrupted "
+                               "session can be resumed.", status=409)
+        if stored.resuming:
+            raise HostingError(f"Session {session_id!r} is being resumed.", status=409)
+        try:
+            hosted = self._build(stored.record.request, session_id=session_id)
+        except HostingError as error:
+            raise HostingError(f"Session {session_id!r} cannot be rebuilt: {error.message}",
+                               status=500) from None
+        hosted.created_at = stored.record.created_at
+        cut = trim_torn_tail(stored.directory)
+        if cut:
+            log.warning("session %s: dropped a half-written last event (%d bytes)", session_id,
+                        cut)
+        try:
+            events = read_events(stored.directory) if (stored.directory / "events.jsonl"
+                                                       ).is_file() else []
+            hosted.session.restore(events)
+        except (ReplayMismatch, ValueError) as error:  # ValueError: a line that is not an event
+            await hosted.session.env.aclose()
+            raise HostingError(f"Session {session_id!r} cannot be restored from its log: "
+                               f"{error}", status=500) from None
+        hosted.restored_state = hosted.session.coordinator.snapshot()
+        stored.resuming = True  # before any wait: a second resume is refused
+        try:
+            await self._connect_notebook(hosted)
+        except HostingError:
+            stored.resuming = False
+            await hosted.session.env.aclose()
+            raise
+        self.sessions[session_id] = hosted  # from here on it is this server's (409 if again)
+        del self.stored[session_id]
+        await self._start(hosted)
+        return hosted
+
+    def _build(self, request: dict[str, Any], session_id: str | None = None) -> HostedSession:
+        """The session a request describes, not yet started. Raises ``HostingError``."""
         from cogym_lab.envs.registry import make_env
+        from cogym_lab.jupyter.no_lm import build_team_with_guides
         from cogym_lab.teams import load_team
-        from cogym_lab.teams.build import build_team, session_config
+        from cogym_lab.teams.build import session_config
         from cogym_lab.teams.config import MemberConfig
 
-        team = team or self.default_team
-        people = list(people or [])
+        task, team, people = request.get("task"), request.get("team"), request.get("people")
+        lm = request.get("lm")
+        overrides = dict(request.get("settings") or {})
         if not isinstance(task, str) or not task:
             raise HostingError("'task' is required: the name of a task (see `cogym-lab tasks`).")
         unknown = set(overrides) - set(_CONFIG_OVERRIDES)
@@ -112,37 +281,89 @@ class SessionHost:
             team_config = load_team(team)
         except Exception as error:
             raise HostingError(_message(error)) from error
+        env_args = dict(request.get("env_args") or {})
+        if request.get("notebook") is not None:
+            people = list(people or []) or ["user"]  # the notebook's person needs a seat
+            env_args["notebook"] = self._link_notebook(request["notebook"], task, people[0])
         try:
-            env = make_env(task, instance=instance, **(env_args or {}))
+            env = make_env(task, instance=request.get("instance"), **env_args)
         except Exception as error:
             raise HostingError(_message(error)) from error
         if team_config.name == "example" and task != "todo":
             raise HostingError("The example team plays only the 'todo' task.")
         members = dict(team_config.members)
-        for role in people:
+        for role in people or []:
             if not isinstance(role, str):
                 raise HostingError(f"'people' must list role names, got {role!r}.")
             members[role] = MemberConfig(kind="person")
         team_config = team_config.model_copy(update={"members": members})
+        if lm is not None and not isinstance(lm, dict):
+            raise HostingError("'lm' must be an object of LM settings, e.g. {\"model\": ...}.")
         try:
-            teammates, kinds = build_team(team_config, env)
+            teammates, kinds, _ = build_team_with_guides(team_config, env, {"*": lm or {}})
             config = session_config(team_config, **overrides)
-            session = Session(env, teammates, kinds=kinds, task=task, config=config)
+            session = Session(env, teammates, kinds=kinds, task=task, config=config,
+                              session_id=session_id)
         except Exception as error:  # unknown member types, a missing LM, a bad role name
             raise HostingError(_message(error)) from error
         session.results_dir = self.results_dir / session.session_id
+        seats = [member.role for member in session.team if member.kind == "person"]
+        return HostedSession(session=session, team=team_config.name, task=task, people=seats,
+                             request=request)
+
+    def _link_notebook(self, notebook: Any, task: str, person: str) -> Any:
+        """A (not yet connected) link to the notebook a request names."""
+        from cogym_lab.jupyter.notebook import NotebookError
+
+        if task not in NOTEBOOK_TASKS:
+            raise HostingError(f"Only {', '.join(sorted(NOTEBOOK_TASKS))} runs in a notebook's "
+                               f"kernel, not {task!r}.")
+        if self.notebooks is None:
+            raise HostingError("Sessions from a notebook need the cogym_lab server extension "
+                               "running in the notebook's Jupyter server.", status=409)
+        try:
+            return self.notebooks.link(notebook, person)
+        except NotebookError as error:
+            raise HostingError(error.message, status=error.status) from None
+
+    async def _connect_notebook(self, hosted: HostedSession) -> None:
+        """Connect a notebook session to its kernel before anyone acts, so that no cell the
+        person runs is missed."""
+        link = getattr(hosted.session.env, "notebook", None)
+        if link is None or not hasattr(link, "start"):
+            return
+        try:
+            await link.start(hosted.session_id)
+        except Exception as error:
+            await link.close()
+            raise HostingError(f"Could not connect to the notebook's kernel: {error}",
+                               status=409) from error
+
+    def _save_record(self, hosted: HostedSession) -> None:
+        request = dict(hosted.request)
+        if isinstance(request.get("lm"), dict):  # secrets stay off the disk; resume reads the env
+            request["lm"] = {k: v for k, v in request["lm"].items()
+                             if "key" not in k.lower() and "token" not in k.lower()}
+        record = HostingRecord(session_id=hosted.session_id, request=request,
+                               team=hosted.team, people=hosted.people,
+                               created_at=hosted.created_at, hostname=socket.gethostname(),
+                               pid=os.getpid(), process_start=_process_start(os.getpid()))
+        directory = hosted.directory
+        assert directory is not None
+        directory.mkdir(parents=True, exist_ok=True)
+        # A value JSON cannot hold (a DataFrame from a kernel) is kept as its repr: such a
+        # session can be listed after a restart, not rebuilt.
+        _write_json(directory / HOSTING_FILE, record.model_dump(mode="python"))
+
+    async def _start(self, hosted: HostedSession) -> None:
         bus = connect_bus(self.redis_url)
         await bus.connect()
-        seats = [member.role for member in session.team if member.kind == "person"]
-        hosted = HostedSession(session=session, bus=bus, team=team_config.name, task=task,
-                               people=seats)
-        session.bus = bus
-        for role in seats:  # the host holds the seat: the session need not wait for a browser
-            await bus.publish(step_channel(session.session_id),
+        hosted.bus = hosted.session.bus = bus
+        for role in hosted.people:  # the host holds the seat: the session need not wait for it
+            await bus.publish(step_channel(hosted.session_id),
                               StepRequest(role=role, kind="join").model_dump(mode="json"))
         hosted.runner = asyncio.create_task(self._run(hosted))
-        self.sessions[session.session_id] = hosted
-        return hosted
+        self.sessions[hosted.session_id] = hosted
 
     async def _run(self, hosted: HostedSession) -> SessionResult | None:
         try:
@@ -153,33 +374,94 @@ class SessionHost:
         except Exception as error:
             log.exception("session %s failed", hosted.session_id)
             hosted.error = f"{type(error).__name__}: {error}"
+            self._record_failure(hosted)
         finally:
             try:
-                await hosted.bus.close()
+                if hosted.bus is not None:
+                    await hosted.bus.close()
             except Exception:  # closing a lost connection must not hide the result
                 log.exception("closing the bus of session %s failed", hosted.session_id)
         return hosted.result
 
+    def _record_failure(self, hosted: HostedSession) -> None:
+        """Say so in ``session.json``, so a later server does not take it for interrupted."""
+        directory = hosted.directory
+        if directory is not None and (directory / SESSION_FILE).is_file():
+            update_session(directory, status="failed", error=hosted.error, ended_at=time.time())
+
+    def recover(self) -> list[StoredSession]:
+        """List the sessions an earlier server left in ``results_dir``.
+
+        A session whose ``session.json`` records no end (the server was killed) is marked
+        ``interrupted`` there; its log is left as it is. Call once, when the server starts.
+        """
+        found = []
+        for path in sorted(self.results_dir.glob(f"*/{HOSTING_FILE}")):
+            directory = path.parent
+            try:
+                record = HostingRecord.model_validate_json(path.read_text(encoding="utf-8"))
+                run = read_session(directory) if (directory / SESSION_FILE).is_file() else {}
+            except (OSError, ValueError) as error:
+                log.warning("skipping %s: %s", directory, error)
+                continue
+            if record.session_id in self.sessions or _runs_elsewhere(record):
+                continue
+            stored = StoredSession(directory=directory, record=record, record_of_run=run)
+            if run.get("status") not in ("finished", "failed", "interrupted"):
+                marks = {"status": "interrupted", "interrupted_at": time.time(),
+                         "interrupt_reason": SHUTDOWN_REASON}
+                if run:
+                    stored.record_of_run = update_session(directory, **marks)
+                else:  # it never started: a session.json says so for every reader
+                    stored.record_of_run = {"session_id": record.session_id,
+                                            "task": record.request.get("task"), **marks}
+                    _write_json(directory / SESSION_FILE, stored.record_of_run)
+            self.stored[record.session_id] = stored
+            found.append(stored)
+        return found
+
+    # -- looking up ---------------------------------------------------------------------------
+
     def list(self) -> list[dict[str, Any]]:
-        return [hosted.summary() for hosted in self.sessions.values()]
+        known: list[HostedSession | StoredSession] = [*self.stored.values(),
+                                                      *self.sessions.values()]
+        return [entry.summary() for entry in sorted(known, key=_created_at)]
 
     def get(self, session_id: str) -> HostedSession:
+        """A session this server runs (or ran). Raises ``HostingError``: 404 for an unknown id,
+        409 for a session from an earlier server that has not been resumed."""
+        hosted = self.sessions.get(session_id)
+        if hosted is not None:
+            return hosted
+        stored = self._stored(session_id)
+        hint = " Resume it first." if stored.status == "interrupted" else ""
+        raise HostingError(f"Session {session_id!r} is {stored.status} (from an earlier server "
+                           f"run).{hint}", status=409)
+
+    def _stored(self, session_id: str) -> StoredSession:
         try:
-            return self.sessions[session_id]
+            return self.stored[session_id]
         except KeyError:
             raise HostingError(f"No session {session_id!r}.", status=404) from None
 
+    def _find(self, session_id: str) -> HostedSession | StoredSession:
+        return self.sessions.get(session_id) or self._stored(session_id)
+
     def snapshot(self, session_id: str) -> dict[str, Any]:
-        hosted = self.get(session_id)
-        return hosted.summary() | {
-            "state": hosted.session.coordinator.snapshot(),
-            "result": hosted.result.model_dump(mode="json") if hosted.result else None,
-        }
+        """Summary, current (or final) state, result, and ratings of a session."""
+        entry = self._find(session_id)
+        ratings = self.ratings(session_id)
+        return entry.summary() | entry.details() | {"ratings": ratings}
+
+    # -- acting -------------------------------------------------------------------------------
 
     async def end(self, session_id: str, reason: str = "ended by the user",
-                  wait: float = 10.0) -> HostedSession:
+                  wait: float = 10.0) -> HostedSession | StoredSession:
         """Stop a running session and wait (up to ``wait`` seconds) for it to finish."""
-        hosted = self.get(session_id)
+        entry = self._find(session_id)
+        if not isinstance(entry, HostedSession):
+            return entry  # from an earlier server: nothing runs
+        hosted = entry
         if hosted.status != "running" or hosted.runner is None:
             return hosted
         deadline = time.monotonic() + wait
@@ -197,32 +479,134 @@ class SessionHost:
     def check_seat(self, session_id: str, role: Any) -> HostedSession:
         hosted = self.get(session_id)
         if not isinstance(role, str) or role not in hosted.people:
-            seats = ", ".join(hosted.people) or "none"
-            raise HostingError(f"{role!r} is not a person seat of this session "
-                               f"(person seats: {seats}).", status=400)
+            raise HostingError(_not_a_seat(role, hosted.people), status=400)
         return hosted
 
-    async def act(self, session_id: str, role: Any, action: Any) -> StepRequest:
-        """Publish a person's action as a ``StepRequest``; the env answers on the obs channel."""
+    async def act(self, session_id: str, role: Any, action: Any,
+                  base: str | None = None) -> StepRequest:
+        """Publish a person's action as a ``StepRequest``; the env answers on the obs channel.
+
+        ``base`` is the text a whole-text replacement (an editor save) started from, so that
+        edits made meanwhile by others are merged rather than lost.
+        """
         hosted = self.check_seat(session_id, role)
-        if hosted.status != "running":
+        if hosted.status != "running" or hosted.bus is None:
             raise HostingError(f"Session {session_id!r} has ended.", status=409)
+        if base is not None and not isinstance(base, str):
+            raise HostingError("'base' must be the text the edit started from.")
         request = _request(role, "action", action)
+        request.base = base
         await hosted.bus.publish(step_channel(session_id), request.model_dump(mode="json"))
         return request
+
+    async def interrupt(self, session_id: str) -> bool:
+        """Interrupt the cell the session's kernel is running (a person's stop button);
+        ``False`` when the task has no kernel or none was started yet."""
+        hosted = self.get(session_id)
+        executor = getattr(hosted.session.env, "executor", None)
+        if executor is None or not executor.alive:
+            return False
+        await executor.interrupt()
+        return True
 
     async def sync(self, session_id: str, role: str) -> None:
         """Ask the env for ``role``'s current state (a reconnecting browser)."""
         hosted = self.check_seat(session_id, role)
-        if hosted.status == "running":
+        if hosted.status == "running" and hosted.bus is not None:
             await hosted.bus.publish(step_channel(session_id),
                                      StepRequest(role=role, kind="sync").model_dump(mode="json"))
 
-    async def close(self) -> None:
-        """End every running session (the server is shutting down)."""
+    # -- ratings ------------------------------------------------------------------------------
+
+    def rate(self, session_id: str, role: str, outcome_rating: int, satisfaction: int,
+             comment: str = "") -> dict[str, Any]:
+        """Save a person seat's rating of a session (while it runs or after it ended) in the
+        session's ``ratings.json``, replacing that role's earlier one; returns all ratings.
+
+        Ratings are 1 to 5 (outcome: how good the result is; satisfaction: how the
+        collaboration felt). Raises ``HostingError`` (404 unknown session, 400 bad values).
+        """
+        entry = self._find(session_id)
+        if not isinstance(role, str) or role not in entry.people:
+            raise HostingError(_not_a_seat(role, entry.people), status=400)
+        try:
+            rating = Rating(outcome_rating=outcome_rating, satisfaction=satisfaction,
+                            comment=comment)
+        except ValidationError as error:
+            raise HostingError(validation_message(error)) from None
+        directory = entry.directory
+        if directory is None:
+            raise HostingError(f"Session {session_id!r} has no results directory.", status=409)
+        ratings = self.ratings(session_id)
+        ratings[role] = StoredRating(**rating.model_dump(), ts=time.time()).model_dump()
+        directory.mkdir(parents=True, exist_ok=True)
+        _write_json(directory / RATINGS_FILE, ratings)
+        return ratings
+
+    def ratings(self, session_id: str) -> dict[str, Any]:
+        """The ratings saved for a session, by role (``{}`` when there are none)."""
+        directory = self._find(session_id).directory
+        path = directory / RATINGS_FILE if directory is not None else None
+        if path is None or not path.is_file():
+            return {}
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            log.warning("%s is not JSON; starting the ratings afresh", path)
+            return {}
+
+    # -- shutting down ------------------------------------------------------------------------
+
+    async def close(self, wait: float = 10.0) -> None:
+        """Interrupt every running session (the server is going down): nothing is ended, each
+        is recorded as interrupted, and a later server can resume it."""
         running = [hosted for hosted in self.sessions.values() if hosted.status == "running"]
-        await asyncio.gather(*(self.end(h.session_id, "server shutting down") for h in running),
-                             return_exceptions=True)
+        for hosted in running:
+            await hosted.session.interrupt(SHUTDOWN_REASON)
+        runners = {hosted.runner for hosted in running if hosted.runner is not None}
+        if runners:
+            await asyncio.wait(runners, timeout=wait)
+
+
+def _runs_elsewhere(record: HostingRecord) -> bool:
+    """Whether another live process on this machine hosts the session (a kernel's own host
+    sharing the results folder): it is not this server's to mark interrupted."""
+    if record.pid is None or record.pid == os.getpid() or record.hostname != socket.gethostname():
+        return False
+    try:
+        os.kill(record.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        pass
+    # The pid may have been reused since: only the same start time makes it the same process.
+    return record.process_start is None or _process_start(record.pid) == record.process_start
+
+
+def _process_start(pid: int) -> str | None:
+    """When process ``pid`` started, in clock ticks since boot (Linux); None elsewhere."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()  # after the command name, which may hold spaces
+    return fields[19] if len(fields) > 19 else None
+
+
+def _created_at(entry: HostedSession | StoredSession) -> float:
+    return entry.created_at if isinstance(entry, HostedSession) else entry.record.created_at
+
+
+def _not_a_seat(role: Any, people: list[str]) -> str:
+    seats = ", ".join(people) or "none"
+    return f"{role!r} is not a person seat of this session (person seats: {seats})."
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".json.tmp")  # readers never see half a file
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=repr),
+                   encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def _request(role: str, kind: str, action: Any) -> StepRequest:

@@ -83,6 +83,7 @@ class EnvNode:
             else:
                 await self._resume(self.restored)
             self.started.set()
+            self._follow_observed_steps()
             for request in early:
                 await self._on_request(request)
             await self._loop(subscription)
@@ -181,6 +182,26 @@ class EnvNode:
 
     def _start_deferred(self, role: str, deferred: Deferred, started_by: Event) -> None:
         task = asyncio.create_task(self._run_deferred(role, deferred, started_by))
+        self._deferred.add(task)
+        task.add_done_callback(self._deferred.discard)
+
+    def _follow_observed_steps(self) -> None:
+        """Record what the env sees members do outside the session (``CoEnv.observed_steps``);
+        the task is cancelled with the deferred work when the session ends."""
+        steps = self.coordinator.env.observed_steps()
+        if steps is None:
+            return
+
+        async def follow() -> None:
+            async for role, action in steps:
+                try:
+                    transition = self.coordinator.apply_observed(role, action, time.time())
+                except Exception:  # a bug must cost one observation, not the session
+                    log.exception("observed step of %s failed: %r", role, action)
+                    continue
+                await self._deliver(transition)
+
+        task = asyncio.create_task(follow())
         self._deferred.add(task)
         task.add_done_callback(self._deferred.discard)
 

@@ -16,6 +16,7 @@ import inspect
 import json
 import logging
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -94,6 +95,9 @@ class MemberNode:
         self._specs: dict[str, ActionSpec] = {}
         self.ack_timeout = ack_timeout
         self._awaiting: str | None = None  # id of our own step not yet seen in a notification
+        # Per sync we asked for, the step it will show: the env answers syncs in order, after
+        # every step sent before them, so a sync asked for earlier must not end the wait.
+        self._syncs_asked: deque[str | None] = deque()
         self._last_action: str | None = None
 
     async def run(self) -> Notification:
@@ -112,6 +116,7 @@ class MemberNode:
 
     async def request_sync(self) -> None:
         """Ask the env for the current state (after a reconnect or a detected gap)."""
+        self._syncs_asked.append(self._awaiting)
         await self._send(StepRequest(role=self.role, kind="sync"))
 
     async def _receive(self, subscription: Any) -> None:
@@ -128,7 +133,9 @@ class MemberNode:
                 self.stats["gaps"] += 1
                 await self.request_sync()
             self._last_seq = max(self._last_seq or 0, notification.seq)
-            if sync or notification.event.type is EventType.RESUME or \
+            shows_our_step = self._syncs_asked.popleft() == self._awaiting \
+                if sync and self._syncs_asked else False
+            if shows_our_step or notification.event.type is EventType.RESUME or \
                     notification.event.request_id == self._awaiting:
                 self._awaiting = None
             self.stats["notifications"] += 1

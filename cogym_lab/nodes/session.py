@@ -15,10 +15,11 @@ from pydantic import BaseModel
 
 import cogym_lab
 from cogym_lab.bus import Bus, MemoryBus
-from cogym_lab.core import CoEnv, Coordinator, Member, default_step_limits
+from cogym_lab.core import CoEnv, Coordinator, Event, Member, default_step_limits
 from cogym_lab.core.messages import MemberKind
 from cogym_lab.nodes.env_node import EnvNode, EventObserver
 from cogym_lab.nodes.member_node import AgentNode, MemberNode, Teammate, UserNode
+from cogym_lab.nodes.restore import Restored, restore
 from cogym_lab.nodes.results import ResultsWriter
 
 
@@ -103,20 +104,43 @@ class Session:
         self.coordinator = build_coordinator(env, self.team, self.session_id, self.config,
                                              self.task)
         self.env_node: EnvNode | None = None
+        self.restored: Restored | None = None
+        self.interrupted: str | None = None  # why the session stopped without ending
+
+    def restore(self, events: Iterable[Event]) -> Restored:
+        """Rebuild the state an earlier run's log ends in, so that ``run`` carries on from it:
+        members get the current state, and new events continue the log's sequence numbers."""
+        self.restored = restore(self.coordinator, events)
+        return self.restored
+
+    async def interrupt(self, reason: str = "interrupted") -> None:
+        """Stop ``run`` without ending the session: no END is logged, no grading is done, and
+        ``session.json`` says ``interrupted``, so the session can be restored and resumed."""
+        self.interrupted = self.interrupted or reason
+        if self.env_node is not None:
+            await self.env_node.stop(reason, end=False)
 
     async def run(self) -> SessionResult:
-        """Run the session to its end and return what it produced."""
+        """Run the session to its end (or its interruption) and return what it produced."""
         bus = self.bus or MemoryBus()
         await bus.connect()
-        writer = ResultsWriter(self.results_dir) if self.results_dir else None
+        resumed = self.restored is not None and self.restored.events > 0
+        writer = ResultsWriter(self.results_dir, keep=resumed) if self.results_dir else None
         started = time.time()
-        if writer:
+        if writer and resumed:
+            started = writer.session.get("started_at", started)
+            writer.write_session(**self.describe(), status="running",
+                                 resumed_at=[*writer.session.get("resumed_at", []), time.time()])
+        elif writer:
             writer.write_session(**self.describe(), started_at=started, status="running")
         self.env_node = EnvNode(
             bus, self.coordinator, idle_seconds=self.config.idle_seconds,
             join_timeout=self.config.join_timeout, seed=self.config.seed,
             observers=[*([writer.append_event] if writer else []), *self.observers],
+            restored=self.restored if resumed else None,
         )
+        if self.interrupted:  # interrupted before it could start
+            await self.env_node.stop(self.interrupted, end=False)
         nodes = [_NODE_FOR_KIND.get(member.kind, UserNode)(
                     bus, self.session_id, member.role, teammate, results_dir=self.results_dir)
                  for member, teammate in zip(self.team, self.members.values(), strict=True)
@@ -133,12 +157,15 @@ class Session:
                 await self.env_node.stop("cancelled")
                 await asyncio.wait({env_task}, timeout=5)
             # Members got the END notification; give them a moment to close, then stop them.
-            await asyncio.wait(member_tasks, timeout=5) if member_tasks else None
+            if member_tasks and not self.interrupted:
+                await asyncio.wait(member_tasks, timeout=5)
             for task in member_tasks:
                 task.cancel()
             await asyncio.gather(*member_tasks, return_exceptions=True)
             if self.bus is None:
                 await bus.close()
+        if self.interrupted:
+            return await self._close_interrupted(writer, started)
         result = self.result(time.time() - started,
                              await self._scores() if is_delivered(self.env.outcome()) else {})
         await self.env.aclose()
@@ -147,6 +174,16 @@ class Session:
                                  **result.model_dump(exclude={"results_dir", "task",
                                                               "session_id"}),
                                  final_state=self.coordinator.snapshot())
+            writer.close()
+        return result
+
+    async def _close_interrupted(self, writer: ResultsWriter | None,
+                                 started: float) -> SessionResult:
+        result = self.result(time.time() - started, {})
+        await self.env.aclose()
+        if writer:
+            writer.write_session(status="interrupted", interrupted_at=time.time(),
+                                 interrupt_reason=self.interrupted, events=self.coordinator.seq)
             writer.close()
         return result
 

@@ -171,7 +171,8 @@ class RelatedWorkEnv(DatasetEnv):
 
         return ActionOutcome(deferred=Deferred(work=write, label="Drafting"))
 
-    @action("Replace the whole section text in the shared editor.", text="The full text")
+    @action("Replace the whole section text in the shared editor.", replaces="editor",
+            text="The full text")
     def editor_update(self, role: str, text: str) -> None:
         self.text = text
 

@@ -4,40 +4,110 @@ the findings together; a judge checks them against the gold hypothesis (Discover
 Running a cell is slow I/O, so ``EXECUTE_JUPYTER_CELL`` starts deferred work: the kernel runs the
 code outside the coordinator and the outputs land as the internal ``RECORD_CELL`` step of the same
 member. The event log keeps the outputs, so replay needs no kernel.
+
+Besides the DiscoveryBench instances, a session can analyse a person's own data: a free
+``query`` with ``data`` (a variable already in the kernel, or a file path); such sessions are not
+graded, their outcome is the findings. From a notebook (``notebook``, see ``live.py``), cells run
+in the notebook's own kernel, agent cells appear in the live notebook, and the person's cells are
+recorded as theirs. ``autonomy="ask"`` makes every agent cell wait for a person's approval.
 """
 
 from __future__ import annotations
 
+import shutil
 import tempfile
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cogym_lab.core import (
-    ActionError, ActionOutcome, Component, Deferred, RenderType, action,
+    Action, ActionError, ActionOutcome, CoEnv, Component, Deferred, RenderType, action,
 )
+from cogym_lab.core.grammar import RawAction
 from cogym_lab.envs.dataset_env import DatasetEnv
 from cogym_lab.envs.tabular_analysis.executor import KernelExecutor, LocalKernelExecutor
 from cogym_lab.envs.tabular_analysis.grader import judge_hypothesis
 from cogym_lab.envs.tabular_analysis.instances import copy_files, load_instances
+from cogym_lab.envs.tabular_analysis.live import NotebookLink, PersonCell
 from cogym_lab.lm import LM, configured_lm
+
+AUTONOMY_LEVELS = ("free", "ask")
+RESTART_NOTE = ("The kernel restarted: every variable is gone. Re-run the cells that load the "
+                "data before using it again.")
+
+
+@dataclass(frozen=True)
+class CustomQuery:
+    """A person's own question about their own data (no gold hypothesis: not graded)."""
+
+    query: str
+    data: str | None = None  # a variable in the kernel, or a file path
+
+    @property
+    def data_is_variable(self) -> bool:
+        return self.data is not None and self.data.isidentifier()
+
+    def describe_data(self) -> str:
+        if self.data is None:
+            return "Use the data already loaded in the kernel."
+        if self.data_is_variable:
+            return f"The data is the variable `{self.data}`, already defined in the kernel."
+        return f"The data is in the file `{self.data}` (relative to the kernel's working folder)."
+
+    def hidden_information(self) -> str:
+        return ""
 
 
 @dataclass
 class TabularAnalysisEnv(DatasetEnv):
-    """One selected DiscoveryBench-Real query (``instance`` = its number).
+    """One selected DiscoveryBench-Real query (``instance`` = its number), or a person's own
+    ``query`` about their ``data`` (then ``instance`` is ignored and nothing is graded).
 
     The instance's tables are copied into ``workdir`` (a fresh temporary folder by default), where
-    the kernel starts. ``executor`` defaults to a standalone IPython kernel; the Jupyter product
-    passes one that runs in the notebook's own kernel.
+    the kernel starts; a custom query works in ``workdir`` or the current folder. ``executor``
+    defaults to a standalone IPython kernel; ``notebook`` (from the Jupyter server extension)
+    brings the notebook's own kernel and live document instead. ``autonomy`` is ``"free"`` (the
+    agent runs cells at will) or ``"ask"`` (each agent cell waits for a person's approval).
     """
 
     workdir: str | None = None
     cell_timeout: float = 60.0
     executor: KernelExecutor | None = field(default=None, repr=False)
     judge_lm: LM | None = field(default=None, repr=False)
+    query: str | None = None
+    data: str | None = None
+    autonomy: str = "free"
+    notebook: NotebookLink | None = field(default=None, repr=False)
 
     name = "tabular_analysis"
+
+    def __post_init__(self) -> None:
+        if self.autonomy not in AUTONOMY_LEVELS:
+            raise ValueError(f"autonomy must be one of {', '.join(AUTONOMY_LEVELS)}, "
+                             f"not {self.autonomy!r}.")
+        if self.query is None:
+            if self.data is not None:
+                raise ValueError("'data' goes with a custom 'query' (your own question).")
+            super().__post_init__()
+        else:
+            if not isinstance(self.query, str) or not self.query.strip():
+                raise ValueError("A custom 'query' must be a non-empty question.")
+            if self.data is not None and (not isinstance(self.data, str) or not self.data.strip()):
+                raise ValueError("'data' must name a variable in the kernel or a file path.")
+            CoEnv.__init__(self)  # no dataset to load: the person brings the data
+            self.task = CustomQuery(self.query.strip(), self.data.strip() if self.data else None)
+        if self.notebook is not None and self.executor is None:
+            self.executor = self.notebook.executor
+
+    @property
+    def is_custom(self) -> bool:
+        return isinstance(self.task, CustomQuery)
+
+    def env_args(self) -> dict[str, Any]:
+        args = ({"query": self.task.query, **({"data": self.task.data} if self.task.data else {})}
+                if self.is_custom else super().env_args())
+        return args | ({"autonomy": self.autonomy} if self.autonomy != "free" else {})
 
     @classmethod
     def load_dataset(cls, data_dir: str | None) -> list[Any]:
@@ -45,20 +115,54 @@ class TabularAnalysisEnv(DatasetEnv):
 
     @property
     def task_description(self) -> str:
-        files = ", ".join(path.name for path in self.files) if self._is_reset else "the tables"
-        return (f"{self.task.query}\n\nThe data files ({files}) are in the kernel's working "
-                "directory. Analyse them with Python cells (pandas is available) and write the "
-                "finding as a hypothesis in the shared editor: what relation holds between which "
-                "variables, under which conditions.")
+        if self.is_custom:
+            where = self.task.describe_data()
+        else:
+            files = ", ".join(path.name for path in self.files) if self._is_reset else "the tables"
+            where = f"The data files ({files}) are in the kernel's working directory."
+        text = (f"{self.task.query}\n\n{where} Analyse the data with Python cells (pandas is "
+                "available) and write the finding as a hypothesis in the shared editor: what "
+                "relation holds between which variables, under which conditions.")
+        if self.notebook is not None:
+            text += (" Your cells run in the person's own notebook kernel: every variable is "
+                     "shared both ways, and the cells the person runs are shown to you.")
+        if self.autonomy == "ask":
+            text += " Each cell you run waits for the person's approval first."
+        return text
 
     def hidden_information(self) -> str:
         return self.task.hidden_information()
+
+    def needs_confirmation(self, role: str, action: Action) -> bool:
+        return self.autonomy == "ask" and action.name == "EXECUTE_JUPYTER_CELL"
+
+    def observed_steps(self) -> AsyncIterator[tuple[str, RawAction]] | None:
+        if self.notebook is None:
+            return None
+        return self._notebook_steps(self.notebook)
+
+    async def _notebook_steps(self, link: NotebookLink) -> AsyncIterator[tuple[str, RawAction]]:
+        """The person's cells and the kernel's restarts, as the person's internal steps."""
+        async for happening in link.happenings():
+            if isinstance(happening, PersonCell):
+                yield link.person, {"name": "RECORD_CELL", "args": {
+                    "code": happening.code, "result": happening.result.to_dict()}}
+            else:
+                yield link.person, {"name": "RECORD_KERNEL_RESTART", "args": {}}
 
     def _reset(self, seed: int | None) -> None:
         self.cells: list[dict[str, Any]] = []
         self.running: dict[str, str] = {}  # role -> code now running
         self.findings = ""
-        folder = Path(self.workdir or tempfile.mkdtemp(prefix="cogym-tabular-"))
+        if self.is_custom:  # the person's data stays where it is
+            kernel_dir = self.executor.cwd if self.executor is not None else None
+            self.workdir = str(self.workdir or kernel_dir or Path.cwd())
+            self.files = [] if self.task.data is None or self.task.data_is_variable else [
+                Path(self.task.data)]
+            return
+        if self.workdir is None:  # a scratch copy of the data, removed again by aclose()
+            self._scratch_dir = tempfile.mkdtemp(prefix="cogym-tabular-")
+        folder = Path(self.workdir or self._scratch_dir)
         folder.mkdir(parents=True, exist_ok=True)
         self.workdir = str(folder)
         self.files = copy_files(self.task, folder, self.data_dir)
@@ -69,14 +173,21 @@ class TabularAnalysisEnv(DatasetEnv):
                       content={"cells": self.cells, "running": dict(self.running)}),
             Component(name="findings", title="Findings (shared editor)",
                       render_type=RenderType.EDITOR, content=self.findings),
-            Component(name="files", title="Data files", render_type=RenderType.TEXT,
-                      content="\n".join(path.name for path in self.files)),
+            Component(name="files", title="Data", render_type=RenderType.TEXT,
+                      content=self._data_summary()),
         ]
+
+    def _data_summary(self) -> str:
+        if self.is_custom and self.task.data_is_variable:
+            return f"kernel variable: {self.task.data}"
+        return "\n".join(str(path) if self.is_custom else path.name for path in self.files)
 
     def outcome(self) -> str | None:
         return self.findings.strip() or None
 
     async def aevaluate(self) -> dict[str, float]:
+        if self.is_custom:  # no gold hypothesis: the findings are the outcome
+            return {}
         judge = self.judge_lm or configured_lm("the hypothesis judge")
         if judge is None or not self.findings.strip():
             return {}
@@ -84,8 +195,12 @@ class TabularAnalysisEnv(DatasetEnv):
         return {"performance": grade.score}
 
     async def aclose(self) -> None:
-        if self.executor is not None:
+        if self.executor is not None:  # a notebook's kernel is only disconnected, never stopped
             await self.executor.shutdown()
+        if self.notebook is not None:
+            await self.notebook.close()
+        if getattr(self, "_scratch_dir", None):
+            shutil.rmtree(self._scratch_dir, ignore_errors=True)
 
     def _kernel(self) -> KernelExecutor:
         if self.executor is None:
@@ -103,12 +218,15 @@ class TabularAnalysisEnv(DatasetEnv):
         if role in self.running:
             raise ActionError("Your previous cell is still running; wait for its outputs.")
         self.running[role] = code
-        kernel, timeout = self._kernel(), self.cell_timeout
+        kernel, timeout, live = self._kernel(), self.cell_timeout, self.notebook
 
         async def run() -> dict[str, Any]:
+            shown = await live.show_cell(role, code) if live is not None else None
             if not kernel.alive:
                 await kernel.start()
             result = await kernel.execute(code, timeout=timeout)
+            if live is not None:
+                await live.show_outputs(shown, result)
             return {"name": "RECORD_CELL", "args": {"code": code, "result": result.to_dict()}}
 
         return ActionOutcome(deferred=Deferred(work=run, label="Running the cell"))
@@ -122,6 +240,15 @@ class TabularAnalysisEnv(DatasetEnv):
                            "status": result.get("status"), "outputs": result.get("outputs", []),
                            "error": result.get("error"), "truncated": result.get("truncated")})
 
-    @action("Replace the findings in the shared editor.", text="The findings")
+    @action("Note that the kernel restarted and every variable is gone.", internal=True)
+    def record_kernel_restart(self, role: str) -> None:
+        self.cells.append({"index": len(self.cells) + 1, "ran_by": role,
+                           "source": "(kernel restarted)", "execution_count": None,
+                           "status": "restarted", "error": None, "truncated": False,
+                           "outputs": [{"kind": "stream", "name": "stderr",
+                                        "text": RESTART_NOTE}]})
+
+    @action("Replace the findings in the shared editor.", replaces="findings",
+            text="The findings")
     def editor_update(self, role: str, text: str) -> None:
         self.findings = text

@@ -255,6 +255,9 @@ class LocalKernelExecutor(KernelExecutor):
     interrupt_grace = 5.0
     #: How long (seconds) to wait for a cell's execute_reply after its final idle status.
     reply_timeout = 5.0
+    #: Whether a cell that ignores the interrupt after its timeout gets the kernel restarted (a
+    #: private kernel: yes; a person's own kernel is never restarted behind their back).
+    restart_stuck_cells = True
 
     def __init__(
         self,
@@ -411,6 +414,10 @@ class LocalKernelExecutor(KernelExecutor):
                     except Exception:  # pragma: no cover
                         log.debug("interrupt failed", exc_info=True)
                     continue
+                if not self.restart_stuck_cells:
+                    error = (f"Cell timed out after {timeout:g}s and did not stop when "
+                             "interrupted; the kernel is still busy with it.")
+                    break
                 # the cell ignored the interrupt: restart the kernel
                 await self._restart_kernel()
                 error = (
@@ -421,16 +428,9 @@ class LocalKernelExecutor(KernelExecutor):
             try:
                 msg = await kc.get_iopub_msg(timeout=min(wait, self.poll_interval))
             except Empty:
-                if not self.alive:
-                    if self._closed or self._km is None:
-                        status, error = "died", "The executor was shut down while the cell ran."
-                        break
-                    await self._restart_kernel()
-                    status = "died"
-                    error = (
-                        "The kernel died while executing the cell and was restarted; "
-                        "all variables were lost."
-                    )
+                lost = await self._check_kernel()
+                if lost is not None:
+                    status, error = "died", lost
                     break
                 continue
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
@@ -487,6 +487,17 @@ class LocalKernelExecutor(KernelExecutor):
             truncated=truncated,
             duration=time.monotonic() - started,
         )
+
+    async def _check_kernel(self) -> str | None:
+        """Called while a cell waits for output: ``None`` while the kernel is fine, else why the
+        cell's result is lost (here: the kernel died, and is restarted)."""
+        if self.alive:
+            return None
+        if self._closed or self._km is None:
+            return "The executor was shut down while the cell ran."
+        await self._restart_kernel()
+        return ("The kernel died while executing the cell and was restarted; "
+                "all variables were lost.")
 
     async def _get_reply(self, msg_id: str) -> dict[str, Any] | None:
         """The shell execute_reply for `msg_id` (skipping stale replies of earlier cells)."""

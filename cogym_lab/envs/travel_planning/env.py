@@ -98,7 +98,7 @@ class TravelPlanningEnv(DatasetEnv):
     # -- actions -------------------------------------------------------------------------------
 
     @action("Replace the whole shared plan with new text (keep the day-by-day form).",
-            text="The full plan")
+            replaces="plan", text="The full plan")
     def editor_update(self, role: str, text: str) -> None:
         self.plan_text = text
         problems = parse_plan(text).problems if text.strip() else []

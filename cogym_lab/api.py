@@ -1,0 +1,339 @@
+"""The Python API for notebooks: start, attach to, drive and end collaboration sessions.
+
+>>> import cogym_lab
+>>> s = cogym_lab.new_session("travel_planning", instance=3)   # you are the "user" seat
+>>> s                                                          # shows the session panel
+>>> s.send("We are four people; keep dinners cheap.")
+>>> s.view["editor"].content                                   # what you see now
+>>> s.end()
+
+Sessions run in the Jupyter server that launched this kernel when its cogym_lab extension is
+there (the panel then talks to the server directly and stays live while the kernel is busy), and
+otherwise inside this kernel. The magics (``%cogym``) are a thin layer over these functions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import io
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cogym_lab.jupyter.backends import Backend, CreateRequest, SessionError, backend
+from cogym_lab.jupyter.data_arg import resolve_data
+
+__all__ = ["SessionError", "SessionHandle", "SessionList", "attach", "list_sessions",
+           "new_session"]
+
+DEFAULT_ROLE = "user"
+
+
+def default_team(task: str) -> str:
+    """The rule-based example team plays the todo task; every other task gets the LM agent."""
+    return "example" if task == "todo" else "collaborative"
+
+
+def new_session(task: str, *, instance: int | None = None, team: str | None = None,
+                role: str | None = DEFAULT_ROLE, query: str | None = None, data: Any = None,
+                model: str | None = None, base_url: str | None = None,
+                autonomy: str | None = None, env_args: dict[str, Any] | None = None,
+                idle_seconds: float | None = None, timeout: float | None = None,
+                agent_step_limit: int | None = None, seed: int | None = None,
+                mode: str = "auto", results_dir: str | Path | None = None) -> SessionHandle:
+    """Start a session of ``task`` and return its handle.
+
+    ``role`` is your seat (``"user"`` by default; ``None`` to only watch a team of agents and
+    simulated users). ``team`` defaults to ``collaborative`` (``example`` for ``todo``).
+    ``model``/``base_url`` set the LM of every LM member (else ``COGYM_MODEL``,
+    ``OPENAI_BASE_URL`` and the team file decide). For ``tabular_analysis``, ``query`` is your
+    question and ``data`` a DataFrame, the name of one in this notebook, or a file path.
+    ``autonomy`` is ``"free"`` or ``"ask"`` (the agent asks before running code). ``mode`` is
+    ``"auto"``, ``"server"`` or ``"local"``; ``results_dir`` is used by local sessions.
+    """
+    if autonomy is not None and autonomy not in ("free", "ask"):
+        raise SessionError(f"autonomy must be 'free' or 'ask', not {autonomy!r}.")
+    where = backend(mode, results_dir)
+    arguments = dict(env_args or {})
+    if query is not None:
+        arguments["query"] = query
+    if autonomy is not None:
+        arguments["autonomy"] = autonomy
+    notebook = _notebook(where) if task == "tabular_analysis" else None
+    if data is not None:
+        try:
+            arguments["data"] = resolve_data(data, share_kernel=notebook is not None)
+        except ValueError as error:
+            raise SessionError(str(error)) from None
+    lm = {key: value for key, value in (("model", model), ("base_url", base_url)) if value}
+    request = CreateRequest(task=task, instance=instance, team=team or default_team(task),
+                            people=[role] if role else [], env_args=arguments, lm=lm or None,
+                            notebook=notebook, idle_seconds=idle_seconds, timeout=timeout,
+                            agent_step_limit=agent_step_limit, seed=seed)
+    summary = where.create(request)
+    return SessionHandle(where, summary, role=role)
+
+
+def _notebook(where: Backend) -> dict[str, str] | None:
+    finder = getattr(where, "notebook", None)
+    return finder() if finder else None
+
+
+def attach(session_id: str, role: str | None = None, *, mode: str = "auto") -> SessionHandle:
+    """A handle on a running (or ended) session; ``role`` defaults to its first person seat."""
+    where = backend(mode)
+    summary = where.snapshot(session_id)
+    if role is None:
+        role = (summary.get("people") or [None])[0]
+    elif role not in (summary.get("people") or []):
+        seats = ", ".join(summary.get("people") or []) or "none"
+        raise SessionError(f"{role!r} is not a person seat of session {session_id} "
+                           f"(person seats: {seats}).")
+    return SessionHandle(where, summary, role=role)
+
+
+def list_sessions(*, mode: str = "auto") -> SessionList:
+    """The sessions of the server (or of this kernel), newest last."""
+    return SessionList(sorted(backend(mode).list(), key=lambda s: s.get("created_at") or 0))
+
+
+class SessionList(list):
+    """Session summaries that show as a table in a notebook."""
+
+    columns = ("session_id", "task", "team", "people", "status", "end_reason")
+
+    def _cell(self, summary: dict[str, Any], column: str) -> str:
+        value = summary.get(column)
+        return ", ".join(value) if isinstance(value, list) else "" if value is None else str(value)
+
+    def __repr__(self) -> str:
+        if not self:
+            return "No sessions."
+        rows = [[self._cell(s, c) for c in self.columns] for s in self]
+        widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(self.columns)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(self.columns, widths, strict=True))]
+        lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        if not self:
+            return "<p>No sessions.</p>"
+        head = "".join(f"<th>{c}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(self._cell(s, c))}</td>"
+                                        for c in self.columns) + "</tr>" for s in self)
+        return f"<table><tr>{head}</tr>{body}</table>"
+
+
+class SessionHandle:
+    """One session, seen from one seat (``role``).
+
+    Reading ``view``, ``chat``, ``status`` or ``result`` asks for the current state; ``send``,
+    ``act`` and ``finish`` act as ``role``; ``await wait()`` waits for the end. In a notebook the
+    handle shows as the session panel.
+    """
+
+    def __init__(self, where: Backend, summary: dict[str, Any], role: str | None) -> None:
+        self.backend = where
+        self.session_id: str = summary["session_id"]
+        self.task: str = summary.get("task", "")
+        self.role = role
+        self._summary = summary
+        self._panel: Any = None
+
+    def __repr__(self) -> str:
+        return (f"<cogym_lab session {self.session_id} ({self.task}, {self.backend.kind}) "
+                f"seat={self.role!r} status={self._summary.get('status')}>")
+
+    # -- state ---------------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """The session's summary with its full state (``state``) and, once ended, ``result``."""
+        self._summary = self.backend.snapshot(self.session_id)
+        return self._summary
+
+    def _state(self) -> dict[str, Any]:
+        """The current state; waits (up to a minute) for a session that is still starting."""
+        deadline = time.monotonic() + 60
+        while True:
+            snapshot = self.snapshot()
+            if snapshot.get("state") is not None or snapshot.get("status") != "running":
+                return snapshot.get("state") or {"views": {}, "chat": []}
+            if not self.backend.can_block or time.monotonic() > deadline:
+                raise SessionError("The session is still starting: its state is ready once "
+                                   "this cell has finished (or after `await handle.started()`).")
+            time.sleep(0.1)
+
+    async def started(self, timeout: float = 60.0) -> None:
+        """Wait until the session has started (its members have joined)."""
+        await self.wait_until(lambda s: s.get("state") is not None or s.get("status") != "running",
+                              timeout)
+
+    @property
+    def people(self) -> list[str]:
+        return list(self._summary.get("people") or [])
+
+    @property
+    def members(self) -> dict[str, str]:
+        """Each member's role and kind (agent, user or person)."""
+        return {m["role"]: m["kind"] for m in self._summary.get("members") or []}
+
+    @property
+    def status(self) -> str:
+        return self.snapshot().get("status", "unknown")
+
+    @property
+    def end_reason(self) -> str | None:
+        return self.snapshot().get("end_reason")
+
+    def _seat(self) -> str:
+        return self.role or next(iter(self.members), "")
+
+    @property
+    def view(self) -> Any:
+        """What your seat sees now: an :class:`~cogym_lab.core.observation.Observation`
+        (``view["editor"].content`` ...). Without a seat, the first member's view."""
+        from cogym_lab.core.observation import Observation
+
+        views = self._state()["views"]
+        return Observation.model_validate(views.get(self._seat()) or {})
+
+    @property
+    def chat(self) -> list[Any]:
+        """The messages your seat can see, oldest first."""
+        from cogym_lab.core.messages import ChatMessage
+
+        seat = self._seat()
+        messages = [ChatMessage.model_validate(m) for m in self._state()["chat"]]
+        return [m for m in messages if not self.role or m.visible_to(seat)]
+
+    @property
+    def result(self) -> dict[str, Any] | None:
+        """The session's result (outcome, scores, ...) once it has ended."""
+        return self.snapshot().get("result")
+
+    @property
+    def scores(self) -> dict[str, float]:
+        return (self.result or {}).get("scores") or {}
+
+    @property
+    def results_dir(self) -> Path | None:
+        folder = self._summary.get("results_dir")
+        return Path(folder) if folder else None
+
+    # -- acting ------------------------------------------------------------------------------
+
+    def _require_seat(self) -> str:
+        if not self.role:
+            raise SessionError("This handle only watches the session: attach with a person "
+                               "seat (role=...) to act.")
+        return self.role
+
+    def act(self, action: str | dict[str, Any]) -> None:
+        """Take an action as your seat: ``'EDITOR_UPDATE(text="...")'`` or
+        ``{"name": ..., "args": {...}}``. The env answers on your seat's notifications."""
+        self.backend.act(self.session_id, self._require_seat(), action)
+
+    def send(self, message: str, to: str | None = None) -> None:
+        """Say something in the chat (to everyone, or to the member ``to``)."""
+        args: dict[str, Any] = {"message": message}
+        if to:
+            args["to"] = to
+        self.act({"name": "SEND_TEAMMATE_MESSAGE", "args": args})
+
+    def finish(self) -> None:
+        """Declare the task done: the session ends and is graded."""
+        self.act({"name": "FINISH", "args": {}})
+
+    def end(self) -> dict[str, Any]:
+        """Stop the session now (it is still graded on what it has)."""
+        self._summary = self.backend.end(self.session_id)
+        return self._summary
+
+    # -- waiting -------------------------------------------------------------------------------
+
+    async def wait_until(self, predicate: Callable[[dict[str, Any]], bool],
+                         timeout: float = 600.0, poll: float = 0.25) -> dict[str, Any]:
+        """Wait until ``predicate(snapshot)`` holds; returns that snapshot. Use with ``await``
+        (a notebook cell can await at top level)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            snapshot = await self.backend.asnapshot(self.session_id)
+            self._summary = snapshot
+            if predicate(snapshot):
+                return snapshot
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"Session {self.session_id} did not get there within "
+                                   f"{timeout:.0f} s (status: {snapshot.get('status')}).")
+            await asyncio.sleep(poll)
+
+    async def wait(self, timeout: float = 600.0) -> dict[str, Any] | None:
+        """Wait for the session to end; returns its result."""
+        snapshot = await self.wait_until(lambda s: s.get("status") != "running", timeout)
+        return snapshot.get("result")
+
+    async def wait_for_reply(self, timeout: float = 300.0) -> Any:
+        """Wait for the next chat message to your seat from someone else; returns it."""
+        seen = len(self.chat)
+        seat = self._require_seat()
+
+        def replied(snapshot: dict[str, Any]) -> bool:
+            fresh = (snapshot.get("state") or {"chat": []})["chat"][seen:]
+            return any(m["sender"] != seat and m.get("to") in (None, seat) for m in fresh) \
+                or snapshot.get("status") != "running"
+
+        await self.wait_until(replied, timeout)
+        return next((m for m in self.chat[seen:] if m.sender != seat), None)
+
+    # -- reading the record --------------------------------------------------------------------
+
+    def transcript(self) -> str:
+        """Every event so far, one line each, from the results directory's event log."""
+        from rich.console import Console
+
+        from cogym_lab.cli.transcript import Transcript
+        from cogym_lab.nodes.results import read_events
+
+        folder = self.results_dir
+        if folder is None or not (folder / "events.jsonl").is_file():
+            return "(no event log yet)"
+        console = Console(file=io.StringIO(), width=120, highlight=False, color_system=None,
+                          force_jupyter=False)
+        show = Transcript(console)
+        for event in read_events(folder):
+            show(event)
+        return console.file.getvalue()  # type: ignore[attr-defined]
+
+    # -- display -----------------------------------------------------------------------------
+
+    @property
+    def panel(self) -> Any:
+        """The session panel for your seat (``None`` when there is no seat to show, or the
+        panels are not installed)."""
+        if self._panel is None and self.role:
+            try:
+                self._panel = self.backend.panel(self.session_id, self.role)
+            except ImportError:
+                return None
+        return self._panel
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import HTML, display
+
+        panel = self.panel
+        if panel is not None:
+            display(panel)
+        else:
+            display(HTML(self._summary_html()))
+
+    def _summary_html(self) -> str:
+        try:
+            snapshot = self.snapshot()
+        except SessionError as error:
+            return f"<p>Session {html.escape(self.session_id)}: {html.escape(str(error))}</p>"
+        chat = "".join(f"<li><b>{html.escape(m['sender'])}</b>: {html.escape(m['text'])}</li>"
+                       for m in (snapshot.get("state") or {}).get("chat", []))
+        return (f"<p><b>Session {html.escape(self.session_id)}</b> — "
+                f"{html.escape(self.task)}, {html.escape(str(snapshot.get('status')))}"
+                f" ({html.escape(self.backend.kind)})</p><ul>{chat}</ul>")

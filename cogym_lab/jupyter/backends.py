@@ -1,0 +1,213 @@
+"""Where a notebook's sessions run: in the Jupyter server (over its REST API) or in this kernel.
+
+Both backends take the same create request and give the same answers (the server extension's
+JSON), so the Python API and the magics never care which one they use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cogym_lab.jupyter.client import CogymServer, CogymServerError, KernelIdentity, find_server
+
+
+class SessionError(Exception):
+    """A session could not be created, found or driven; the message says why."""
+
+
+class CreateRequest(BaseModel):
+    """What it takes to start a session: the body of ``POST /cogym/api/sessions``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str
+    instance: int | None = None
+    team: str | None = None
+    people: list[str] = Field(default_factory=list)
+    env_args: dict[str, Any] = Field(default_factory=dict)
+    lm: dict[str, Any] | None = None
+    notebook: dict[str, str] | None = None  # {"path", "kernel_id"}: share this kernel
+    idle_seconds: float | None = None
+    timeout: float | None = None
+    max_events: int | None = None
+    agent_step_limit: int | None = None
+    seed: int | None = None
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body, without the fields left unset."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class Backend(Protocol):
+    kind: str  # "server" or "local"
+    can_block: bool  # whether a caller may wait for the session with a blocking sleep
+
+    def create(self, request: CreateRequest) -> dict[str, Any]: ...
+    def snapshot(self, session_id: str) -> dict[str, Any]: ...
+    def act(self, session_id: str, role: str, action: str | dict[str, Any]) -> None: ...
+    def end(self, session_id: str) -> dict[str, Any]: ...
+    def list(self) -> list[dict[str, Any]]: ...
+    def panel(self, session_id: str, role: str) -> Any: ...
+    async def asnapshot(self, session_id: str) -> dict[str, Any]: ...
+
+
+class ServerBackend:
+    """Sessions hosted by the Jupyter server this kernel belongs to."""
+
+    kind = "server"
+    can_block = True  # the session runs in another process: waiting here does not stall it
+
+    def __init__(self, server: CogymServer, identity: KernelIdentity | None = None) -> None:
+        self.server = server
+        self.identity = identity or KernelIdentity()
+
+    def __repr__(self) -> str:
+        return f"ServerBackend({self.server.url!r})"
+
+    def _call(self, method: str, *args: Any) -> Any:
+        try:
+            return getattr(self.server, method)(*args)
+        except CogymServerError as error:
+            raise SessionError(error.message) from None
+
+    def create(self, request: CreateRequest) -> dict[str, Any]:
+        return self._call("create", request.body())
+
+    def snapshot(self, session_id: str) -> dict[str, Any]:
+        return self._call("get", session_id)
+
+    async def asnapshot(self, session_id: str) -> dict[str, Any]:
+        import asyncio
+
+        return await asyncio.to_thread(self.snapshot, session_id)
+
+    def act(self, session_id: str, role: str, action: str | dict[str, Any]) -> None:
+        self._call("act", session_id, role, action)
+
+    def end(self, session_id: str) -> dict[str, Any]:
+        return self._call("end", session_id)
+
+    def list(self) -> list[dict[str, Any]]:
+        return self._call("sessions")
+
+    def notebook(self) -> dict[str, str] | None:
+        """This kernel's notebook (path relative to the server's root) and kernel id."""
+        kernel_id = self.identity.kernel_id
+        if not kernel_id:
+            return None
+        path = self.server.notebook_path(kernel_id) or self.identity.session_name
+        return {"path": path, "kernel_id": kernel_id} if path else None
+
+    def panel(self, session_id: str, role: str) -> Any:
+        from cogym_lab.widgets import SessionPanel
+
+        return SessionPanel.for_server(self.server.base_path, self.server.token, session_id,
+                                       role)
+
+
+class LocalBackend:
+    """Sessions hosted in this process (see :mod:`cogym_lab.jupyter.local`)."""
+
+    kind = "local"
+
+    def __init__(self, results_dir: str | Path | None = None) -> None:
+        from cogym_lab.jupyter.local import local_runtime
+
+        self.runtime = local_runtime(results_dir)
+        self.host = self.runtime.host
+
+    @property
+    def can_block(self) -> bool:
+        """False inside the kernel's loop: blocking there would stop the session too."""
+        return not self.runtime.in_kernel_loop
+
+    def __repr__(self) -> str:
+        return f"LocalBackend({str(self.host.results_dir)!r})"
+
+    def _call(self, coroutine: Any) -> Any:
+        from cogym_lab.jupyter.hosting import HostingError
+
+        try:
+            return self.runtime.call(coroutine)
+        except HostingError as error:
+            raise SessionError(error.message) from None
+
+    def create(self, request: CreateRequest) -> dict[str, Any]:
+        fields = request.model_dump(exclude_none=True)
+        fields.pop("notebook", None)  # no server: the task runs its own kernel
+        hosted = self._call(self.host.create(**fields))
+        return hosted.summary()
+
+    def snapshot(self, session_id: str) -> dict[str, Any]:
+        return self._call(self._snapshot(session_id))
+
+    async def asnapshot(self, session_id: str) -> dict[str, Any]:
+        from cogym_lab.jupyter.hosting import HostingError
+
+        try:
+            return await self.runtime.wait_for(self._snapshot(session_id))
+        except HostingError as error:
+            raise SessionError(error.message) from None
+
+    async def _snapshot(self, session_id: str) -> dict[str, Any]:
+        return self.host.snapshot(session_id)
+
+    def act(self, session_id: str, role: str, action: str | dict[str, Any]) -> None:
+        self._call(self.host.act(session_id, role, action))
+
+    def end(self, session_id: str) -> dict[str, Any]:
+        from cogym_lab.jupyter.hosting import HostingError
+        from cogym_lab.jupyter.local import StillRunning
+
+        try:
+            hosted = self.runtime.call(self.host.end(session_id))
+        except HostingError as error:
+            raise SessionError(error.message) from None
+        except StillRunning:  # inside the kernel's loop: the session stops in a moment
+            hosted = self.host.get(session_id)
+        return hosted.summary()
+
+    def list(self) -> list[dict[str, Any]]:
+        return self._call(self._list())
+
+    async def _list(self) -> list[dict[str, Any]]:
+        return self.host.list()
+
+    def panel(self, session_id: str, role: str) -> Any:
+        from cogym_lab.widgets import SessionPanel
+
+        return SessionPanel.for_local(self.host, session_id, role, loop=self.runtime.loop)
+
+
+_server_backend: ServerBackend | None = None
+_looked_for_server = False
+
+
+def server_backend(refresh: bool = False) -> ServerBackend | None:
+    """The backend of the Jupyter server that launched this kernel, if it has cogym_lab."""
+    global _server_backend, _looked_for_server
+    if refresh or not _looked_for_server or (
+            _server_backend is not None and not _server_backend.server.answers()):
+        identity = KernelIdentity.current()
+        server = find_server(identity)
+        _server_backend = ServerBackend(server, identity) if server else None
+        _looked_for_server = True
+    return _server_backend
+
+
+def backend(mode: str = "auto", results_dir: str | Path | None = None) -> Backend:
+    """``"server"``, ``"local"``, or ``"auto"``: the server when one is reachable, else local."""
+    if mode not in ("auto", "server", "local"):
+        raise SessionError(f"mode must be 'auto', 'server' or 'local', not {mode!r}.")
+    if mode != "local":
+        found = server_backend()
+        if found is not None:
+            return found
+        if mode == "server":
+            raise SessionError("No Jupyter server with the cogym_lab extension launched this "
+                               "kernel. Open the notebook in JupyterLab started from the same "
+                               "environment (`jupyter lab`), or use mode='local'.")
+    return LocalBackend(results_dir)

@@ -1,0 +1,172 @@
+"""``%cogym``: start, list, attach to and end sessions from a notebook cell.
+
+    %load_ext cogym_lab
+    %cogym new travel_planning --instance 3
+    %cogym new tabular_analysis --query "Which factors predict churn?" --data df
+    %cogym list
+    %cogym attach 20250101-120000-abc123
+    %cogym end 20250101-120000-abc123
+
+Each command that starts or attaches to a session shows its panel, and keeps the handle in the
+notebook variable ``cogym_session`` (the same object ``cogym_lab.new_session`` returns).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from typing import Any
+
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.display import display
+
+HANDLE_VARIABLE = "cogym_session"
+
+
+class UsageError(Exception):
+    """A command line the parser cannot use; the message carries the usage line."""
+
+
+class _HelpShown(Exception):
+    """``--help`` printed its text: nothing more to do."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argparse parser that reports problems as exceptions instead of exiting the kernel."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.format_usage().strip()}\n{self.prog}: error: {message}")
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+        if message:
+            raise UsageError(message.strip())
+        raise _HelpShown()
+
+
+def _key_value(text: str) -> tuple[str, Any]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="%cogym", description="Collaborate with an agent on a task, in a "
+                     "session panel. Sessions run in the Jupyter server when its cogym_lab "
+                     "extension is there, else in this kernel.", add_help=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    new = commands.add_parser("new", help="Start a session and show its panel.",
+                              description="Start a session of TASK with you in one seat.")
+    new.add_argument("task", help="The task: todo, travel_planning, related_work, "
+                                  "tabular_analysis, or any installed task.")
+    new.add_argument("--instance", type=int, help="Which benchmark instance of the task.")
+    new.add_argument("--team", help="A ready team (collaborative, collaborative-planning, "
+                                    "autonomous, example) or a team file's path. Default: "
+                                    "collaborative (example for todo).")
+    new.add_argument("--role", default="user",
+                     help="Your seat in the team (default: user). Use --watch to take none.")
+    new.add_argument("--watch", action="store_true",
+                     help="Take no seat: the team's agent and simulated user work alone.")
+    new.add_argument("--model", help="The LM of every LM member (else COGYM_MODEL and the "
+                                     "team file decide).")
+    new.add_argument("--base-url", help="An OpenAI-compatible endpoint for that model.")
+    new.add_argument("--query", help="tabular_analysis: your question about the data.")
+    new.add_argument("--data", help="tabular_analysis: a DataFrame variable or a file path.")
+    new.add_argument("--autonomy", choices=("ask", "free"),
+                     help="ask: the agent asks before it runs code; free: it just runs it.")
+    new.add_argument("--env-arg", action="append", type=_key_value, default=[],
+                     metavar="KEY=VALUE", help="Another argument for the task (repeatable).")
+    new.add_argument("--idle-seconds", type=float,
+                     help="Quiet time before everyone is nudged (the team's default otherwise).")
+    new.add_argument("--mode", choices=("auto", "server", "local"), default="auto",
+                     help="Where the session runs (default: the server when reachable).")
+
+    attach = commands.add_parser("attach", help="Show the panel of an existing session.")
+    attach.add_argument("session_id")
+    attach.add_argument("--role", help="Your seat (default: the session's first person seat).")
+    attach.add_argument("--mode", choices=("auto", "server", "local"), default="auto")
+
+    end = commands.add_parser("end", help="End a session now.")
+    end.add_argument("session_id")
+    end.add_argument("--mode", choices=("auto", "server", "local"), default="auto")
+
+    listing = commands.add_parser("list", help="List the sessions.")
+    listing.add_argument("--mode", choices=("auto", "server", "local"), default="auto")
+    return parser
+
+
+@magics_class
+class CogymMagics(Magics):
+    """The ``%cogym`` line magic."""
+
+    @line_magic
+    def cogym(self, line: str) -> Any:
+        """Start, list, attach to and end collaboration sessions. ``%cogym --help`` explains."""
+        from cogym_lab.api import SessionError
+
+        parser = build_parser()
+        try:
+            arguments = parser.parse_args(shlex.split(line))
+        except _HelpShown:
+            return None
+        except (UsageError, ValueError) as error:  # ValueError: unbalanced quotes
+            print(f"%cogym: {error}\n(see %cogym --help)")
+            return None
+        if arguments.command is None:
+            parser.print_help()
+            return None
+        try:
+            return getattr(self, f"_{arguments.command}")(arguments)
+        except SessionError as error:
+            print(f"%cogym {arguments.command}: {error}")
+            return None
+
+    def _keep(self, handle: Any) -> None:
+        self.shell.user_ns[HANDLE_VARIABLE] = handle
+        display(handle)
+
+    def _new(self, arguments: argparse.Namespace) -> None:
+        from cogym_lab.api import new_session
+
+        data: Any = arguments.data
+        handle = new_session(
+            arguments.task, instance=arguments.instance, team=arguments.team,
+            role=None if arguments.watch else arguments.role, query=arguments.query,
+            data=data, model=arguments.model, base_url=arguments.base_url,
+            autonomy=arguments.autonomy, env_args=dict(arguments.env_arg),
+            idle_seconds=arguments.idle_seconds, mode=arguments.mode)
+        print(f"Session {handle.session_id} ({handle.task}) started "
+              f"{'in the Jupyter server' if handle.backend.kind == 'server' else 'in this kernel'}"
+              f"; your seat: {handle.role or 'none (watching)'}. "
+              f"The handle is in `{HANDLE_VARIABLE}`.")
+        self._keep(handle)
+
+    def _attach(self, arguments: argparse.Namespace) -> None:
+        from cogym_lab.api import attach
+
+        self._keep(attach(arguments.session_id, arguments.role, mode=arguments.mode))
+
+    def _end(self, arguments: argparse.Namespace) -> None:
+        from cogym_lab.jupyter.backends import backend
+
+        summary = backend(arguments.mode).end(arguments.session_id)
+        if summary.get("status") == "running":
+            print(f"Session {summary['session_id']} is ending.")
+        else:
+            print(f"Session {summary['session_id']}: {summary.get('status')} "
+                  f"({summary.get('end_reason')}).")
+
+    def _list(self, arguments: argparse.Namespace) -> None:
+        from cogym_lab.api import list_sessions
+
+        display(list_sessions(mode=arguments.mode))
+
+
+def load_ipython_extension(shell: Any) -> None:
+    """``%load_ext cogym_lab``: register ``%cogym``."""
+    shell.register_magics(CogymMagics)

@@ -1,0 +1,87 @@
+"""Bring a live coordinator back to the state an event log ends in, so a session can go on.
+
+Unlike :func:`cogym_lab.nodes.replay.replay`, which rebuilds every intermediate state of a log for
+inspection, this restores one coordinator in place and says what the log left unfinished: slow
+work (a cell, a draft) that an action started but whose result never reached the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from cogym_lab.core import Coordinator, Deferred, Event, EventType, Transition
+
+
+class ReplayMismatch(RuntimeError):
+    """The log does not replay to the same events: the task is not deterministic, or the log
+    was edited."""
+
+
+def replay_events(coordinator: Coordinator,
+                  events: Iterable[Event]) -> Iterator[tuple[Event, Transition | None]]:
+    """Apply logged ``events`` to ``coordinator`` one at a time, yielding each once applied.
+
+    Each comes with the transition that applied it, or ``None`` for an event that followed from
+    the one before (the END after a FINISH), which is checked, not re-applied. Raises
+    :class:`ReplayMismatch` when the env does not produce the logged event.
+    """
+    produced: list[Event] = []
+    for event in events:
+        transition = None
+        if not produced:
+            transition = coordinator.replay(event)
+            produced = list(transition.events)
+        again = produced.pop(0) if produced else None
+        if again is None or (again.seq, again.type, again.actor, again.status) != (
+                event.seq, event.type, event.actor, event.status):
+            raise ReplayMismatch(
+                f"Event {event.seq} ({event.type.value} by {event.actor}) replayed as "
+                f"{again.type.value if again else 'nothing'}: the log cannot be restored.")
+        yield event, transition
+
+
+@dataclass(frozen=True)
+class PendingWork:
+    """Deferred work started by ``started_by`` whose follow-up is not in the log."""
+
+    role: str
+    deferred: Deferred
+    started_by: Event
+
+
+@dataclass
+class Restored:
+    """What a restore left behind for the EnvNode that carries the session on."""
+
+    events: int = 0
+    pending: list[PendingWork] = field(default_factory=list)
+    request_ids: list[str] = field(default_factory=list)  # steps already applied: never again
+
+
+def restore(coordinator: Coordinator, events: Iterable[Event]) -> Restored:
+    """Re-apply ``events`` (a session's log, in order) to a fresh ``coordinator``.
+
+    Follow-ups and failures of deferred work are applied from the log, so nothing calls an LM or a
+    kernel. Raises :class:`ReplayMismatch` if an event replays differently.
+    """
+    restored = Restored()
+    for event, transition in replay_events(coordinator, events):
+        if transition is not None:
+            if event.actor and (event.info.get("follow_up") or (
+                    event.type is EventType.ERROR and event.info.get("deferred"))):
+                _settle(restored.pending, event.actor)
+            restored.pending += [PendingWork(role, deferred, transition.events[0])
+                                 for role, deferred in transition.deferred]
+        restored.events += 1
+        if event.request_id:
+            restored.request_ids.append(event.request_id)
+    return restored
+
+
+def _settle(pending: list[PendingWork], role: str) -> None:
+    """The oldest unfinished work of ``role`` has its result in the log now."""
+    for index, work in enumerate(pending):
+        if work.role == role:
+            del pending[index]
+            return

@@ -1,0 +1,55 @@
+"""Custom messages between the panel's browser code and the kernel, in local mode.
+
+Browser to kernel: ``hello`` (a view opened: send the current state), ``action`` (the person
+acts; ``base`` for whole-text replacements) and ``rating``. Kernel to browser: ``notification``,
+``status``, ``error``, and ``rated`` / ``rating_error`` answering a rating by its ``id``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+
+class Hello(BaseModel):
+    type: Literal["hello"]
+
+
+class ActionMessage(BaseModel):
+    type: Literal["action"]
+    action: str | dict[str, Any]
+    base: str | None = None
+
+
+class RatingMessage(BaseModel):
+    type: Literal["rating"]
+    id: int | str
+    role: str | None = None
+    outcome_rating: int
+    satisfaction: int
+    comment: str = ""
+
+
+FromPanel = Annotated[Hello | ActionMessage | RatingMessage, Field(discriminator="type")]
+FROM_PANEL: TypeAdapter[FromPanel] = TypeAdapter(FromPanel)
+
+
+def notification(data: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "notification", "data": data}
+
+
+def status(data: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "status", "data": data}
+
+
+def error(message: str) -> dict[str, Any]:
+    return {"type": "error", "error": message}
+
+
+def rated(request_id: int | str, ratings: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "rated", "id": request_id, "ratings": ratings}
+
+
+def rating_error(request_id: int | str, message: str) -> dict[str, Any]:
+    return {"type": "rating_error", "id": request_id, "error": message}

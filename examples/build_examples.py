@@ -1,0 +1,247 @@
+"""Write the example notebooks of this folder from the cell texts below.
+
+    python examples/build_examples.py
+
+The notebooks are generated so they stay reproducible and free of outputs; edit them here, not
+in JupyterLab. Each runs top to bottom: in JupyterLab (sessions run in the server, the panel is
+live) or in any kernel (sessions run in the kernel).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+HERE = Path(__file__).resolve().parent
+
+SETUP = """\
+An agent needs a language model. Set these before starting JupyterLab (or in a cell, with
+`%env`), for the OpenAI API or any OpenAI-compatible server (vLLM, Ollama, llama.cpp):
+
+```
+COGYM_MODEL=gpt-4o            # the model name
+OPENAI_API_KEY=...            # for the OpenAI API
+OPENAI_BASE_URL=http://...    # for another server
+```
+
+Without a model the panel still works for you, and the agent says in the chat what to set."""
+
+YOUR_DATAFRAME = [
+    ("markdown", """\
+# Analyse your own DataFrame with an agent
+
+You and an agent work on one analysis at the same time. The agent runs its code as cells in
+**this notebook's kernel**, so it sees `df` and every variable you define, and you see every
+variable it defines. Its cells appear in the notebook, marked as the agent's; when you run a
+cell, the agent is told.
+
+""" + SETUP),
+    ("code", "%load_ext cogym_lab"),
+    ("markdown", "Some data to work on: weekly sales of a few shops, with advertising spend and "
+                 "price. Use your own DataFrame instead."),
+    ("code", """\
+import numpy as np
+import pandas as pd
+
+rng = np.random.default_rng(7)
+weeks = 120
+df = pd.DataFrame({
+    "region": rng.choice(["north", "south", "east", "west"], weeks),
+    "advertising": rng.uniform(0, 100, weeks).round(1),
+    "price": rng.uniform(5, 15, weeks).round(2),
+})
+df["sales"] = (300 + 2.5 * df["advertising"] - 12 * df["price"]
+               + rng.normal(0, 15, weeks)).round(1)
+df.head()"""),
+    ("markdown", """\
+Start a session on your question. `--data df` hands over the DataFrame (a file path works too);
+`--autonomy ask` would make the agent ask before it runs each cell. The panel below is the
+workspace: chat, the agent's status, the notebook view and the shared findings editor."""),
+    ("code", '%cogym new tabular_analysis --query "What drives weekly sales, and by how much?" '
+             '--data df --autonomy free'),
+    ("markdown", "Everything in the panel can also be done from code. The session's handle is in "
+                 "`cogym_session`:"),
+    ("code", """\
+session = cogym_session
+session.send("Please start with how sales relate to advertising and price.")
+reply = await session.wait_for_reply(timeout=600)
+print(f"{reply.sender}: {reply.text}")"""),
+    ("code", """\
+for cell in session.view["notebook"].content["cells"]:
+    print(f"--- cell {cell['index']} by {cell['ran_by']}\\n{cell['source']}")
+    for output in cell["outputs"]:
+        print(">>>", output["text"])
+print("\\nFindings so far:\\n", session.view["findings"].content or "(none yet)")"""),
+    ("markdown", "When the findings are written, finish: the session ends and its results "
+                 "(event log, scores) are saved. `session.end()` stops without finishing."),
+    ("code", """\
+session.end()
+result = await session.wait(timeout=300)
+print(result["end_reason"], "| results in", session.results_dir)"""),
+]
+
+TRAVEL = [
+    ("markdown", """\
+# Plan a trip with an agent
+
+A Travel Planning task from the Co-Gym benchmark: you are the traveller, the agent searches
+flights, places to stay and restaurants and writes the plan in a shared editor. You can edit the
+plan yourself at any time; neither of you waits for the other.
+
+""" + SETUP),
+    ("code", "%load_ext cogym_lab"),
+    ("markdown", "Start instance 3 of the task (`%cogym new travel_planning --help` lists the "
+                 "options; `--team collaborative-planning` picks the agent that plans "
+                 "first)."),
+    ("code", "%cogym new travel_planning --instance 3"),
+    ("markdown", "Chat in the panel, or from code. The handle of the session is in "
+                 "`cogym_session`:"),
+    ("code", """\
+trip = cogym_session
+trip.send("We are a small group on a budget; please keep the costs low.")
+reply = await trip.wait_for_reply(timeout=600)
+print(f"{reply.sender}: {reply.text}")"""),
+    ("code", 'print(trip.view["plan"].content or "(the plan is still empty)")'),
+    ("markdown", "When you are happy with the plan, finish. The plan is graded against the "
+                 "task's constraints (the scores are also in `session.json`)."),
+    ("code", """\
+trip.finish()
+result = await trip.wait(timeout=600)
+result["scores"]"""),
+]
+
+RELATED_WORK = [
+    ("markdown", """\
+# Write a Related Work section with an agent
+
+A Related Work task from the Co-Gym benchmark: you are the author; the agent searches papers,
+builds a shared library and drafts the section in a shared editor. Add papers, edit the text or
+ask for changes in the chat, whenever you like.
+
+""" + SETUP),
+    ("code", "%load_ext cogym_lab"),
+    ("markdown", """\
+The paper search builds its index once and keeps it in your cache folder. Indexing the whole
+corpus takes a few minutes; `index_limit=5000` searches the first 5,000 papers only, for a quick
+first session. Leave it out to search everything."""),
+    ("code", "%cogym new related_work --instance 0 --env-arg index_limit=5000"),
+    ("code", """\
+paper = cogym_session
+reply = await paper.wait_for_reply(timeout=600)
+print(f"{reply.sender}: {reply.text}")"""),
+    ("code", """\
+view = paper.view
+for entry in view["library"].content:
+    print(entry)
+print(view["editor"].content)"""),
+    ("markdown", "Finish to have the section graded (an LM judge scores it against the "
+                 "author's hidden requirements)."),
+    ("code", """\
+paper.finish()
+result = await paper.wait(timeout=600)
+result["scores"]"""),
+]
+
+WATCH = [
+    ("markdown", """\
+# Watch an agent and a simulated user collaborate
+
+A benchmark run as in the Co-Gym paper: an LM agent and an LM that plays the user (it knows
+preferences the agent does not) work on a Travel Planning instance, with no one at the keyboard.
+Then the transcript and the scores.
+
+""" + SETUP),
+    ("code", "import cogym_lab"),
+    ("markdown", "`role=None` takes no seat; the `collaborative` team is an agent plus a "
+                 "simulated user (`cogym-lab teams` lists the others)."),
+    ("code", """\
+run = cogym_lab.new_session("travel_planning", instance=0, team="collaborative", role=None)
+run"""),
+    ("code", """\
+result = await run.wait(timeout=1800)
+print(run.transcript())"""),
+    ("code", """\
+for message in run.chat:
+    print(f"[{message.sender}] {message.text}")"""),
+    ("code", """\
+print("ended:", result["end_reason"], "| delivered:", result["delivered"])
+result["scores"]"""),
+    ("markdown", "The results folder holds `session.json`, the event log `events.jsonl` and "
+                 "each member's LM calls: `cogym-lab replay` rebuilds any moment of the run."),
+    ("code", "print(run.results_dir)"),
+]
+
+EVALUATION = [
+    ("markdown", """\
+# Evaluate collaborative agents: a batch run and a report
+
+The Co-Gym evaluation in small: the Fully Autonomous Agent and the Collaborative Agent with a
+simulated user each run the same Travel Planning instances, then one report compares them on
+outcome (delivery, task performance, win rate) and process (initiative entropy, controlled
+autonomy, effort scaling). Every figure comes from the sessions' results folders alone, so the
+same report reads sessions people ran in the panels.
+
+""" + SETUP + """
+
+The judge LMs of the report use the same model."""),
+    ("code", """\
+import os
+from pathlib import Path
+
+import cogym_lab.eval as cogym_eval"""),
+    ("markdown", "Two instances keep the demo short; `\"0:102\"` is the whole benchmark. "
+                 "Sessions run concurrently, and running again skips those already finished."),
+    ("code", """\
+instances = "0:2"
+runs = {team: cogym_eval.run("travel_planning", team, instances, out=f"eval-runs/{team}",
+                             concurrency=4)
+        for team in ("autonomous", "collaborative")}
+for team, summary in runs.items():
+    counts = summary.counts
+    print(f"{team}: {counts.finished} finished, {counts.delivered} delivered, "
+          f"{counts.failed} failed")"""),
+    ("markdown", "The report renders here as tables and plots; `out=` also saves its CSV and "
+                 "PNG files."),
+    ("code", """\
+report = cogym_eval.report([runs["collaborative"].out, runs["autonomous"].out],
+                           baseline=runs["autonomous"].out,
+                           judge=os.environ.get("COGYM_MODEL"), out="eval-report")
+report"""),
+    ("code", "print(report.to_text())"),
+    ("markdown", "Any one session, as a readable trajectory:"),
+    ("code", """\
+first = sorted(Path(runs["collaborative"].out).glob("*/session.json"))[0].parent
+print(cogym_eval.show(first))"""),
+]
+
+NOTEBOOKS = {
+    "01_your_dataframe.ipynb": YOUR_DATAFRAME,
+    "02_travel_planning.ipynb": TRAVEL,
+    "03_related_work.ipynb": RELATED_WORK,
+    "04_watch_agent_and_simulated_user.ipynb": WATCH,
+    "05_evaluation_demo.ipynb": EVALUATION,
+}
+
+
+def build(cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
+    notebook = new_notebook(cells=[new_markdown_cell(text) if kind == "markdown"
+                                   else new_code_cell(text) for kind, text in cells])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    for index, cell in enumerate(notebook.cells):
+        cell["id"] = f"cell-{index:02d}"  # stable ids: rebuilding changes nothing
+    return notebook
+
+
+def main() -> None:
+    for name, cells in NOTEBOOKS.items():
+        notebook = build(cells)
+        nbformat.validate(notebook)
+        nbformat.write(notebook, HERE / name)
+        print(f"wrote {name}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,678 @@
+"""The session panel (``cogym_lab.widgets.SessionPanel``).
+
+* its browser code ships in the package and loads as text, also from a real wheel;
+* server mode: the URLs it hands the browser reach a real Jupyter server's session WebSocket
+  (notifications and agent statuses) and rating endpoint;
+* local mode: a session hosted in-process is relayed through ipywidgets' real comm code, both
+  ways (custom messages), up to the rating at the end;
+* the ES module itself, in headless Chromium: every view by render type, safe rendering of
+  hostile text, editor saves with their base, chat in flight, status, confirmations, the rating
+  form, and the server transport against a real Jupyter server.
+
+pytest-jupyter's fixtures are imported rather than registered as a plugin (see
+tests/test_jupyter_server.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.parse
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import comm
+import pytest
+from comm.base_comm import BaseComm
+from playwright.async_api import async_playwright
+from pytest_jupyter.jupyter_server import *  # noqa: F403 - its fixtures, without its hooks
+from tornado.httpclient import AsyncHTTPClient
+from tornado.websocket import websocket_connect
+
+from cogym_lab.core import CoEnv, Component, Coordinator, Member, RenderType, action
+from cogym_lab.jupyter.hosting import HostingError, SessionHost
+from cogym_lab.widgets import CSS_PATH, ESM_PATH, SessionPanel, panel_css, panel_esm
+
+REPO = Path(__file__).resolve().parents[1]
+# Debian's Chromium, found on PATH (scripts/test.sh installs it); Playwright downloads nothing.
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+XSS = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
+
+
+# -- the shipped browser code ------------------------------------------------------------------
+
+def test_the_esm_and_css_are_package_files_that_load_as_text() -> None:
+    assert ESM_PATH.parent.name == "static" and ESM_PATH.parent.parent.name == "widgets"
+    assert CSS_PATH.parent == ESM_PATH.parent
+    esm, css = panel_esm(), panel_css()
+    assert esm == (REPO / "js" / "session_panel.js").read_text(encoding="utf-8")
+    assert css == (REPO / "js" / "session_panel.css").read_text(encoding="utf-8")
+    assert "export default { render }" in esm
+    assert not re.search(r"^\s*import\s", esm, re.M), "the panel must not import anything"
+    assert "cdn" not in esm.lower() and "innerHTML = renderMarkdown" in esm
+    assert ".cogym-panel" in css
+    panel = SessionPanel.for_server("/", "", "s1", "user")
+    assert panel._esm == esm and panel._css == css  # what anywidget sends to the browser
+
+
+def test_a_real_wheel_ships_the_panel_code(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, source / name)
+    for name in ("cogym_lab", "js", "jupyter-config"):
+        shutil.copytree(REPO / name, source / name, symlinks=True, ignore=ignore)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps",
+                            "-w", str(tmp_path / "dist"), "-q"],
+                           capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stderr[-2000:]
+    wheel = next((tmp_path / "dist").glob("cogym_lab-*.whl"))
+    with zipfile.ZipFile(wheel) as archive:
+        shipped_js = archive.read("cogym_lab/widgets/static/session_panel.js").decode()
+        shipped_css = archive.read("cogym_lab/widgets/static/session_panel.css").decode()
+    assert shipped_js == panel_esm() and shipped_css == panel_css()
+
+
+# -- traitlets ---------------------------------------------------------------------------------
+
+def test_server_mode_traitlets_point_the_browser_at_the_session() -> None:
+    panel = SessionPanel.for_server("http://127.0.0.1:8888/lab-base/", "secret", "2024-a.b_c",
+                                    "user")
+    assert (panel.mode, panel.session_id, panel.role, panel.token) == (
+        "server", "2024-a.b_c", "user", "secret")
+    assert panel.api_url == "http://127.0.0.1:8888/lab-base/cogym/api/sessions/2024-a.b_c"
+    assert panel.ws_url == panel.api_url + "/ws?role=user"
+    relative = SessionPanel.for_server("/", None, "s1", "pat")
+    assert relative.ws_url == "/cogym/api/sessions/s1/ws?role=pat" and relative.token == ""
+    state = relative.get_state()
+    assert {key: state[key] for key in ("mode", "session_id", "role", "ws_url", "api_url")} == {
+        "mode": "server", "session_id": "s1", "role": "pat",
+        "ws_url": "/cogym/api/sessions/s1/ws?role=pat", "api_url": "/cogym/api/sessions/s1"}
+    for bad in ("../x", "a/b", "", "a b"):
+        with pytest.raises(ValueError):
+            SessionPanel.for_server("/", "", bad, "user")
+    with pytest.raises(ValueError):
+        SessionPanel.for_server("/", "", "s1", "user?x=1")
+
+
+# -- server mode against a real Jupyter server --------------------------------------------------
+
+@pytest.fixture
+def jp_server_config(tmp_path):
+    return {"ServerApp": {"jpserver_extensions": {"cogym_lab": True}},
+            "CogymLabApp": {"results_dir": str(tmp_path / "results")}}
+
+
+@pytest.fixture
+def run(jp_asyncio_loop, jp_serverapp):
+    """Run a coroutine to completion in the server's loop."""
+    return lambda coroutine: jp_asyncio_loop.run_until_complete(
+        asyncio.wait_for(coroutine, 180))
+
+
+@pytest.fixture
+def server_panel(jp_serverapp, jp_http_port, jp_base_url, jp_auth_header):
+    """``make(session_id)``: a server-mode panel for the seat ``user`` of a real server."""
+    token = jp_auth_header["Authorization"].split()[-1]
+    base = f"http://localhost:{jp_http_port}{jp_base_url}"
+    return lambda session_id: SessionPanel.for_server(base, token, session_id, "user")
+
+
+async def _create(jp_fetch, **body: Any) -> str:
+    response = await jp_fetch("cogym", "api", "sessions", method="POST", body=json.dumps(
+        {"task": "todo", "team": "example", "people": ["user"], "idle_seconds": 30} | body))
+    return json.loads(response.body)["session_id"]
+
+
+async def _read_until(ws, predicate, timeout: float = 60.0) -> list[dict[str, Any]]:
+    seen: list[dict[str, Any]] = []
+    async with asyncio.timeout(timeout):
+        while True:
+            text = await ws.read_message()
+            assert text is not None, f"websocket closed; received {seen}"
+            seen.append(json.loads(text))
+            if predicate(seen[-1]):
+                return seen
+
+
+def test_the_server_mode_urls_reach_the_seat_statuses_and_rating(run, jp_fetch, server_panel,
+                                                                  tmp_path) -> None:
+    async def body() -> None:
+        session_id = await _create(jp_fetch)
+        panel = server_panel(session_id)
+        url = panel.ws_url.replace("http://", "ws://") + f"&token={panel.token}"
+        ws = await websocket_connect(url)
+        first = await _read_until(ws, lambda m: m.get("context") is not None)
+        assert first[-1]["recipient"] == "user"
+        ws.write_message(json.dumps({"action": {"name": "SEND_TEAMMATE_MESSAGE",
+                                                "args": {"message": "Please bring a kazoo"}}}))
+        seen = await _read_until(ws, lambda m: m.get("type") == "status"
+                                 and m["role"] == "agent" and "kazoo" in (m["last_action"] or ""))
+        statuses = [m for m in seen if m.get("type") == "status"]
+        assert {m["status"] for m in statuses} <= {"thinking", "acting", "waiting", "failed"}
+        assert "acting" in {m["status"] for m in statuses}
+        assert all(set(m) == {"type", "role", "status", "last_action", "ts"} for m in statuses)
+        await jp_fetch("cogym", "api", "sessions", session_id, method="DELETE")
+        await _read_until(ws, lambda m: m.get("done") is True)
+        ws.close()
+
+        rating = {"role": "user", "outcome_rating": 4, "satisfaction": 5, "comment": "nice"}
+        response = await AsyncHTTPClient().fetch(
+            panel.api_url + "/rating", method="POST", body=json.dumps(rating),
+            headers={"Authorization": f"token {panel.token}"})
+        assert response.code == 201
+        saved = json.loads((tmp_path / "results" / session_id / "ratings.json").read_text())
+        assert saved["user"]["outcome_rating"] == 4 and saved["user"]["comment"] == "nice"
+
+    run(body())
+
+
+# -- local mode: a session hosted in-process, relayed through the widget's comm ----------------
+
+class RecordingComm(BaseComm):
+    """The kernel side of a widget's comm, recording what it would send to the browser."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+        super().__init__(*args, **kwargs)
+
+    def publish_msg(self, msg_type: str, data: Any = None, metadata: Any = None,
+                    buffers: Any = None, **keys: Any) -> None:
+        self.sent.append((msg_type, json.loads(json.dumps(data or {}, default=str))))
+
+    def custom(self) -> list[dict[str, Any]]:
+        return [data["content"] for kind, data in self.sent
+                if kind == "comm_msg" and data.get("method") == "custom"]
+
+    def from_browser(self, content: dict[str, Any]) -> None:
+        """A custom message from the panel's browser code, as the kernel receives it."""
+        self.handle_msg({"content": {"comm_id": self.comm_id,
+                                     "data": {"method": "custom", "content": content}},
+                         "buffers": []})
+
+    async def until(self, predicate, timeout: float = 60.0, since: int = 0) -> dict[str, Any]:
+        """The first custom message (from number ``since`` on) that matches ``predicate``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for message in self.custom()[since:]:
+                if predicate(message):
+                    return message
+            assert time.monotonic() < deadline, f"timed out; received {self.custom()[-5:]}"
+            await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+def comms(monkeypatch: pytest.MonkeyPatch) -> list[RecordingComm]:
+    created: list[RecordingComm] = []
+
+    def create(*args: Any, **kwargs: Any) -> RecordingComm:
+        created.append(RecordingComm(*args, **kwargs))
+        return created[-1]
+
+    monkeypatch.setattr(comm, "create_comm", create)
+    return created
+
+
+@pytest.fixture
+async def host(tmp_path: Path):
+    host = SessionHost(tmp_path / "results")
+    yield host
+    await host.close()
+
+
+def _notification_with(predicate):
+    return lambda m: m.get("type") == "notification" and predicate(m["data"])
+
+
+def _checklist(notification: dict[str, Any]) -> list[str]:
+    component = next(c for c in notification["view"]["components"] if c["name"] == "checklist")
+    return [item["text"] for item in component["content"]]
+
+
+async def test_local_mode_relays_a_hosted_session_both_ways(host, comms, tmp_path) -> None:
+    hosted = await host.create("todo", team="example", people=["user"], idle_seconds=30)
+    panel = SessionPanel.for_local(host, hosted.session_id, "user")
+    channel = next(c for c in comms if c.comm_id == panel.comm.comm_id)  # not its layout's
+    opened = channel.sent[0]
+    assert opened[0] == "comm_open"
+    state = opened[1]["state"]
+    assert (state["mode"], state["session_id"], state["role"], state["ws_url"]) == (
+        "local", hosted.session_id, "user", "")
+
+    channel.from_browser({"type": "hello"})  # a view opened: it gets the current state
+    synced = await channel.until(_notification_with(lambda n: n.get("context") is not None))
+    assert synced["data"]["recipient"] == "user"
+    assert panel.last_seq >= synced["data"]["seq"] and panel.latest is not None
+
+    channel.from_browser({"type": "action", "action": {
+        "name": "SEND_TEAMMATE_MESSAGE", "args": {"message": "Please bring a kazoo"}}})
+    await channel.until(_notification_with(lambda n: "kazoo" in _checklist(n)))
+    status = await channel.until(lambda m: m.get("type") == "status"
+                                 and "kazoo" in (m["data"]["last_action"] or ""))
+    assert status["data"]["role"] == "agent" and status["data"]["status"] in (
+        "acting", "thinking", "waiting")
+    channel.from_browser({"type": "action", "action": 'ADD_ITEM(text="banjo")'})
+    await channel.until(_notification_with(lambda n: "banjo" in _checklist(n)))
+
+    channel.from_browser({"type": "action", "action": "NOT AN ACTION ("})
+    refused = await channel.until(_notification_with(
+        lambda n: n["event"]["status"] == "error" and n["event"]["action"] == "NOT AN ACTION ("))
+    assert "Expected" in refused["data"]["event"]["error"]
+    channel.from_browser({"type": "launch", "what": "rockets"})
+    unreadable = await channel.until(lambda m: m.get("type") == "error")
+    assert "cannot read" in unreadable["error"]
+
+    channel.from_browser({"type": "action", "action": {"name": "FINISH", "args": {}}})
+    final = await channel.until(_notification_with(lambda n: n["done"]))
+    assert final["data"]["end_reason"] == "finished"
+
+    channel.from_browser({"type": "rating", "id": 7, "role": "user", "outcome_rating": 6,
+                          "satisfaction": 3, "comment": ""})
+    bad = await channel.until(lambda m: m.get("type") == "rating_error" and m["id"] == 7)
+    assert "outcome_rating" in bad["error"]
+    channel.from_browser({"type": "rating", "id": 8, "role": "user", "outcome_rating": 5,
+                          "satisfaction": 4, "comment": "quick and tidy"})
+    rated = await channel.until(lambda m: m.get("type") == "rated" and m["id"] == 8)
+    assert rated["ratings"]["user"]["satisfaction"] == 4
+    ratings = json.loads((tmp_path / "results" / hosted.session_id / "ratings.json").read_text())
+    assert ratings["user"] == rated["ratings"]["user"]
+
+    # A view opened after the end still gets the final state, so it can show the rating form.
+    before = len(channel.custom())
+    channel.from_browser({"type": "hello"})
+    again = await channel.until(lambda m: m.get("type") == "notification", since=before)
+    assert again["data"]["done"] is True
+    panel.close()
+
+
+async def test_local_mode_refuses_unknown_sessions_and_seats(host, comms) -> None:
+    hosted = await host.create("todo", team="example", people=["user"], idle_seconds=30)
+    with pytest.raises(HostingError, match="No session"):
+        SessionPanel.for_local(host, "nope", "user")
+    with pytest.raises(HostingError, match="not a person seat"):
+        SessionPanel.for_local(host, hosted.session_id, "agent")
+    await host.end(hosted.session_id)
+
+
+# -- the ES module in headless Chromium --------------------------------------------------------
+
+class Gallery(CoEnv):
+    """One component of every render type, plus one no view knows."""
+
+    name = "gallery"
+
+    @property
+    def task_description(self) -> str:
+        return "Show every view."
+
+    def _reset(self, seed: int | None) -> None:
+        self.text = f"# Notes\n\nSome **bold** words.\n\n{XSS}\n"
+        self.library = [{"number": 1, "id": "1706.03762", "title": f"Attention {XSS}",
+                         "authors": ["A. Vaswani", "N. Shazeer"], "year": 2017,
+                         "url": "javascript:alert(1)", "note": "", "added_by": "agent"}]
+
+    def public_components(self) -> list[Component]:
+        return [
+            Component(name="editor", title="Shared editor", render_type=RenderType.EDITOR,
+                      content=self.text),
+            Component(name="library", title="Library", render_type=RenderType.LIBRARY,
+                      content=self.library),
+            Component(name="notebook", render_type=RenderType.NOTEBOOK, content={
+                "cells": [{"index": 1, "ran_by": "agent", "source": "print(1)",
+                           "execution_count": 1, "status": "ok",
+                           "outputs": [{"kind": "stream", "text": "1\n", "html": XSS}]}],
+                "running": {}}),
+            Component(name="plan", render_type=RenderType.PLAN, content=["Fly", "Hike"]),
+            Component(name="table", render_type=RenderType.TABLE, content={
+                "title": "Flights", "columns": ["flight", "price"],
+                "rows": [{"flight": "F1", "price": 120}], "note": XSS}),
+            Component(name="checklist", render_type=RenderType.CHECKLIST, content=[
+                {"id": 1, "text": "tent", "done": True, "added_by": "user"}]),
+            Component(name="facts", render_type=RenderType.TEXT, content={"words": 7}),
+            Component(name="mystery", render_type="hologram", content={"depth": XSS}),
+        ]
+
+    def private_components(self, role: str) -> list[Component]:
+        return [Component(name="search", render_type=RenderType.SEARCH_RESULTS,
+                          content=[{"id": "p1", "title": XSS, "snippet": "about things"}])]
+
+    @action("Replace the whole text.", replaces="editor", text="The full text")
+    def editor_update(self, role: str, text: str) -> None:
+        self.text = text
+
+    @action("Add a library entry.", title="Its title")
+    def add_paper(self, role: str, title: str) -> None:
+        self.library.append({"number": len(self.library) + 1, "id": "x", "title": title})
+
+
+def _for_user(transition) -> dict[str, Any]:
+    note = next(n for n in transition.notifications if n.recipient == "user")
+    return note.model_dump(mode="json")
+
+
+def _gallery_notifications() -> dict[str, dict[str, Any]]:
+    """Real notifications to the person, from a real coordinator."""
+    coordinator = Coordinator(Gallery(), [Member(role="agent", kind="agent"),
+                                          Member(role="user", kind="person")],
+                              session_id="gallery-1")
+    notes = {"start": _for_user(coordinator.start(1000.0))}
+    notes["message"] = _for_user(coordinator.handle("agent", {
+        "name": "SEND_TEAMMATE_MESSAGE", "args": {"message": f"Hello {XSS}"}}, 1001.0))
+    notes["library"] = _for_user(coordinator.handle("agent", 'ADD_PAPER(title="BERT")', 1002.0))
+    notes["confirm"] = _for_user(coordinator.handle("agent", {
+        "name": "REQUEST_TEAMMATE_CONFIRM", "args": {
+            "pending_action": 'EDITOR_UPDATE(text="# Notes\\n\\nA new line by the agent.\\n")'}},
+        1003.0))
+    notes["paused"] = _for_user(coordinator.handle("user", "PAUSE_AGENT()", 1004.0))
+    notes["end"] = _for_user(coordinator.end(1005.0, "finished"))
+    return notes
+
+
+PAGE = """<!doctype html><html><head><meta charset="utf-8">
+<link rel="stylesheet" href="session_panel.css"></head><body><div id="root"></div>
+<script type="module">
+import panel from "./session_panel.js";
+import * as mod from "./session_panel.js";
+const params = new URLSearchParams(location.search);
+const state = JSON.parse(params.get("state"));
+const listeners = new Set();
+window.sent = [];
+window.mod = mod;
+window.deliver = (message) => listeners.forEach((listener) => listener(message));
+const model = {
+  get: (key) => state[key],
+  set: (key, value) => { state[key] = value; },
+  save_changes() {},
+  on(event, listener) { if (event === "msg:custom") listeners.add(listener); },
+  off(event, listener) { listeners.delete(listener); },
+  send(message) { window.sent.push(message); },
+};
+window.modelState = state;
+panel.render({ model, el: document.getElementById("root") });
+window.ready = true;
+</script></body></html>"""
+
+
+async def _open_page(browser, origin: str, state: dict[str, Any]):
+    """A page at ``origin`` running the panel's ES module with a stand-in anywidget model."""
+    page = await browser.new_page()
+    files = {"index.html": (PAGE, "text/html"),
+             "session_panel.js": (panel_esm(), "text/javascript"),
+             "session_panel.css": (panel_css(), "text/css")}
+
+    async def serve(route) -> None:
+        name = route.request.url.split("/cogym-panel-test/")[1].split("?")[0]
+        body, kind = files[name]
+        await route.fulfill(status=200, body=body, content_type=kind)
+
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda message: errors.append(message.text)
+            if message.type == "error" else None)
+    await page.route(f"{origin}/cogym-panel-test/**", serve)
+    query = urllib.parse.quote(json.dumps(state))
+    await page.goto(f"{origin}/cogym-panel-test/index.html?state={query}")
+    await page.wait_for_function("window.ready === true", timeout=60_000)
+    return page, errors
+
+
+@pytest.fixture
+async def browser():
+    async with async_playwright() as playwright:
+        chromium = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                                    args=CHROMIUM_ARGS)
+        yield chromium
+        await chromium.close()
+
+
+LOCAL_STATE = {"mode": "local", "session_id": "gallery-1", "role": "user", "ws_url": "",
+               "api_url": "", "token": "", "connection": "", "last_seq": 0}
+
+
+def _by(testid: str, **data: str) -> str:
+    extra = "".join(f'[data-{key.replace("_", "-")}="{value}"]' for key, value in data.items())
+    return f'[data-testid="{testid}"]{extra}'
+
+
+async def test_the_panel_renders_every_view_safely_and_sends_actions(browser) -> None:
+    notes = _gallery_notifications()
+    page, errors = await _open_page(browser, "http://panel.test", LOCAL_STATE)
+    assert await page.evaluate("window.sent") == [{"type": "hello"}]
+    deliver = "(message) => window.deliver(message)"
+    await page.evaluate(deliver, {"type": "notification", "data": notes["start"]})
+
+    for render_type in ("editor", "library", "notebook", "plan", "table", "checklist", "text",
+                        "search_results", "hologram"):
+        await page.wait_for_selector(_by(f"view-{render_type}"), timeout=30_000)
+    assert "hologram" not in panel_esm()  # the unknown type falls back to JSON, not a view
+    assert "depth" in await page.inner_text(_by("view-hologram"))
+    assert await page.inner_text(_by("view-search_results")) and \
+        "only you" in await page.inner_text(_by("view-search_results"))
+    assert await page.get_attribute(_by("checklist-item"), "data-done") == "true"
+    assert await page.evaluate("window.modelState.last_seq") == 1
+
+    # Hostile text stays text: in the editor, its preview, the library, chat, notebook, table.
+    await page.click(_by("editor-preview-toggle"))
+    preview = await page.inner_html(_by("editor-preview"))
+    assert "<h1>Notes</h1>" in preview and "<strong>bold</strong>" in preview
+    assert "&lt;script&gt;" in preview
+    await page.evaluate(deliver, {"type": "notification", "data": notes["message"]})
+    await page.wait_for_selector(_by("chat-message", sender="agent"), timeout=30_000)
+    assert XSS in await page.inner_text(_by("chat-message", sender="agent"))
+    counts = await page.evaluate("""() => ({
+        scripts: document.querySelectorAll('[data-testid=cogym-panel] script').length,
+        images: document.querySelectorAll('[data-testid=cogym-panel] img').length,
+        handlers: document.querySelectorAll('[onerror]').length,
+        javascriptLinks: document.querySelectorAll('a[href^="javascript"]').length,
+        pwned: window.pwned ?? null})""")
+    assert counts == {"scripts": 0, "images": 0, "handlers": 0, "javascriptLinks": 0,
+                      "pwned": None}
+    await page.click(_by("editor-preview-toggle"))
+
+    # A change flashes the component it touched.
+    await page.evaluate(deliver, {"type": "notification", "data": notes["library"]})
+    await page.wait_for_selector(f'{_by("view-library")}.cogym-changed', timeout=30_000)
+    assert await page.get_attribute(_by("view-library"), "data-changed-seq") == "3"
+    assert "BERT" in await page.inner_text(_by("view-library"))
+    assert "cogym-changed" not in (await page.get_attribute(_by("view-editor"), "class") or "")
+
+    # The editor saves the whole text with the base it started from.
+    original = notes["start"]["view"]["components"][0]["content"]
+    await page.fill(_by("editor-textarea"), original + "My own line.\n")
+    assert await page.get_attribute(_by("editor-state"), "data-state") == "editing"
+    await page.click(_by("editor-save"))
+    saved = (await page.evaluate("window.sent"))[-1]
+    assert saved == {"type": "action", "base": original, "action": {
+        "name": "EDITOR_UPDATE", "args": {"text": original + "My own line.\n"}}}
+
+    # Chat: several messages in flight; each leaves the outbox when the chat shows it.
+    for text in ("first question", "second question"):
+        await page.fill(_by("chat-input"), text)
+        await page.press(_by("chat-input"), "Enter")
+    pending = await page.query_selector_all(_by("chat-pending", state="sent"))
+    assert len(pending) == 2
+    echoed = json.loads(json.dumps(notes["library"]))
+    echoed["seq"] = 99
+    echoed["chat"].append({"seq": 98, "time": 1002.5, "sender": "user",
+                           "text": "first question", "to": None})
+    await page.evaluate(deliver, {"type": "notification", "data": echoed})
+    await page.wait_for_function(
+        "document.querySelectorAll('[data-testid=chat-pending]').length === 1", timeout=30_000)
+    assert "first question" in await page.inner_text(_by("chat-message", sender="user"))
+
+    # Agent status, then the notification protocol's own word that the agent is paused.
+    await page.evaluate(deliver, {"type": "status", "data": {
+        "role": "agent", "status": "thinking", "last_action": 'ADD_PAPER(title="BERT")',
+        "ts": time.time()}})
+    await page.wait_for_selector(_by("agent-status", role="agent", status="thinking"))
+    assert "ADD_PAPER" in await page.inner_text(_by("agent-last-action"))
+    await page.click(_by("pause-button"))
+    assert (await page.evaluate("window.sent"))[-1]["action"]["name"] == "PAUSE_AGENT"
+
+    # A confirmation: a preview of the change, and accept.
+    await page.evaluate(deliver, {"type": "notification", "data": notes["confirm"]})
+    await page.wait_for_selector(_by("confirm-accept", request_id="c1"), timeout=30_000)
+    preview = await page.inner_text(_by("confirmation-preview"))
+    assert "EDITOR_UPDATE" in preview and "A new line by the agent." in preview
+    await page.click(_by("confirm-accept", request_id="c1"))
+    assert (await page.evaluate("window.sent"))[-1]["action"] == {
+        "name": "ACCEPT_CONFIRMATION", "args": {"request_id": "c1"}}
+
+    await page.evaluate(deliver, {"type": "notification", "data": notes["paused"]})
+    await page.wait_for_selector(_by("agent-status", role="agent", status="paused"))
+    assert await page.get_attribute(_by("pause-button"), "data-state") == "paused"
+
+    # The end: the rating form, sent through the transport, confirmed by the kernel.
+    await page.evaluate(deliver, {"type": "notification", "data": notes["end"]})
+    await page.wait_for_selector(_by("rating-form"), state="visible", timeout=30_000)
+    assert await page.is_disabled(_by("finish-button"))
+    await page.select_option(_by("rating-outcome"), "4")
+    await page.select_option(_by("rating-satisfaction"), "5")
+    await page.fill(_by("rating-comment"), "good teammate")
+    await page.click(_by("rating-submit"))
+    rating = (await page.evaluate("window.sent"))[-1]
+    assert rating == {"type": "rating", "id": 1, "role": "user", "outcome_rating": 4,
+                      "satisfaction": 5, "comment": "good teammate"}
+    await page.evaluate(deliver, {"type": "rated", "id": 1, "ratings": {}})
+    await page.wait_for_selector(_by("rating-result", state="saved"), timeout=30_000)
+    assert errors == []
+
+
+async def test_markdown_preview_escapes_before_formatting(browser) -> None:
+    page, errors = await _open_page(browser, "http://panel.test", LOCAL_STATE)
+    html = await page.evaluate("(text) => window.mod.renderMarkdown(text)",
+                               "## Title\n- **a** `b`\n\n[site](https://example.org) "
+                               "[bad](javascript:alert(1))\n" + XSS)
+    assert "<h2>Title</h2>" in html and "<li><strong>a</strong> <code>b</code></li>" in html
+    assert '<a href="https://example.org"' in html and 'href="javascript' not in html
+    assert "<script>" not in html and "<img" not in html and "&lt;img" in html
+    parsed = await page.evaluate("(t) => window.mod.parseAction(t)",
+                                 'EDITOR_UPDATE(text="a, b)\\n\\"c\\"", n=[1, {"x": ")"}])')
+    assert parsed == {"name": "EDITOR_UPDATE", "args": {"text": 'a, b)\n"c"',
+                                                        "n": [1, {"x": ")"}]}}
+    assert errors == []
+
+
+def test_the_server_transport_follows_a_real_session(run, jp_fetch, jp_http_port, server_panel,
+                                                     tmp_path) -> None:
+    """The panel in Chromium opens the seat's WebSocket on a real server, chats with the agent,
+    and posts its rating to the server."""
+
+    async def body() -> None:
+        session_id = await _create(jp_fetch)
+        panel = server_panel(session_id)
+        state = {key: getattr(panel, key) for key in ("mode", "session_id", "role", "ws_url",
+                                                      "api_url", "token", "connection")}
+        async with async_playwright() as playwright:
+            # The test page is served by Playwright, not by the server, so Chromium would
+            # class it as public and block its calls to a loopback server: allow them.
+            chromium = await playwright.chromium.launch(
+                executable_path=CHROMIUM, headless=True,
+                args=[*CHROMIUM_ARGS, "--disable-features=LocalNetworkAccessChecks"])
+            try:
+                # Served from the server's own origin, as JupyterLab would be.
+                page, errors = await _open_page(chromium, f"http://localhost:{jp_http_port}",
+                                                state)
+                await page.wait_for_selector(_by("connection-status", state="open"),
+                                             timeout=60_000)
+                await page.wait_for_selector(_by("view-checklist"), timeout=60_000)
+                await page.fill(_by("chat-input"), "Please bring a kazoo")
+                await page.click(_by("chat-send"))
+                await page.wait_for_function(
+                    "document.querySelector('[data-testid=view-checklist]').innerText"
+                    ".includes('kazoo')", timeout=60_000)
+                await page.wait_for_selector(_by("agent-status", role="agent"),
+                                             timeout=60_000)
+                await page.click(_by("finish-button"))
+                await page.wait_for_selector(_by("rating-form"), state="visible",
+                                             timeout=60_000)
+                await page.select_option(_by("rating-outcome"), "3")
+                await page.select_option(_by("rating-satisfaction"), "4")
+                await page.click(_by("rating-submit"))
+                await page.wait_for_selector(_by("rating-result", state="saved"),
+                                             timeout=60_000)
+                assert errors == []
+            finally:
+                await chromium.close()
+        ratings = json.loads((tmp_path / "results" / session_id / "ratings.json").read_text())
+        assert (ratings["user"]["outcome_rating"], ratings["user"]["satisfaction"]) == (3, 4)
+
+    run(body())
+
+
+# -- local mode in a real kernel: the session runs in the kernel's loop between cells ----------
+
+class KernelRunner:
+    """Runs cells in a real IPython kernel and returns what they printed."""
+
+    def __init__(self, client) -> None:
+        self.client = client
+
+    def __call__(self, code: str) -> str:
+        msg_id = self.client.execute(code)
+        out: list[str] = []
+        while True:
+            message = self.client.get_iopub_msg(timeout=60)
+            if message["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = message["msg_type"], message["content"]
+            if kind == "stream":
+                out.append(content["text"])
+            elif kind == "error":
+                raise AssertionError("\n".join(content["traceback"]))
+            elif kind == "status" and content["execution_state"] == "idle":
+                return "".join(out)
+
+    def until(self, code: str, expected: str, timeout: float = 60.0) -> None:
+        """Run ``code`` (between cells the kernel's loop runs) until it prints ``expected``."""
+        deadline = time.monotonic() + timeout
+        while (printed := self(code).strip()) != expected:
+            assert time.monotonic() < deadline, f"still {printed!r}"
+
+
+@pytest.fixture
+def kernel():
+    from jupyter_client import KernelManager
+
+    manager = KernelManager(kernel_name="python3")
+    manager.start_kernel()
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=60)
+        yield KernelRunner(client)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def test_local_mode_in_a_real_kernel_runs_between_cells(kernel, tmp_path) -> None:
+    kernel(f"""
+import asyncio
+from cogym_lab.jupyter.hosting import SessionHost
+from cogym_lab.widgets import SessionPanel
+host = SessionHost({str(tmp_path)!r})
+creating = asyncio.ensure_future(host.create("todo", team="example", people=["user"],
+                                             idle_seconds=30))
+""")
+    kernel.until("print(creating.done())", "True")
+    assert kernel("""
+panel = SessionPanel.for_local(host, creating.result().session_id, "user")
+panel.bridge.handle({"type": "hello"})
+panel.bridge.handle({"type": "action", "action": {"name": "SEND_TEAMMATE_MESSAGE",
+                                                   "args": {"message": "Please bring a kazoo"}}})
+print(panel.mode, panel.role)
+""").strip() == "local user"
+    kernel.until("""
+items = [i["text"] for i in (panel.latest or {"view": {"components": [{"content": []}]}})
+         ["view"]["components"][0]["content"]]
+print("kazoo" in items and "agent" in panel.bridge.statuses and panel.last_seq > 0)
+""", "True")

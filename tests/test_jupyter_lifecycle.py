@@ -26,15 +26,21 @@ from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
 from cogym_lab.core import (
-    ActionError, ActionOutcome, CoEnv, Component, Deferred, RenderType, action,
+    ActionError,
+    ActionOutcome,
+    CoEnv,
+    Component,
+    Deferred,
+    RenderType,
+    action,
 )
 from cogym_lab.core.messages import EventType, Notification
 from cogym_lab.envs.registry import register_env
 from cogym_lab.jupyter.hosting import HostingError, SessionHost
 from cogym_lab.nodes import replay
 from cogym_lab.nodes.results import read_events, read_session
+from tests.support.jupyter_api import API, receive_until, session_api, wait_until
 
-API = ("cogym", "api", "sessions")
 KAZOO = "Please bring a kazoo"
 
 
@@ -58,52 +64,11 @@ def run(jp_asyncio_loop):
 
 @pytest.fixture
 def api(jp_fetch):
-    """``await api(method, *path, body=...)`` -> (status, JSON); HTTP errors are returned too."""
-
-    async def call(method, *path, body=None, headers=None, raw=None):
-        kwargs = {"method": method, "headers": headers}
-        if raw is not None:
-            kwargs["body"] = raw
-        elif body is not None:
-            kwargs["body"] = json.dumps(body)
-        elif method == "POST":
-            kwargs["body"] = "{}"
-        try:
-            response = await jp_fetch(*API, *path, **kwargs)
-        except HTTPClientError as error:
-            response = error.response
-            if response is None:
-                raise
-        return response.code, json.loads(response.body or b"null")
-
-    return call
+    return session_api(jp_fetch)
 
 
 def host_of(serverapp) -> SessionHost:
     return serverapp.web_app.settings["cogym_lab_host"]
-
-
-async def wait_until(api, session_id, predicate, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        status, snapshot = await api("GET", session_id)
-        assert status == 200, snapshot
-        if predicate(snapshot):
-            return snapshot
-        assert time.monotonic() < deadline, f"timed out; last snapshot: {snapshot}"
-        await asyncio.sleep(0.1)
-
-
-async def receive_until(ws, predicate, timeout=60.0):
-    """JSON messages from ``ws`` until one matches ``predicate``; returns them all."""
-    seen = []
-    async with asyncio.timeout(timeout):
-        while True:
-            text = await ws.read_message()
-            assert text is not None, f"websocket closed; received {seen}"
-            seen.append(json.loads(text))
-            if predicate(seen[-1]):
-                return seen
 
 
 def is_settled(snapshot: dict[str, Any]) -> bool:

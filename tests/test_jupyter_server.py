@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import pytest
 from pytest_jupyter.jupyter_server import *  # noqa: F403 - its fixtures, without its hooks
 from tornado.httpclient import HTTPClientError
 
-API = ("cogym", "api", "sessions")
+from tests.support.jupyter_api import API, receive_until, session_api, wait_until
 
 
 @pytest.fixture
@@ -33,46 +32,7 @@ def run(jp_asyncio_loop, jp_serverapp):
 
 @pytest.fixture
 def api(jp_fetch):
-    """``await api(method, *path, body=...)`` -> (status, JSON); HTTP errors are returned too."""
-
-    async def call(method, *path, body=None, headers=None):
-        kwargs = {"method": method, "headers": headers}
-        if body is not None:
-            kwargs["body"] = json.dumps(body)
-        elif method == "POST":
-            kwargs["body"] = "{}"
-        try:
-            response = await jp_fetch(*API, *path, **kwargs)
-        except HTTPClientError as error:
-            response = error.response
-            if response is None:
-                raise
-        return response.code, json.loads(response.body or b"null")
-
-    return call
-
-
-async def wait_until(api, session_id, predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        status, snapshot = await api("GET", session_id)
-        assert status == 200, snapshot
-        if predicate(snapshot):
-            return snapshot
-        assert time.monotonic() < deadline, f"timed out; last snapshot: {snapshot}"
-        await asyncio.sleep(0.1)
-
-
-async def receive_until(ws, predicate, timeout=20.0):
-    """JSON messages from ``ws`` until one matches ``predicate``; returns them all."""
-    seen = []
-    async with asyncio.timeout(timeout):
-        while True:
-            text = await ws.read_message()
-            assert text is not None, f"websocket closed; received {seen}"
-            seen.append(json.loads(text))
-            if predicate(seen[-1]):
-                return seen
+    return session_api(jp_fetch)
 
 
 def test_unauthenticated_requests_are_refused(run, api, jp_fetch):

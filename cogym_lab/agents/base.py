@@ -290,7 +290,9 @@ def _describe(event: Event, me: str) -> str:
     if event.type is EventType.TICK:
         return "Nobody has acted for a while."
     if event.type in (EventType.ACTION, EventType.CONFIRM_ACCEPT):
-        return f"{actor} did {event.action}."
+        # The view shows the result in full; a whole text or a cell's outputs twice would crowd
+        # the prompt.
+        return f"{actor} did {_short(event.action or '', 400)}."
     if event.type is EventType.CONFIRM_REJECT:
         reason = event.info.get("pending_action", "")
         return f"{actor} rejected the request to run {reason}."

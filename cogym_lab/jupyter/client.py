@@ -119,7 +119,9 @@ class CogymServer:
         return self.request("GET", API_PREFIX)["sessions"]
 
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        return self.request("POST", API_PREFIX, body)
+        # Creating builds an env (a dataset, a paper index, a link to a kernel still starting):
+        # on a busy machine that can outlast an ordinary request.
+        return self.request("POST", API_PREFIX, body, timeout=max(self.timeout, 120.0))
 
     def get(self, session_id: str) -> dict[str, Any]:
         return self.request("GET", f"{API_PREFIX}/{_quote(session_id)}")

@@ -19,8 +19,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
-import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,11 +29,21 @@ from pydantic import ValidationError
 from cogym_lab.bus import Bus, connect_bus
 from cogym_lab.core.messages import StepRequest, step_channel
 from cogym_lab.jupyter.models import (
-    HOSTING_FILE, RATINGS_FILE, HostingRecord, Rating, StoredRating, validation_message,
+    HOSTING_FILE,
+    RATINGS_FILE,
+    HostingRecord,
+    Rating,
+    StoredRating,
+    validation_message,
 )
+from cogym_lab.jupyter.stored import StoredSession, runs_elsewhere, this_process, write_json
 from cogym_lab.nodes.restore import ReplayMismatch
 from cogym_lab.nodes.results import (
-    SESSION_FILE, read_events, read_session, trim_torn_tail, update_session,
+    SESSION_FILE,
+    read_events,
+    read_session,
+    trim_torn_tail,
+    update_session,
 )
 from cogym_lab.nodes.session import Session, SessionResult
 
@@ -44,8 +52,6 @@ log = logging.getLogger(__name__)
 NOTEBOOK_TASKS = frozenset({"tabular_analysis"})  # tasks whose env takes a ``notebook`` link
 _CONFIG_OVERRIDES = ("idle_seconds", "timeout", "max_idle_ticks", "max_events",
                      "agent_step_limit", "join_timeout", "seed")
-_RESULT_FIELDS = ("end_reason", "delivered", "outcome", "scores", "step_counts", "events",
-                  "duration")
 SHUTDOWN_REASON = "the server stopped"
 
 
@@ -118,56 +124,6 @@ class HostedSession:
             "state": self.session.coordinator.snapshot() if self.session.coordinator.started_at
             else None,
             "result": self.result.model_dump(mode="json") if self.result else None,
-        }
-
-
-@dataclass
-class StoredSession:
-    """A session an earlier server left in ``results_dir``, known only from its files."""
-
-    directory: Path
-    record: HostingRecord
-    record_of_run: dict[str, Any]  # session.json ({} if the session never started)
-    resuming: bool = False
-
-    @property
-    def session_id(self) -> str:
-        return self.record.session_id
-
-    @property
-    def people(self) -> list[str]:
-        return self.record.people
-
-    @property
-    def status(self) -> str:
-        status = self.record_of_run.get("status")
-        return status if status in ("finished", "failed") else "interrupted"
-
-    def summary(self) -> dict[str, Any]:
-        run = self.record_of_run
-        return {
-            "session_id": self.session_id,
-            "task": run.get("task") or self.record.request.get("task"),
-            "team": self.record.team,
-            "members": run.get("team", []),
-            "people": list(self.people),
-            "status": self.status,
-            "end_reason": run.get("end_reason"),
-            "error": run.get("error"),
-            "created_at": self.record.created_at,
-            "results_dir": str(self.directory),
-            "delivered": run.get("delivered"),
-            "scores": run.get("scores"),
-        }
-
-    def details(self) -> dict[str, Any]:
-        run = self.record_of_run
-        finished = self.status == "finished"
-        return {
-            "state": run.get("final_state"),  # an interrupted session shows its state on resume
-            "result": {"session_id": self.session_id, "task": run.get("task"),
-                       "results_dir": str(self.directory),
-                       **{key: run.get(key) for key in _RESULT_FIELDS}} if finished else None,
         }
 
 
@@ -346,14 +302,13 @@ class SessionHost:
                              if "key" not in k.lower() and "token" not in k.lower()}
         record = HostingRecord(session_id=hosted.session_id, request=request,
                                team=hosted.team, people=hosted.people,
-                               created_at=hosted.created_at, hostname=socket.gethostname(),
-                               pid=os.getpid(), process_start=_process_start(os.getpid()))
+                               created_at=hosted.created_at, **this_process())
         directory = hosted.directory
         assert directory is not None
         directory.mkdir(parents=True, exist_ok=True)
         # A value JSON cannot hold (a DataFrame from a kernel) is kept as its repr: such a
         # session can be listed after a restart, not rebuilt.
-        _write_json(directory / HOSTING_FILE, record.model_dump(mode="python"))
+        write_json(directory / HOSTING_FILE, record.model_dump(mode="python"))
 
     async def _start(self, hosted: HostedSession) -> None:
         bus = connect_bus(self.redis_url)
@@ -404,7 +359,7 @@ class SessionHost:
             except (OSError, ValueError) as error:
                 log.warning("skipping %s: %s", directory, error)
                 continue
-            if record.session_id in self.sessions or _runs_elsewhere(record):
+            if record.session_id in self.sessions or runs_elsewhere(record):
                 continue
             stored = StoredSession(directory=directory, record=record, record_of_run=run)
             if run.get("status") not in ("finished", "failed", "interrupted"):
@@ -415,7 +370,7 @@ class SessionHost:
                 else:  # it never started: a session.json says so for every reader
                     stored.record_of_run = {"session_id": record.session_id,
                                             "task": record.request.get("task"), **marks}
-                    _write_json(directory / SESSION_FILE, stored.record_of_run)
+                    write_json(directory / SESSION_FILE, stored.record_of_run)
             self.stored[record.session_id] = stored
             found.append(stored)
         return found
@@ -540,7 +495,7 @@ class SessionHost:
         ratings = self.ratings(session_id)
         ratings[role] = StoredRating(**rating.model_dump(), ts=time.time()).model_dump()
         directory.mkdir(parents=True, exist_ok=True)
-        _write_json(directory / RATINGS_FILE, ratings)
+        write_json(directory / RATINGS_FILE, ratings)
         return ratings
 
     def ratings(self, session_id: str) -> dict[str, Any]:
@@ -568,29 +523,8 @@ class SessionHost:
             await asyncio.wait(runners, timeout=wait)
 
 
-def _runs_elsewhere(record: HostingRecord) -> bool:
-    """Whether another live process on this machine hosts the session (a kernel's own host
-    sharing the results folder): it is not this server's to mark interrupted."""
-    if record.pid is None or record.pid == os.getpid() or record.hostname != socket.gethostname():
-        return False
-    try:
-        os.kill(record.pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, owned by someone else
-        pass
-    # The pid may have been reused since: only the same start time makes it the same process.
-    return record.process_start is None or _process_start(record.pid) == record.process_start
 
 
-def _process_start(pid: int) -> str | None:
-    """When process ``pid`` started, in clock ticks since boot (Linux); None elsewhere."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rpartition(")")[2].split()  # after the command name, which may hold spaces
-    return fields[19] if len(fields) > 19 else None
 
 
 def _created_at(entry: HostedSession | StoredSession) -> float:
@@ -602,11 +536,6 @@ def _not_a_seat(role: Any, people: list[str]) -> str:
     return f"{role!r} is not a person seat of this session (person seats: {seats})."
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".json.tmp")  # readers never see half a file
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=repr),
-                   encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _request(role: str, kind: str, action: Any) -> StepRequest:

@@ -17,9 +17,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import functools
 import inspect
 import logging
 import random
+import ssl
 import time
 from typing import Any
 
@@ -33,6 +35,15 @@ log = logging.getLogger(__name__)
 PLACEHOLDER_API_KEY = "not-needed"  # sent to servers other than OpenAI's when no key is set
 MAX_RETRY_AFTER = 30.0  # seconds: the longest server-asked wait we honour
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One TLS context for every client: loading the CA bundle anew costs each client about
+    20 ms of CPU, which adds up when a batch builds LMs for 64 sessions at once."""
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
 
 
 class _UnusableReplyError(Exception):  # internal: never leaves this module
@@ -108,9 +119,10 @@ class OpenAILM(LM):
         """
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
-            self._client = openai.AsyncOpenAI(base_url=self.config.base_url,
-                                              api_key=self._api_key,
-                                              timeout=self.config.timeout, max_retries=0)
+            self._client = openai.AsyncOpenAI(
+                base_url=self.config.base_url, api_key=self._api_key,
+                timeout=self.config.timeout, max_retries=0,
+                http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context()))
             self._client_loop = loop
         return self._client
 

@@ -27,7 +27,7 @@ from cogym_lab.core import (
     Action, ActionError, ActionSpec, EventType, Notification, SessionContext, StepRequest,
     obs_channel, parse_action, step_channel,
 )
-from cogym_lab.core.collaboration import NOT_ECHOED
+from cogym_lab.core.collaboration import NOT_ECHOED, WAIT_TEAMMATE_CONTINUE
 from cogym_lab.core.messages import AgentState, AgentStatus, MemberKind, status_channel
 
 log = logging.getLogger(__name__)
@@ -190,12 +190,14 @@ class MemberNode:
             action = action.model_dump()
         # seen_seq: an edit of a whole text made on this view is merged with later edits.
         request = StepRequest(role=self.role, action=action, seen_seq=notification.seq)
-        if self._expects_ack(action):
+        name = self._action_name(action)
+        if name is None or name not in NOT_ECHOED:  # a bad action comes back as an error
             self._awaiting = request.id
         self.stats["actions_sent"] += 1
         self._last_action = _action_text(action)
         await self._send(request)
-        await self._publish_status("failed" if failing else "acting")
+        waits = name == WAIT_TEAMMATE_CONTINUE.name
+        await self._publish_status("failed" if failing else "waiting" if waits else "acting")
 
     async def _publish_status(self, status: AgentState) -> None:
         """Tell the panels what this member does now; a lost status never stops the member."""
@@ -208,12 +210,13 @@ class MemberNode:
         except Exception:
             log.warning("%s: could not publish its status %r", self.role, status, exc_info=True)
 
-    def _expects_ack(self, action: str | dict[str, Any]) -> bool:
+    def _action_name(self, action: str | dict[str, Any]) -> str | None:
+        """The name of the action sent, or ``None`` when it does not parse."""
         try:
             parsed, _ = parse_action(action, self._specs)
         except ActionError:
-            return True  # it will come back as an error
-        return parsed.name not in NOT_ECHOED
+            return None
+        return parsed.name
 
     async def _wait_for_ack(self) -> None:
         """Hold the member until its own last step shows up, collecting what arrives meanwhile."""

@@ -3,7 +3,11 @@
 reported to the session (``watch``). ``link`` ties the three to one session."""
 
 from cogym_lab.jupyter.notebook.link import (
-    AGENT_CELL_KEY, NotebookError, NotebookOpener, NotebookRef, ServerNotebookLink,
+    AGENT_CELL_KEY,
+    NotebookError,
+    NotebookOpener,
+    NotebookRef,
+    ServerNotebookLink,
 )
 
 __all__ = ["AGENT_CELL_KEY", "NotebookError", "NotebookOpener", "NotebookRef",

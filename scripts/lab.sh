@@ -18,4 +18,6 @@ if [ -z "${COGYM_MODEL:-}" ]; then
   echo "For an agent, set COGYM_MODEL (and OPENAI_API_KEY, or OPENAI_BASE_URL for another"
   echo "OpenAI-compatible server) before running this script."
 fi
-exec "$venv/bin/jupyter" lab examples/ "$@"
+extra=()
+[ "$(id -u)" -ne 0 ] || extra+=(--allow-root)  # containers and CI machines often run as root
+exec "$venv/bin/jupyter" lab examples/ "${extra[@]}" "$@"

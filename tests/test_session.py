@@ -246,3 +246,59 @@ async def test_internal_actions_come_only_from_deferred_work(tmp_path):
     assert recorded.status == "ok" and recorded.info["follow_up"] is True
     assert result.outcome == ["tent: found"]
     assert replay(tmp_path).final_state == read_session(tmp_path)["final_state"]
+
+
+async def test_a_sync_asked_before_a_step_does_not_end_the_wait_for_that_step():
+    """A reconnect asks for a sync while the agent thinks; the env answers it before applying
+    the agent's next step. That answer shows the state before the step, so the agent must keep
+    waiting for its step rather than act on the older state (it would repeat the step)."""
+    from cogym_lab.bus import MemoryBus
+    from cogym_lab.core import Coordinator, Member
+    from cogym_lab.nodes import AgentNode
+
+    bus, session_id = MemoryBus(), "sync-race"
+    coordinator = Coordinator(TodoEnv(), [Member(role="agent", kind="agent"),
+                                          Member(role="user", kind="person")],
+                              session_id=session_id)
+    release = asyncio.Event()
+    seen: list[int] = []
+
+    class SlowAdder:
+        def start(self, context): pass
+        def end(self, final): pass
+
+        async def act(self, notification):
+            seen.append(len(notification.view["checklist"].content))
+            if len(seen) == 1:
+                await release.wait()  # thinking, while the bus reconnects
+                return 'ADD_ITEM(text="tent")'
+            return "FINISH()"
+
+    steps = await bus.subscribe(step_channel(session_id))
+    node = AgentNode(bus, session_id, "agent", SlowAdder(), ack_timeout=30)
+    running = asyncio.create_task(node.run())
+
+    async def next_step() -> StepRequest:
+        return StepRequest.model_validate(await steps.get(10))
+
+    async def deliver(transition) -> None:
+        for notification in transition.notifications:
+            await bus.publish(obs_channel(session_id, notification.recipient), notification)
+
+    assert (await next_step()).kind == "join"
+    await deliver(coordinator.start(0.0))
+    while not seen:
+        await asyncio.sleep(0.01)
+    await node.request_sync()  # what a reconnect does mid-thought
+    release.set()
+    sync, add = await next_step(), await next_step()
+    assert (sync.kind, add.action) == ("sync", 'ADD_ITEM(text="tent")')
+    await bus.publish(obs_channel(session_id, "agent"), coordinator.sync("agent", 1.0))
+    await asyncio.sleep(0.3)  # the agent has the sync now; it must still be waiting
+    assert seen == [0]
+    await deliver(coordinator.handle("agent", add.action, 2.0, request_id=add.id))
+    finish = await next_step()
+    assert finish.action == "FINISH()" and seen == [0, 1]  # it acted on the state with the tent
+    await deliver(coordinator.handle("agent", finish.action, 3.0, request_id=finish.id))
+    await asyncio.wait_for(running, 10)
+    await steps.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,9 +161,11 @@ class TabularAnalysisEnv(DatasetEnv):
             self.files = [] if self.task.data is None or self.task.data_is_variable else [
                 Path(self.task.data)]
             return
-        if self.workdir is None:  # a scratch copy of the data, removed again by aclose()
-            self._scratch_dir = tempfile.mkdtemp(prefix="cogym-tabular-")
-        folder = Path(self.workdir or self._scratch_dir)
+        if self.workdir is None:  # a scratch copy of the data, removed by aclose() or with the env
+            scratch = tempfile.mkdtemp(prefix="cogym-tabular-")
+            self._remove_scratch = weakref.finalize(self, shutil.rmtree, scratch, True)
+            self.workdir = scratch
+        folder = Path(self.workdir)
         folder.mkdir(parents=True, exist_ok=True)
         self.workdir = str(folder)
         self.files = copy_files(self.task, folder, self.data_dir)
@@ -199,8 +202,8 @@ class TabularAnalysisEnv(DatasetEnv):
             await self.executor.shutdown()
         if self.notebook is not None:
             await self.notebook.close()
-        if getattr(self, "_scratch_dir", None):
-            shutil.rmtree(self._scratch_dir, ignore_errors=True)
+        if getattr(self, "_remove_scratch", None) is not None:
+            self._remove_scratch()
 
     def _kernel(self) -> KernelExecutor:
         if self.executor is None:

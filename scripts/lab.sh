@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 venv="${COGYM_LAB_VENV:-.venv-lab}"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check .  # brings JupyterLab
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check '.[lab]'
 
 if [ -z "${COGYM_MODEL:-}" ]; then
   echo "No LM is set: the panels work, and the agent will say in the chat what to set."

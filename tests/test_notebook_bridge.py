@@ -17,7 +17,6 @@ import json
 import time
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import nbformat
@@ -28,6 +27,7 @@ from tornado.httpclient import HTTPClientError
 
 from cogym_lab.core import Notification
 from cogym_lab.jupyter.notebook import AGENT_CELL_KEY
+from tests.support.kernel_messages import collect_output, execute_request
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -170,10 +170,7 @@ class BrowserKernel:
 
     async def execute(self, code: str, timeout: float = 60.0) -> list[dict[str, Any]]:
         """Run ``code``; returns its IOPub outputs once the kernel is idle again."""
-        message = self.session.msg("execute_request", {
-            "code": code, "silent": False, "store_history": True, "user_expressions": {},
-            "allow_stdin": False, "stop_on_error": True})
-        message["header"]["date"] = datetime.now(UTC).isoformat()
+        message = execute_request(self.session, code)
         message["parent_header"] = {}
         message["channel"] = "shell"
         msg_id = message["header"]["msg_id"]
@@ -185,10 +182,7 @@ class BrowserKernel:
                 if reply.get("parent_header", {}).get("msg_id") != msg_id or \
                         reply.get("channel") != "iopub":
                     continue
-                kind = reply["msg_type"]
-                if kind in ("stream", "execute_result", "error", "display_data"):
-                    outputs.append(reply["content"] | {"kind": kind})
-                elif kind == "status" and reply["content"]["execution_state"] == "idle":
+                if collect_output(reply["msg_type"], reply["content"], outputs):
                     return outputs
 
 

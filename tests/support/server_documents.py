@@ -18,7 +18,6 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
 from tests.support.jupyter_process import JupyterServerProcess
+from tests.support.kernel_messages import collect_output, execute_request
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BACKEND = "jupyter-server-documents>=0.3"
@@ -166,10 +166,7 @@ class BrowserKernel:
 
     async def execute(self, code: str, timeout: float = 60.0) -> list[dict[str, Any]]:
         """Run ``code``; returns its IOPub outputs once the kernel is idle again."""
-        message = self.session.msg("execute_request", {
-            "code": code, "silent": False, "store_history": True, "user_expressions": {},
-            "allow_stdin": False, "stop_on_error": True})
-        message["header"]["date"] = datetime.now(UTC).isoformat()
+        message = execute_request(self.session, code)
         parts = [json.dumps(message[key], default=str).encode()
                  for key in ("header", "parent_header", "metadata", "content")]
         await self.ws.write_message(serialize_msg_to_ws_v1(parts, "shell"), binary=True)
@@ -183,10 +180,7 @@ class BrowserKernel:
                 header, parent, _, content = (json.loads(part) for part in parts[:4])
                 if channel != "iopub" or parent.get("msg_id") != msg_id:
                     continue
-                kind = header["msg_type"]
-                if kind in ("stream", "execute_result", "error", "display_data"):
-                    outputs.append(content | {"kind": kind})
-                elif kind == "status" and content["execution_state"] == "idle":
+                if collect_output(header["msg_type"], content, outputs):
                     return outputs
 
     def close(self) -> None:

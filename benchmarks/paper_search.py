@@ -38,8 +38,9 @@ import time
 from pathlib import Path
 
 from cogym_lab.datasets import data_dir as resolve_data_dir
-from cogym_lab.envs.related_work.papers import cache_folder, corpus_path, default_cache_dir
+from cogym_lab.envs.related_work.corpus import corpus_files
 from cogym_lab.envs.related_work.search import BM25PaperIndex, normalize_title
+from cogym_lab.envs.related_work.store import cache_folder, default_cache_dir
 
 TARGET_MS = 50.0
 
@@ -133,9 +134,10 @@ def main(argv: list[str] | None = None) -> int:
                                      progress=True)
         return 0
 
-    corpus = corpus_path(args.data_dir)
-    folder = cache_folder(corpus, args.cache_dir, args.limit)
-    print(f"corpus: {corpus.name} ({corpus.stat().st_size / 1e6:.1f} MB compressed), "
+    files = corpus_files(args.data_dir)
+    folder = cache_folder(files, args.cache_dir, args.limit)
+    size = sum(f.stat().st_size for f in files) / 1e6
+    print(f"corpus: {' + '.join(f.name for f in files)} ({size:.1f} MB compressed), "
           f"limit: {args.limit or 'none'}")
     print(f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     if args.rebuild and folder.exists():

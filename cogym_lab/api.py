@@ -42,16 +42,19 @@ def new_session(task: str, *, instance: int | None = None, team: str | None = No
                 autonomy: str | None = None, env_args: dict[str, Any] | None = None,
                 idle_seconds: float | None = None, timeout: float | None = None,
                 agent_step_limit: int | None = None, seed: int | None = None,
-                mode: str = "auto", results_dir: str | Path | None = None) -> SessionHandle:
+                protocol: str | None = None, mode: str = "auto",
+                results_dir: str | Path | None = None) -> SessionHandle:
     """Start a session of ``task`` and return its handle.
 
     ``role`` is your seat (``"user"`` by default; ``None`` to only watch a team of agents and
     simulated users). ``team`` defaults to ``collaborative`` (``example`` for ``todo``).
-    ``model``/``base_url`` set the LM of every LM member (else ``COGYM_MODEL``,
-    ``OPENAI_BASE_URL`` and the team file decide). For ``tabular_analysis``, ``query`` is your
-    question and ``data`` a DataFrame, the name of one in this notebook, or a file path.
-    ``autonomy`` is ``"free"`` or ``"ask"`` (the agent asks before running code). ``mode`` is
-    ``"auto"``, ``"server"`` or ``"local"``; ``results_dir`` is used by local sessions.
+    ``model``/``base_url`` set the LM of every LM member and of the task's own tools (drafting
+    assistant, judges, plan parser); else ``COGYM_MODEL``, ``OPENAI_BASE_URL`` and the team file
+    decide. For ``tabular_analysis``, ``query`` is your question and ``data`` a DataFrame, the
+    name of one in this notebook, or a file path. ``autonomy`` is ``"free"`` or ``"ask"`` (the
+    agent asks before running code). ``protocol`` names the scoring protocol (``"cogym"``, the
+    paper's, by default). ``mode`` is ``"auto"``, ``"server"`` or ``"local"``; ``results_dir``
+    is used by local sessions.
     """
     if autonomy is not None and autonomy not in ("free", "ask"):
         raise SessionError(f"autonomy must be 'free' or 'ask', not {autonomy!r}.")
@@ -71,7 +74,7 @@ def new_session(task: str, *, instance: int | None = None, team: str | None = No
     request = CreateRequest(task=task, instance=instance, team=team or default_team(task),
                             people=[role] if role else [], env_args=arguments, lm=lm or None,
                             notebook=notebook, idle_seconds=idle_seconds, timeout=timeout,
-                            agent_step_limit=agent_step_limit, seed=seed)
+                            agent_step_limit=agent_step_limit, seed=seed, protocol=protocol)
     summary = where.create(request)
     return SessionHandle(where, summary, role=role)
 

@@ -161,6 +161,13 @@ MANIFEST: dict[str, tuple[DataItem, ...]] = {
                  "arXiv metadata / ACL Anthology",
                  "https://info.arxiv.org/help/bulk_data.html and https://aclanthology.org/",
                  "CC0 / CC BY 4.0"),
+        # Read after papers.jsonl.gz: its records replace those with the same id and remove the
+        # ids they supersede (cogym_lab.envs.related_work.corpus).
+        DataItem("related_work", "related_work/papers-2020-2024-supplement.jsonl.gz",
+                 "2020-2024 computer-science papers and corrected records that extend and "
+                 "supersede papers.jsonl.gz, built from public arXiv metadata (CC0); there is "
+                 "no single download, build it from their public dumps",
+                 "arXiv metadata", "https://info.arxiv.org/help/bulk_data.html", "CC0"),
     ),
     "tabular_analysis": (
         DataItem("tabular_analysis", "tabular_analysis/discoverybench/real/test/",
@@ -181,10 +188,17 @@ TASKS: tuple[str, ...] = tuple(MANIFEST)
 
 # --- the data directory ----------------------------------------------------------------------
 
-def _cache_dir() -> Path:
+def cache_root() -> Path:
+    """cogym_lab's user cache folder: ``$XDG_CACHE_HOME/cogym_lab``, else
+    ``~/.cache/cogym_lab``. The data directory defaults to its ``datasets/``; indexes live
+    beside it."""
     base = os.environ.get("XDG_CACHE_HOME", "").strip()
     root = Path(base).expanduser() if base else Path.home() / ".cache"
-    return root / "cogym_lab" / "datasets"
+    return root / "cogym_lab"
+
+
+def _cache_dir() -> Path:
+    return cache_root() / "datasets"
 
 
 def data_dir_origin(explicit: str | Path | None = None) -> str:

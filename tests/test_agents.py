@@ -49,7 +49,7 @@ def kinds(server):
 
 
 @pytest.mark.parametrize("team_name", ["autonomous", "collaborative", "collaborative-planning"])
-def test_each_agent_type_completes_a_session_with_the_simulated_user(team_name, tmp_path):
+def test_each_ready_team_completes_a_session(team_name, tmp_path):
     play = TodoRolePlay()
     with ScriptedOpenAIServer(responder=play) as server:
         env = make_env("todo", instance=0)
@@ -70,9 +70,10 @@ def test_each_agent_type_completes_a_session_with_the_simulated_user(team_name, 
     agent_bodies = [b for b in bodies if b["model"] == "agent-lm"]
     user_bodies = [b for b in bodies if b["model"] == "user-lm"]
     assert all(b["temperature"] == 0 for b in bodies)
-    for role, sent in (("agent", agent_bodies), ("user", user_bodies)):
+    roles = ["agent"] if team_name == "autonomous" else ["agent", "user"]
+    for role, sent in (("agent", agent_bodies), ("user", user_bodies))[:len(roles)]:
         calls = [json.loads(x) for x in (tmp_path / role / "lm_calls.jsonl").read_text().splitlines()]
-        assert len(calls) == len(sent) > 0  # both members' LM logs, one line per call
+        assert len(calls) == len(sent) > 0  # each member's LM log, one line per call
         usage = json.loads((tmp_path / role / "usage.json").read_text())
         assert usage["calls"] == len(sent)
         assert usage["total_tokens"] == sum(c["usage"]["prompt_tokens"] +
@@ -80,21 +81,51 @@ def test_each_agent_type_completes_a_session_with_the_simulated_user(team_name, 
         assert "KEY0123456789abcdef" not in (tmp_path / role / "lm_calls.jsonl").read_text()
 
     hidden = env.hidden_information()
-    assert any(hidden in json.dumps(b) for b in user_bodies)  # the user is told ...
-    assert not any(hidden in json.dumps(b) for b in agent_bodies)  # ... the agent never is
+    assert not any(hidden in json.dumps(b) for b in agent_bodies)  # the agent is never told
     assert "must_have" not in json.dumps(agent_bodies)
 
     scratchpad = json.loads((tmp_path / "agent" / "scratchpad.json").read_text())
     if team_name == "autonomous":
+        # The Fully Autonomous Agent works alone: no simulated user, no user LM call, and only
+        # the agent acts and ends the session.
+        assert user_bodies == [] and not (tmp_path / "user").exists()
+        assert {e.actor for e in events} <= {None, "agent"}
+        assert events[-2].type is EventType.FINISH and events[-2].actor == "agent"
         assert all("(you work alone)" in b["messages"][0]["content"] for b in agent_bodies)
-        assert not any(b["model"] == "agent-lm" and classify(b) in ("plan", "message")
-                       for b in bodies)
+        assert not any(classify(b) in ("plan", "message") for b in agent_bodies)
     else:
+        assert any(hidden in json.dumps(b) for b in user_bodies)  # the user is told
+        messages = [(e.actor, e.action) for e in events if e.type is EventType.MESSAGE]
+        assert messages and len(messages) == len(set(messages))  # nobody repeats itself
         assert "rain jacket" in result.outcome  # it read the chat and acted on it
         assert "user needs a rain jacket" in scratchpad.values()
     if team_name == "collaborative-planning":
         agent_kinds = {classify(b) for b in agent_bodies}
         assert {"plan", "act", "message"} <= agent_kinds
+
+
+def test_an_autonomous_session_ends_only_by_its_agent_even_when_a_user_lm_is_reachable(tmp_path):
+    """The autonomous baseline spends no user tokens and cannot be ended at event 2 by a
+    simulated user: the user's endpoint answers FINISH to anything, and is never asked."""
+    play = TodoRolePlay()
+
+    def responder(body):
+        if body["model"] == "user-lm":
+            return "Thought: done.\nChoice: 5"  # would be FINISH for a user with task actions
+        return play(body)
+
+    with ScriptedOpenAIServer(responder=responder) as server:
+        env = make_env("todo", instance=0)
+        members, kinds_ = build_team(load_team("autonomous"), env, {
+            "*": {"model": "user-lm", "base_url": server.base_url},
+            "agent": {"model": "agent-lm"}})
+        result = Session(env, members, kinds=kinds_, results_dir=tmp_path,
+                         config=SessionConfig(idle_seconds=2, timeout=60)).run_sync()
+        models = [b["model"] for b in server.bodies]
+    assert set(models) == {"agent-lm"}
+    assert result.end_reason == "finished" and result.delivered and result.events > 3
+    finish = next(e for e in read_events(tmp_path) if e.type is EventType.FINISH)
+    assert finish.actor == "agent" and finish.seq == result.events - 1
 
 
 # -- one decision at a time ------------------------------------------------------------------

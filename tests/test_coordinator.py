@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cogym_lab.core import (
-    Coordinator, Event, EventType, Member, Notification, Transition, default_step_limits,
+    ActionOutcome, CoEnv, Component, Coordinator, Deferred, Event, EventType, Member,
+    Notification, RenderType, Transition, action, default_step_limits,
 )
 from cogym_lab.core import collaboration as acts
 from cogym_lab.core.grammar import parse_action
@@ -166,26 +167,30 @@ def test_private_change_notifies_the_actor_only() -> None:
 
 # -- messages ----------------------------------------------------------------------------------
 
-def test_broadcast_message_notifies_everyone_but_the_sender() -> None:
+def test_broadcast_message_notifies_everyone_the_sender_included() -> None:
     session = Session(TRIO)
     transition = session.ok("user", message("bring a tent, please"))
     event = transition.events[0]
     assert event.type is EventType.MESSAGE and event.actor == "user"
     assert event.action == 'SEND_TEAMMATE_MESSAGE(message="bring a tent, please")'
-    assert event.recipients == ["agent", "helper"] == to(transition)
+    # Listing 1: a message is a shared change, so the sender hears back too and its next act
+    # sees its own message in the chat.
+    assert event.recipients == ["agent", "user", "helper"] == to(transition)
     for n in transition.notifications:
         assert [m.text for m in n.chat] == ["bring a tent, please"]
-        assert [m.text for m in n.new_messages] == ["bring a tent, please"]
-        assert n.new_messages[0].sender == "user" and n.new_messages[0].to is None
-        assert n.new_messages[0].seq == event.seq
+        own = n.recipient == "user"
+        assert [m.text for m in n.new_messages] == ([] if own else ["bring a tent, please"])
+        if not own:
+            assert n.new_messages[0].sender == "user" and n.new_messages[0].to is None
+            assert n.new_messages[0].seq == event.seq
     assert session.coord.step_counts == {"agent": 0, "user": 0, "helper": 0}
 
 
-def test_direct_message_reaches_only_its_recipient() -> None:
+def test_direct_message_reaches_only_its_recipient_and_its_sender() -> None:
     session = Session(TRIO)
     transition = session.ok("agent", message("psst", "user"))
-    assert transition.events[0].recipients == ["user"] == to(transition)
-    assert [m.text for m in transition.notifications[0].chat] == ["psst"]
+    assert transition.events[0].recipients == ["user", "agent"] == to(transition)
+    assert all([m.text for m in n.chat] == ["psst"] for n in transition.notifications)
     assert session.coord.visible_chat("agent")[0].text == "psst"  # the sender sees it
     assert session.coord.visible_chat("helper") == []
     # a shared change later: each member's chat shows only what it may see
@@ -215,9 +220,11 @@ def test_new_messages_hold_messages_since_the_previous_notification() -> None:
     agent_news = [[m.text for m in n.new_messages] for n in session.notifications
                   if n.recipient == "agent"]
     assert agent_news == [[], ["one"], [], ["three"], ["four"]]
+    user_news = [[m.text for m in n.new_messages] for n in session.notifications
+                 if n.recipient == "user"]
+    assert user_news == [[], [], ["two"], ["three"], []]  # its own messages never count as new
     user_last = session.last_to("user")
-    assert [m.text for m in user_last.chat] == ["one", "two", "three"]
-    assert [m.text for m in user_last.new_messages] == ["three"]  # since "two"; not its own
+    assert [m.text for m in user_last.chat] == ["one", "two", "three", "four"]
 
 
 # -- waits and ticks ---------------------------------------------------------------------------
@@ -356,6 +363,56 @@ def test_errors_count_towards_the_step_limit() -> None:
     transition = session.do("agent", "more nonsense")
     assert types(transition) == [EventType.ERROR, EventType.END]
     assert session.coord.end_reason == "step_limit"
+
+
+def test_under_every_act_is_a_step_messages_and_waits_count_too() -> None:
+    """The Co-Gym release counts every event of a member toward its limit (protocol cogym)."""
+    session = Session(TRIO, step_limits={"agent": 4, "user": 2}, every_act_is_a_step=True)
+    session.ok("agent", message("hello"))
+    session.ok("agent", "WAIT_TEAMMATE_CONTINUE()")
+    session.do("agent", "nonsense")  # refused: still one of its events
+    assert session.coord.step_counts == {"agent": 3, "user": 0, "helper": 0}
+    session.ok("user", message("hi"))
+    transition = session.ok("user", 'ADD_ITEM(text="tent")')
+    assert types(transition) == [EventType.ACTION, EventType.END]
+    assert transition.events[1].info == {"reason": "step_limit", "role": "user"}
+    assert transition.notifications[0].step_counts["user"] == 2  # the count it was sent
+    replay_matches(session, TRIO, step_limits={"agent": 4, "user": 2}, every_act_is_a_step=True)
+
+
+def test_under_every_act_is_a_step_deferred_results_are_not_another_act() -> None:
+    class Slow(CoEnv):
+        name = "slow"
+        task_description = "Write slowly."
+
+        def _reset(self, seed):
+            self.text = ""
+
+        def public_components(self):
+            return [Component(name="editor", render_type=RenderType.EDITOR, content=self.text)]
+
+        @action("Start slow work.")
+        def start_work(self, role: str) -> ActionOutcome:
+            return ActionOutcome(deferred=Deferred(work=lambda: None, label="Work"))
+
+        @action("Record the result.", internal=True, text="The result")
+        def record(self, role: str, text: str) -> None:
+            self.text = text
+
+    coord = Coordinator(Slow(), [AGENT, USER], session_id="d", every_act_is_a_step=True)
+    coord.start(0.0)
+    coord.handle("agent", "START_WORK()", 1.0)
+    coord.apply_follow_up("agent", 'RECORD(text="done")', 2.0)  # the work's result
+    coord.apply_observed("user", 'RECORD(text="mine")', 3.0)  # the user's own act, seen by env
+    assert coord.step_counts == {"agent": 1, "user": 1}
+
+
+def test_under_every_act_is_a_step_an_accepted_request_counts_once_per_act() -> None:
+    session = Session(every_act_is_a_step=True)
+    session.ok("agent", request('ADD_ITEM(text="stove")'))  # the agent's act
+    session.ok("user", "ACCEPT_CONFIRMATION(request_id=\"c1\")")  # the user's act, runs it
+    assert session.coord.step_counts == {"agent": 1, "user": 1}
+    assert [i.text for i in session.env.items] == ["stove"]
 
 
 def test_default_limit_is_thirty_agent_steps_and_humans_are_unlimited() -> None:
@@ -632,7 +689,7 @@ def test_sync_returns_the_current_state_with_context() -> None:
     assert synced.context is not None and synced.context.role == "agent"
     assert synced.view == session.env.view("agent")
     assert [m.text for m in synced.chat] == ["hi"]
-    assert synced.prev_seq == 2 and synced.step_counts == {"agent": 1, "user": 0}
+    assert synced.prev_seq == 3 and synced.step_counts == {"agent": 1, "user": 0}
     assert session.coord.seq == seq  # not an event
     assert session.ok("user", 'ADD_ITEM(text="map")').notifications[0].prev_seq == seq
 

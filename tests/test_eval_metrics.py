@@ -21,6 +21,7 @@ from cogym_lab.eval.outcome import (
     win_score,
 )
 from cogym_lab.eval.rounds import ReplayFailed, grade_rounds, split_rounds
+from cogym_lab.eval.session_metrics import SessionMetrics
 from cogym_lab.eval.trajectory import find_sessions
 from tests.support.trajectories import (
     AUTONOMOUS_RUN, FOUR_ROUNDS, add, confirm, say, write_session,
@@ -48,10 +49,24 @@ def test_initiative_entropy_counts_only_team_members() -> None:
     assert initiative_entropy({"agent": 4}, ["agent", "user"]) == 0.0
     # Three parties use log base 3: equal thirds give exactly 1.
     assert initiative_entropy({"a": 2, "b": 2, "c": 2}, ["a", "b", "c"]) == pytest.approx(1.0)
-    # Nobody took initiative: undefined.
+    # Nobody took initiative: undefined, unless a protocol says otherwise (the release: 0).
     assert math.isnan(initiative_entropy({}, ["agent", "user"]))
+    assert initiative_entropy({}, ["agent", "user"], without_initiative=0.0) == 0.0
     assert initiative_shares({"agent": 1, "user": 3}, ["agent", "user"]) == \
         {"agent": 0.25, "user": 0.75}
+
+
+@pytest.mark.parametrize("protocol", ["cogym", "cogym_lab"])
+def test_a_session_without_initiative_follows_its_protocol(tmp_path: Path, protocol: str) -> None:
+    steps = [("agent", say("Hello.")), ("user", say("Hi.")), ("user", "FINISH()")]
+    record = load_session(write_session(tmp_path / "s", steps, protocol=protocol))
+    labels = [MessageLabel(n=1), MessageLabel(n=2)]  # the judge: nobody took initiative
+    row = SessionMetrics(record, labels=labels).row()
+    assert row["protocol"] == protocol
+    if protocol == "cogym":
+        assert row["h_init"] == 0.0  # the release counts it as 0 ...
+    else:
+        assert math.isnan(row["h_init"])  # ... cogym_lab leaves it undefined (out of the mean)
 
 
 # -- reading results directories ------------------------------------------------------------------
@@ -193,7 +208,11 @@ def test_controlled_autonomy_from_the_log_and_from_message_labels(tmp_path: Path
     # 3 formal + 2 judged questions; 2 formal + 1 judged answered; 1 pause + 1 judged halt.
     assert (judged.confirmation_requests, judged.confirmations_answered, judged.halts) == \
         (5, 3, 2)
-    assert judged.total == 5
+    # The Co-Gym release (protocol "cogym", this session's) counts the judged messages only:
+    # 2 confirmation questions (M1, M3) + 1 halt (M5).
+    assert judged.rule == "judged_messages" and judged.total == 3
+    # cogym_lab's own rule: 3 answered confirmations + 2 halts.
+    assert controlled_autonomy(record, labels, rule="answered_and_halts").total == 5
 
 
 # -- collaborative effort scaling ------------------------------------------------------------------

@@ -91,7 +91,7 @@ def test_related_work_notebook(notebook_env, monkeypatch):
         outputs = run_notebook("03_related_work.ipynb", notebook_env, lm, monkeypatch)
     assert "agent: A first draft is in the editor." in outputs[2]
     assert "### Foundations" in outputs[3] and "[1]" in outputs[3]
-    assert "'performance': 0.75" in outputs[4] and play.drafts == 1 and play.judged == 1
+    assert "'performance': 0.8" in outputs[4] and play.drafts == 1 and play.judged == 1
 
 
 def test_watch_an_agent_and_a_simulated_user_notebook(notebook_env, monkeypatch):

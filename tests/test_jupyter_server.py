@@ -150,6 +150,12 @@ def test_unknown_sessions_and_bad_requests(run, api):
         assert status == 400 and "no instance 999" in error["message"]
         status, error = await api("POST", body={"task": "todo", "colour": "blue"})
         assert status == 400 and "colour" in error["message"]
+        status, error = await api("POST", body={"task": "todo", "protocol": "house-rules"})
+        assert status == 400 and "Unknown scoring protocol 'house-rules'" in error["message"]
         assert (await api("GET"))[1] == {"sessions": []}
+        status, created = await api("POST", body={"task": "todo", "protocol": "cogym_lab",
+                                                  "people": ["user"], "idle_seconds": 30})
+        assert status == 201 and created["protocol"] == "cogym_lab"
+        assert (await api("DELETE", created["session_id"]))[0] == 200
 
     run(body())

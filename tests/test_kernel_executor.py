@@ -226,3 +226,42 @@ async def test_result_text_and_dict():
     assert r.text() == "out\nline1\nKeyError: 'x'"
     d = json.loads(json.dumps(r.to_dict()))
     assert d["outputs"][1]["name"] == "KeyError" and d["execution_count"] == 3
+
+
+ENV_PROBE = ("import json, os, tempfile\n"
+             "print(json.dumps({'env': dict(os.environ), 'home': os.path.expanduser('~'),"
+             " 'temp': tempfile.gettempdir(), 'cwd': os.getcwd()}))")
+
+
+async def test_an_isolated_kernel_has_its_own_home_temp_and_a_short_environment(
+        tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    data.mkdir()
+    monkeypatch.setenv("COGYM_DATA", str(data))
+    monkeypatch.setenv("SOME_TOKEN", "not for kernels")
+    ex = LocalKernelExecutor(tmp_path / "cwd", hidden_paths=[tmp_path / "elsewhere"])
+    try:
+        seen = json.loads((await ex.execute(ENV_PROBE)).text())
+        sandbox = ex.sandbox
+        assert sandbox is not None and sandbox.owns_root  # a private folder of its own
+        await ex.restart()  # a restart keeps the same sandbox
+        again = json.loads((await ex.execute(ENV_PROBE)).text())
+    finally:
+        await ex.shutdown()
+    assert seen["home"] == str(sandbox.home) and seen["temp"] == str(sandbox.tmp)
+    assert seen["cwd"] == str(tmp_path / "cwd")
+    assert "COGYM_DATA" not in seen["env"] and "SOME_TOKEN" not in seen["env"]
+    assert str(data) not in json.dumps(seen["env"])
+    assert again["home"] == seen["home"]
+    assert ex.sandbox is None and not sandbox.root.exists()  # removed at shutdown
+
+
+async def test_a_kernel_that_is_not_isolated_keeps_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOME_TOKEN", "for this kernel")
+    ex = LocalKernelExecutor(tmp_path, isolated=False)
+    try:
+        seen = json.loads((await ex.execute(ENV_PROBE)).text())
+    finally:
+        await ex.shutdown()
+    assert seen["env"]["SOME_TOKEN"] == "for this kernel"
+    assert seen["home"] == os.path.expanduser("~") and ex.sandbox is None

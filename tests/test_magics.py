@@ -356,3 +356,37 @@ async def test_start_now_finishes_at_once_what_never_waits_and_hands_on_the_rest
     with pytest.raises(asyncio.CancelledError):
         await stuck
     assert cancelled == [True]
+
+
+def test_the_model_given_to_new_session_reaches_the_tasks_drafting_assistant(
+        tmp_path, no_ambient_lm, use_shared_data):
+    """What ``%cogym new … --model`` and ``new_session(model=...)`` set reaches every LM of the
+    session, the task's own drafting assistant included, with no LM in the environment."""
+    import asyncio
+
+    import cogym_lab
+    from cogym_lab.envs import make_env
+    from cogym_lab.envs.related_work.search import BM25PaperIndex
+    from tests.support.related_scripts import RelatedWorkRolePlay
+
+    cache = tmp_path / "index"
+    BM25PaperIndex.load_or_build(cache_dir=cache, limit=300, progress=False)
+    play = RelatedWorkRolePlay(make_env("related_work", instance=0).task.topic)
+    with ScriptedOpenAIServer(responder=play) as server:
+        session = cogym_lab.new_session(
+            "related_work", instance=0, team="autonomous", model="api-lm",
+            base_url=server.base_url, env_args={"index_limit": 300, "index_cache": str(cache)},
+            protocol="cogym_lab", mode="local", results_dir=tmp_path / "runs", idle_seconds=30)
+        session.act('SEARCH_PAPER(query="learning")')
+        found = asyncio.run(session.wait_until(
+            lambda s: any(c["name"] == "search" and c["content"]
+                          for c in s["state"]["views"]["user"]["components"]), 60))
+        first = next(c for c in found["state"]["views"]["user"]["components"]
+                     if c["name"] == "search")["content"][0]["id"]
+        session.act(f'LIBRARY_ADD_PAPER(ids="{first}")')
+        session.act('LIBRARY_TO_DRAFT(instructions="Two short paragraphs.")')
+        asyncio.run(session.wait_until(lambda s: "[1]" in str(s["state"]["views"]["user"]), 60))
+        summary = session.end()
+        models = {body["model"] for body in server.bodies}
+    assert play.drafts >= 1 and models == {"api-lm"}
+    assert summary["protocol"] == "cogym_lab"

@@ -59,16 +59,18 @@ async def test_shared_change_notifies_every_member(harness):
         assert got.step_counts["user"] == 1
 
 
-async def test_message_notifies_its_recipients(harness):
+async def test_message_notifies_its_recipients_and_its_sender(harness):
     h = await harness(team=THREE)
     await h.send("user", 'SEND_TEAMMATE_MESSAGE(message="hi all")')
     for role in ("agent", "helper"):
         got = await h.expect(role)
         assert [m.text for m in got.new_messages] == ["hi all"]
-    await h.nothing_for("user")
+    echo = await h.expect("user")  # the sender's next act must see its own message
+    assert [m.text for m in echo.chat] == ["hi all"] and echo.new_messages == []
     await h.send("user", 'SEND_TEAMMATE_MESSAGE(message="just you", to="helper")')
     got = await h.expect("helper")
     assert [m.text for m in got.chat] == ["hi all", "just you"]
+    assert [m.text for m in (await h.expect("user")).chat] == ["hi all", "just you"]
     await h.nothing_for("agent")
 
 

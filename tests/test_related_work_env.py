@@ -1,9 +1,14 @@
 """The Related Work env: private search, the shared library and its citation numbers, drafting
-through the LM as deferred work, the judge, and a scripted session through `cogym-lab run`."""
+through the LM as deferred work, the judge and the scoring protocols, the flagging of required
+papers the offline search cannot find, hidden strings, and a scripted session through
+`cogym-lab run`."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import shutil
+import socket
 
 import pytest
 from click.testing import CliRunner
@@ -12,10 +17,16 @@ from cogym_lab.cli.main import main
 from cogym_lab.core import Coordinator, EventType, Member
 from cogym_lab.envs import make_env
 from cogym_lab.envs.related_work import RelatedWorkEnv
-from cogym_lab.envs.related_work.search import BM25PaperIndex
+from cogym_lab.envs.related_work.corpus import BASE_FILE, SUPPLEMENT_FILE
+from cogym_lab.envs.related_work.instances import (
+    HIDDEN_STRING_MIN_WORDS,
+    UNFINDABLE_NOTE,
+    load_tasks,
+)
+from cogym_lab.envs.related_work.search import ArxivLiveSearch, BM25PaperIndex
 from cogym_lab.lm import LMConfig, make_lm
 from cogym_lab.testing import ScriptedOpenAIServer
-from tests.support.related_scripts import RelatedWorkRolePlay
+from tests.support.related_scripts import RelatedWorkRolePlay, judge_replies
 
 pytestmark = pytest.mark.usefixtures("use_shared_data", "no_ambient_lm")
 SLICE = 3000  # papers in the test index
@@ -107,7 +118,8 @@ async def test_the_judge_scores_the_section(index):
         env.step("user", 'EDITOR_UPDATE(text="### One\\nText [1].")')
         scores = await env.aevaluate()
         sent = server.bodies[-1]
-    assert scores["rubric_score"] == 4 and scores["performance"] == 0.75
+    assert env.protocol == "cogym" and not env.delivered()  # nothing in the library
+    assert scores["rubric_score"] == 4 and scores["performance"] == 0.0
     assert sent["temperature"] == 0 and "### One" in json.dumps(sent["messages"])
 
 
@@ -127,12 +139,34 @@ def test_a_scripted_session_runs_end_to_end_through_the_command_line(
     assert "ended: finished" in result.output and "Delivered: True" in result.output
     (session,) = tmp_path.iterdir()
     meta = json.loads((session / "session.json").read_text())
-    assert meta["scores"]["performance"] == 0.75 and play.drafts == 1 and play.judged == 1
+    assert meta["env_args"]["protocol"] == "cogym"  # the default: the release's s / 5
+    assert meta["scores"]["performance"] == 0.8 and meta["scores"]["rubric_score"] == 4
+    assert play.drafts == 1 and play.judged == 1
     events = [json.loads(line) for line in (session / "events.jsonl").read_text().splitlines()]
     actions = [e.get("action", "") for e in events if e.get("actor") == "agent"]
     assert any(a.startswith("LIBRARY_TO_DRAFT(") for a in actions)
     assert any(a.startswith("EDITOR_UPDATE(") for a in actions)  # the draft, as the agent's step
     assert not [e for e in events if e["type"] == EventType.ERROR.value]
+
+
+def test_a_session_configured_by_flags_alone_drafts_and_is_judged(tmp_path, index_cache):
+    """No LM in the environment: --model and --base-url reach the members and the task's own
+    drafting assistant and judge alike."""
+    env = make_env("related_work", instance=0)
+    play = RelatedWorkRolePlay(env.task.topic)
+    with ScriptedOpenAIServer(responder=play) as server:
+        result = CliRunner().invoke(main, [
+            "run", "--task", "related_work", "--instance", "0", "--team", "collaborative",
+            "--env-arg", f"index_limit={SLICE}", "--env-arg", f"index_cache={index_cache}",
+            "--model", "flag-lm", "--base-url", server.base_url,
+            "--out", str(tmp_path), "--idle-seconds", "2"])
+        models = {body["messages"][0]["content"].split(" ", 3)[2]: body["model"]
+                  for body in server.bodies}
+    assert result.exit_code == 0, result.output
+    assert "Delivered: True" in result.output and play.drafts == 1 and play.judged == 1
+    assert set(models.values()) == {"flag-lm"}  # members, drafting and judging alike
+    (session,) = tmp_path.iterdir()
+    assert json.loads((session / "session.json").read_text())["scores"]["rubric_score"] == 4
 
 
 def test_drafting_without_an_lm_says_what_to_set(index):
@@ -143,3 +177,148 @@ def test_drafting_without_an_lm_says_what_to_set(index):
     refused = coordinator.handle("agent", 'LIBRARY_TO_DRAFT(instructions="go")', 3.0)
     assert refused.events[0].status == "error" and "COGYM_MODEL" in refused.events[0].error
     assert not refused.deferred and env.text == ""
+
+
+# --- scoring by protocol ---------------------------------------------------------------------
+
+def _with_a_paper(env, coordinator) -> None:
+    ids = first_hit_ids(coordinator, "agent", "learning", n=1)
+    coordinator.handle("agent", f'LIBRARY_ADD_PAPER(ids="{ids[0]}")', 2.0)
+
+
+@pytest.mark.parametrize(("protocol", "score", "performance"),
+                         [("cogym", 3, 0.6), ("cogym", 5, 1.0), ("cogym", 1, 0.2),
+                          ("cogym_lab", 3, 0.5), ("cogym_lab", 5, 1.0), ("cogym_lab", 1, 0.0)])
+async def test_performance_follows_the_protocol(index, protocol, score, performance):
+    async with ScriptedOpenAIServer() as server:
+        server.extend(judge_replies(score))
+        judge = make_lm(LMConfig(model="judge-lm", base_url=server.base_url, temperature=0))
+        env = RelatedWorkEnv(instance=0, search=index, judge_lm=judge, protocol=protocol)
+        coordinator, _ = started(env)
+        _with_a_paper(env, coordinator)
+        coordinator.handle("user", 'EDITOR_UPDATE(text="### One\\nText [1].")', 3.0)
+        assert env.delivered() and env.env_args()["protocol"] == protocol
+        scores = await env.aevaluate()
+    assert scores["rubric_score"] == score and scores["performance"] == performance
+    assert len(server.bodies) == 1
+
+
+async def test_an_empty_library_is_delivered_only_under_cogym_lab(index):
+    scores = {}
+    async with ScriptedOpenAIServer() as server:
+        server.extend(judge_replies(4) * 2)
+        judge = make_lm(LMConfig(model="judge-lm", base_url=server.base_url, temperature=0))
+        for protocol in ("cogym", "cogym_lab"):
+            env = RelatedWorkEnv(instance=0, search=index, judge_lm=judge, protocol=protocol)
+            env.reset()
+            assert not env.delivered()  # no text: undelivered under both
+            env.step("user", 'EDITOR_UPDATE(text="### One\\nWritten without the library [1].")')
+            scores[protocol] = (env.delivered(), await env.aevaluate())
+    assert scores["cogym"][0] is False and scores["cogym_lab"][0] is True
+    assert scores["cogym"][1]["performance"] == 0.0  # the release: undelivered scores nothing
+    assert scores["cogym_lab"][1]["performance"] == 0.75
+    assert scores["cogym"][1]["rubric_score"] == scores["cogym_lab"][1]["rubric_score"] == 4
+
+
+def test_an_unknown_protocol_is_refused():
+    with pytest.raises(ValueError, match="scoring protocol"):
+        RelatedWorkEnv(instance=0, protocol="release")
+
+
+# --- required papers the offline search cannot find ------------------------------------------
+
+def _paper(id_: str, title: str, **fields) -> dict:
+    return {"id": id_, "title": title, "abstract": f"A study of {title.lower()}.",
+            "authors": ["Grace Hopper"], "year": 2022, "categories": ["cs.LG"], "url": "",
+            "source": "test", **fields}
+
+
+def _write(path, records) -> None:
+    with gzip.open(path, "wt", encoding="utf-8") as out:
+        out.write("".join(json.dumps(r) + "\n" for r in records))
+
+
+@pytest.fixture(scope="module")
+def small_corpus(tmp_path_factory, datasets_dir):
+    """A data directory with the real tasks and a corpus that holds task 15's paper, one of task
+    26's two (only in the supplement, spelled differently), and task 2's paper in the first file
+    but removed by the supplement."""
+    tasks = load_tasks(datasets_dir)
+    root = tmp_path_factory.mktemp("small-data")
+    folder = root / "related_work"
+    folder.mkdir()
+    for name in ("test.json", "rubric.txt"):
+        shutil.copyfile(datasets_dir / "related_work" / name, folder / name)
+    filler = [_paper(f"f:{n}", f"Filler study number {n} of graph learning") for n in range(30)]
+    _write(folder / BASE_FILE, filler + [
+        _paper("p:15", tasks[15].cited_titles[0]),
+        _paper("p:2", tasks[2].cited_titles[0]),
+    ])
+    _write(folder / SUPPLEMENT_FILE, [
+        _paper("p:26", tasks[26].cited_titles[0].upper() + "."),
+        _paper("p:fix", "A correction", supersedes=["p:2"]),
+    ])
+    return root, tasks, root / "cache"
+
+
+def _note_count(text: str) -> int:
+    return text.count(UNFINDABLE_NOTE)
+
+
+def test_a_missing_required_paper_is_flagged_for_the_simulated_user(small_corpus):
+    root, tasks, cache = small_corpus
+    env = RelatedWorkEnv(instance=2, data_dir=str(root), index_cache=str(cache))
+    hidden = env.hidden_information()
+    (title,) = tasks[2].cited_titles  # in the first file, but superseded
+    line = next(line for line in hidden.splitlines() if title in line)
+    assert line.endswith(UNFINDABLE_NOTE) and "not findable in the offline paper search" in line
+    assert _note_count(hidden) == 1 and env.unfindable_titles() == [title]
+
+
+def test_a_present_required_paper_is_not_flagged(small_corpus):
+    root, tasks, cache = small_corpus
+    present = RelatedWorkEnv(instance=15, data_dir=str(root), index_cache=str(cache))
+    assert _note_count(present.hidden_information()) == 0 and present.unfindable_titles() == []
+    assert present.hidden_information() == tasks[15].hidden_information()
+    mixed = RelatedWorkEnv(instance=26, data_dir=str(root), index_cache=str(cache))
+    found, missing = tasks[26].cited_titles
+    hidden = mixed.hidden_information()
+    assert _note_count(hidden) == 1 and mixed.unfindable_titles() == [missing]
+    assert next(line for line in hidden.splitlines() if found in line).endswith(f'"{found}".')
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_nothing_is_flagged_with_the_live_search_or_without_cited_papers(small_corpus):
+    root, tasks, _ = small_corpus
+    live = ArxivLiveSearch(f"http://127.0.0.1:{_closed_port()}/api/query", timeout=1)
+    env = RelatedWorkEnv(instance=2, data_dir=str(root), search=live)
+    assert env.hidden_information() == tasks[2].hidden_information()  # and no network call
+    assert _note_count(env.hidden_information()) == 0
+    plain = RelatedWorkEnv(instance=0, data_dir=str(root), index_cache=str(root / "none"))
+    assert plain.hidden_information() == tasks[0].hidden_information()
+    assert plain.search is None  # a task that names no paper never needs the index
+
+
+# --- hidden strings --------------------------------------------------------------------------
+
+def test_hidden_strings_are_the_content_hints_not_titles(use_shared_data):
+    tasks = load_tasks()
+    env = RelatedWorkEnv(instance=0)
+    strings = env.hidden_strings()
+    passage = " ".join(str(tasks[0].raw_requirements[0][1]).split())
+    assert strings[0] == passage and len(strings) == 3  # the passage and its 2 long sentences
+    for task in tasks:
+        strings = task.hidden_strings()
+        assert all(len(s.split()) >= HIDDEN_STRING_MIN_WORDS for s in strings)
+        hidden = task.hidden_information()
+        assert all(s in hidden for s in strings)  # exactly as the simulated user gets them
+        for title in task.cited_titles:
+            assert title not in strings
+        headings = [str(v) for code, v in task.raw_requirements if code == "RH"]
+        assert not set(headings) & set(strings)
+    assert sum(bool(t.hidden_strings()) for t in tasks) == 80  # the tasks with a long PS

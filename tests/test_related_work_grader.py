@@ -24,10 +24,12 @@ from cogym_lab.envs.related_work.grader import (
     load_rubric,
     parse_score,
     parse_score_details,
+    performance_of,
     section_facts,
 )
 from cogym_lab.envs.related_work.instances import (
     REQUIREMENT_CODES,
+    UNFINDABLE_NOTE,
     RelatedWorkTask,
     load_tasks,
     parse_task,
@@ -77,6 +79,19 @@ def test_requirement_sentences_of_a_known_task(use_shared_data):
                                     "piece of prose without subheadings.")
     assert task.requirements[2] == "It should cite about 9 papers."
     assert task.hidden_information().splitlines() == [f"- {s}" for s in task.requirements]
+
+
+def test_cited_titles_and_the_unfindable_note(use_shared_data):
+    task = load_tasks()[26]  # two RP papers
+    assert len(task.cited_titles) == 2 == sum(code == "RP" for code, _ in task.raw_requirements)
+    found, missing = task.cited_titles
+    # matched by normalised title: case and punctuation do not matter
+    text = task.hidden_information(unfindable=[missing.upper() + " !"])
+    flagged = [line for line in text.splitlines() if UNFINDABLE_NOTE in line]
+    assert len(flagged) == 1 and missing in flagged[0] and found not in flagged[0]
+    assert flagged[0] == f'- It should cite the paper "{missing}". {UNFINDABLE_NOTE}'
+    assert task.hidden_information(unfindable=["Some other paper"]) == task.hidden_information()
+    assert load_tasks()[0].cited_titles == ()
 
 
 def test_query_names_title_and_topic(use_shared_data):
@@ -384,17 +399,29 @@ TASK = RelatedWorkTask(index=0, title="Warm-starting Push-Relabel", topic="Push 
                        requirements=(), raw_requirements=())
 
 
-@pytest.mark.parametrize(("score", "performance"),
-                         [(1, 0.0), (2, 0.25), (3, 0.5), (4, 0.75), (5, 1.0)])
-async def test_grade_section_with_the_release_rubric(use_shared_data, score, performance):
+def test_performance_of_each_protocol():
+    assert [performance_of(s) for s in range(1, 6)] == [0.2, 0.4, 0.6, 0.8, 1.0]  # cogym
+    assert [performance_of(s, "cogym") for s in range(1, 6)] == [0.2, 0.4, 0.6, 0.8, 1.0]
+    assert [performance_of(s, "cogym_lab") for s in range(1, 6)] == [0.0, 0.25, 0.5, 0.75, 1.0]
+    with pytest.raises(ValueError, match="scoring protocol"):
+        performance_of(3, "paper")
+
+
+@pytest.mark.parametrize(("protocol", "score", "performance"),
+                         [("cogym", 1, 0.2), ("cogym", 2, 0.4), ("cogym", 3, 0.6),
+                          ("cogym", 4, 0.8), ("cogym", 5, 1.0),
+                          ("cogym_lab", 1, 0.0), ("cogym_lab", 2, 0.25), ("cogym_lab", 3, 0.5),
+                          ("cogym_lab", 4, 0.75), ("cogym_lab", 5, 1.0)])
+async def test_grade_section_with_the_release_rubric(use_shared_data, protocol, score,
+                                                     performance):
     rubric = load_rubric()
     async with ScriptedOpenAIServer() as server:
         reasoning = f"Citations are varied and the prose flows.\nTherefore, the final score is {score}."
         server.add(reasoning)
         lm = _lm(server)
-        grade = await grade_section(HEADED, TASK, lm)
+        grade = await grade_section(HEADED, TASK, lm, protocol=protocol)
     assert isinstance(grade, RelatedWorkGrade)
-    assert (grade.score, grade.performance) == (score, performance)
+    assert (grade.score, grade.performance, grade.protocol) == (score, performance, protocol)
     assert grade.reasoning == reasoning
     assert grade.facts == section_facts(HEADED)
     assert grade.judge_calls == 1 and grade.parser_notes == ()
@@ -408,12 +435,13 @@ async def test_grade_section_with_the_release_rubric(use_shared_data, score, per
     assert '"Warm-starting Push-Relabel"' in prompt and "Push Relabel" in prompt
     assert lm.meter.by_purpose["judge"]["calls"] == 1
     assert json.loads(json.dumps(grade.to_dict()))["performance"] == performance
+    assert grade.to_dict()["protocol"] == protocol
 
 
 async def test_a_rubric_without_slots_gets_the_section_appended(server):
     server.add("Final score: 2")
     grade = await grade_section(BOLD, TASK, _lm(server), rubric="Grade from 1 (bad) to 5 (great).")
-    assert grade.score == 2 and grade.performance == 0.25
+    assert grade.score == 2 and grade.performance == 0.4 and grade.protocol == "cogym"
     prompt = server.bodies[0]["messages"][-1]["content"]
     assert "Grade from 1 (bad) to 5 (great)." in prompt
     assert BOLD.strip() in prompt
@@ -422,7 +450,8 @@ async def test_a_rubric_without_slots_gets_the_section_appended(server):
 async def test_unreadable_judge_reply_is_retried_once(server):
     server.add("This section is decent but I cannot decide.")
     server.add("Therefore, the final score is 4.")
-    grade = await grade_section(HEADED, TASK, _lm(server), rubric="Rate it 1-5.")
+    grade = await grade_section(HEADED, TASK, _lm(server), rubric="Rate it 1-5.",
+                                protocol="cogym_lab")
     assert grade.score == 4 and grade.performance == 0.75
     assert grade.judge_calls == 2
     assert grade.reasoning == "Therefore, the final score is 4."
@@ -455,8 +484,11 @@ async def test_judge_with_nonzero_temperature_is_refused(server, config):
     assert server.bodies == []
 
 
-async def test_empty_section_scores_1_without_the_judge(server):
-    grade = await grade_section("  \n", TASK, _lm(server), rubric="Rate it 1-5.")
+@pytest.mark.parametrize("protocol", ["cogym", "cogym_lab"])
+async def test_empty_section_scores_1_without_the_judge(server, protocol):
+    grade = await grade_section("  \n", TASK, _lm(server), rubric="Rate it 1-5.",
+                                protocol=protocol)
+    # a score of 1 but nothing delivered: performance 0 under both protocols
     assert (grade.score, grade.performance, grade.judge_calls) == (1, 0.0, 0)
     assert server.bodies == []
 

@@ -1,8 +1,8 @@
 """Paper search of the Related Work task, on a slice of the real corpus (the shared data).
 
-The index is built once per test session over the first 5,000 papers, in a temporary cache
-folder. Nothing here touches the internet: the arXiv provider is exercised against loopback
-addresses only."""
+The index is built once per test module over the first 5,000 papers of the corpus (both files,
+supersede rule applied), in a temporary cache folder. Nothing here touches the internet: the
+arXiv provider is exercised against loopback addresses only."""
 
 from __future__ import annotations
 
@@ -21,33 +21,36 @@ from pathlib import Path
 import pytest
 
 from cogym_lab.datasets import DataMissing
-from cogym_lab.envs.related_work.papers import (
-    Paper,
-    PaperStore,
-    cache_folder,
+from cogym_lab.envs.related_work.corpus import (
+    BASE_FILE,
+    CORPUS_FILES,
+    SUPPLEMENT_FILE,
     corpus_fingerprint,
     iter_papers,
     iter_records,
 )
+from cogym_lab.envs.related_work.papers import Paper
 from cogym_lab.envs.related_work.search import (
     ArxivLiveSearch,
     BM25PaperIndex,
     PaperSearch,
     SearchHit,
     SearchUnavailable,
+    TitleLookup,
     normalize_title,
 )
+from cogym_lab.envs.related_work.store import PaperStore, cache_folder
 
 SLICE = 5_000
 
 
 @pytest.fixture(scope="module")
-def corpus(datasets_dir: Path) -> Path:
-    return datasets_dir / "related_work" / "papers.jsonl.gz"
+def corpus(datasets_dir: Path) -> tuple[Path, ...]:
+    return tuple(datasets_dir / "related_work" / name for name in CORPUS_FILES)
 
 
 @pytest.fixture(scope="module")
-def records(corpus: Path) -> list[dict]:
+def records(corpus: tuple[Path, ...]) -> list[dict]:
     return list(iter_records(corpus, limit=SLICE))
 
 
@@ -69,7 +72,8 @@ def _unique_titles(records: list[dict]) -> Counter:
 
 # --- the records and the store ---------------------------------------------------------------
 
-def test_iter_papers_streams_typed_records(corpus: Path, records: list[dict]) -> None:
+def test_iter_papers_streams_typed_records(corpus: tuple[Path, ...],
+                                          records: list[dict]) -> None:
     papers = list(iter_papers(corpus, limit=3))
     assert [p.id for p in papers] == [r["id"] for r in records[:3]]
     first = papers[0]
@@ -149,6 +153,8 @@ def test_snippet_is_short_and_around_the_query_words(records: list[dict]) -> Non
 def test_index_implements_the_interface(index: BM25PaperIndex) -> None:
     assert isinstance(index, PaperSearch)
     assert isinstance(ArxivLiveSearch(), PaperSearch)
+    assert isinstance(index, TitleLookup)
+    assert not isinstance(ArxivLiveSearch(), TitleLookup)  # what it can find is not known
     assert len(index) == SLICE
     hits = index.search("dependency parsing", k=5)
     assert len(hits) == 5 and all(isinstance(h, SearchHit) for h in hits)
@@ -167,6 +173,17 @@ def test_exact_titles_come_first(index: BM25PaperIndex, records: list[dict]) -> 
         assert hits and hits[0].paper.id == record["id"], (record["title"], hits[:3])
         checked += 1
     assert checked == SLICE // 500
+
+
+def test_find_title_matches_normalised_titles_only(index: BM25PaperIndex,
+                                                  records: list[dict]) -> None:
+    for record in records[::1000]:
+        title = record["title"]
+        for variant in (title, title.upper(), re.sub(r"[^\w\s]", " ", title) + " ."):
+            found = index.find_title(variant)
+            assert found is not None and normalize_title(found.title) == normalize_title(title)
+        assert index.find_title(title + " extra words") is None
+    assert index.find_title("") is None and index.find_title(" ?! ") is None
 
 
 def test_near_exact_titles_come_first(index: BM25PaperIndex, records: list[dict]) -> None:
@@ -252,66 +269,116 @@ def test_cache_is_reused(index: BM25PaperIndex, cache_dir: Path, datasets_dir: P
     assert BM25PaperIndex.builds == builds
     assert again.folder == index.folder
     assert marker.stat().st_mtime_ns == stamp
-    assert again.folder.name == f"index-{corpus_fingerprint(datasets_dir / 'related_work' / 'papers.jsonl.gz', SLICE)}"
+    files = [datasets_dir / "related_work" / name for name in CORPUS_FILES]
+    assert again.folder.name == f"index-{corpus_fingerprint(files, SLICE)}"
     assert again.folder.parent == cache_dir.resolve() / "related_work"
     query = index.store.paper_at(1234).title
     assert [h.paper.id for h in again.search(query)] == [h.paper.id for h in index.search(query)]
 
 
+def _write_jsonl_gz(path: Path, records: list[dict]) -> None:
+    with gzip.open(path, "wt", encoding="utf-8") as out:
+        out.write("".join(json.dumps(r) + "\n" for r in records))
+
+
 def _small_data_dir(root: Path, source: Path, records: list[dict],
-                    extra: dict | None = None) -> Path:
-    """A data directory whose corpus is ``records`` (+ ``extra``); other files from ``source``."""
+                    extra: dict | None = None, supplement: list[dict] | None = None) -> Path:
+    """A data directory whose corpus is ``records`` (+ ``extra``) in the first file and
+    ``supplement`` (default: nothing) in the second; the tasks and rubric from ``source``."""
     folder = root / "related_work"
     folder.mkdir(parents=True, exist_ok=True)
     for name in ("test.json", "rubric.txt"):
         if not (folder / name).exists():
             shutil.copyfile(source / "related_work" / name, folder / name)
-    lines = [json.dumps(r) for r in records] + ([json.dumps(extra)] if extra else [])
-    with gzip.open(folder / "papers.jsonl.gz", "wt", encoding="utf-8") as out:
-        out.write("\n".join(lines) + "\n")
+    _write_jsonl_gz(folder / BASE_FILE, records + ([extra] if extra else []))
+    _write_jsonl_gz(folder / SUPPLEMENT_FILE, supplement or [])
     return root
 
 
-def test_changed_corpus_rebuilds(tmp_path: Path, datasets_dir: Path,
-                                 records: list[dict]) -> None:
+def _later(path: Path, seconds: int = 5) -> None:
+    """Move ``path``'s modification time ``seconds`` later (a coarse clock cannot hide it)."""
+    info = path.stat()
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns + seconds * 1_000_000_000))
+
+
+EXTRA = {"id": "test:extra", "title": "Zyxwvut Gardening Robots", "abstract":
+         "We teach quadrupeds to prune bonsai trees.", "authors": ["Ada Lovelace"],
+         "year": 2031, "categories": ["cs.RO"], "url": "", "source": "test"}
+
+
+def test_changed_first_file_rebuilds(tmp_path: Path, datasets_dir: Path,
+                                     records: list[dict]) -> None:
     data = _small_data_dir(tmp_path / "data", datasets_dir, records[:300])
     cache = tmp_path / "cache"
     first = BM25PaperIndex.load_or_build(data, cache, progress=False)
     assert first.built and len(first) == 300
     assert not BM25PaperIndex.load_or_build(data, cache, progress=False).built
 
-    corpus = data / "related_work" / "papers.jsonl.gz"
-    info = corpus.stat()
-    os.utime(corpus, ns=(info.st_atime_ns, info.st_mtime_ns + 5_000_000_000))
+    base = data / "related_work" / BASE_FILE
+    _later(base)
     touched = BM25PaperIndex.load_or_build(data, cache, progress=False)
     assert touched.built and touched.folder != first.folder
 
-    extra = {"id": "test:extra", "title": "Zyxwvut Gardening Robots", "abstract":
-             "We teach quadrupeds to prune bonsai trees.", "authors": ["Ada Lovelace"],
-             "year": 2031, "categories": ["cs.RO"], "url": "", "source": "test"}
-    _small_data_dir(tmp_path / "data", datasets_dir, records[:300], extra)
+    _small_data_dir(tmp_path / "data", datasets_dir, records[:300], EXTRA)
     changed = BM25PaperIndex.load_or_build(data, cache, progress=False)
+    files = [data / "related_work" / name for name in CORPUS_FILES]
     assert changed.built and len(changed) == 301
-    assert changed.folder == cache_folder(corpus, cache)
+    assert changed.folder == cache_folder(files, cache)
     assert changed.search("zyxwvut gardening robots")[0].paper.id == "test:extra"
     assert changed.search("pruning bonsai")[0].paper.id == "test:extra"
     assert "test:extra" not in {h.paper.id for h in first.search("zyxwvut gardening robots")}
 
 
-def test_missing_corpus_says_what_is_missing(tmp_path: Path) -> None:
+def test_changed_supplement_rebuilds_and_unchanged_files_reuse_the_cache(
+        tmp_path: Path, datasets_dir: Path, records: list[dict]) -> None:
+    data = _small_data_dir(tmp_path / "data", datasets_dir, records[:200])
+    cache = tmp_path / "cache"
+    first = BM25PaperIndex.load_or_build(data, cache, progress=False)
+    builds = BM25PaperIndex.builds
+    reused = BM25PaperIndex.load_or_build(data, cache, progress=False)
+    assert not reused.built and reused.folder == first.folder
+    assert BM25PaperIndex.builds == builds
+
+    # The supplement replaces the first paper and adds one: a new corpus version.
+    replaced = {**records[0], "title": "Qwertyuiop Replaced Title", "abstract": "Corrected."}
+    _small_data_dir(tmp_path / "data", datasets_dir, records[:200], supplement=[replaced, EXTRA])
+    changed = BM25PaperIndex.load_or_build(data, cache, progress=False)
+    assert changed.built and BM25PaperIndex.builds == builds + 1
+    assert changed.folder != first.folder and len(changed) == 201
+    assert changed.get(records[0]["id"]).title == "Qwertyuiop Replaced Title"
+    assert changed.search("Qwertyuiop Replaced Title")[0].paper.id == records[0]["id"]
+    assert changed.store.paper_at(len(changed) - 1).id == "test:extra"  # reading order
+    assert first.get(records[0]["id"]).title == records[0]["title"]  # the old one is intact
+
+    # Only the supplement's modification time changes: a new version too (no content hashing).
+    _later(data / "related_work" / SUPPLEMENT_FILE)
+    assert BM25PaperIndex.load_or_build(data, cache, progress=False).built
+    assert not BM25PaperIndex.load_or_build(data, cache, progress=False).built
+    store = PaperStore.load_or_build(data, cache, progress=False)
+    assert not store.built and len(store) == 201
+
+
+def test_missing_corpus_says_what_is_missing(tmp_path: Path, datasets_dir: Path,
+                                            records: list[dict]) -> None:
     with pytest.raises(DataMissing, match="papers.jsonl.gz"):
         BM25PaperIndex.load_or_build(tmp_path, tmp_path / "cache", progress=False)
+    data = _small_data_dir(tmp_path / "data", datasets_dir, records[:10])
+    (data / "related_work" / SUPPLEMENT_FILE).unlink()
+    with pytest.raises(DataMissing, match=SUPPLEMENT_FILE) as caught:
+        BM25PaperIndex.load_or_build(data, tmp_path / "cache", progress=False)
+    assert f"related_work/{BASE_FILE} " not in str(caught.value)  # only the missing one
 
 
 def test_interrupted_build_leaves_no_index(tmp_path: Path, datasets_dir: Path,
                                           records: list[dict]) -> None:
     data = _small_data_dir(tmp_path / "data", datasets_dir, records[:50])
-    corpus = data / "related_work" / "papers.jsonl.gz"
-    with gzip.open(corpus, "at", encoding="utf-8") as out:
+    supplement = data / "related_work" / SUPPLEMENT_FILE
+    with gzip.open(supplement, "at", encoding="utf-8") as out:
         out.write("{not json\n")
     with pytest.raises(ValueError):
         BM25PaperIndex.load_or_build(data, tmp_path / "cache", progress=False)
-    folder = cache_folder(corpus, tmp_path / "cache")
+    files = [data / "related_work" / name for name in CORPUS_FILES]
+    folder = cache_folder(files, tmp_path / "cache")
     assert not BM25PaperIndex.is_built(folder)
     assert not list(folder.parent.glob("**/*.tmp-*"))
 

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import uuid
 
+import pytest
+
 from cogym_lab import Session, SessionConfig, replay
 from cogym_lab.bus.redis import RedisBus
 from cogym_lab.core import (
@@ -59,8 +61,11 @@ def test_results_directory_holds_session_events_and_members(tmp_path):
     assert meta["env_args"] == {"trip": "camping", "min_items": 6,
                                 "must_have": ["rain jacket", "headlamp"]}
     assert [m["role"] for m in meta["team"]] == ["agent", "user"]
-    assert meta["config"]["step_limits"] == {"agent": 30}
+    # the default protocol (the paper's) limits the simulated user too
+    assert meta["protocol"] == "cogym"
+    assert meta["config"]["step_limits"] == {"agent": 30, "user": 30}
     assert meta["delivered"] is True and meta["outcome"] == result.outcome
+    assert meta["leakage"] == {"checked": False, "hidden_strings": 0, "leaks": [], "excused": 0}
 
     lines = (tmp_path / "events.jsonl").read_text().splitlines()
     assert len(lines) == result.events
@@ -302,3 +307,38 @@ async def test_a_sync_asked_before_a_step_does_not_end_the_wait_for_that_step():
     await deliver(coordinator.handle("agent", finish.action, 3.0, request_id=finish.id))
     await asyncio.wait_for(running, 10)
     await steps.close()
+
+
+class AddsOneThenWaits:
+    """An agent that adds one item, then waits for ever (the session idles out)."""
+
+    kind = "agent"
+
+    def start(self, context): pass
+
+    def end(self, final): pass
+
+    async def act(self, notification):
+        return None if notification.view["checklist"].content else 'ADD_ITEM(text="tent")'
+
+
+@pytest.mark.parametrize(("protocol", "delivered"), [("cogym", False), ("cogym_lab", True)])
+def test_an_idle_ending_delivers_only_under_cogym_labs_own_protocol(protocol, delivered,
+                                                                     tmp_path):
+    """The paper counts a non-empty outcome at completion or at the step limit as delivered;
+    a session that idled out with one item in the list did neither."""
+    env = TodoEnv()
+    env.protocol = protocol
+    result = Session(env, {"agent": AddsOneThenWaits()}, results_dir=tmp_path,
+                     config=SessionConfig(idle_seconds=0.2, max_idle_ticks=1)).run_sync()
+    assert result.end_reason == "idle" and result.outcome == ["tent"]
+    assert result.delivered is delivered
+    meta = read_session(tmp_path)
+    assert meta["protocol"] == protocol and meta["delivered"] is delivered
+    assert ("performance" in meta["scores"]) is delivered  # only delivered sessions are graded
+
+
+def test_a_step_limit_ending_with_an_outcome_delivers_under_cogym(tmp_path):
+    result = Session(TodoEnv(), {"agent": Counter(10)}, results_dir=tmp_path,
+                     config=SessionConfig(idle_seconds=5, agent_step_limit=3)).run_sync()
+    assert result.end_reason == "step_limit" and result.outcome and result.delivered

@@ -1,5 +1,6 @@
 """The Tabular Analysis env: cells run in a real kernel as deferred work and land in the shared
-notebook; a scripted session runs end to end through `cogym-lab run` on a real instance."""
+notebook; a scripted session runs end to end through `cogym-lab run` on a real instance; the
+scoring protocol picks the instance set and what `performance` means."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from cogym_lab.cli.main import main
 from cogym_lab.core import Coordinator, Member
 from cogym_lab.envs import make_env
 from cogym_lab.envs.tabular_analysis import TabularAnalysisEnv
+from cogym_lab.lm import LMConfig, make_lm
 from cogym_lab.nodes.results import read_session
 from cogym_lab.testing import ScriptedOpenAIServer
 from tests.support.tabular_scripts import TabularRolePlay
@@ -21,11 +23,21 @@ from tests.support.tabular_scripts import TabularRolePlay
 pytestmark = [pytest.mark.usefixtures("use_shared_data", "no_ambient_lm"),
               pytest.mark.timeout(180)]
 TEAM = [Member(role="agent"), Member(role="user", kind="user")]
-JUDGE = json.dumps({"context": {"match": True, "reason": "same data"},
-                    "variables": {"gold": ["a", "b"], "findings": ["a", "b"],
-                                  "matched": ["a", "b"]},
-                    "relation": {"rating": "partial", "reason": "direction only"},
-                    "reasoning": "Right variables, vaguer relation."})
+
+
+def judge_reply(answer: str, same_context: bool = True) -> str:
+    """A judge's answers: one sub-hypothesis each side, two variables, both found."""
+    part = {"text": "the finding", "context": "all sites", "variables": ["a", "b"],
+            "relations": "positive"}
+    return json.dumps({
+        "gold_sub_hypotheses": [part],
+        "generated_sub_hypotheses": [{**part, "context": "every site",
+                                      "same_context_as_gold": [1] if same_context else []}],
+        "variables": {"sizeA": 2, "sizeB": 2, "intersection": 2, "explanation": "a and b"},
+        "relation": {"answer": answer, "explanation": "direction only"}})
+
+
+JUDGE = judge_reply("B) similar but general than HypoA")  # right context, vaguer relation
 
 
 def first_csv(env: TabularAnalysisEnv) -> str:
@@ -76,9 +88,72 @@ def test_a_scripted_session_runs_end_to_end_through_the_command_line(tmp_path, m
     assert "ended: finished" in result.output and "Delivered: True" in result.output
     (session,) = tmp_path.iterdir()
     meta = read_session(session)
-    assert meta["scores"]["performance"] == 0.5 and play.judged == 1
+    # cogym (the default): performance is DiscoveryBench's recall_context; the rest beside it
+    assert meta["protocol"] == "cogym" and play.judged == 1
+    assert meta["scores"] == {"performance": 1.0, "recall_context": 1.0, "hms": 0.5,
+                              "context_f1_relation": 0.5}
     cells = meta["final_state"]["views"]["agent"]["components"][0]["content"]["cells"]
     assert [c["status"] for c in cells] == ["ok", "ok"]
     assert cells[0]["outputs"][0]["text"].startswith("rows")
     replayed = replay(session)  # from the log alone: no kernel, same notebook
     assert replayed.final_state == meta["final_state"]
+
+
+def test_the_protocol_picks_the_instance_set():
+    assert len(TabularAnalysisEnv.instances()) == 110  # cogym: the multi-table queries
+    assert len(TabularAnalysisEnv.instances("cogym_lab")) == 117  # and the unprocessed ones
+    last = make_env("tabular_analysis", instance=116, protocol="cogym_lab")
+    assert last.env_args() == {"instance": 116, "protocol": "cogym_lab"}
+    assert last.task.domain == "worldbank_education_gdp_indicators"
+    with pytest.raises(IndexError, match="0 to 109"):
+        make_env("tabular_analysis", instance=116)
+    # the two sets number their first 104 queries alike
+    assert TabularAnalysisEnv(instance=103).task == \
+        TabularAnalysisEnv(instance=103, protocol="cogym_lab").task
+    assert TabularAnalysisEnv(instance=104).task.domain == "worldbank_education_gdp_indicators"
+    assert TabularAnalysisEnv(instance=104, protocol="cogym_lab").task.domain == "nls_raw"
+
+
+def test_hidden_strings_hold_the_gold_and_none_for_a_custom_query():
+    env = TabularAnalysisEnv(instance=0)
+    hidden = env.hidden_strings()
+    assert hidden[0] == env.task.gold_hypothesis
+    assert any(h in env.task.domain_knowledge for h in hidden[1:])
+    assert TabularAnalysisEnv(query="What drives sales?", data="sales.csv").hidden_strings() == []
+
+
+@pytest.mark.parametrize(("protocol", "answer", "performance", "hms", "product"), [
+    # the relation differs: the release still counts the matched context as a success
+    ("cogym", "C) different", 1.0, 0.0, 0.0),
+    ("cogym_lab", "C) different", 0.0, 0.0, 0.0),
+    ("cogym", "A) very similar", 1.0, 1.0, 1.0),
+    ("cogym_lab", "B) similar but general than HypoA", 0.5, 0.5, 0.5),
+])
+async def test_performance_follows_the_protocol(tmp_path, server, protocol, answer,
+                                                performance, hms, product):
+    server.add(judge_reply(answer))
+    env = TabularAnalysisEnv(instance=5, protocol=protocol, workdir=str(tmp_path),
+                             judge_lm=make_lm(LMConfig(model="judge", base_url=server.base_url,
+                                                       temperature=0, max_retries=0)))
+    coordinator = Coordinator(env, TEAM, session_id="scored")
+    coordinator.start(0.0)
+    coordinator.handle("agent", {"name": "EDITOR_UPDATE", "args": {
+        "text": "Monument sizes peak around 3000 BCE."}}, 1.0)
+    scores = await env.aevaluate()
+    await env.aclose()
+    assert scores == {"performance": performance, "recall_context": 1.0, "hms": hms,
+                      "context_f1_relation": product}
+    assert env.task.gold_hypothesis in server.bodies[0]["messages"][-1]["content"]
+
+
+async def test_unmatched_contexts_score_zero_under_both_protocols(tmp_path, server):
+    for protocol in ("cogym", "cogym_lab"):
+        server.add(judge_reply("A) very similar", same_context=False))
+        env = TabularAnalysisEnv(instance=1, protocol=protocol, workdir=str(tmp_path / protocol),
+                                 judge_lm=make_lm(LMConfig(model="judge",
+                                                           base_url=server.base_url)))
+        Coordinator(env, TEAM, session_id=protocol).start(0.0)
+        env.editor_update("agent", "Something else entirely.")
+        assert await env.aevaluate() == {"performance": 0.0, "recall_context": 0.0, "hms": 0.0,
+                                         "context_f1_relation": 0.0}
+        await env.aclose()

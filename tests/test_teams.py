@@ -26,8 +26,8 @@ AGENT_CLASSES = {"autonomous": AutonomousAgent, "collaborative": CollaborativeAg
                  "collaborative-planning": PlanningAgent}
 
 
-@pytest.mark.parametrize("name", sorted(AGENT_CLASSES))
-def test_ready_teams_pair_each_agent_type_with_a_simulated_user(name):
+@pytest.mark.parametrize("name", ["collaborative", "collaborative-planning"])
+def test_collaborative_teams_pair_the_agent_with_a_simulated_user_who_may_act(name):
     team = load_team(name)
     assert team.members["agent"].type == name and team.members["user"].type == "simulated"
     env = make_env("todo", instance=1)
@@ -35,9 +35,18 @@ def test_ready_teams_pair_each_agent_type_with_a_simulated_user(name):
     assert isinstance(members["agent"], AGENT_CLASSES[name])
     assert isinstance(members["user"], SimulatedUser)
     assert members["user"].hidden_information == env.hidden_information()
-    assert members["user"].persona.lazy and not members["user"].persona.proactive_action
+    # As in the Co-Gym release, the simulated user may take task actions itself.
+    assert members["user"].persona.lazy and members["user"].persona.proactive_action
     assert kinds == {"agent": "agent", "user": "user"}
     assert {"autonomous", "collaborative", "collaborative-planning", "example"} <= set(ready_teams())
+
+
+def test_the_autonomous_team_is_the_agent_alone():
+    team = load_team("autonomous")
+    assert list(team.members) == ["agent"] and team.members["agent"].type == "autonomous"
+    members, kinds = build_team(team, make_env("todo", instance=1),
+                                {"*": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}})
+    assert isinstance(members["agent"], AutonomousAgent) and kinds == {"agent": "agent"}
 
 
 def test_each_member_can_use_a_different_model(tmp_path):
@@ -134,3 +143,37 @@ def test_a_gguf_model_path_selects_the_local_provider():
     assert LMConfig.resolve(arguments={"model": "/m/x.GGUF"}).provider == "local"
     assert LMConfig(model="x.gguf", provider="openai").provider == "openai"
     assert LMConfig(model="gpt-4o").provider == "openai"
+
+
+def test_the_tasks_tools_get_the_sessions_lm_settings(tmp_path, monkeypatch, use_shared_data):
+    """Drafting assistants, judges and plan parsers use what the flags, the environment and the
+    team file say, in that order; ``tools`` names them alone."""
+    from cogym_lab.envs.related_work import RelatedWorkEnv
+    from cogym_lab.teams.build import attach_tool_lms, tool_lm_config
+
+    for name in ("COGYM_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    team = load_team("collaborative")
+    assert tool_lm_config(team).model is None  # nothing set anywhere: no tool LM
+    flags = {"*": {"model": "every-lm", "base_url": "http://127.0.0.1:9/v1"}}
+    assert tool_lm_config(team, flags).model == "every-lm"
+    assert tool_lm_config(team, {**flags, "tools": {"model": "judge-lm"}}).model == "judge-lm"
+    monkeypatch.setenv("COGYM_MODEL", "env-lm")
+    assert tool_lm_config(team, flags).model == "every-lm"  # flags win over the environment
+    assert tool_lm_config(team).model == "env-lm"
+    monkeypatch.delenv("COGYM_MODEL")
+
+    path = tmp_path / "team.toml"
+    path.write_text('name = "t"\n[members.agent]\ntype = "collaborative"\n'
+                    '[members.agent.lm]\nmodel = "agent-lm"\nbase_url = "http://127.0.0.1:9/v1"\n')
+    assert tool_lm_config(load_team(path)).model == "agent-lm"  # the team's main model
+    path.write_text(path.read_text() + '[tools.lm]\nmodel = "tool-lm"\n'
+                    'base_url = "http://127.0.0.1:9/v1"\n')
+    assert tool_lm_config(load_team(path)).model == "tool-lm"
+
+    env = make_env("related_work", instance=0, index_limit=50)
+    attached = attach_tool_lms(env, tool_lm_config(load_team(path)))
+    assert set(attached) == {"drafting_lm", "judge_lm"}
+    assert env.drafting_lm.config.model == env.judge_lm.config.model == "tool-lm"
+    assert env.drafting_lm is not env.judge_lm  # each tool meters its own calls
+    assert isinstance(env, RelatedWorkEnv)

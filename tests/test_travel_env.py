@@ -1,5 +1,5 @@
 """The Travel Planning env: hidden preferences, private search tools, the shared plan editor,
-grading, and a whole scripted session through `cogym-lab run`."""
+grading by protocol, and a whole scripted session through `cogym-lab run`."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from cogym_lab.envs import make_env
 from cogym_lab.envs.travel_planning import TravelPlanningEnv
 from cogym_lab.testing import ScriptedOpenAIServer
 from tests.support.travel_scripts import TravelRolePlay, simple_plan
+from tests.test_travel_grader import BURBANK, variant
 
 pytestmark = pytest.mark.usefixtures("use_shared_data", "no_ambient_lm")
 TEAM = [Member(role="agent"), Member(role="user", kind="user")]
@@ -65,14 +66,59 @@ def test_the_outcome_is_graded_with_every_check():
     env = make_env("travel_planning", instance=0)
     env.reset()
     assert env.outcome() is None and env.evaluate()["performance"] == 0
+    assert not env.delivered()
     env.step("agent", {"name": "EDITOR_UPDATE", "args": {"text": simple_plan(env.task, env.db)}})
+    assert env.delivered()
     grade = env.grade()
-    assert set(grade.commonsense) >= {"reasonable_city_route", "valid_restaurants",
-                                      "information_in_sandbox", "not_absent"}
+    assert grade.mode == "official" and env.protocol == "cogym"
+    assert list(grade.commonsense) == [
+        "is_reasonable_visiting_city", "is_valid_restaurants", "is_valid_attractions",
+        "is_valid_accommodation", "is_valid_transportation",
+        "is_valid_information_in_current_city", "is_valid_information_in_sandbox",
+        "is_not_absent"]
+    assert list(grade.hard) == ["valid_cuisine", "valid_room_rule", "valid_transportation",
+                                "valid_room_type", "valid_cost"]
     assert all(v.passed for v in grade.commonsense.values())
-    assert grade.hard["budget"].passed is False and "$7,600" in grade.hard["budget"].reason
-    assert env.evaluate()["performance"] == pytest.approx(
+    assert grade.hard["valid_cost"].passed is False
+    assert "$7,600" in grade.hard["valid_cost"].reason
+    scores = env.evaluate()
+    assert scores["performance"] == pytest.approx(
         (grade.commonsense_pass_rate + grade.hard_pass_rate) / 2)
+    assert scores["valid_cost"] == 0.0 and scores["is_not_absent"] == 1.0
+    assert "valid_cuisine" not in scores  # instance 0 asks for no cuisine
+    assert (scores["commonsense_pass"], scores["hard_evaluated"], scores["hard_pass"],
+            scores["final_pass"]) == (1.0, 1.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize(("protocol", "mode", "performance"),
+                         [("cogym", "official", 1.0), ("cogym_lab", "corrected", 15 / 16)])
+def test_the_protocol_chooses_the_grading_mode(protocol, mode, performance):
+    # on day 2, spent in Burbank, lunch in Binghamton: the official check compares the letters
+    # of "Burbank" one by one and passes it; the corrected one does not
+    env = make_env("travel_planning", instance=0, protocol=protocol)
+    env.reset()
+    assert env.grading_mode == mode and env.env_args()["protocol"] == protocol
+    plan = variant(BURBANK, ("Lunch: Tpot, Burbank", "Lunch: Le Petit Souffle, Binghamton"))
+    env.step("agent", {"name": "EDITOR_UPDATE", "args": {"text": plan}})
+    scores = env.evaluate()
+    assert scores["performance"] == performance
+    assert scores["is_valid_information_in_current_city"] == float(mode == "official")
+    assert scores["final_pass"] == float(mode == "official")
+
+
+def test_hidden_strings_are_the_distinctive_preferences():
+    env = make_env("travel_planning", instance=0)
+    assert env.task.preferences == ("Travel with a group of 7 people",
+                                    "Visit only one city during the trip",
+                                    "Budget of $7,600 for the entire trip",
+                                    "Prefer accommodations with entire rooms")
+    assert env.hidden_strings() == ["Budget of $7,600 for the entire trip"]
+    for index in range(0, 102, 17):
+        task_env = make_env("travel_planning", instance=index)
+        hidden = task_env.hidden_strings()
+        assert hidden and set(hidden) <= set(task_env.task.preferences)
+        assert all("$" in h or len(h.split()) >= 8 for h in hidden)
+        assert not any(h.casefold() in task_env.task_description.casefold() for h in hidden)
 
 
 def test_a_whole_scripted_session_runs_through_the_command_line(tmp_path):
@@ -88,8 +134,10 @@ def test_a_whole_scripted_session_runs_through_the_command_line(tmp_path):
     assert "ended: finished" in result.output and "Delivered: True" in result.output
     (session,) = tmp_path.iterdir()
     meta = json.loads((session / "session.json").read_text())
-    assert meta["task"] == "travel_planning" and meta["env_args"] == {"instance": 0}
+    assert meta["task"] == "travel_planning"
+    assert meta["env_args"] == {"instance": 0, "protocol": "cogym"}
     assert meta["scores"]["commonsense_pass_rate"] == 1.0
+    assert meta["scores"]["is_valid_information_in_sandbox"] == 1.0
     assert 0 < meta["scores"]["performance"] < 1
     events = [json.loads(line) for line in (session / "events.jsonl").read_text().splitlines()]
     searches = [e for e in events if e.get("action", "").startswith("FLIGHT_SEARCH")]

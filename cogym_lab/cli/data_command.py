@@ -1,7 +1,14 @@
-"""``cogym-lab data``: what task data is present, what is missing and how to get it."""
+"""``cogym-lab data``: what task data is present, what is missing and how to get it.
+
+For the Related Work task it also reads the paper corpus (both files, supersede rule applied)
+and reports how many papers it holds and how many of the papers the tasks ask to cite (the
+``RP`` hidden requirements) it holds by normalised exact title (about ten seconds; skip it with
+``--no-coverage``). See ``docs/related-work-corpus.md``.
+"""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -55,6 +62,29 @@ def _print_missing(states: list[datasets.ItemStatus], command: str) -> None:
                        f"{item.url} by hand to {state.path}")
 
 
+def _print_related_work_corpus(root: Path) -> None:
+    """The corpus's paper count and the tasks' title coverage, or why they cannot be given."""
+    from cogym_lab.envs.related_work.corpus import CORPUS_FILES
+    from cogym_lab.envs.related_work.coverage import title_coverage
+    from cogym_lab.envs.related_work.instances import TASKS_FILE, load_tasks
+
+    folder = root / "related_work"
+    order = ", then ".join(CORPUS_FILES)
+    click.echo(f"\nRelated Work corpus: {order} (a later record replaces the earlier one with "
+               "its id and removes the ids in its `supersedes` list).")
+    missing = [name for name in (*CORPUS_FILES, TASKS_FILE) if not (folder / name).is_file()]
+    if missing:
+        click.echo(f"  Paper count and title coverage need {', '.join(missing)} (missing).")
+        return
+    coverage = title_coverage(load_tasks(root), [folder / name for name in CORPUS_FILES],
+                              progress=sys.stderr.isatty())
+    click.echo(f"  {coverage.papers:,} papers.")
+    click.echo(f"  Papers the tasks ask to cite (RP): {coverage.found} of {coverage.total} "
+               f"({coverage.share:.0%}) are in the corpus by normalised exact title (NFKC, "
+               "lower case, punctuation and spacing ignored); the simulated user is told the "
+               f"other {coverage.total - coverage.found} are not findable offline.")
+
+
 @click.command("data")
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help=f"The data directory (default: ${datasets.DATA_ENV_VAR}, else the user "
@@ -63,10 +93,16 @@ def _print_missing(states: list[datasets.ItemStatus], command: str) -> None:
               help="Only this task (repeatable; default: every task).")
 @click.option("--download", "do_download", is_flag=True,
               help="Fetch the missing items that have a public download address.")
-def data(data_dir: Path | None, tasks: tuple[str, ...], do_download: bool) -> None:
+@click.option("--no-coverage", "skip_coverage", is_flag=True,
+              help="Skip reading the Related Work corpus (its paper count and the title "
+                   "coverage of the papers the tasks ask to cite; about ten seconds).")
+def data(data_dir: Path | None, tasks: tuple[str, ...], do_download: bool,
+         skip_coverage: bool) -> None:
     """Show which task data is present or missing in the data directory, and how to get it.
 
-    Exits 0 when everything asked for is present, 1 otherwise."""
+    With the Related Work task, also how many papers its corpus holds and how many of the
+    papers its tasks ask to cite can be found in it. Exits 0 when everything asked for is
+    present, 1 otherwise."""
     console = Console(highlight=False)
     if not console.is_terminal:  # piped or captured: no need to wrap paths at 80 columns
         console = Console(highlight=False, width=200)
@@ -92,6 +128,8 @@ def data(data_dir: Path | None, tasks: tuple[str, ...], do_download: bool) -> No
 
     states = [s for task in chosen for s in datasets.status(root, task)]
     _print_table(console, states)
+    if "related_work" in chosen and not skip_coverage:
+        _print_related_work_corpus(root)
     command = "cogym-lab data" + (f" --data-dir {root}" if data_dir is not None else "")
     _print_missing(states, command)
     for error in errors:

@@ -8,6 +8,8 @@ from typing import Any
 import click
 from rich.console import Console
 
+from cogym_lab.core.protocol import DEFAULT_PROTOCOL, PROTOCOLS
+
 console = Console(highlight=False)
 
 
@@ -45,9 +47,10 @@ def _prices(values: tuple[str, ...]) -> dict[str, tuple[float, float]]:
               help="Run folder: one directory per instance plus run.json. Run again with the "
                    "same folder to resume.")
 @click.option("--model", "models", multiple=True, metavar="[ROLE=]MODEL",
-              help="Model for every LM member, or for ROLE (repeatable).")
+              help="Model for every LM (members and the task's tools), or for ROLE "
+                   "(repeatable; 'tools' for the task's drafting assistant, judges, parsers).")
 @click.option("--base-url", "base_urls", multiple=True, metavar="[ROLE=]URL",
-              help="OpenAI-compatible endpoint for every LM member, or for ROLE.")
+              help="OpenAI-compatible endpoint for every LM, or for ROLE ('tools' too).")
 @click.option("--env-arg", multiple=True, metavar="KEY=VALUE",
               help="Argument for every instance of the task.")
 @click.option("--idle-seconds", type=click.FloatRange(min=0.01), default=None,
@@ -58,11 +61,14 @@ def _prices(values: tuple[str, ...]) -> dict[str, tuple[float, float]]:
               help="Most steps an agent may take in one session (default: the team's, else 30).")
 @click.option("--price", "prices", multiple=True, metavar="MODEL=IN,OUT",
               help="Dollars per million input and output tokens of MODEL, for the running cost.")
+@click.option("--protocol", type=click.Choice(sorted(PROTOCOLS)), default=DEFAULT_PROTOCOL,
+              show_default=True, help="Scoring protocol: 'cogym' follows the Co-Gym paper and "
+                                      "release (it also picks the instance set).")
 @click.option("--no-progress", is_flag=True, help="Do not draw the progress bar.")
 def run_command(task: str, team: str, instances: str, concurrency: int, out: Path,
                 models: tuple[str, ...], base_urls: tuple[str, ...], env_arg: tuple[str, ...],
                 idle_seconds: float | None, timeout: float, agent_step_limit: int | None,
-                prices: tuple[str, ...], no_progress: bool) -> None:
+                prices: tuple[str, ...], protocol: str, no_progress: bool) -> None:
     """Run TEAM on many instances of TASK at once and write their results under OUT."""
     from cogym_lab.cli.main import _env_args, _lm_arguments, _load_team
     from cogym_lab.eval.runner import run
@@ -74,14 +80,15 @@ def run_command(task: str, team: str, instances: str, concurrency: int, out: Pat
                       lm_arguments=_lm_arguments(list(team_config.members), models, base_urls),
                       env_args=_env_args(env_arg), idle_seconds=idle_seconds, timeout=timeout,
                       agent_step_limit=agent_step_limit, prices=_prices(prices),
-                      progress=not no_progress)
+                      protocol=protocol, progress=not no_progress)
     except LMNotConfigured as error:
         raise click.ClickException(str(error)) from None
     except ValueError as error:
         raise click.ClickException(str(error)) from None
     counts = summary.counts
     ran = summary.invocations[-1].ran
-    console.print(f"[bold]{task} · {summary.team}[/]: {counts.finished}/{counts.total} sessions "
+    console.print(f"[bold]{task} · {summary.team} · protocol {summary.protocol}[/]: "
+                  f"{counts.finished}/{counts.total} sessions "
                   f"finished ({ran} run now, {counts.skipped} already done), {counts.failed} "
                   f"failed, {counts.delivered} delivered")
     cost = "" if summary.cost_usd is None else f", ${summary.cost_usd:.4f}"

@@ -14,6 +14,7 @@ from rich.console import Console
 from cogym_lab.bus import Bus, connect_bus
 from cogym_lab.cli.data_command import data
 from cogym_lab.cli.eval_command import eval_group
+from cogym_lab.cli.grade_command import grade
 from cogym_lab.cli.transcript import Transcript
 
 console = Console(highlight=False)
@@ -40,11 +41,12 @@ def _env_args(pairs: tuple[str, ...]) -> dict[str, Any]:
     return args
 
 
-def _make_env(task: str, env_arg: tuple[str, ...], instance: int | None = None) -> Any:
+def _make_env(task: str, env_arg: tuple[str, ...], instance: int | None = None,
+              protocol: str | None = None) -> Any:
     from cogym_lab.envs import make_env
 
     try:
-        return make_env(task, instance=instance, **_env_args(env_arg))
+        return make_env(task, instance=instance, protocol=protocol, **_env_args(env_arg))
     except KeyError as error:
         raise click.BadParameter(str(error.args[0]), param_hint="--task") from None
     except IndexError as error:
@@ -67,12 +69,16 @@ def _load_team(name: str) -> Any:
 
 def _lm_arguments(roles: list[str], models: tuple[str, ...],
                   base_urls: tuple[str, ...]) -> dict[str, dict[str, str]]:
-    """``--model gpt-4o`` for every LM member, ``--model user=gpt-4o-mini`` for one."""
+    """``--model gpt-4o`` for every LM (members and the task's tools), ``--model
+    user=gpt-4o-mini`` for one member, ``--model tools=gpt-4o`` for the task's tools only."""
+    from cogym_lab.teams.build import TOOLS
+
     arguments: dict[str, dict[str, str]] = {}
     for key, values in (("model", models), ("base_url", base_urls)):
         for value in values:
             role, sep, rest = value.partition("=")
-            target, setting = (role, rest) if sep and role in roles else ("*", value)
+            named = sep and role in (*roles, TOOLS)
+            target, setting = (role, rest) if named else ("*", value)
             arguments.setdefault(target, {})[key] = setting
     return arguments
 
@@ -122,9 +128,27 @@ def _task_options(func: Any) -> Any:
 
 def _lm_options(func: Any) -> Any:
     func = click.option("--base-url", "base_urls", multiple=True, metavar="[ROLE=]URL",
-                        help="OpenAI-compatible endpoint for every LM member, or for ROLE.")(func)
+                        help="OpenAI-compatible endpoint for every LM, or for ROLE ('tools': "
+                             "the task's drafting assistant, judges and parsers).")(func)
     return click.option("--model", "models", multiple=True, metavar="[ROLE=]MODEL",
-                        help="Model for every LM member, or for ROLE (repeatable).")(func)
+                        help="Model for every LM (members and the task's tools), or for ROLE "
+                             "(repeatable; 'tools' for the task's tools).")(func)
+
+
+def _protocol_option(func: Any) -> Any:
+    from cogym_lab.core.protocol import DEFAULT_PROTOCOL, PROTOCOLS
+
+    return click.option("--protocol", type=click.Choice(sorted(PROTOCOLS)),
+                        default=DEFAULT_PROTOCOL, show_default=True,
+                        help="Scoring protocol: 'cogym' follows the Co-Gym paper and release; "
+                             "see docs/evaluation.md for 'cogym_lab'.")(func)
+
+
+def _attach_tools(env: Any, team: Any, lm_arguments: dict[str, dict[str, str]]) -> None:
+    """The task's own LMs (drafting, judging, parsing) get the session's LM settings."""
+    from cogym_lab.teams.build import attach_tool_lms, tool_lm_config
+
+    attach_tool_lms(env, tool_lm_config(team, lm_arguments))
 
 
 @main.command()
@@ -140,15 +164,16 @@ def _lm_options(func: Any) -> Any:
               help="Inactivity before a tick notifies everyone (default: the team's, else 60).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=600.0, show_default=True,
               help="Wall-clock limit for the session, in seconds.")
+@_protocol_option
 @click.option("--quiet", is_flag=True, help="Print only the summary.")
 def run(task: str, instance: int | None, env_arg: tuple[str, ...], team: str,
         models: tuple[str, ...], base_urls: tuple[str, ...], bus_url: str | None, out: Path,
-        idle_seconds: float | None, timeout: float, quiet: bool) -> None:
+        idle_seconds: float | None, timeout: float, protocol: str, quiet: bool) -> None:
     """Run one session of TEAM on TASK and write its results directory."""
     from cogym_lab.nodes import Session
     from cogym_lab.teams.build import session_config
 
-    env = _make_env(task, env_arg, instance)
+    env = _make_env(task, env_arg, instance, protocol)
     team_config = _load_team(team)
     if team_config.name == "example" and task != "todo":
         raise click.BadParameter("the example team plays only the 'todo' task",
@@ -160,6 +185,7 @@ def run(task: str, instance: int | None, env_arg: tuple[str, ...], team: str,
                                  param_hint="--team")
     lm_arguments = _lm_arguments(list(team_config.members), models, base_urls)
     members, kinds = _build(team_config, env, lm_arguments)
+    _attach_tools(env, team_config, lm_arguments)
     session = Session(
         env, members, kinds=kinds, bus=_bus(bus_url), task=task,
         config=session_config(team_config, idle_seconds=idle_seconds, timeout=timeout),
@@ -171,7 +197,7 @@ def run(task: str, instance: int | None, env_arg: tuple[str, ...], team: str,
         console.print(f"[bold]Team:[/] {team_config.name}: {team_config.description}")
     result = session.run_sync()
     console.print(f"\n[bold]Session {result.session_id}[/] ended: {result.end_reason} after "
-                  f"{result.events} events in {result.duration:.2f}s")
+                  f"{result.events} events in {result.duration:.2f}s (protocol {env.protocol})")
     console.print(f"Delivered: {result.delivered}   Outcome: {json.dumps(result.outcome)}")
     console.print("Scores: " + (", ".join(f"{k}={v:.2f}" for k, v in result.scores.items())
                                 or "none"))
@@ -214,6 +240,7 @@ def replay_command(results_dir: Path, seq: int | None) -> None:
 
 main.add_command(data)
 main.add_command(eval_group)
+main.add_command(grade)
 
 
 @main.group()
@@ -237,18 +264,27 @@ def _node_options(func: Any) -> Any:
 @click.option("--idle-seconds", type=click.FloatRange(min=0.01), default=60.0, show_default=True)
 @click.option("--join-timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True)
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=None)
+@click.option("--team", default=None,
+              help="Team file (or ready team) whose [tools.lm] the task's own LMs use.")
+@_lm_options
+@_protocol_option
 def env_node(session_id: str, redis_url: str, out: Path | None, task: str,
              instance: int | None, env_arg: tuple[str, ...], members: tuple[str, ...],
-             idle_seconds: float, join_timeout: float, timeout: float | None) -> None:
+             idle_seconds: float, join_timeout: float, timeout: float | None, team: str | None,
+             models: tuple[str, ...], base_urls: tuple[str, ...], protocol: str) -> None:
     """Host the env: wait for the members to join, run the session, write the results."""
     from cogym_lab.nodes import Session, SessionConfig
+    from cogym_lab.teams.config import TeamConfig
 
     kinds = _parse_pairs(members, "--member")
     bad = {k: v for k, v in kinds.items() if v not in ("agent", "user", "person")}
     if bad:
         raise click.BadParameter(f"kinds must be agent, user or person: {bad}",
                                  param_hint="--member")
-    session = Session(_make_env(task, env_arg, instance), dict.fromkeys(kinds), kinds=kinds,  # type: ignore[arg-type]
+    env = _make_env(task, env_arg, instance, protocol)
+    team_config = _load_team(team) if team else TeamConfig(name="members", members={})
+    _attach_tools(env, team_config, _lm_arguments(list(kinds), models, base_urls))
+    session = Session(env, dict.fromkeys(kinds), kinds=kinds,  # type: ignore[arg-type]
                       bus=_bus(redis_url), session_id=session_id, results_dir=out, task=task,
                       config=SessionConfig(idle_seconds=idle_seconds, join_timeout=join_timeout,
                                            timeout=timeout),
@@ -265,15 +301,16 @@ def _member_command(kind: str) -> Any:
                   help="Team file (or ready team) that describes this member.")
     @_task_options
     @_lm_options
+    @_protocol_option
     def command(session_id: str, redis_url: str, out: Path | None, role: str, team: str,
                 task: str, instance: int | None, env_arg: tuple[str, ...],
-                models: tuple[str, ...], base_urls: tuple[str, ...]) -> None:
+                models: tuple[str, ...], base_urls: tuple[str, ...], protocol: str) -> None:
         from cogym_lab.nodes import AgentNode, UserNode
 
         team_config = _load_team(team)
         # The env is built here only to read what a simulated user may know (the same
-        # task and instance as the env node's).
-        env = _make_env(task, env_arg, instance)
+        # task, instance and protocol as the env node's).
+        env = _make_env(task, env_arg, instance, protocol)
         lm_arguments = _lm_arguments(list(team_config.members), models, base_urls)
         members, _ = _build(team_config, env, lm_arguments, only=role)
         node_class = AgentNode if kind == "agent" else UserNode

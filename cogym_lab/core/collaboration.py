@@ -56,10 +56,9 @@ ALL_ACTS: tuple[ActionSpec, ...] = (
 )
 _HUMAN_ONLY = {PAUSE_AGENT.name, RESUME_AGENT.name}
 
-#: Acts whose actor is not notified (a message notifies its recipients, a wait nobody, a finish
-#: ends the session). After any other action a member hears back about its own step.
-NOT_ECHOED: frozenset[str] = frozenset(
-    {SEND_TEAMMATE_MESSAGE.name, WAIT_TEAMMATE_CONTINUE.name, FINISH.name})
+#: Acts whose actor is not notified (a wait notifies nobody, a finish ends the session). After
+#: any other act, its own messages included, a member hears back about its own step.
+NOT_ECHOED: frozenset[str] = frozenset({WAIT_TEAMMATE_CONTINUE.name, FINISH.name})
 
 
 def collaboration_specs(kind: MemberKind) -> list[ActionSpec]:

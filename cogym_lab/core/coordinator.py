@@ -9,7 +9,9 @@ choice, so the same events fed to a fresh coordinator rebuild the same states (t
 The rules:
 
 * a private change notifies the actor only; a shared change notifies every member;
-* a message notifies its recipients; a wait is logged and notifies nobody;
+* a message notifies its recipients and its sender (as Listing 1 notifies every member of a
+  shared change), so the sender's next act sees its own message; a wait is logged and notifies
+  nobody;
 * a tick (inactivity past the threshold) notifies everyone;
 * an error notifies the actor only and changes nothing;
 * a paused agent receives nothing and may not act;
@@ -23,7 +25,9 @@ The rules:
 * an agent's task action that the env wants approved first (``CoEnv.needs_confirmation``) becomes
   a confirmation request on the agent's behalf;
 * the session ends on FINISH, when the task says it is done, when a member reaches its step
-  limit, after ``max_idle_ticks`` ticks in a row, or after ``max_events`` events.
+  limit, after ``max_idle_ticks`` ticks in a row, or after ``max_events`` events. What counts as
+  a step is the scoring protocol's rule: every act (``every_act_is_a_step``), or task actions and
+  refused attempts only.
 """
 
 from __future__ import annotations
@@ -81,6 +85,7 @@ class Coordinator:
         step_limits: Mapping[str, int] | None = None,
         max_idle_ticks: int = 3,
         max_events: int = 2000,
+        every_act_is_a_step: bool = False,
     ) -> None:
         roles = [member.role for member in team]
         if not roles or len(set(roles)) != len(roles):
@@ -93,6 +98,7 @@ class Coordinator:
         self.step_limits = dict(default_step_limits(team) if step_limits is None else step_limits)
         self.max_idle_ticks = max_idle_ticks
         self.max_events = max_events
+        self.every_act_is_a_step = every_act_is_a_step
 
         self.seq = 0
         self.started_at = 0.0
@@ -138,6 +144,9 @@ class Coordinator:
         """
         self._request = (role, request_id)
         self._base_hint = (base, seen_seq)
+        counted = self._counts_as_step(role)
+        if counted:  # before the act, so that its notifications show the new count
+            self.step_counts[role] += 1
         try:
             transition = self._handle(role, raw, now)
         finally:
@@ -145,7 +154,15 @@ class Coordinator:
             self._base_hint = (None, None)
         if any(event.type is not EventType.WAIT for event in transition.events):
             self.idle_ticks = 0  # any act but a wait is activity, refused ones included
+        if counted:
+            self._check_limit(role, transition, now)
         return transition
+
+    def _counts_as_step(self, role: str) -> bool:
+        """Under ``every_act_is_a_step``, whether this input is one of ``role``'s acts (what the
+        env observed it do outside the session is; the result of its deferred work is not)."""
+        return (self.every_act_is_a_step and not self.done and role in self.step_counts
+                and role != self._follow_up_of)
 
     def _handle(self, role: str, raw: RawAction, now: float) -> Transition:
         if self.done:
@@ -269,7 +286,7 @@ class Coordinator:
         except Exception as error:  # a bug in a task must not take the session down
             return StepResult(observation=self.env.view(role), private=True, info={
                 "error": f"The task failed on this action: {type(error).__name__}: {error}"})
-        if not result.error:
+        if not result.error and not self.every_act_is_a_step:
             self.step_counts[role] += 1
         return result
 
@@ -347,7 +364,8 @@ class Coordinator:
         message = ChatMessage(seq=self.seq + 1, time=now, sender=member.role,
                               text=action.args["message"], to=to)
         self.chat.append(message)
-        recipients = [to] if to else [r for r in self.team_roles() if r != member.role]
+        # The sender hears back too: its next act must see its own message (Listing 1).
+        recipients = [to, member.role] if to else self.team_roles()
         return self._emit(now, EventType.MESSAGE, member.role, recipients,
                           action=format_action(action, acts.SEND_TEAMMATE_MESSAGE))
 
@@ -470,7 +488,7 @@ class Coordinator:
 
     def _error(self, now: float, role: str, raw: RawAction, message: str, *, notify: bool = True,
                also: Sequence[str] = (), info: dict[str, Any] | None = None) -> Transition:
-        if notify and role in self.step_counts:
+        if notify and role in self.step_counts and not self.every_act_is_a_step:
             # Refused attempts count as steps, so an LM stuck on bad output still meets its limit.
             self.step_counts[role] += 1
         transition = self._emit(now, EventType.ERROR, role, ([role] if notify else []) + list(also),

@@ -27,6 +27,10 @@ from typing import Any, ClassVar
 from cogym_lab.core.actions import Action, ActionError, ActionSpec, ParamSpec
 from cogym_lab.core.grammar import RawAction, format_action, parse_action
 from cogym_lab.core.observation import Component, Observation
+from cogym_lab.core.protocol import DEFAULT_PROTOCOL
+
+#: One session as :meth:`CoEnv.summarise_scores` sees it: env arguments, delivered, scores.
+SessionScores = tuple[dict[str, Any], bool, dict[str, float]]
 
 _JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array",
                dict: "object"}
@@ -116,15 +120,25 @@ def _spec_from_method(method: Callable[..., Any]) -> ActionSpec:
                       internal=internal, replaces=replaces)
 
 
+def is_non_empty(outcome: Any) -> bool:
+    """Whether ``outcome`` holds anything: ``None``, ``""``, ``[]`` and ``{}`` do not."""
+    return outcome is not None and outcome != "" and outcome != [] and outcome != {}
+
+
 class CoEnv(abc.ABC):
     """Base class of every task environment.
 
     Subclasses set :attr:`name`, implement :meth:`_reset`, :meth:`public_components` and
     :attr:`task_description`, mark their actions with :func:`action`, and may override
     :meth:`private_components`, :meth:`outcome` and :meth:`evaluate`.
+
+    :attr:`protocol` names the scoring protocol (``cogym_lab.core.protocol``) that ``evaluate``
+    and :meth:`delivered` follow; a task whose scores or instance set differ between protocols
+    takes it as a constructor argument.
     """
 
     name: ClassVar[str] = "env"
+    protocol: str = DEFAULT_PROTOCOL
     _handlers: ClassVar[dict[str, tuple[ActionSpec, str]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -164,6 +178,12 @@ class CoEnv(abc.ABC):
         """The deliverable as it stands. Empty or ``None`` means nothing was delivered."""
         return None
 
+    def delivered(self) -> bool:
+        """Whether the outcome as it stands counts as delivered: the task's part of the rule
+        (the session adds the protocol's rule about how the session ended). By default, a
+        non-empty outcome."""
+        return is_non_empty(self.outcome())
+
     def evaluate(self) -> dict[str, float]:
         """Task scores for the current outcome, each in [0, 1]. Empty if the task has no grader."""
         return {}
@@ -192,10 +212,24 @@ class CoEnv(abc.ABC):
         a simulated user is given it."""
         return ""
 
+    def hidden_strings(self) -> list[str]:
+        """Exact texts that must never reach an agent except through the human side (a gold
+        answer, a hidden preference). The session searches everything agents were sent for
+        them and reports a hit as a leak. Keep them distinctive: a short common phrase would
+        be found in honest views too."""
+        return []
+
     @classmethod
-    def instances(cls) -> list[dict[str, Any]]:
-        """The task's numbered instances, as keyword arguments of the env. Data-backed tasks
-        override this; the default is one instance with default arguments."""
+    def summarise_scores(cls, sessions: Sequence[SessionScores]) -> dict[str, float]:
+        """The task's own rates over many sessions (TravelPlanner's pass rates, say), by name,
+        for the evaluation report; none by default. Each session is given as its env
+        arguments, whether it delivered, and its scores (empty when it was not graded)."""
+        return {}
+
+    @classmethod
+    def instances(cls, protocol: str = DEFAULT_PROTOCOL) -> list[dict[str, Any]]:
+        """The task's numbered instances under ``protocol``, as keyword arguments of the env.
+        Data-backed tasks override this; the default is one instance with default arguments."""
         return [{}]
 
     # -- the API -----------------------------------------------------------------------------

@@ -8,32 +8,39 @@ from dataclasses import dataclass
 from typing import Any
 
 from cogym_lab.core import CoEnv
+from cogym_lab.core.protocol import DEFAULT_PROTOCOL, get_protocol
 
 
 @dataclass
 class DatasetEnv(CoEnv):
     """``instance`` picks one of the dataset's instances (``self.task``); ``data_dir`` says where
-    the data is (see :func:`cogym_lab.datasets.data_dir`). Subclasses provide the loader."""
+    the data is (see :func:`cogym_lab.datasets.data_dir`); ``protocol`` names the scoring
+    protocol, which may choose the instance set and how the outcome is scored. Subclasses provide
+    the loader."""
 
     instance: int = 0
     data_dir: str | None = None
+    protocol: str = DEFAULT_PROTOCOL
 
     @classmethod
     @abc.abstractmethod
-    def load_dataset(cls, data_dir: str | None) -> Sequence[Any]:
-        """All instances of the task, in a stable order."""
+    def load_dataset(cls, data_dir: str | None, protocol: str = DEFAULT_PROTOCOL
+                     ) -> Sequence[Any]:
+        """All instances of the task under ``protocol``, in a stable order."""
 
     def __post_init__(self) -> None:
         super().__init__()
-        items = self.load_dataset(self.data_dir)
+        self.protocol = get_protocol(self.protocol).name  # a clear error for an unknown name
+        items = self.load_dataset(self.data_dir, self.protocol)
         if not 0 <= self.instance < len(items):
             raise ValueError(f"{self.name} has instances 0 to {len(items) - 1}, "
                              f"not {self.instance}.")
         self.task: Any = items[self.instance]
 
     @classmethod
-    def instances(cls) -> list[dict[str, Any]]:
-        return [{"instance": i} for i in range(len(cls.load_dataset(None)))]
+    def instances(cls, protocol: str = DEFAULT_PROTOCOL) -> list[dict[str, Any]]:
+        return [{"instance": i} for i in range(len(cls.load_dataset(None, protocol)))]
 
     def env_args(self) -> dict[str, Any]:
-        return {"instance": self.instance, **({"data_dir": self.data_dir} if self.data_dir else {})}
+        return {"instance": self.instance, "protocol": self.protocol,
+                **({"data_dir": self.data_dir} if self.data_dir else {})}

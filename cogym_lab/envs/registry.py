@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any
 
 from cogym_lab.core import CoEnv
+from cogym_lab.core.protocol import get_protocol
 
 EnvFactory = Callable[..., CoEnv]
 
@@ -31,17 +33,42 @@ def available_envs() -> list[str]:
     return sorted(names)
 
 
-def make_env(name: str, instance: int | None = None, **env_args: Any) -> CoEnv:
+def make_env(name: str, instance: int | None = None, *, protocol: str | None = None,
+             **env_args: Any) -> CoEnv:
     """Build the env registered as ``name``: instance number ``instance`` of the task, if given,
-    with ``env_args`` on top."""
+    with ``env_args`` on top, scored by ``protocol`` (the default protocol when not given).
+
+    The protocol may choose the instance set, so it is applied before the instance is picked.
+    An env whose constructor takes no ``protocol`` gets it as an attribute.
+    """
     factory = _resolve(name)
+    protocol = get_protocol(protocol or env_args.pop("protocol", None)).name
+    takes_protocol = _accepts(factory, "protocol")
     if instance is not None:
-        instances = factory.instances()  # type: ignore[attr-defined]
+        instances = factory.instances(protocol)  # type: ignore[attr-defined]
         if not 0 <= instance < len(instances):
             raise IndexError(f"Task {name!r} has instances 0 to {len(instances) - 1}; "
                              f"there is no instance {instance}.")
         env_args = {**instances[instance], **env_args}
-    return factory(**env_args)
+    env = factory(**env_args, **({"protocol": protocol} if takes_protocol else {}))
+    env.protocol = protocol
+    return env
+
+
+def _accepts(factory: EnvFactory, parameter: str) -> bool:
+    try:
+        return parameter in inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: pass only what it documents
+        return False
+
+
+def task_class(name: str) -> EnvFactory | None:
+    """The factory registered as ``name`` (usually its CoEnv class), or ``None`` when this
+    installation does not have that task."""
+    try:
+        return _resolve(name)
+    except (KeyError, ImportError):
+        return None
 
 
 def _resolve(name: str) -> EnvFactory:

@@ -58,28 +58,41 @@ def user_env_act_ratio(record: SessionRecord) -> float:
 
 @dataclass
 class ControlledAutonomy:
-    """How the human side kept control: confirmations it answered and halts it made."""
+    """How the human side kept control: confirmations the agent sought and halts the human side
+    made. ``total`` follows the scoring protocol's rule (``rule``):
+
+    * ``judged_messages`` (the Co-Gym release): the agent's messages the judge marks as
+      confirmation questions, plus the human side's messages it marks as halts;
+    * ``answered_and_halts`` (cogym_lab): confirmations the human side answered (formal requests
+      and judged questions) plus halts (pauses and judged messages).
+    """
 
     confirmation_requests: int = 0  # agents' formal requests plus confirmation questions
     confirmations_answered: int = 0  # ... that got an answer from the human side
     halts: int = 0  # pauses plus messages that stopped or redirected the agent
+    judged_questions: int = 0  # agent messages the judge marks as confirmation questions
+    judged_halts: int = 0  # human messages the judge marks as halts
+    rule: str = "answered_and_halts"
 
     @property
     def total(self) -> int:
+        if self.rule == "judged_messages":
+            return self.judged_questions + self.judged_halts
         return self.confirmations_answered + self.halts
 
 
-def controlled_autonomy(record: SessionRecord,
-                        labels: Sequence[MessageLabel] | None = None) -> ControlledAutonomy:
+def controlled_autonomy(record: SessionRecord, labels: Sequence[MessageLabel] | None = None,
+                        rule: str | None = None) -> ControlledAutonomy:
     """Count controlled autonomy from the log, and from the judge's message ``labels`` (one per
-    message of ``record.messages``, in order) when given.
+    message of ``record.messages``, in order) when given; ``rule`` (default: the session's
+    protocol's) picks what ``total`` counts (see :class:`ControlledAutonomy`).
 
     * A formal confirmation request is answered when a human accepts or rejects it.
     * A message the judge marks as a confirmation question from an agent is answered when a
       human sends a message before that agent's next message.
     * A pause by the human side is a halt, and so is a human message the judge marks as one.
     """
-    result = ControlledAutonomy()
+    result = ControlledAutonomy(rule=rule or record.protocol.controlled_autonomy)
     answered_ids = {event.info.get("request_id") for event in record.events
                     if event.type in (EventType.CONFIRM_ACCEPT, EventType.CONFIRM_REJECT)
                     and record.is_human(event.actor)}
@@ -100,8 +113,10 @@ def controlled_autonomy(record: SessionRecord,
             continue
         if record.is_human(message.sender):
             result.halts += label.halt
+            result.judged_halts += label.halt
         elif label.confirmation:
             result.confirmation_requests += 1
+            result.judged_questions += 1
             result.confirmations_answered += _answered(record, messages[index + 1:],
                                                        message.sender)
     return result

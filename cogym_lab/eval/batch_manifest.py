@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from cogym_lab.core.protocol import LEGACY_PROTOCOL
+
 RUN_FILE = "run.json"
 RUN_FORMAT = 1
 VERSIONED_PACKAGES = ("cogym_lab", "openai", "pydantic", "numpy", "pandas", "jupyter_client",
@@ -106,6 +108,7 @@ class RunSummary(BaseModel):
     format: int = RUN_FORMAT
     task: str
     team: str
+    protocol: str = LEGACY_PROTOCOL  # the scoring protocol; runs from before it had a name
     team_config: dict[str, Any] = Field(default_factory=dict)
     instances: list[int] = Field(default_factory=list)
     concurrency: int = 1

@@ -15,17 +15,19 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 
-def initiative_entropy(counts: Mapping[str, float], parties: Sequence[str]) -> float:
+def initiative_entropy(counts: Mapping[str, float], parties: Sequence[str], *,
+                       without_initiative: float = math.nan) -> float:
     """H_init for initiative-taking message ``counts`` by party.
 
     Parties missing from ``counts`` have zero share (so H_init = 0); keys of ``counts`` that are
-    not ``parties`` (the environment) are ignored. NaN when nobody took initiative at all, and
-    0 for a team of one, which has no balance to measure.
+    not ``parties`` (the environment) are ignored. ``without_initiative`` when nobody took
+    initiative at all (the scoring protocol decides: 0 in the Co-Gym release, NaN, undefined,
+    in cogym_lab's own protocol), and 0 for a team of one, which has no balance to measure.
     """
     members = list(dict.fromkeys(parties))
     total = sum(max(0.0, float(counts.get(party, 0))) for party in members)
     if total == 0:
-        return math.nan
+        return without_initiative
     if len(members) < 2:
         return 0.0
     shares = [float(counts.get(party, 0)) / total for party in members]

@@ -41,9 +41,10 @@ SYSTEM = ["task", "agent_type", "model"]
 PaperColumns = {"delivery_rate": "Delivery", "performance": "Perf.", "collab_score": "Collab",
                 "h_init": "H_init"}
 Paths = str | Path | Iterable[str | Path]
-TEXT_SUMMARY_COLUMNS = [*SYSTEM, "sessions", "failed", "delivery_rate", "performance",
-                        "collab_score", "h_init", "user_env_act_ratio", "controlled_autonomy",
-                        "satisfaction", "outcome_rating", "agent_tokens", "user_tokens"]
+TEXT_SUMMARY_COLUMNS = [*SYSTEM, "protocol", "sessions", "failed", "delivery_rate",
+                        "performance", "collab_score", "h_init", "user_env_act_ratio",
+                        "controlled_autonomy", "leaked_sessions", "satisfaction",
+                        "outcome_rating", "agent_tokens", "user_tokens"]
 
 
 def _paths(paths: Paths | None) -> list[Path]:
@@ -80,9 +81,13 @@ class EvalReport:
         summary = self.tables["summary"]
         if summary.empty:
             return "\n".join(parts + ["No sessions found."])
+        parts += [*self.checks(), ""]
         parts += ["Outcome and process (agent type x task)", _paper_table(summary).to_string(
             float_format=_fmt, na_rep="-"), ""]
-        titles = {"summary": "All metrics per system", "comparison": "Against the autonomous "
+        titles = {"summary": "All metrics per system",
+                  "task_rates": "The task's own rates (Travel Planning: TravelPlanner's pass "
+                                "rates, as its eval.py reports them)",
+                  "comparison": "Against the autonomous "
                   "baseline (paired test on task performance; pairwise win rate with 95% CI)",
                   "effort": "Collaborative effort scaling", "actions": "Acts per party",
                   "failures": "Failure prevalence (share of annotated sessions)"}
@@ -96,6 +101,23 @@ class EvalReport:
         if self.notes:
             parts += ["Notes"] + [f"- {note}" for note in self.notes]
         return "\n".join(parts).rstrip() + "\n"
+
+    def checks(self) -> list[str]:
+        """One line each: the scoring protocol(s) followed, and the leakage check."""
+        sessions = self.tables["sessions"]
+        protocols = sorted(set(sessions["protocol"].dropna())) if "protocol" in sessions else []
+        lines = [f"Scoring protocol: {', '.join(protocols) or 'unknown'}"
+                 + (" (mixed: compare systems only within one protocol)"
+                    if len(protocols) > 1 else "")]
+        if "leaks" in sessions:
+            checked = sessions[sessions["leaks"].notna()]
+            leaked = checked[checked["leaks"] > 0]
+            line = (f"Leakage check: {len(checked)} of {len(sessions)} sessions checked, "
+                    f"{len(leaked)} with a leak")
+            if len(leaked):
+                line += ": " + ", ".join(str(s) for s in leaked["session_id"][:10])
+            lines.append(line)
+        return lines
 
     def save(self, out: str | Path) -> list[Path]:
         """Write every table as CSV, every plot as PNG and the text report; return the paths."""
@@ -119,8 +141,9 @@ class EvalReport:
         if summary.empty:
             return "<p>No sessions found.</p>"
         parts = ["<h3>Co-Gym evaluation report</h3>",
+                 "".join(f"<p>{_html(line)}</p>" for line in self.checks()),
                  _paper_table(summary).to_html(float_format=_fmt, na_rep="-")]
-        for name in ("comparison", "effort", "failures"):
+        for name in ("task_rates", "comparison", "effort", "failures"):
             if not self.tables[name].empty:
                 parts += [f"<h4>{name.capitalize()}</h4>",
                           self.tables[name].to_html(index=False, float_format=_fmt, na_rep="-")]
@@ -170,7 +193,9 @@ def _summary_row(system: tuple[str, str, str], rows: pd.DataFrame,
     delivery = float(rows["delivered"].mean()) if n else math.nan
     perf, perf_se = mean_and_se(delivered_performance(records))
     row: dict[str, Any] = dict(zip(SYSTEM, system, strict=True))
-    row |= {"sessions": n, "failed": int((rows["error"].notna()).sum()),
+    row |= {"protocol": ",".join(sorted(set(rows["protocol"]))),
+            "leaked_sessions": int((rows["leaks"] > 0).sum()),
+            "sessions": n, "failed": int((rows["error"].notna()).sum()),
             "delivery_rate": delivery,
             "delivery_rate_se": math.sqrt(delivery * (1 - delivery) / n) if n else math.nan,
             "performance": perf, "performance_se": perf_se}
@@ -179,6 +204,23 @@ def _summary_row(system: tuple[str, str, str], rows: pd.DataFrame,
                    "outcome_rating", "agent_tokens", "user_tokens"):
         row[column], row[f"{column}_se"] = mean_and_se(rows[column].astype(float).tolist())
     return row
+
+
+def _task_rate_rows(groups: dict[tuple[str, str, str], list[SessionMetrics]]
+                    ) -> list[dict[str, Any]]:
+    """Each system's task-specific rates (``CoEnv.summarise_scores`` of its task)."""
+    from cogym_lab.envs.registry import task_class
+
+    rows = []
+    for system, members in groups.items():
+        summarise = getattr(task_class(system[0]), "summarise_scores", None)
+        if summarise is None:
+            continue
+        rates = summarise([(m.record.env_args, m.record.delivered, m.record.scores)
+                           for m in members if m.record.finished])
+        if rates:
+            rows.append(dict(zip(SYSTEM, system, strict=True)) | rates)
+    return rows
 
 
 def _baseline_index(records: Sequence[SessionRecord]) -> dict[tuple[str, str], SessionRecord]:
@@ -318,6 +360,7 @@ async def _build_report(dirs: Paths, judge: Judge | None, *, baseline: Paths | N
         "sessions": sessions,
         "summary": _frame(summary_rows, [*SYSTEM, *PaperColumns, "agent_initiative_share",
                                          *(f"{c}_se" for c in PaperColumns)]),
+        "task_rates": _frame(_task_rate_rows(groups), SYSTEM),
         "comparison": _frame(comparison, SYSTEM),
         "effort": _frame(effort_rows, SYSTEM),
         "scaling": _frame(curve, [*SYSTEM, "round", "mean", "se", "running"]),

@@ -27,6 +27,7 @@ from typing import Any, TextIO
 
 from cogym_lab.agents import AGENT_TYPES
 from cogym_lab.core import CoEnv
+from cogym_lab.core.protocol import DEFAULT_PROTOCOL, get_protocol
 from cogym_lab.envs import make_env
 from cogym_lab.envs.registry import _resolve as env_factory
 from cogym_lab.eval.batch_manifest import (
@@ -39,10 +40,10 @@ from cogym_lab.eval.batch_sessions import (
     session_dir_name, usage_by_model,
 )
 from cogym_lab.eval.instance_spec import InstanceSpec, parse_instances
-from cogym_lab.lm import LM, LMConfig, configured_lm, make_lm
+from cogym_lab.lm import LM, LMConfig, make_lm
 from cogym_lab.nodes.session import Session, SessionConfig
 from cogym_lab.teams import load_team
-from cogym_lab.teams.build import build_team, session_config
+from cogym_lab.teams.build import attach_tool_lms, build_team, session_config, tool_lm_config
 from cogym_lab.teams.config import TeamConfig
 
 __all__ = ["RunSummary", "arun", "run"]
@@ -57,9 +58,11 @@ class _Batch:
 
     task: str
     team: TeamConfig
+    protocol: str
     out: Path
     env_args: dict[str, Any]
     lm_arguments: dict[str, dict[str, Any]]
+    tools_lm: LMConfig
     config: SessionConfig
     prices: dict[str, Price]
     meter: CostMeter
@@ -74,15 +77,17 @@ def run(task: str, team: str | Path | TeamConfig = "collaborative",
         timeout: float | None = DEFAULT_TIMEOUT, agent_step_limit: int | None = None,
         session: Mapping[str, Any] | None = None,
         prices: Mapping[str, Price | tuple[float, float] | Mapping[str, float]] | None = None,
-        progress: bool | TextIO = True) -> RunSummary:
+        protocol: str = DEFAULT_PROTOCOL, progress: bool | TextIO = True) -> RunSummary:
     """Run ``team`` on ``instances`` of ``task`` and write every session under ``out``.
 
     ``instances`` is a spec such as ``"0:102"`` or ``"0,3,5"``, a list, or ``None`` for all.
     ``models`` and ``base_urls`` set every LM member's model and endpoint (a string) or some
-    roles' (``{"agent": "gpt-4o", "user": "gpt-4o-mini"}``; ``"*"`` means every member);
-    ``lm_arguments`` gives any other LM setting by role. Task tools (judges, drafting, plan
-    parsing) use the LM configured in the environment (``COGYM_MODEL`` ...). ``env_args`` go to
-    every instance; ``idle_seconds``, ``timeout``, ``agent_step_limit`` and ``session`` override
+    roles' (``{"agent": "gpt-4o", "user": "gpt-4o-mini"}``; ``"*"`` means every member, and
+    ``"tools"`` the task's own tools); ``lm_arguments`` gives any other LM setting by role. Task
+    tools (judges, drafting, plan parsing) use the settings for ``"*"`` and ``"tools"``, then the
+    environment (``COGYM_MODEL`` ...), then the team file's ``[tools.lm]`` (else its first
+    agent's LM). ``protocol`` names the scoring protocol (``cogym``, the paper's, by default; it
+    also picks the instance set). ``env_args`` go to every instance; ``idle_seconds``, ``timeout``, ``agent_step_limit`` and ``session`` override
     the team's session settings. ``prices`` (US dollars per million input and output tokens, by
     model name) add a dollar figure to the running cost; a team file may give them too, as
     ``price = {input = 2.5, output = 10.0}`` under ``[members.ROLE.lm]``. ``progress`` draws a
@@ -95,7 +100,7 @@ def run(task: str, team: str | Path | TeamConfig = "collaborative",
                      base_urls=base_urls, lm_arguments=lm_arguments, env_args=env_args,
                      idle_seconds=idle_seconds, timeout=timeout,
                      agent_step_limit=agent_step_limit, session=session, prices=prices,
-                     progress=progress)
+                     protocol=protocol, progress=progress)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -113,6 +118,7 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
                session: Mapping[str, Any] | None = None,
                prices: Mapping[str, Price | tuple[float, float] | Mapping[str, float]]
                | None = None,
+               protocol: str = DEFAULT_PROTOCOL,
                progress: bool | TextIO = True) -> RunSummary:
     """:func:`run` for async code."""
     if concurrency < 1:
@@ -122,7 +128,8 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
     if people:
         raise ValueError(f"{', '.join(people)} must be a person, who joins from a notebook "
                          "panel; a batch runs agents and simulated users only")
-    numbers = parse_instances(instances, _instance_count(task))
+    protocol = get_protocol(protocol).name
+    numbers = parse_instances(instances, _instance_count(task, protocol))
     arguments = _lm_arguments(models, base_urls, lm_arguments)
     all_prices = {**_team_prices(team_config, arguments), **_prices(prices)}
     config = session_config(team_config, idle_seconds=idle_seconds, timeout=timeout,
@@ -130,8 +137,10 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
     if session:
         config = dataclasses.replace(config, **session)
     out = Path(out)
-    batch = _Batch(task=task, team=team_config, out=out, env_args=dict(env_args or {}),
-                   lm_arguments=arguments, config=config, prices=all_prices,
+    batch = _Batch(task=task, team=team_config, protocol=protocol, out=out,
+                   env_args=dict(env_args or {}), lm_arguments=arguments,
+                   tools_lm=tool_lm_config(team_config, arguments), config=config,
+                   prices=all_prices,
                    meter=CostMeter(all_prices), lms=_describe_lms(team_config, arguments))
     summary = _start_summary(batch, numbers, concurrency)
     todo = [n for n in numbers if summary.entry(n).status != "finished"]
@@ -183,8 +192,9 @@ async def _run_session(batch: _Batch, number: int) -> SessionEntry:
     entry = SessionEntry(instance=number, directory=name, session_id=session_id)
     try:
         clear_partial(directory)
-        env = make_env(batch.task, instance=number, **batch.env_args)
-        lms.update(_tool_lms(env))
+        env = make_env(batch.task, instance=number, protocol=batch.protocol, **batch.env_args)
+        tools = attach_tool_lms(env, batch.tools_lm)
+        lms.update({f"env.{slot}": lm for slot, lm in tools.items()})
         members, kinds = build_team(batch.team, env, batch.lm_arguments)
         lms.update({role: lm for role, teammate in members.items()
                     if isinstance(lm := getattr(teammate, "lm", None), LM)})
@@ -215,23 +225,6 @@ async def _run_session(batch: _Batch, number: int) -> SessionEntry:
                                     "cost_usd": cost_usd(by_model, batch.prices)})
 
 
-def _tool_lms(env: CoEnv) -> dict[str, LM]:
-    """The env's own LMs (judge, drafting assistant, plan parser), set up now so that their
-    usage is counted: an ``*_lm`` attribute left empty gets the LM the environment configures."""
-    found: dict[str, LM] = {}
-    for attribute, value in list(vars(env).items()):
-        if not attribute.endswith("_lm"):
-            continue
-        if value is None:
-            value = configured_lm(f"the {attribute.removesuffix('_lm')} of {env.name}")
-            if value is None:
-                continue
-            setattr(env, attribute, value)
-        if isinstance(value, LM):
-            found[f"env.{attribute}"] = value
-    return found
-
-
 async def _close(env: CoEnv | None, lms: Any) -> None:
     if env is not None:  # a session that failed before closing its env (a kernel, say)
         with contextlib.suppress(Exception):
@@ -243,13 +236,13 @@ async def _close(env: CoEnv | None, lms: Any) -> None:
 
 # -- set-up ---------------------------------------------------------------------------------------
 
-def _instance_count(task: str) -> int:
+def _instance_count(task: str, protocol: str) -> int:
     try:
         factory = env_factory(task)
     except KeyError as error:
         raise ValueError(str(error.args[0])) from None
     instances = getattr(factory, "instances", None)
-    return len(instances()) if callable(instances) else 1
+    return len(instances(protocol)) if callable(instances) else 1
 
 
 def _lm_arguments(models: PerRole, base_urls: PerRole,
@@ -286,7 +279,7 @@ def _describe_lms(team: TeamConfig,
         config = _resolved_lm(team, role, arguments)
         described[role] = LMDescription(model=config.model, base_url=config.base_url,
                                         provider=config.provider)
-    tools = LMConfig.resolve()
+    tools = tool_lm_config(team, arguments)
     if tools.model:
         described["tools"] = LMDescription(model=tools.model, base_url=tools.base_url,
                                            provider=tools.provider)
@@ -321,9 +314,11 @@ def _start_summary(batch: _Batch, numbers: list[int], concurrency: int) -> RunSu
     """The run.json of this invocation: an earlier run's sessions carried over, then written."""
     batch.out.mkdir(parents=True, exist_ok=True)
     earlier = read_run(batch.out)
-    if earlier is not None and (earlier.task, earlier.team) != (batch.task, batch.team.name):
+    if earlier is not None and (earlier.task, earlier.team, earlier.protocol) != (
+            batch.task, batch.team.name, batch.protocol):
         raise ValueError(f"{batch.out} holds a run of team {earlier.team!r} on "
-                         f"{earlier.task!r}; give another output folder")
+                         f"{earlier.task!r} under protocol {earlier.protocol!r}; give another "
+                         "output folder")
     kept = {s.instance: s for s in (earlier.sessions if earlier else [])
             if s.instance not in numbers}
     sessions = dict(kept)
@@ -341,7 +336,8 @@ def _start_summary(batch: _Batch, numbers: list[int], concurrency: int) -> RunSu
         sessions[number] = entry
     now = time.time()
     summary = RunSummary(
-        task=batch.task, team=batch.team.name, team_config=batch.team.model_dump(mode="json"),
+        task=batch.task, team=batch.team.name, protocol=batch.protocol,
+        team_config=batch.team.model_dump(mode="json"),
         instances=sorted(sessions), concurrency=concurrency, env_args=batch.env_args,
         session_config=dataclasses.asdict(batch.config),
         lms=batch.lms, prices=batch.prices,

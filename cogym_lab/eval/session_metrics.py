@@ -73,16 +73,20 @@ class SessionMetrics:
         autonomy = controlled_autonomy(record, self.labels)
         counts = self.initiative()
         initiative_total = sum(counts.values()) if counts else 0
+        leakage = record.leakage
         row: dict[str, Any] = {
             "run": record.run_name, "session_id": record.session_id, "task": record.task,
+            "protocol": record.protocol.name,
             "instance": record.instance, "agent_type": record.agent_type, "model": record.model,
             "team": ",".join(f"{role}:{kind}" for role, kind in record.kinds.items()),
             "status": record.status, "error": record.error, "end_reason": record.end_reason,
             "delivered": record.delivered, "performance": record.performance,
             "collab_score": collab_score(record.delivered, record.performance),
             "messages": len(record.messages),
-            "h_init": initiative_entropy(counts, record.roles) if counts is not None
-            else math.nan,
+            "h_init": initiative_entropy(
+                counts, record.roles,
+                without_initiative=record.protocol.h_init_without_initiative)
+            if counts is not None else math.nan,
             "agent_initiative_share": (sum(counts.get(r, 0) for r in agents) / initiative_total
                                        if initiative_total else math.nan),
             "user_env_act_ratio": user_env_act_ratio(record),
@@ -95,6 +99,7 @@ class SessionMetrics:
             "confirmations_answered": autonomy.confirmations_answered,
             "halts": autonomy.halts,
             "controlled_autonomy": autonomy.total,
+            "leaks": len(leakage["leaks"]) if leakage and leakage.get("checked") else math.nan,
             "satisfaction": _mean(record.rating_values("satisfaction")),
             "outcome_rating": _mean(record.rating_values("outcome_rating")),
             "agent_tokens": agent_tokens, "user_tokens": user_tokens,

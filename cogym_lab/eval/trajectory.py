@@ -19,6 +19,8 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from cogym_lab.core import ActionError, ChatMessage, Event, EventType, Member, parse_canonical
+from cogym_lab.core.env import is_non_empty
+from cogym_lab.core.protocol import ScoringProtocol, get_protocol, recorded_protocol
 from cogym_lab.nodes.results import EVENTS_FILE, SESSION_FILE
 
 RATINGS_FILE = "ratings.json"
@@ -170,13 +172,24 @@ class SessionRecord:
         return self.session.get("outcome")
 
     @property
-    def delivered(self) -> bool:
-        """A non-empty outcome at the end (a finish, the step limit or any other end)."""
-        from cogym_lab.nodes.session import is_delivered
+    def protocol(self) -> ScoringProtocol:
+        """The scoring protocol the session followed (see ``cogym_lab.core.protocol``)."""
+        return get_protocol(recorded_protocol(self.session))
 
+    @property
+    def delivered(self) -> bool:
+        """Whether the session delivered, as its ``session.json`` says; for a file that does not
+        say, a non-empty outcome at an ending its protocol counts."""
         if "delivered" in self.session:
             return bool(self.session["delivered"])
-        return is_delivered(self.outcome)
+        return is_non_empty(self.outcome) and self.protocol.delivers(self.end_reason)
+
+    @property
+    def leakage(self) -> dict[str, Any] | None:
+        """The session's leakage check (``checked``, ``leaks``, ...), or ``None`` for a session
+        that ended before it was written."""
+        value = self.session.get("leakage")
+        return value if isinstance(value, dict) else None
 
     @property
     def scores(self) -> dict[str, float]:

@@ -35,6 +35,7 @@ class CreateRequest(BaseModel):
     max_events: int | None = None
     agent_step_limit: int | None = None
     seed: int | None = None
+    protocol: str | None = None
 
     def body(self) -> dict[str, Any]:
         """The JSON body, without the fields left unset."""

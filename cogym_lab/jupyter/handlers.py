@@ -22,7 +22,8 @@ from cogym_lab.jupyter.models import RatingRequest, validation_message
 
 AUTH_RESOURCE = "cogym"
 _CREATE_FIELDS = {"task", "instance", "team", "people", "env_args", "lm", "notebook",
-                  "idle_seconds", "timeout", "max_events", "agent_step_limit", "seed"}
+                  "idle_seconds", "timeout", "max_events", "agent_step_limit", "seed",
+                  "protocol"}
 
 
 class CogymAPIHandler(ExtensionHandlerMixin, APIHandler):

@@ -107,6 +107,7 @@ class HostedSession:
             "session_id": self.session_id,
             "task": self.task,
             "team": self.team,
+            "protocol": self.session.env.protocol,
             "members": [member.model_dump() for member in self.session.team],
             "people": list(self.people),
             "status": self.status,
@@ -147,22 +148,24 @@ class SessionHost:
     async def create(self, task: str, instance: int | None = None,
                      env_args: dict[str, Any] | None = None, team: str | None = None,
                      people: list[str] | None = None, lm: dict[str, Any] | None = None,
-                     notebook: dict[str, Any] | None = None,
+                     notebook: dict[str, Any] | None = None, protocol: str | None = None,
                      **overrides: Any) -> HostedSession:
         """Build the env and team and start the session in the background.
 
         ``people`` names roles played by a person: a team member of that role becomes a person
         seat, any other name adds a person seat to the team. ``lm`` holds LM settings (model,
-        base_url, ...) for every LM member; a member left without a model joins as a guide
-        that says in the chat what to set. ``notebook`` (``{"path", "kernel_id"}``) runs the task
-        in that notebook's kernel and live document (the first person seat, "user" by default,
-        is the notebook's person). Raises ``HostingError``.
+        base_url, ...) for every LM member and the task's own tools; a member left without a
+        model joins as a guide that says in the chat what to set. ``notebook`` (``{"path",
+        "kernel_id"}``) runs the task in that notebook's kernel and live document (the first
+        person seat, "user" by default, is the notebook's person). ``protocol`` names the
+        scoring protocol (the default one when ``None``). Raises ``HostingError``.
         """
         # Every argument goes into the request: `hosting.json` keeps it and `resume` rebuilds
         # the session from it alone.
         request = {"task": task, "instance": instance, "env_args": dict(env_args or {}),
                    "team": team or self.default_team, "people": list(people or []),
-                   "lm": lm, "notebook": notebook, "settings": dict(overrides)}
+                   "lm": lm, "notebook": notebook, "protocol": protocol,
+                   "settings": dict(overrides)}
         hosted = self._build(request)
         await self._connect_notebook(hosted)
         self._save_record(hosted)
@@ -222,7 +225,7 @@ class SessionHost:
         from cogym_lab.envs.registry import make_env
         from cogym_lab.jupyter.no_lm import build_team_with_guides
         from cogym_lab.teams import load_team
-        from cogym_lab.teams.build import session_config
+        from cogym_lab.teams.build import attach_tool_lms, session_config, tool_lm_config
         from cogym_lab.teams.config import MemberConfig
 
         task, team, people = request.get("task"), request.get("team"), request.get("people")
@@ -242,7 +245,8 @@ class SessionHost:
             people = list(people or []) or ["user"]  # the notebook's person needs a seat
             env_args["notebook"] = self._link_notebook(request["notebook"], task, people[0])
         try:
-            env = make_env(task, instance=request.get("instance"), **env_args)
+            env = make_env(task, instance=request.get("instance"),
+                           protocol=request.get("protocol"), **env_args)
         except Exception as error:
             raise HostingError(_message(error)) from error
         if team_config.name == "example" and task != "todo":
@@ -257,6 +261,7 @@ class SessionHost:
             raise HostingError("'lm' must be an object of LM settings, e.g. {\"model\": ...}.")
         try:
             teammates, kinds, _ = build_team_with_guides(team_config, env, {"*": lm or {}})
+            attach_tool_lms(env, tool_lm_config(team_config, {"*": lm or {}}))
             config = session_config(team_config, **overrides)
             session = Session(env, teammates, kinds=kinds, task=task, config=config,
                               session_id=session_id)

@@ -72,8 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="Your seat in the team (default: user). Use --watch to take none.")
     new.add_argument("--watch", action="store_true",
                      help="Take no seat: the team's agent and simulated user work alone.")
-    new.add_argument("--model", help="The LM of every LM member (else COGYM_MODEL and the "
-                                     "team file decide).")
+    new.add_argument("--model", help="The LM of every LM member and of the task's tools "
+                                     "(drafting, judges); else COGYM_MODEL and the team file "
+                                     "decide.")
     new.add_argument("--base-url", help="An OpenAI-compatible endpoint for that model.")
     new.add_argument("--query", help="tabular_analysis: your question about the data.")
     new.add_argument("--data", help="tabular_analysis: a DataFrame variable or a file path.")
@@ -81,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="ask: the agent asks before it runs code; free: it just runs it.")
     new.add_argument("--env-arg", action="append", type=_key_value, default=[],
                      metavar="KEY=VALUE", help="Another argument for the task (repeatable).")
+    new.add_argument("--protocol", choices=("cogym", "cogym_lab"),
+                     help="Scoring protocol (default: cogym, the Co-Gym paper's).")
     new.add_argument("--idle-seconds", type=float,
                      help="Quiet time before everyone is nudged (the team's default otherwise).")
     new.add_argument("--mode", choices=("auto", "server", "local"), default="auto",
@@ -139,7 +142,8 @@ class CogymMagics(Magics):
             role=None if arguments.watch else arguments.role, query=arguments.query,
             data=data, model=arguments.model, base_url=arguments.base_url,
             autonomy=arguments.autonomy, env_args=dict(arguments.env_arg),
-            idle_seconds=arguments.idle_seconds, mode=arguments.mode)
+            idle_seconds=arguments.idle_seconds, protocol=arguments.protocol,
+            mode=arguments.mode)
         print(f"Session {handle.session_id} ({handle.task}) started "
               f"{'in the Jupyter server' if handle.backend.kind == 'server' else 'in this kernel'}"
               f"; your seat: {handle.role or 'none (watching)'}. "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import abc
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,9 @@ class LM(abc.ABC):
         self.config = config
         self.meter = UsageMeter()
         self.log_path: Path | None = None
+        #: Called with (messages, purpose) for every call, answered or failed: the session's
+        #: leakage guard reads every prompt an agent's LM is given through this.
+        self.prompt_watchers: list[Callable[[Messages, str], None]] = []
 
     def log_to(self, path: str | Path | None) -> None:
         """Append every call (prompt, completion, usage, latency; secrets redacted) to ``path``."""
@@ -128,6 +132,11 @@ class LM(abc.ABC):
 
     def _log(self, messages: Messages, purpose: str, text: str | None, usage: Usage,
              latency: float, attempts: int, error: str | None) -> None:
+        for watcher in self.prompt_watchers:
+            try:
+                watcher(messages, purpose)
+            except Exception:  # a watcher's bug must not cost the answer
+                log.exception("a prompt watcher failed")
         if self.log_path is None:
             return
         record = call_record(purpose=purpose, model=self.config.model,

@@ -13,12 +13,14 @@ from pydantic import ValidationError
 
 from cogym_lab.bus import Bus
 from cogym_lab.core import (
-    Coordinator, Deferred, Event, StepRequest, Transition, obs_channel, step_channel,
+    Coordinator, Deferred, Event, Notification, StepRequest, Transition, obs_channel,
+    step_channel,
 )
 from cogym_lab.nodes.restore import Restored
 
 log = logging.getLogger(__name__)
 EventObserver = Callable[[Event], Any]
+NotificationWatcher = Callable[[Notification], None]
 
 
 class EnvNode:
@@ -29,6 +31,8 @@ class EnvNode:
     Every event goes to the ``observers`` (the results writer, a transcript printer) before its
     notifications are published, so the log is never behind what the members have seen.
 
+    ``watchers`` see every notification just before it is published (the leakage guard).
+
     ``restored`` (from :func:`cogym_lab.nodes.restore.restore`) carries on a session whose
     coordinator was rebuilt from its log: instead of starting, every member gets the current
     state, and deferred work the log left unfinished runs again.
@@ -37,6 +41,7 @@ class EnvNode:
     def __init__(self, bus: Bus, coordinator: Coordinator, *, idle_seconds: float = 60.0,
                  join_timeout: float = 30.0, seed: int | None = None,
                  observers: Iterable[EventObserver] = (),
+                 watchers: Iterable[NotificationWatcher] = (),
                  restored: Restored | None = None) -> None:
         self.bus = bus
         self.coordinator = coordinator
@@ -44,6 +49,7 @@ class EnvNode:
         self.join_timeout = join_timeout
         self.seed = seed
         self.observers = list(observers)
+        self.watchers = list(watchers)
         self.joined: set[str] = set()
         self.started = asyncio.Event()
         self._seen_ids: deque[str] = deque(maxlen=4096)
@@ -154,6 +160,7 @@ class EnvNode:
     async def _send_state(self, role: str, now: float) -> None:
         notification = self.coordinator.sync(role, now)
         if notification is not None:
+            self._watch([notification])
             await self.bus.publish(obs_channel(self.session_id, role), notification)
 
     async def _resume(self, restored: Restored) -> None:
@@ -175,10 +182,19 @@ class EnvNode:
                         await result
                 except Exception:  # an observer's bug must not stop the session
                     log.exception("event observer failed on event %s", event.seq)
+        self._watch(transition.notifications)
         await self.bus.publish_many([
             (obs_channel(self.session_id, n.recipient), n) for n in transition.notifications])
         for role, deferred in transition.deferred:
             self._start_deferred(role, deferred, transition.events[0])
+
+    def _watch(self, notifications: list[Notification]) -> None:
+        for watcher in self.watchers:
+            for notification in notifications:
+                try:
+                    watcher(notification)
+                except Exception:  # a watcher's bug must not stop the session
+                    log.exception("notification watcher failed on event %s", notification.seq)
 
     def _start_deferred(self, role: str, deferred: Deferred, started_by: Event) -> None:
         task = asyncio.create_task(self._run_deferred(role, deferred, started_by))

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from cogym_lab.core import Coordinator, Event, Member
+from cogym_lab.core.protocol import recorded_protocol
 from cogym_lab.envs import make_env
 from cogym_lab.nodes.restore import ReplayMismatch, replay_events  # noqa: F401 - re-exported
 from cogym_lab.nodes.results import read_events, read_session
@@ -41,8 +42,9 @@ def rebuild_coordinator(session: dict[str, Any]) -> Coordinator:
     config = SessionConfig(**{k: v for k, v in (session.get("config") or {}).items()
                               if k in SessionConfig.__dataclass_fields__})
     team = [Member.model_validate(m) for m in session["team"]]
-    return build_coordinator(make_env(session["task"], **session.get("env_args", {})), team,
-                             session["session_id"], config, session["task"])
+    env_args = {k: v for k, v in (session.get("env_args") or {}).items() if k != "protocol"}
+    env = make_env(session["task"], protocol=recorded_protocol(session), **env_args)
+    return build_coordinator(env, team, session["session_id"], config, session["task"])
 
 
 def replay(results_dir: str | Path) -> Replay:

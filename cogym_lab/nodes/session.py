@@ -17,7 +17,10 @@ import cogym_lab
 from cogym_lab.bus import Bus, MemoryBus
 from cogym_lab.core import CoEnv, Coordinator, Event, Member, default_step_limits
 from cogym_lab.core.messages import MemberKind
+from cogym_lab.core.protocol import ScoringProtocol, get_protocol
+from cogym_lab.lm import LM
 from cogym_lab.nodes.env_node import EnvNode, EventObserver
+from cogym_lab.nodes.leakage import LeakageGuard, LeakageReport
 from cogym_lab.nodes.member_node import AgentNode, MemberNode, Teammate, UserNode
 from cogym_lab.nodes.restore import Restored, restore
 from cogym_lab.nodes.results import ResultsWriter
@@ -25,19 +28,28 @@ from cogym_lab.nodes.results import ResultsWriter
 
 @dataclass
 class SessionConfig:
-    """Limits and timing. ``step_limits`` overrides the per-role defaults (agents: 30)."""
+    """Limits and timing. ``step_limits`` overrides the per-role defaults: agents get
+    ``agent_step_limit``; simulated users get ``user_step_limit``, or the scoring protocol's
+    limit when it is ``None``; people are never limited."""
 
     idle_seconds: float = 60.0
     max_idle_ticks: int = 3
     max_events: int = 2000
     agent_step_limit: int = 30
+    user_step_limit: int | None = None
     step_limits: dict[str, int] | None = None
     join_timeout: float = 30.0
     timeout: float | None = None  # wall-clock limit for the whole session
     seed: int | None = None
 
-    def limits_for(self, team: Iterable[Member]) -> dict[str, int]:
+    def limits_for(self, team: Iterable[Member],
+                   protocol: ScoringProtocol | str | None = None) -> dict[str, int]:
+        team = list(team)
         limits = default_step_limits(team, self.agent_step_limit)
+        user_limit = self.user_step_limit if self.user_step_limit is not None \
+            else get_protocol(protocol).simulated_user_step_limit
+        if user_limit is not None:
+            limits |= {member.role: user_limit for member in team if member.kind == "user"}
         return limits | (self.step_limits or {})
 
 
@@ -58,16 +70,20 @@ def new_session_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
 
 
-def is_delivered(outcome: Any) -> bool:
-    """A non-empty outcome counts as delivered."""
-    return outcome is not None and outcome != "" and outcome != [] and outcome != {}
+def is_delivered(env: CoEnv, end_reason: str | None) -> bool:
+    """Whether a session on ``env`` that ended for ``end_reason`` delivered its outcome, by the
+    env's scoring protocol: the ending must count (``ScoringProtocol.delivers``) and the task
+    must have something to deliver (``CoEnv.delivered``)."""
+    return get_protocol(env.protocol).delivers(end_reason) and env.delivered()
 
 
 def build_coordinator(env: CoEnv, team: list[Member], session_id: str, config: SessionConfig,
                       task: str | None = None) -> Coordinator:
+    protocol = get_protocol(env.protocol)
     return Coordinator(env, team, session_id=session_id, task=task or env.name,
-                       step_limits=config.limits_for(team), max_idle_ticks=config.max_idle_ticks,
-                       max_events=config.max_events)
+                       step_limits=config.limits_for(team, protocol),
+                       max_idle_ticks=config.max_idle_ticks, max_events=config.max_events,
+                       every_act_is_a_step=protocol.every_act_is_a_step)
 
 
 log = logging.getLogger(__name__)
@@ -104,13 +120,20 @@ class Session:
         self.coordinator = build_coordinator(env, self.team, self.session_id, self.config,
                                              self.task)
         self.env_node: EnvNode | None = None
+        self.leakage = LeakageGuard(env.hidden_strings(),
+                                    agents={m.role for m in self.team if not m.is_human},
+                                    humans={m.role for m in self.team if m.is_human})
+        self._watch_agent_prompts()
         self.restored: Restored | None = None
         self.interrupted: str | None = None  # why the session stopped without ending
 
     def restore(self, events: Iterable[Event]) -> Restored:
         """Rebuild the state an earlier run's log ends in, so that ``run`` carries on from it:
         members get the current state, and new events continue the log's sequence numbers."""
+        events = list(events)
         self.restored = restore(self.coordinator, events)
+        for event in events:  # what the human side wrote before the interruption counts too
+            self.leakage.watch_event(event)
         return self.restored
 
     async def interrupt(self, reason: str = "interrupted") -> None:
@@ -136,7 +159,9 @@ class Session:
         self.env_node = EnvNode(
             bus, self.coordinator, idle_seconds=self.config.idle_seconds,
             join_timeout=self.config.join_timeout, seed=self.config.seed,
-            observers=[*([writer.append_event] if writer else []), *self.observers],
+            observers=[*([writer.append_event] if writer else []), self.leakage.watch_event,
+                       *self.observers],
+            watchers=[self.leakage.watch_notification] if self.leakage.active else [],
             restored=self.restored if resumed else None,
         )
         if self.interrupted:  # interrupted before it could start
@@ -166,13 +191,14 @@ class Session:
                 await bus.close()
         if self.interrupted:
             return await self._close_interrupted(writer, started)
-        result = self.result(time.time() - started,
-                             await self._scores() if is_delivered(self.env.outcome()) else {})
+        delivered = is_delivered(self.env, self.coordinator.end_reason)
+        result = self.result(time.time() - started, await self._scores() if delivered else {})
         await self.env.aclose()
         if writer:
             writer.write_session(status="finished", ended_at=time.time(),
                                  **result.model_dump(exclude={"results_dir", "task",
                                                               "session_id"}),
+                                 leakage=self.leakage_report().model_dump(mode="json"),
                                  final_state=self.coordinator.snapshot())
             writer.close()
         return result
@@ -186,6 +212,21 @@ class Session:
                                  interrupt_reason=self.interrupted, events=self.coordinator.seq)
             writer.close()
         return result
+
+    def leakage_report(self) -> LeakageReport:
+        """Which hidden strings reached an agent other than through the human side so far."""
+        return self.leakage.report()
+
+    def _watch_agent_prompts(self) -> None:
+        """Give the leakage guard every prompt of an in-process agent's LM."""
+        if not self.leakage.active:
+            return
+        for role, teammate in self.members.items():
+            lm = getattr(teammate, "lm", None)
+            if role in self.leakage.agents and isinstance(lm, LM):
+                lm.prompt_watchers.append(
+                    lambda messages, purpose, role=role: self.leakage.watch_prompt(
+                        role, messages, purpose))
 
     def run_sync(self) -> SessionResult:
         """``run`` for scripts and the CLI, outside an event loop."""
@@ -202,7 +243,8 @@ class Session:
         outcome = self.env.outcome()
         return SessionResult(
             session_id=self.session_id, task=self.task, end_reason=self.coordinator.end_reason,
-            delivered=is_delivered(outcome), outcome=outcome, scores=scores,
+            delivered=is_delivered(self.env, self.coordinator.end_reason), outcome=outcome,
+            scores=scores,
             step_counts=dict(self.coordinator.step_counts), events=self.coordinator.seq,
             duration=duration, results_dir=str(self.results_dir) if self.results_dir else None,
         )
@@ -214,6 +256,7 @@ class Session:
             "task": self.task,
             "env_args": self.env.env_args(),
             "team": [member.model_dump() for member in self.team],
+            "protocol": self.env.protocol,
             "config": asdict(self.config) | {"step_limits": self.coordinator.step_limits},
             "cogym_lab_version": cogym_lab.__version__,
         }

@@ -10,7 +10,7 @@ from cogym_lab.agents import AGENT_TYPES
 from cogym_lab.core import CoEnv
 from cogym_lab.core.messages import MemberKind
 from cogym_lab.envs.registry import load_object
-from cogym_lab.lm import LMConfig, make_lm
+from cogym_lab.lm import LM, LMConfig, LMNotConfigured, make_lm
 from cogym_lab.nodes.session import SessionConfig
 from cogym_lab.teams.config import MemberConfig, TeamConfig
 from cogym_lab.users import Persona, SimulatedUser
@@ -59,6 +59,39 @@ def build_team(team: TeamConfig, env: CoEnv,
                                   {**lm_arguments.get("*", {}), **lm_arguments.get(role, {})})
                for role, member in team.members.items()}
     return members, {role: member.kind for role, member in team.members.items()}
+
+
+#: The pseudo-role whose LM settings (``--model tools=...``) go to the task's own tools only.
+TOOLS = "tools"
+
+
+def tool_lm_config(team: TeamConfig,
+                   lm_arguments: Mapping[str, Mapping[str, Any]] | None = None) -> LMConfig:
+    """The LM settings of the task's own tools: arguments for every member (``"*"``) and for
+    ``"tools"``, over the environment, over the team file's tools table."""
+    lm_arguments = lm_arguments or {}
+    arguments = {**lm_arguments.get("*", {}), **lm_arguments.get(TOOLS, {})}
+    toml = {k: v for k, v in team.tools_lm_table().items() if k != "price"}
+    return LMConfig.resolve(arguments=arguments, toml=toml)
+
+
+def attach_tool_lms(env: CoEnv, config: LMConfig) -> dict[str, LM]:
+    """Give each empty tool-LM slot of ``env`` (an attribute named ``*_lm``: a drafting
+    assistant, a judge, a plan parser) its own LM built from ``config``, and return them by
+    slot. Without a model nothing is attached: the tool then says what to set when used."""
+    attached: dict[str, LM] = {}
+    for slot, value in list(vars(env).items()):
+        if not slot.endswith("_lm"):
+            continue
+        if value is None:
+            try:
+                value = make_lm(config, member=f"the {slot.removesuffix('_lm')} of {env.name}")
+            except LMNotConfigured:
+                continue
+            setattr(env, slot, value)
+        if isinstance(value, LM):
+            attached[slot] = value
+    return attached
 
 
 def session_config(team: TeamConfig, **overrides: Any) -> SessionConfig:

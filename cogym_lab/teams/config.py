@@ -16,6 +16,9 @@ A team is a TOML file::
     [members.agent.options]   # keyword arguments of the member's class
     history_window = 10
 
+    [tools.lm]                # optional: the LM of the task's own tools (drafting assistant,
+    model = "gpt-4o"          # judges, plan parser); without it they use the first agent's
+
 Ready teams ship with the package (``cogym-lab teams`` lists them); a path to your own file works
 wherever a team name does.
 """
@@ -41,6 +44,14 @@ class MemberConfig(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
+class ToolsConfig(BaseModel):
+    """The LM settings of the task's own tools (drafting, judging, parsing)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lm: dict[str, Any] = Field(default_factory=dict)
+
+
 class TeamConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -48,6 +59,15 @@ class TeamConfig(BaseModel):
     description: str = ""
     session: dict[str, Any] = Field(default_factory=dict)
     members: dict[str, MemberConfig]
+    tools: ToolsConfig | None = None
+
+    def tools_lm_table(self) -> dict[str, Any]:
+        """The team file's LM settings for the task's tools: ``[tools.lm]``, else the first
+        agent's ``[members.ROLE.lm]`` (the team's main model), else none."""
+        if self.tools is not None:
+            return dict(self.tools.lm)
+        agent = next((m for m in self.members.values() if m.kind == "agent"), None)
+        return dict(agent.lm) if agent is not None else {}
 
 
 def ready_teams() -> dict[str, Path]:

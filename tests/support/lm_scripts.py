@@ -37,6 +37,22 @@ def classify(body: dict[str, Any]) -> str:
     return "unknown"
 
 
+#: How the simulated user's decide prompt words each move (its option numbers depend on the
+#: persona, so scripts choose by wording).
+MOVE_WORDS = {"answer": "answer the agent", "feedback": "give the agent feedback",
+              "task_action": "make a change in the workspace", "nothing": "do nothing",
+              "finish": "finish"}
+
+
+def user_choice(body: dict[str, Any], move: str) -> str:
+    """The ``Choice: N`` line that picks ``move`` in a simulated user's decide prompt."""
+    options = re.findall(r"^(\d+)\. (.+)$", body["messages"][-1]["content"], re.M)
+    for number, text in options:
+        if text.startswith(MOVE_WORDS[move]):
+            return f"Choice: {number}"
+    raise AssertionError(f"the decide prompt offers no {move!r}: {options}")
+
+
 def system_text(body: dict[str, Any]) -> str:
     return body["messages"][0]["content"]
 
@@ -105,11 +121,11 @@ class TodoRolePlay:
     def user_decide(self, body: dict[str, Any]) -> str:
         items, lines = checklist(body), chat_lines(body)
         if not any(line.startswith("[you]") for line in lines):
-            return "Thought: tell them what matters.\nChoice: 2"
+            return "Thought: tell them what matters.\n" + user_choice(body, "feedback")
         if len(items) >= self.min_items and "rain jacket" in items and any(
                 line.startswith("[agent]") for line in lines):
-            return "Thought: good enough.\nChoice: 4"
-        return "Thought: let them work.\nChoice: 3"
+            return "Thought: good enough.\n" + user_choice(body, "finish")
+        return "Thought: let them work.\n" + user_choice(body, "nothing")
 
     def user_feedback(self, body: dict[str, Any]) -> str:
         return "Thought: rain is forecast.\nMessage: It will rain, so please pack a rain jacket."

@@ -9,7 +9,14 @@ import re
 from typing import Any
 
 from cogym_lab.testing import Reply
-from tests.support.lm_scripts import chat_lines, classify, system_text
+from tests.support.lm_scripts import chat_lines, classify, system_text, user_choice
+
+
+def judge_replies(score: int) -> list[str]:
+    """What a rubric judge answers when it gives ``score`` (one reply: the judge is asked once)."""
+    reply = ("The section is organised and cites varied work.\nTherefore, the final score is "
+             f"{score}.")
+    return [reply]
 
 
 class RelatedWorkRolePlay:
@@ -45,7 +52,8 @@ class RelatedWorkRolePlay:
         if kind == "user-decide":
             drafted = "[1]" in text.split("# The chat so far", 1)[0]
             spoke = any(line.startswith("[you]") for line in chat_lines(body))
-            return "Choice: " + ("3" if not drafted else "2" if not spoke else "4")
+            return user_choice(body, "nothing" if not drafted else "feedback" if not spoke
+                               else "finish")
         if kind == "user-feedback":
             return "Message: Nice start; please keep it focused on the main line of work."
         return Reply(status=500, error=f"no scripted reply for {kind}")

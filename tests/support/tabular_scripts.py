@@ -7,7 +7,7 @@ from typing import Any
 
 from cogym_lab.core import Action, format_action
 from cogym_lab.testing import Reply
-from tests.support.lm_scripts import classify, system_text
+from tests.support.lm_scripts import chat_lines, classify, system_text, user_choice
 
 
 class TabularRolePlay:
@@ -43,5 +43,8 @@ class TabularRolePlay:
                         'between the two main variables.")')
             return "Action: FINISH()"
         if kind == "user-decide":
-            return "Choice: 3"
+            spoke = any(line.startswith("[you]") for line in chat_lines(body))
+            return user_choice(body, "nothing" if spoke else "feedback")
+        if kind == "user-feedback":
+            return "Message: Please look at the whole table before you conclude."
         return Reply(status=500, error=f"no scripted reply for {kind}")

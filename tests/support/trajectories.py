@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cogym_lab.core import Member
+from cogym_lab.core.protocol import DEFAULT_PROTOCOL
 from cogym_lab.envs import make_env
 from cogym_lab.nodes.results import ResultsWriter
 from cogym_lab.nodes.session import SessionConfig, build_coordinator, is_delivered
@@ -35,22 +36,24 @@ def write_session(directory: Path, steps: list[tuple[str, str]], *,
                   env_args: dict[str, Any] | None = None, agent_type: str = "collaborative",
                   model: str = "scripted", tokens: dict[str, tuple[int, int]] | None = None,
                   ratings: dict[str, Any] | None = None, end: str | None = "finished",
-                  session_id: str | None = None, task: str = "todo") -> Path:
+                  session_id: str | None = None, task: str = "todo",
+                  protocol: str = DEFAULT_PROTOCOL) -> Path:
     """Play ``steps`` ((role, action string), one second apart) on a fresh ``task`` env (the
     todo task with ``TODO_ARGS`` unless told otherwise) and write
     the results directory as :class:`cogym_lab.nodes.Session` does.
 
     ``tokens`` maps a role to its LM's (prompt, completion) tokens; ``end`` ends a session that
-    did not end by itself (``None`` leaves it running, as after a crash).
+    did not end by itself (``None`` leaves it running, as after a crash). ``protocol`` names the
+    scoring protocol the session follows.
     """
-    env = make_env(task, **(env_args if env_args is not None else TODO_ARGS))
+    env = make_env(task, protocol=protocol, **(env_args if env_args is not None else TODO_ARGS))
     members = [Member(role=role, kind=kind) for role, kind in team]  # type: ignore[arg-type]
     config = SessionConfig()
     session_id = session_id or directory.name
     coordinator = build_coordinator(env, members, session_id, config, task)
     writer = ResultsWriter(directory)
     writer.write_session(session_id=session_id, task=task, env_args=env.env_args(),
-                         team=[m.model_dump() for m in members],
+                         team=[m.model_dump() for m in members], protocol=env.protocol,
                          config=asdict(config) | {"step_limits": coordinator.step_limits},
                          status="running")
     now = 1000.0
@@ -67,9 +70,10 @@ def write_session(directory: Path, steps: list[tuple[str, str]], *,
             writer.append_event(event)
     outcome = env.outcome()
     if coordinator.done:
+        delivered = is_delivered(env, coordinator.end_reason)
         writer.write_session(status="finished", end_reason=coordinator.end_reason,
-                             delivered=is_delivered(outcome), outcome=outcome,
-                             scores=env.evaluate() if is_delivered(outcome) else {},
+                             delivered=delivered, outcome=outcome,
+                             scores=env.evaluate() if delivered else {},
                              step_counts=dict(coordinator.step_counts), events=coordinator.seq)
     writer.close()
     for role, kind in team:

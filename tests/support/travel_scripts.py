@@ -12,7 +12,7 @@ from cogym_lab.core import Action, format_action
 from cogym_lab.envs.travel_planning.database import TravelDatabase
 from cogym_lab.envs.travel_planning.records import TravelInstance
 from cogym_lab.testing import Reply
-from tests.support.lm_scripts import chat_lines, classify, system_text
+from tests.support.lm_scripts import chat_lines, classify, system_text, user_choice
 
 
 def simple_plan(task: TravelInstance, db: TravelDatabase) -> str:
@@ -82,7 +82,8 @@ class TravelRolePlay:
             workspace = text.split("# What the shared workspace shows now", 1)[-1]
             has_plan = "Day 1:" in workspace.split("# The chat so far", 1)[0]
             spoke = any(line.startswith("[you]") for line in chat_lines(body))
-            return "Choice: " + ("3" if not has_plan else "2" if not spoke else "4")
+            return user_choice(body, "nothing" if not has_plan else "feedback" if not spoke
+                               else "finish")
         if kind == "user-feedback":
             return "Message: Looks good so far; we are a group, so keep the rooms roomy."
         return Reply(status=500, error=f"no scripted reply for {kind}")

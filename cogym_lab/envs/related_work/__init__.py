@@ -1,5 +1,6 @@
-"""The Related Work task: paper search over a 345k-paper corpus, a shared library with stable
-citation numbers, drafting from the library, and a rubric-based LM judge."""
+"""The Related Work task: paper search over a 442k-paper corpus (two files read with a supersede
+rule), a shared library with stable citation numbers, drafting from the library, and a
+rubric-based LM judge scored by protocol."""
 
 from typing import Any
 

@@ -4,6 +4,16 @@ related-work section together in a shared editor, drafting from the library with
 Citation numbers [n] belong to library entries and never change: dropping a paper leaves a gap
 instead of renumbering, so the text's citations stay right. Citations to numbers outside the
 library are flagged in the shared "Draft check" component.
+
+Scoring follows the env's protocol (:mod:`cogym_lab.core.protocol`), with the judge's rubric
+score s (1 to 5) kept as ``rubric_score`` under both:
+
+* ``cogym`` (the release): ``performance`` = s / 5, and the section counts as delivered only when
+  the library holds at least one paper (an undelivered section's performance is 0);
+* ``cogym_lab``: ``performance`` = (s - 1) / 4, and any non-empty text is delivered.
+
+Papers the tasks ask to cite that the offline search cannot find are marked as such in the
+simulated user's hidden information (see :mod:`cogym_lab.envs.related_work.instances`).
 """
 
 from __future__ import annotations
@@ -16,12 +26,13 @@ from cogym_lab.core import (
     Action, ActionError, ActionOutcome, Component, Deferred, RenderType, action,
     format_action,
 )
+from cogym_lab.core.protocol import DEFAULT_PROTOCOL
 from cogym_lab.envs.dataset_env import DatasetEnv
 from cogym_lab.envs.related_work.drafting import draft_from_library, unresolved_citations
 from cogym_lab.envs.related_work.grader import grade_section, section_facts
 from cogym_lab.envs.related_work.instances import load_tasks
 from cogym_lab.envs.related_work.library import Library
-from cogym_lab.envs.related_work.search import BM25PaperIndex, PaperSearch
+from cogym_lab.envs.related_work.search import BM25PaperIndex, PaperSearch, TitleLookup
 from cogym_lab.lm import LM, configured_lm
 
 
@@ -32,7 +43,8 @@ class RelatedWorkEnv(DatasetEnv):
     ``search`` defaults to the BM25 index over the whole corpus (built once, cached on disk).
     ``drafting_lm`` and ``judge_lm`` default to the LM configured in the environment
     (``COGYM_MODEL`` ...) when first needed; without one, drafting is refused with a clear error
-    and grading reports the deterministic facts only.
+    and grading reports the deterministic facts only. ``protocol`` picks how the section is
+    scored and when it counts as delivered (see the module doc).
     """
 
     index_limit: int | None = None  # search only the first N papers (quick demos and tests)
@@ -40,11 +52,13 @@ class RelatedWorkEnv(DatasetEnv):
     search: PaperSearch | None = field(default=None, repr=False)
     drafting_lm: LM | None = field(default=None, repr=False)
     judge_lm: LM | None = field(default=None, repr=False)
+    _unfindable: list[str] | None = field(default=None, init=False, repr=False)  # computed once
 
     name = "related_work"
 
     @classmethod
-    def load_dataset(cls, data_dir: str | None) -> list[Any]:
+    def load_dataset(cls, data_dir: str | None,
+                     protocol: str = DEFAULT_PROTOCOL) -> list[Any]:
         return load_tasks(data_dir)
 
     def env_args(self) -> dict[str, Any]:
@@ -58,7 +72,26 @@ class RelatedWorkEnv(DatasetEnv):
                 "[n] with their library numbers.")
 
     def hidden_information(self) -> str:
-        return self.task.hidden_information()
+        """The task's hidden requirements, with the papers to cite that the search in use cannot
+        find marked as such (so the simulated user does not insist on them)."""
+        return self.task.hidden_information(unfindable=self.unfindable_titles())
+
+    def unfindable_titles(self) -> list[str]:
+        """The titles of the papers to cite that the search cannot find: checked by exact
+        normalised title against a search that can tell offline (:class:`TitleLookup`, the
+        local index); nothing for any other search, such as the live arXiv one. A task that
+        names no paper does not need the index."""
+        if self._unfindable is None:
+            titles = self.task.cited_titles
+            search = self._index() if titles else None
+            self._unfindable = ([t for t in titles if search.find_title(t) is None]
+                                if isinstance(search, TitleLookup) else [])
+        return list(self._unfindable)
+
+    def hidden_strings(self) -> list[str]:
+        """The distinctive free-text requirements (content hints), never paper titles; the rule
+        is in :mod:`cogym_lab.envs.related_work.instances`."""
+        return self.task.hidden_strings()
 
     def _index(self) -> PaperSearch:
         if self.search is None:
@@ -97,6 +130,13 @@ class RelatedWorkEnv(DatasetEnv):
     def outcome(self) -> str | None:
         return self.text.strip() or None
 
+    def delivered(self) -> bool:
+        """Non-empty text; under the ``cogym`` protocol the library must also hold a paper, as
+        in the release (a section written without collecting any paper is not delivered)."""
+        if not super().delivered():
+            return False
+        return self.protocol != "cogym" or bool(self.library.entries)
+
     def evaluate(self) -> dict[str, float]:
         """The deterministic facts; the rubric score needs the judge (``aevaluate``)."""
         facts = section_facts(self.text)
@@ -104,13 +144,15 @@ class RelatedWorkEnv(DatasetEnv):
                 "subsections": float(facts.subsections)}
 
     async def aevaluate(self) -> dict[str, float]:
-        """The rubric judge's score normalised to [0, 1], plus the facts."""
+        """The facts, plus the judge's ``rubric_score`` (1-5) and ``performance`` on [0, 1] as
+        the protocol computes it; ``performance`` is 0 when the section is not delivered."""
         scores = self.evaluate()
         judge = self.judge_lm or configured_lm("the related-work judge")
         if judge is None or not self.text.strip():
             return scores
-        grade = await grade_section(self.text, self.task, judge)
-        return {**scores, "performance": grade.performance, "rubric_score": float(grade.score)}
+        grade = await grade_section(self.text, self.task, judge, protocol=self.protocol)
+        performance = grade.performance if self.delivered() else 0.0
+        return {**scores, "performance": performance, "rubric_score": float(grade.score)}
 
     # -- actions -------------------------------------------------------------------------------
 

@@ -2,7 +2,9 @@
 
 :func:`grade_section` asks a judge LM (purpose ``"judge"``) to score the section from 1 to 5
 with the rubric of the Collaborative Gym release (``<data dir>/related_work/rubric.txt``, read at
-run time; the rubric is data, not code). Task performance is ``(score - 1) / 4``, in [0, 1].
+run time; the rubric is data, not code). Task performance, in [0, 1], depends on the scoring
+protocol (:func:`performance_of`): ``score / 5`` under ``cogym`` (the release), ``(score - 1) / 4``
+under ``cogym_lab``.
 
 The judge must run at temperature 0, as in Co-Gym: make its LM with
 ``make_lm(LMConfig(..., temperature=0))``. :func:`grade_section` checks ``lm.config`` and raises
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from cogym_lab.agents.templates import render
+from cogym_lab.core.protocol import DEFAULT_PROTOCOL, get_protocol
 from cogym_lab.datasets import DataMissing, items_for
 from cogym_lab.envs.related_work.drafting import citations_in
 from cogym_lab.envs.related_work.instances import related_work_dir
@@ -406,16 +409,21 @@ def parse_score(reply: str) -> int:
 
 # --- the judge -------------------------------------------------------------------------------
 
-def performance_of(score: int) -> float:
-    """A 1-5 score on [0, 1]: ``(score - 1) / 4``."""
+def performance_of(score: int, protocol: str = DEFAULT_PROTOCOL) -> float:
+    """A 1-5 rubric score on [0, 1] under ``protocol``: ``score / 5`` for ``cogym`` (the
+    release's normalisation, so a 1 is worth 0.2) and ``(score - 1) / 4`` for ``cogym_lab``
+    (the rubric's range stretched to [0, 1], so a 1 is worth 0)."""
+    if get_protocol(protocol).name == "cogym":
+        return score / MAX_SCORE
     return (score - MIN_SCORE) / (MAX_SCORE - MIN_SCORE)
 
 
 @dataclass(frozen=True)
 class RelatedWorkGrade:
-    """The judge's verdict on a section: ``score`` 1-5, ``performance`` = (score - 1) / 4,
-    the counted ``facts``, the judge's ``reasoning`` (the reply the score was read from) and
-    ``parser_notes`` (retries, rounding, several score statements)."""
+    """The judge's verdict on a section: ``score`` 1-5, ``performance`` on [0, 1] as
+    ``protocol`` computes it (:func:`performance_of`), the counted ``facts``, the judge's
+    ``reasoning`` (the reply the score was read from) and ``parser_notes`` (retries, rounding,
+    several score statements)."""
 
     score: int
     performance: float
@@ -424,12 +432,13 @@ class RelatedWorkGrade:
     parser_notes: tuple[str, ...] = ()
     judge_calls: int = 0
     judge_model: str = ""
+    protocol: str = DEFAULT_PROTOCOL
 
     def to_dict(self) -> dict[str, Any]:
         return {"score": self.score, "performance": self.performance,
                 "facts": self.facts.to_dict(), "reasoning": self.reasoning,
                 "parser_notes": list(self.parser_notes), "judge_calls": self.judge_calls,
-                "judge_model": self.judge_model}
+                "judge_model": self.judge_model, "protocol": self.protocol}
 
 
 def check_judge_temperature(lm: LM) -> None:
@@ -472,15 +481,18 @@ def judge_messages(text: str, task: Any, rubric: str) -> list[dict[str, str]]:
 
 
 async def grade_section(text: str, task: Any, lm: LM, rubric: str | None = None, *,
-                        data_dir: str | Path | None = None) -> RelatedWorkGrade:
+                        data_dir: str | Path | None = None,
+                        protocol: str = DEFAULT_PROTOCOL) -> RelatedWorkGrade:
     """Score ``text``, the Related Work section written for ``task`` (a RelatedWorkTask, or
     anything with ``title`` and ``topic``), with the rubric-based LM judge.
 
     ``lm`` must be configured with temperature 0 (ValueError otherwise). ``rubric`` is the rubric
     text; by default ``rubric.txt`` of the data directory (``data_dir``, else the usual rules).
-    An empty section scores 1 without calling the judge. When the judge's reply has no readable
-    score it is asked once more; a second failure raises :class:`ScoreParseError`. LM failures
-    raise :class:`cogym_lab.lm.LMError`."""
+    ``protocol`` says how the score becomes ``performance`` (:func:`performance_of`). An empty
+    section scores 1 with performance 0 (nothing was delivered) without calling the judge.
+    When the judge's reply has no readable score it is asked once more; a second failure raises
+    :class:`ScoreParseError`. LM failures raise :class:`cogym_lab.lm.LMError`."""
+    protocol = get_protocol(protocol).name
     check_judge_temperature(lm)
     facts = section_facts(text)
     model = str(getattr(getattr(lm, "config", None), "model", "") or "")
@@ -488,7 +500,7 @@ async def grade_section(text: str, task: Any, lm: LM, rubric: str | None = None,
         return RelatedWorkGrade(score=MIN_SCORE, performance=0.0, facts=facts,
                                 reasoning="The section is empty.",
                                 parser_notes=("empty section: scored 1 without the judge",),
-                                judge_calls=0, judge_model=model)
+                                judge_calls=0, judge_model=model, protocol=protocol)
     if rubric is None:
         rubric = load_rubric(data_dir)
     messages = judge_messages(text, task, rubric)
@@ -514,6 +526,7 @@ async def grade_section(text: str, task: Any, lm: LM, rubric: str | None = None,
                 f"{_excerpt(first.text)}", second.text or "",
                 label="Its second reply") from again
     notes.extend(parsed.notes)
-    return RelatedWorkGrade(score=parsed.score, performance=performance_of(parsed.score),
-                            facts=facts, reasoning=reasoning.strip(), parser_notes=tuple(notes),
-                            judge_calls=calls, judge_model=model)
+    return RelatedWorkGrade(score=parsed.score,
+                            performance=performance_of(parsed.score, protocol), facts=facts,
+                            reasoning=reasoning.strip(), parser_notes=tuple(notes),
+                            judge_calls=calls, judge_model=model, protocol=protocol)

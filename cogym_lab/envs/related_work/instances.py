@@ -14,6 +14,19 @@ state in its own words. The codes found in the release:
 
 A code not listed here is kept as a readable sentence ("Another requirement (code XY): ...")
 rather than dropped.
+
+**Papers the offline search cannot find.** Many ``RP`` papers are not in the offline corpus
+(105 of the 237 are, by normalised title). :meth:`RelatedWorkTask.hidden_information` takes the
+titles the search in use cannot find and appends :data:`UNFINDABLE_NOTE` to their sentences, so
+the simulated user knows not to insist on them; the environment decides which titles those are
+(none when the live arXiv search is used).
+
+**Hidden strings** (:meth:`RelatedWorkTask.hidden_strings`, the texts a leak check looks for in
+what agents are sent): the free-text requirements of at least :data:`HIDDEN_STRING_MIN_WORDS`
+words (in practice the ``PS`` passages), each whole and each of its sentences that is that long
+on its own. Paper titles (``RP``) are never hidden strings, since an agent finds titles by
+searching; numbers (``NS``, ``NC``) and short headings (``RH``) are too short to be told apart
+from honest text.
 """
 
 from __future__ import annotations
@@ -21,17 +34,28 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cogym_lab.datasets import DataMissing, items_for
 from cogym_lab.datasets import data_dir as resolve_data_dir
+from cogym_lab.envs.related_work.titles import normalize_title
 
-__all__ = ["REQUIREMENT_CODES", "TASKS_FILE", "RelatedWorkTask", "load_tasks",
-           "parse_task", "related_work_dir", "requirement_sentence"]
+__all__ = ["HIDDEN_STRING_MIN_WORDS", "REQUIREMENT_CODES", "TASKS_FILE", "UNFINDABLE_NOTE",
+           "RelatedWorkTask", "load_tasks", "parse_task", "related_work_dir",
+           "requirement_sentence"]
 
 TASKS_FILE = "test.json"
+
+#: Appended to the sentence of a paper to cite that the offline search cannot find.
+UNFINDABLE_NOTE = ("(This paper is not findable in the offline paper search, so the assistant "
+                   "cannot add it to the library: do not insist on it.)")
+
+#: The fewest words a hidden requirement's text (or one of its sentences) needs to count as a
+#: hidden string: shorter texts could be written by an agent that never saw them.
+HIDDEN_STRING_MIN_WORDS = 12
 
 REQUIREMENT_CODES: dict[str, str] = {
     "PS": "content the section should cover (a passage of the original section)",
@@ -68,9 +92,40 @@ class RelatedWorkTask:
         return (f'Help me write the Related Work section for my paper "{self.title}" '
                 f"on {self.topic}.")
 
-    def hidden_information(self) -> str:
-        """The hidden requirements as a bullet list, for the simulated user only."""
-        return "\n".join(f"- {sentence}" for sentence in self.requirements)
+    @property
+    def cited_titles(self) -> tuple[str, ...]:
+        """The titles of the papers the section should cite (the ``RP`` requirements)."""
+        return tuple(_title_text(value) for code, value in self.raw_requirements
+                     if _code(code) == "RP")
+
+    def hidden_information(self, unfindable: Collection[str] = ()) -> str:
+        """The hidden requirements as a bullet list, for the simulated user only.
+
+        A paper to cite whose title is in ``unfindable`` (compared by normalised title) gets
+        :data:`UNFINDABLE_NOTE` after its sentence."""
+        missing = {normalize_title(title) for title in unfindable}
+        lines = []
+        for sentence, (code, value) in zip(self.requirements, self.raw_requirements,
+                                           strict=True):
+            if missing and _code(code) == "RP" and normalize_title(_title_text(value)) in missing:
+                sentence = f"{sentence} {UNFINDABLE_NOTE}"
+            lines.append(f"- {sentence}")
+        return "\n".join(lines)
+
+    def hidden_strings(self) -> list[str]:
+        """Distinctive hidden texts a leak check looks for (see the module doc for the rule)."""
+        found: dict[str, None] = {}
+        for code, value in self.raw_requirements:
+            if _code(code) == "RP":
+                continue  # titles: an agent finds them by searching
+            text = _one_line(value)
+            if _word_count(text) < HIDDEN_STRING_MIN_WORDS:
+                continue
+            found.setdefault(text, None)
+            for sentence in _SENTENCE_END.split(text):
+                if _word_count(sentence) >= HIDDEN_STRING_MIN_WORDS:
+                    found.setdefault(sentence.strip(), None)
+        return list(found)
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "title": self.title, "topic": self.topic,
@@ -104,15 +159,31 @@ def _count(value: Any) -> int | None:
     return None
 
 
+def _title_text(value: Any) -> str:
+    """A title or heading as one line, without surrounding quotes or a trailing full stop."""
+    text = _one_line(value).strip().strip('"“”').strip()
+    return text.rstrip(".").rstrip()
+
+
 def _quoted(value: Any) -> str:
     """A title or heading in double quotes, without a trailing full stop."""
-    text = _one_line(value).strip().strip('"“”').strip()
-    return f'"{text.rstrip(".").rstrip()}"'
+    return f'"{_title_text(value)}"'
+
+
+def _code(code: Any) -> str:
+    return str(code).strip().upper()
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _word_count(text: str) -> int:
+    return len(text.split())
 
 
 def requirement_sentence(code: str, value: Any) -> str:
     """One hidden requirement in plain English (see the module docstring for the codes)."""
-    key = str(code).strip().upper()
+    key = _code(code)
     if key == "PS":
         return f"It should cover: {_one_line(value)}"
     if key == "NS":

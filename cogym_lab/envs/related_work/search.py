@@ -5,8 +5,12 @@ Two providers share one interface, :class:`PaperSearch`:
 * :class:`BM25PaperIndex` — BM25 over title + abstract of the local corpus (``bm25s`` with the
   Snowball English stemmer and English stopwords), plus a title-only BM25 field and a re-ranking
   of the best candidates by title overlap, so that pasting a paper's title finds that paper first.
-  It is built once per corpus version into ``<cache>/related_work/index-<fingerprint>/`` (see
-  :mod:`cogym_lab.envs.related_work.papers`) and opened memory-mapped afterwards.
+  The corpus is both corpus files read with the supersede rule
+  (:mod:`cogym_lab.envs.related_work.corpus`). The index is built once per corpus version into
+  ``<cache>/related_work/index-<fingerprint>/`` (see :mod:`cogym_lab.envs.related_work.store`;
+  the fingerprint covers both files, so changing either rebuilds it) and opened memory-mapped
+  afterwards. It also answers exact title lookups (:class:`TitleLookup`), which the environment
+  uses to tell the simulated user which required papers the offline search cannot find.
 * :class:`ArxivLiveSearch` — the public arXiv API, for when the machine is online. Offline it
   raises :class:`SearchUnavailable`.
 
@@ -18,7 +22,8 @@ Scoring of :meth:`BM25PaperIndex.search`, for a query whose analysed terms are `
 for the ``max(POOL, 3k)`` best documents by ``base`` plus every paper whose normalised title
 equals the normalised query; ``top`` is the best ``base`` score, ``overlap`` the Jaccard
 similarity of the query's and the title's stemmed terms and ``exact`` 1 when the normalised
-titles are equal (case, punctuation and spacing ignored).
+titles are equal (:func:`~cogym_lab.envs.related_work.titles.normalize_title`: case, punctuation
+and spacing ignored).
 """
 
 from __future__ import annotations
@@ -29,34 +34,31 @@ import os
 import re
 import shutil
 import time
-import unicodedata
 import urllib.error
 import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ET
+from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+from tqdm import tqdm
 
 from cogym_lab.datasets import disk_size
-from cogym_lab.envs.related_work.papers import (
-    Paper,
-    PaperStore,
-    _Progress,
-    _say,
-    cache_folder,
-    corpus_path,
-)
+from cogym_lab.envs.related_work.corpus import CorpusFiles, corpus_files
+from cogym_lab.envs.related_work.papers import Paper
+from cogym_lab.envs.related_work.store import PaperStore, cache_folder, say
+from cogym_lab.envs.related_work.titles import normalize_title
 
 __all__ = [
     "ARXIV_API_URL", "ArxivLiveSearch", "BM25PaperIndex", "PaperSearch", "SearchHit",
-    "SearchUnavailable", "normalize_title",
+    "SearchUnavailable", "TitleLookup", "normalize_title",
 ]
 
-INDEX_FORMAT = 2
+INDEX_FORMAT = 3  # 3: built from both corpus files with the supersede rule
 ARXIV_API_URL = "http://export.arxiv.org/api/query"
 
 
@@ -97,17 +99,22 @@ class PaperSearch(Protocol):
         ...
 
 
+@runtime_checkable
+class TitleLookup(Protocol):
+    """A search that can say, without the network, whether it holds a paper of a given title.
+
+    The offline index implements it; the live arXiv search does not (what it can find is not
+    known in advance), so nothing is flagged as unfindable when it is used."""
+
+    def find_title(self, title: str) -> Paper | None:
+        """A paper whose normalised title equals ``title``'s, or None."""
+        ...
+
+
 # --- text analysis ---------------------------------------------------------------------------
 
 _SPLIT = r"(?u)\b\w\w+\b"  # the bm25s default: words of two characters or more
 _SPLIT_RE = re.compile(_SPLIT)
-_NORMAL_WORD = re.compile(r"\w+")
-
-
-def normalize_title(text: str) -> str:
-    """Lower-case words of ``text`` joined by single spaces (punctuation and spacing ignored)."""
-    text = unicodedata.normalize("NFKC", text).lower()
-    return " ".join(_NORMAL_WORD.findall(text))
 
 
 def _title_key(text: str) -> int:
@@ -202,33 +209,36 @@ class BM25PaperIndex:
     def load_or_build(cls, data_dir: str | Path | None = None,
                       cache_dir: str | Path | None = None, *, limit: int | None = None,
                       progress: bool = True) -> BM25PaperIndex:
-        """The index of the data directory's ``related_work/papers.jsonl.gz``.
+        """The index of the data directory's corpus (both files of
+        :data:`~cogym_lab.envs.related_work.corpus.CORPUS_FILES`, supersede rule applied).
 
         ``data_dir`` follows :func:`cogym_lab.datasets.data_dir` (argument, ``COGYM_DATA``,
-        user cache); a missing corpus raises :class:`cogym_lab.datasets.DataMissing`.
+        user cache); a missing file raises :class:`cogym_lab.datasets.DataMissing`.
         ``cache_dir`` defaults to the user cache directory. ``limit`` indexes only the first N
         papers. The first call for a corpus version builds the index (minutes for the whole
-        corpus, with progress on stderr when ``progress``); later calls open it."""
-        return cls.from_corpus(corpus_path(data_dir), cache_dir, limit=limit, progress=progress)
+        corpus, with progress on stderr when ``progress``); later calls open it. A change to
+        either file (size or modification time) is a new corpus version."""
+        return cls.from_corpus(corpus_files(data_dir), cache_dir, limit=limit,
+                               progress=progress)
 
     @classmethod
-    def from_corpus(cls, corpus: str | Path, cache_dir: str | Path | None = None, *,
+    def from_corpus(cls, files: CorpusFiles, cache_dir: str | Path | None = None, *,
                     limit: int | None = None, progress: bool = True) -> BM25PaperIndex:
-        """Like :meth:`load_or_build`, for a corpus file given by path."""
-        folder = cache_folder(corpus, cache_dir, limit)
+        """Like :meth:`load_or_build`, for corpus files given by path (in reading order)."""
+        folder = cache_folder(files, cache_dir, limit)
         if cls.is_built(folder):
             return cls(folder)
         started = time.monotonic()
-        _say(progress, f"Building the paper search index in {folder} "
-                       "(once per corpus version; the whole corpus takes a few minutes)")
+        say(progress, f"Building the paper search index in {folder} "
+                      "(once per corpus version; the whole corpus takes a few minutes)")
         store_dir = folder / "store"
         if PaperStore.is_built(store_dir):
             store = PaperStore(store_dir)
         else:
-            store = PaperStore.build(corpus, store_dir, limit=limit, progress=progress)
+            store = PaperStore.build(files, store_dir, limit=limit, progress=progress)
         cls._build_bm25(store, folder / "bm25", progress=progress, started=started)
         cls.builds += 1
-        _say(progress, f"  index ready in {time.monotonic() - started:.1f} s")
+        say(progress, f"  index ready in {time.monotonic() - started:.1f} s")
         return cls(folder, built=True)
 
     @classmethod
@@ -244,20 +254,22 @@ class BM25PaperIndex:
         staging.mkdir(parents=True)
         try:
             titles: list[str] = []
-            meter = _Progress("tokenizing", progress, total=len(store))
 
             def texts() -> Iterator[str]:
-                for record in store.iter_records():
+                for record in tqdm(store.iter_records(), total=len(store), desc="  tokenizing",
+                                   unit=" papers", disable=not progress, leave=False):
                     title = str(record.get("title") or "")
                     titles.append(title)
-                    meter.tick()
                     yield f"{title}\n{record.get('abstract') or ''}"
 
-            text_ids = list(tokenizer.streaming_tokenize(texts(), update_vocab=True))
-            meter.finish()
+            # Compact per-paper arrays instead of lists of Python ints: about 10% less peak memory
+            # for the whole corpus (bm25s only iterates them and takes their length).
+            text_ids = [array("I", ids) for ids in
+                        tokenizer.streaming_tokenize(texts(), update_vocab=True)]
             vocab = tokenizer.get_vocab_dict()
             title_ids = list(tokenizer.streaming_tokenize(titles, update_vocab=False))
-            _say(progress, f"  {len(vocab):,} terms; computing BM25 weights")
+            say(progress, f"  {len(store):,} papers, {len(vocab):,} terms; computing BM25 "
+                          "weights")
 
             text = bm25s.BM25(k1=cls.K1, b=cls.B, method="lucene")
             text.index(Tokenized(ids=text_ids, vocab=vocab), show_progress=False)
@@ -329,6 +341,17 @@ class BM25PaperIndex:
             if term is not None and stem:
                 seen[term] = None
         return list(seen)
+
+    def find_title(self, title: str) -> Paper | None:
+        """The first paper (in reading order) whose normalised title equals ``title``'s."""
+        wanted = normalize_title(title)
+        if not wanted:
+            return None
+        for row in sorted(self._exact_rows(title)):
+            paper = self.store.paper_at(row)
+            if normalize_title(paper.title) == wanted:
+                return paper
+        return None
 
     def _exact_rows(self, query: str) -> list[int]:
         key = np.uint64(_title_key(query))

@@ -5,11 +5,24 @@ Running a cell is slow I/O, so ``EXECUTE_JUPYTER_CELL`` starts deferred work: th
 code outside the coordinator and the outputs land as the internal ``RECORD_CELL`` step of the same
 member. The event log keeps the outputs, so replay needs no kernel.
 
+Scores (``aevaluate``, details in ``docs/tabular-scoring.md``): the judge (``grader.py``)
+answers DiscoveryBench's questions, and the findings get DiscoveryBench's ``recall_context`` and
+HMS (``hms``, which may fall outside [0, 1]) and cogym_lab's ``context_f1_relation`` product.
+``performance`` is ``recall_context`` under the ``cogym`` protocol (as the Co-Gym release
+reports) and ``context_f1_relation`` under ``cogym_lab``. The protocol also picks the instance
+set: 110 multi-table queries under ``cogym``, 117 under ``cogym_lab`` (``instances.py``).
+
+The standalone kernel is isolated (``sandbox.py``): it starts in a folder holding only the
+instance's data files, with a fresh empty home, a private temp folder and an environment that
+names no data directory, so no cell can follow a path it was given to the answer key or the
+metadata files.
+
 Besides the DiscoveryBench instances, a session can analyse a person's own data: a free
 ``query`` with ``data`` (a variable already in the kernel, or a file path); such sessions are not
-graded, their outcome is the findings. From a notebook (``notebook``, see ``live.py``), cells run
-in the notebook's own kernel, agent cells appear in the live notebook, and the person's cells are
-recorded as theirs. ``autonomy="ask"`` makes every agent cell wait for a person's approval.
+graded, their outcome is the findings, and their kernel is not isolated (nothing is hidden). From
+a notebook (``notebook``, see ``live.py``), cells run in the notebook's own kernel, agent cells
+appear in the live notebook, and the person's cells are recorded as theirs. ``autonomy="ask"``
+makes every agent cell wait for a person's approval.
 """
 
 from __future__ import annotations
@@ -23,12 +36,21 @@ from pathlib import Path
 from typing import Any
 
 from cogym_lab.core import (
-    Action, ActionError, ActionOutcome, CoEnv, Component, Deferred, RenderType, action,
+    Action,
+    ActionError,
+    ActionOutcome,
+    CoEnv,
+    Component,
+    Deferred,
+    RenderType,
+    action,
 )
 from cogym_lab.core.grammar import RawAction
+from cogym_lab.core.protocol import DEFAULT_PROTOCOL, get_protocol
+from cogym_lab.datasets import data_dir as resolve_data_dir
 from cogym_lab.envs.dataset_env import DatasetEnv
 from cogym_lab.envs.tabular_analysis.executor import KernelExecutor, LocalKernelExecutor
-from cogym_lab.envs.tabular_analysis.grader import judge_hypothesis
+from cogym_lab.envs.tabular_analysis.grader import HypothesisGrade, judge_hypothesis
 from cogym_lab.envs.tabular_analysis.instances import copy_files, load_instances
 from cogym_lab.envs.tabular_analysis.live import NotebookLink, PersonCell
 from cogym_lab.lm import LM, configured_lm
@@ -36,6 +58,18 @@ from cogym_lab.lm import LM, configured_lm
 AUTONOMY_LEVELS = ("free", "ask")
 RESTART_NOTE = ("The kernel restarted: every variable is gone. Re-run the cells that load the "
                 "data before using it again.")
+WORK_FOLDER = "work"  # inside the env's scratch folder: the kernel's folder, data files only
+
+
+def protocol_scores(grade: HypothesisGrade, protocol: str) -> dict[str, float]:
+    """The task scores of ``grade`` under ``protocol``: ``performance`` is DiscoveryBench's
+    ``recall_context`` for ``cogym`` and the context x F1 x relation product for
+    ``cogym_lab``; both, and the HMS, are always reported beside it."""
+    scores = {"recall_context": grade.recall_context, "hms": grade.hms,
+              "context_f1_relation": grade.product.score}
+    performance = (scores["recall_context"] if get_protocol(protocol).name == "cogym"
+                   else scores["context_f1_relation"])
+    return {"performance": performance, **scores}
 
 
 @dataclass(frozen=True)
@@ -65,11 +99,14 @@ class TabularAnalysisEnv(DatasetEnv):
     """One selected DiscoveryBench-Real query (``instance`` = its number), or a person's own
     ``query`` about their ``data`` (then ``instance`` is ignored and nothing is graded).
 
-    The instance's tables are copied into ``workdir`` (a fresh temporary folder by default), where
-    the kernel starts; a custom query works in ``workdir`` or the current folder. ``executor``
-    defaults to a standalone IPython kernel; ``notebook`` (from the Jupyter server extension)
-    brings the notebook's own kernel and live document instead. ``autonomy`` is ``"free"`` (the
-    agent runs cells at will) or ``"ask"`` (each agent cell waits for a person's approval).
+    The instance's tables are copied into ``workdir``, where the kernel starts. By default that
+    is ``work/`` in a fresh private temporary folder that also holds the kernel's home and temp
+    folders, so the kernel's folder and its parent hold nothing but the data files; a
+    ``workdir`` you name should be empty. A custom query works in ``workdir`` or the current
+    folder. ``executor`` defaults to a standalone IPython kernel (isolated, see the module
+    docstring); ``notebook`` (from the Jupyter server extension) brings the notebook's own
+    kernel and live document instead. ``autonomy`` is ``"free"`` (the agent runs cells at will)
+    or ``"ask"`` (each agent cell waits for a person's approval).
     """
 
     workdir: str | None = None
@@ -84,6 +121,7 @@ class TabularAnalysisEnv(DatasetEnv):
     name = "tabular_analysis"
 
     def __post_init__(self) -> None:
+        self._scratch: Path | None = None  # the private folder made by _reset, if any
         if self.autonomy not in AUTONOMY_LEVELS:
             raise ValueError(f"autonomy must be one of {', '.join(AUTONOMY_LEVELS)}, "
                              f"not {self.autonomy!r}.")
@@ -97,6 +135,7 @@ class TabularAnalysisEnv(DatasetEnv):
             if self.data is not None and (not isinstance(self.data, str) or not self.data.strip()):
                 raise ValueError("'data' must name a variable in the kernel or a file path.")
             CoEnv.__init__(self)  # no dataset to load: the person brings the data
+            self.protocol = get_protocol(self.protocol).name
             self.task = CustomQuery(self.query.strip(), self.data.strip() if self.data else None)
         if self.notebook is not None and self.executor is None:
             self.executor = self.notebook.executor
@@ -111,8 +150,10 @@ class TabularAnalysisEnv(DatasetEnv):
         return args | ({"autonomy": self.autonomy} if self.autonomy != "free" else {})
 
     @classmethod
-    def load_dataset(cls, data_dir: str | None) -> list[Any]:
-        return load_instances(data_dir)
+    def load_dataset(cls, data_dir: str | None,
+                     protocol: str = DEFAULT_PROTOCOL) -> list[Any]:
+        # The paper's set (110) is the multi-table queries; cogym_lab adds unprocessed ones.
+        return load_instances(data_dir, multi_table_only=protocol == "cogym")
 
     @property
     def task_description(self) -> str:
@@ -133,6 +174,11 @@ class TabularAnalysisEnv(DatasetEnv):
 
     def hidden_information(self) -> str:
         return self.task.hidden_information()
+
+    def hidden_strings(self) -> list[str]:
+        """The gold hypothesis and the distinctive fragments of the domain knowledge and the
+        dataset and column descriptions (rule: ``instances.py``); none for a custom query."""
+        return [] if self.is_custom else self.task.hidden_strings()
 
     def needs_confirmation(self, role: str, action: Action) -> bool:
         return self.autonomy == "ask" and action.name == "EXECUTE_JUPYTER_CELL"
@@ -164,7 +210,8 @@ class TabularAnalysisEnv(DatasetEnv):
         if self.workdir is None:  # a scratch copy of the data, removed by aclose() or with the env
             scratch = tempfile.mkdtemp(prefix="cogym-tabular-")
             self._remove_scratch = weakref.finalize(self, shutil.rmtree, scratch, True)
-            self.workdir = scratch
+            self._scratch = Path(scratch)
+            self.workdir = str(self._scratch / WORK_FOLDER)
         folder = Path(self.workdir)
         folder.mkdir(parents=True, exist_ok=True)
         self.workdir = str(folder)
@@ -195,7 +242,7 @@ class TabularAnalysisEnv(DatasetEnv):
         if judge is None or not self.findings.strip():
             return {}
         grade = await judge_hypothesis(self.findings, self.task, judge)
-        return {"performance": grade.score}
+        return protocol_scores(grade, self.protocol)
 
     async def aclose(self) -> None:
         if self.executor is not None:  # a notebook's kernel is only disconnected, never stopped
@@ -207,8 +254,11 @@ class TabularAnalysisEnv(DatasetEnv):
 
     def _kernel(self) -> KernelExecutor:
         if self.executor is None:
-            self.executor = LocalKernelExecutor(Path(self.workdir or "."),
-                                                timeout=self.cell_timeout)
+            # A person's own data hides nothing: their kernel keeps their environment.
+            hidden = [] if self.is_custom else [resolve_data_dir(self.data_dir)]
+            self.executor = LocalKernelExecutor(
+                Path(self.workdir or "."), timeout=self.cell_timeout, isolated=not self.is_custom,
+                sandbox_root=self._scratch, hidden_paths=hidden)
         return self.executor
 
     # -- actions -------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 `KernelExecutor` is the interface the tabular-analysis environment talks to;
 `LocalKernelExecutor` is the default implementation, which starts a real IPython
-kernel as a local subprocess through `jupyter_client` (no containers).
+kernel as a local subprocess through `jupyter_client` (no containers), isolated by
+default in a `KernelSandbox` (a private home and temp folder, and an environment that
+names no data directory; see `sandbox.py`).
 """
 
 from __future__ import annotations
@@ -12,10 +14,13 @@ import asyncio
 import logging
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from queue import Empty
 from typing import Any, Literal, Self
+
+from cogym_lab.envs.tabular_analysis.sandbox import KernelSandbox
 
 log = logging.getLogger(__name__)
 
@@ -247,6 +252,13 @@ class LocalKernelExecutor(KernelExecutor):
     interrupted (SIGINT, i.e. KeyboardInterrupt); if the cell does not stop within
     `interrupt_grace` seconds (stuck in C code, SIGINT ignored) the kernel is
     restarted and its state is lost. A kernel that dies during a cell is restarted.
+
+    Isolation (``isolated=True``, the default): the kernel gets a :class:`KernelSandbox`, a
+    fresh empty home and a private temp folder in ``sandbox_root`` (a new temporary folder by
+    default), and an environment without ``COGYM_DATA`` or anything else that names the data
+    directory, the data cache or a folder in ``hidden_paths``. The sandbox lives until
+    :meth:`shutdown` (restarts keep it). ``isolated=False`` gives the kernel the parent's
+    environment unchanged, for a person's own data.
     """
 
     #: How often (seconds) the kernel process is checked while waiting for output.
@@ -267,12 +279,19 @@ class LocalKernelExecutor(KernelExecutor):
         timeout: float | None = 60.0,
         max_output_chars: int = 20_000,
         startup_timeout: float = 60.0,
+        isolated: bool = True,
+        sandbox_root: str | Path | None = None,
+        hidden_paths: Iterable[str | Path] = (),
     ) -> None:
         self.cwd = Path(cwd).resolve()
         self.kernel_name = kernel_name
         self.timeout = timeout
         self.max_output_chars = max_output_chars
         self.startup_timeout = startup_timeout
+        self.isolated = isolated
+        self.sandbox_root = Path(sandbox_root) if sandbox_root is not None else None
+        self.hidden_paths = [Path(p) for p in hidden_paths]
+        self.sandbox: KernelSandbox | None = None  # while an isolated kernel runs
         self._km: Any = None  # AsyncKernelManager
         self._kc: Any = None  # AsyncKernelClient
         self._lock = asyncio.Lock()
@@ -313,8 +332,13 @@ class LocalKernelExecutor(KernelExecutor):
 
             self._closed = False
             self.cwd.mkdir(parents=True, exist_ok=True)
+            launch: dict[str, Any] = {"cwd": str(self.cwd)}
+            if self.isolated:
+                if self.sandbox is None:
+                    self.sandbox = KernelSandbox.create(self.sandbox_root)
+                launch["env"] = self.sandbox.environment(hidden=self.hidden_paths)
             km = AsyncKernelManager(kernel_name=self.kernel_name)
-            await km.start_kernel(cwd=str(self.cwd))
+            await km.start_kernel(**launch)
             self._km = km
             try:
                 await self._connect()
@@ -373,6 +397,9 @@ class LocalKernelExecutor(KernelExecutor):
     async def shutdown(self) -> None:
         self._closed = True
         await self._teardown()
+        sandbox, self.sandbox = self.sandbox, None
+        if sandbox is not None:
+            sandbox.remove()
 
     # ------------------------------------------------------------------ execution
 

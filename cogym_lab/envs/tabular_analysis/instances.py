@@ -21,18 +21,31 @@ On the pinned DiscoveryBench data this selects **117** queries from 76 metadata 
 archaeology 38, introduction_pathways_non-native_plants 16, meta_regression_raw 50, nls_raw 7,
 worldbank_education_gdp_indicators 6.
 
-Why not 110, as Co-Gym reports: the multi-table queries alone are exactly 110 (every
-``meta_regression_raw`` metadata file also lists two tables), and the 7 ``nls_raw`` queries are
-the only unprocessed single-table ones. So Co-Gym's 110 most likely counts multi-table queries
-only (or used a DiscoveryBench version without the ``nls_raw`` queries); the paper's wording
-includes unprocessed tables, which this module follows. ``load_instances(...,
-multi_table_only=True)`` gives the 110-query subset.
+Co-Gym's 110: the multi-table queries alone are exactly 110 (every ``meta_regression_raw``
+metadata file also lists two tables), and the 7 ``nls_raw`` queries are the only unprocessed
+single-table ones. The Co-Gym release lists its instances by metadata file, and its list is
+exactly the multi-table queries, although the paper's wording includes unprocessed tables.
+``load_instances(..., multi_table_only=True)`` gives those 110; the scoring protocol picks the
+set (``TabularAnalysisEnv.load_dataset``: 110 under ``"cogym"``, 117 under ``"cogym_lab"``).
+Indices agree between the two sets up to the ``nls_raw`` queries (positions 104-110 of the 117).
 
 One listed file is not a table (``phylogenetic_tree.txt``, Newick text, in the invasive-plants
 folder); it is kept in ``files`` because the metadata lists it.
 
 Order: by folder name, then metadata id (numeric), then query id; ``index`` is the position in
-that order (of the default selection).
+that order (of the selection it was loaded with).
+
+Hidden strings (:meth:`TabularInstance.hidden_strings`): the exact texts that must reach an agent
+only through the simulated user. The gold hypothesis, whole; and every *distinctive fragment* of
+the domain knowledge, the dataset descriptions and the column descriptions. A fragment is a
+sentence of one of those texts (split at line breaks, and after ``.``, ``!``, ``?`` or ``;``
+followed by a space); it is distinctive when it has at least :data:`HIDDEN_MIN_WORDS` words and
+:data:`HIDDEN_MIN_CHARS` characters and does not occur in the query (which the agent is given).
+Shorter fragments ("Common Era", "Year of Publication of the study") would be found in honest
+analyses and column headers.
+
+The Co-Gym release numbers the same 110 queries in another order (the non-native plants folder
+first); cogym_lab keeps its alphabetical order under both protocols.
 """
 
 from __future__ import annotations
@@ -40,6 +53,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 from dataclasses import asdict, dataclass
 from functools import cache
@@ -49,13 +63,39 @@ from typing import Any
 from cogym_lab.datasets import DatasetError, require
 from cogym_lab.datasets import data_dir as resolve_data_dir
 
-__all__ = ["EXPECTED_COUNT", "EXPECTED_MULTI_TABLE_COUNT", "TEST_SUBDIR", "TabularInstance",
-           "copy_files", "is_selected", "load_instances", "split_dir"]
+__all__ = ["EXPECTED_COUNT", "EXPECTED_MULTI_TABLE_COUNT", "HIDDEN_MIN_CHARS", "HIDDEN_MIN_WORDS",
+           "TEST_SUBDIR", "ColumnInfo", "DatasetInfo", "TabularInstance", "copy_files",
+           "distinctive_fragments", "is_selected", "load_instances", "split_dir"]
 
 TEST_SUBDIR = Path("discoverybench") / "real" / "test"
 ANSWER_KEY = "answer_key_real.csv"
 EXPECTED_COUNT = 117  # unprocessed (``*_raw`` folder) or more than one table
 EXPECTED_MULTI_TABLE_COUNT = 110  # more than one table only (the count Co-Gym reports)
+HIDDEN_MIN_WORDS = 8  # a hidden fragment's minimum length in words ...
+HIDDEN_MIN_CHARS = 40  # ... and in characters
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    name: str
+    description: str
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """One data file as its metadata describes it."""
+
+    name: str
+    description: str
+    columns: tuple[ColumnInfo, ...] = ()
+    domain_knowledge: str = ""  # a few files carry knowledge of their own
+
+    def for_judge(self) -> dict[str, Any]:
+        """What DiscoveryBench's judge is shown of the file: its description and columns."""
+        return {"dataset_description": self.description,
+                "columns": [{"name": c.name, "description": c.description}
+                            for c in self.columns]}
 
 
 @dataclass(frozen=True)
@@ -74,6 +114,7 @@ class TabularInstance:
     question_type: str = ""  # "context", "variables" or "relationship" (as in the metadata)
     workflow_tags: str = ""
     field: str = ""  # the metadata's own "domain", a broad field such as "sociology"
+    datasets: tuple[DatasetInfo, ...] = ()  # the files' descriptions, structured
 
     @property
     def key(self) -> str:
@@ -94,10 +135,46 @@ class TabularInstance:
             parts.append("Datasets:\n" + self.dataset_descriptions.strip())
         return "\n\n".join(parts)
 
+    def datasets_for_judge(self) -> str:
+        """The datasets as DiscoveryBench's judge sees them (a JSON list of each file's
+        description and columns); the plain-text descriptions for an instance built without
+        structured ones."""
+        if not self.datasets:
+            return self.dataset_descriptions.strip()
+        return json.dumps([d.for_judge() for d in self.datasets], ensure_ascii=False)
+
+    def hidden_strings(self) -> list[str]:
+        """The gold hypothesis and the distinctive fragments of the hidden information (rule in
+        the module docstring), each once, in order."""
+        sources = [self.domain_knowledge]
+        for dataset in self.datasets:
+            sources += [dataset.description, dataset.domain_knowledge]
+            sources += [column.description for column in dataset.columns]
+        if not self.datasets:  # built by hand: only the plain-text descriptions exist
+            sources.append(self.dataset_descriptions)
+        visible = _squash(self.query)
+        found = [self.gold_hypothesis.strip()] if _squash(self.gold_hypothesis) else []
+        for text in sources:
+            found += distinctive_fragments(text)
+        unique = dict.fromkeys(f for f in found if _squash(f) not in visible)
+        return list(unique)
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["files"] = list(self.files)
         return data
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def distinctive_fragments(text: str) -> list[str]:
+    """The sentences of ``text`` long enough to be told from honest text (see the module
+    docstring), stripped."""
+    pieces = (piece.strip() for piece in _SENTENCE_END.split(text or ""))
+    return [piece for piece in pieces
+            if len(piece.split()) >= HIDDEN_MIN_WORDS and len(piece) >= HIDDEN_MIN_CHARS]
 
 
 def split_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -111,21 +188,30 @@ def is_selected(domain: str, metadata: dict[str, Any], *, multi_table_only: bool
     return multi_table if multi_table_only else (domain.endswith("_raw") or multi_table)
 
 
-def _describe_datasets(datasets: list[dict[str, Any]]) -> str:
+def _dataset_info(dataset: dict[str, Any]) -> DatasetInfo:
+    columns = tuple(  # all of them, nameless ones too: the judge sees what DiscoveryBench shows
+        ColumnInfo(str(c.get("name") or "").strip(), str(c.get("description") or "").strip())
+        for c in (dataset.get("columns") or {}).get("raw", []))
+    return DatasetInfo(name=str(dataset.get("name") or "?"),
+                       description=str(dataset.get("description") or "").strip(),
+                       columns=columns,
+                       domain_knowledge=str(dataset.get("domain_knowledge") or "").strip())
+
+
+def _describe_datasets(datasets: tuple[DatasetInfo, ...]) -> str:
     blocks: list[str] = []
     for dataset in datasets:
-        lines = [f"File {dataset.get('name', '?')}:"]
-        if str(dataset.get("description") or "").strip():
-            lines.append(f"  Description: {str(dataset['description']).strip()}")
-        if str(dataset.get("domain_knowledge") or "").strip():
-            lines.append(f"  Domain knowledge: {str(dataset['domain_knowledge']).strip()}")
-        columns = [c for c in (dataset.get("columns") or {}).get("raw", [])
-                   if str(c.get("name") or "").strip()]
-        if columns:
+        lines = [f"File {dataset.name}:"]
+        if dataset.description:
+            lines.append(f"  Description: {dataset.description}")
+        if dataset.domain_knowledge:
+            lines.append(f"  Domain knowledge: {dataset.domain_knowledge}")
+        named = [column for column in dataset.columns if column.name]
+        if named:
             lines.append("  Columns:")
-            for column in columns:
-                text = str(column.get("description") or "").strip()
-                lines.append(f"  - {str(column['name']).strip()}" + (f": {text}" if text else ""))
+            for column in named:
+                lines.append(f"  - {column.name}"
+                             + (f": {column.description}" if column.description else ""))
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
@@ -156,6 +242,7 @@ def _load(root: Path, multi_table_only: bool) -> tuple[TabularInstance, ...]:
             if not is_selected(domain, metadata, multi_table_only=multi_table_only):
                 continue
             datasets = list(metadata.get("datasets") or [])
+            described = tuple(_dataset_info(d) for d in datasets)
             files = tuple(f"{domain}/{d['name']}" for d in datasets)
             queries = [q for group in metadata.get("queries") or []
                        for q in (group if isinstance(group, list) else [group])]
@@ -170,10 +257,10 @@ def _load(root: Path, multi_table_only: bool) -> tuple[TabularInstance, ...]:
                     query_id=qid, query=str(query["question"]).strip(), files=files,
                     gold_hypothesis=hypothesis,
                     domain_knowledge=str(metadata.get("domain_knowledge") or "").strip(),
-                    dataset_descriptions=_describe_datasets(datasets),
+                    dataset_descriptions=_describe_datasets(described),
                     question_type=str(query.get("question_type") or ""),
                     workflow_tags=str(metadata.get("workflow_tags") or ""),
-                    field=str(metadata.get("domain") or "")))
+                    field=str(metadata.get("domain") or ""), datasets=described))
     return tuple(instances)
 
 
@@ -182,7 +269,7 @@ def load_instances(data_dir: str | os.PathLike[str] | None = None, *,
     """The selected queries, in a fixed order (cached per data directory).
 
     ``data_dir`` defaults to :func:`cogym_lab.datasets.data_dir`. ``multi_table_only`` keeps only
-    the queries over more than one table (110, Co-Gym's count) instead of the default rule (117).
+    the queries over more than one table (110, Co-Gym's set) instead of cogym_lab's rule (117).
     """
     root = split_dir(resolve_data_dir(data_dir)).resolve()
     return list(_load(root, multi_table_only))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cogym_lab.core import ActionError, CoEnv, Component, RenderType, action
+from cogym_lab.core.protocol import DEFAULT_PROTOCOL
 
 IDEAS = {
     "camping": ["tent", "sleeping bag", "headlamp", "stove", "water filter", "rain jacket",
@@ -55,7 +56,7 @@ class TodoEnv(CoEnv):
         return "You will not go without: " + ", ".join(self.must_have) + "."
 
     @classmethod
-    def instances(cls) -> list[dict[str, Any]]:
+    def instances(cls, protocol: str = DEFAULT_PROTOCOL) -> list[dict[str, Any]]:
         return [
             {"trip": "camping", "min_items": 6, "must_have": ["rain jacket", "headlamp"]},
             {"trip": "beach", "min_items": 5, "must_have": ["sunscreen", "hat"]},

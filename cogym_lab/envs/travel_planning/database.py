@@ -12,18 +12,27 @@ Sources (all under ``<data dir>/travel_planning/``, see :mod:`cogym_lab.datasets
   dumps of tables, parsed by the header's column positions) and of
   ``database/train_ref_info.jsonl``, deduplicated by (flight number, date).
 
-Every look-up ignores case and collapses runs of whitespace in city and record names. Record
-names are stored with their whitespace collapsed (the CSVs have some double or trailing
-spaces), so a name copied from a search result always finds its record again.
+Names are stored exactly as the files have them (double, leading and trailing spaces and line
+breaks kept): the search tools show them so, and the grader matches plans against them as
+TravelPlanner does. A database holds ONE accommodation table (``official`` or ``corrected``, see
+:mod:`~cogym_lab.envs.travel_planning.accommodation_table`); the tools and the grader given the
+same database therefore agree on which listings exist.
 
-Rows the CSVs leave incomplete: accommodations without a name or a price are left out (they
-cannot be referred to or costed); a missing minimum-nights value reads as 1 and a missing
-review as 0.0. :attr:`TravelDatabase.stats` counts these and other oddities.
+Two kinds of look-up:
+
+* tolerant ones for the tools and people (``accommodation(name, city)``, ``restaurants(city)``,
+  ``route(...)``): case and runs of whitespace do not matter;
+* exact ones for the grader (``accommodations_at(city)``, ``flights_numbered(number)``,
+  ``route_row(...)``, ``state_map``): strings compared as stored, records in file order, as
+  TravelPlanner's evaluation compares them.
+
+:attr:`TravelDatabase.stats` counts what loading left out and other oddities.
 """
 
 from __future__ import annotations
 
 import ast
+import copy
 import csv
 import json
 import re
@@ -31,10 +40,15 @@ import sys
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from cogym_lab import datasets
+from cogym_lab.envs.travel_planning.accommodation_table import (
+    AccommodationTable,
+    read_accommodations,
+)
 from cogym_lab.envs.travel_planning.records import (
     Accommodation,
     Attraction,
@@ -45,8 +59,8 @@ from cogym_lab.envs.travel_planning.records import (
 )
 
 __all__ = [
-    "FLIGHT_COLUMNS", "TravelDatabase", "normalize", "normalize_mode", "parse_fixed_width",
-    "parse_km", "travel_dir",
+    "FLIGHT_COLUMNS", "RouteRow", "TravelDatabase", "normalize", "normalize_mode",
+    "parse_fixed_width", "parse_km", "travel_dir",
 ]
 
 VALIDATION_CSV = "validation_with_hidden_profile.csv"
@@ -156,10 +170,20 @@ def _read_lines(path: Path) -> list[str]:
         return [line.rstrip("\r\n") for line in handle if line.strip()]
 
 
-class TravelDatabase:
-    """In-memory tables of the sandbox with case-insensitive look-ups. Build with :meth:`load`."""
+@dataclass(frozen=True)
+class RouteRow:
+    """One row of distance.csv as stored: ``None`` where the cell is empty."""
 
-    _cache: ClassVar[dict[Path, TravelDatabase]] = {}
+    duration: str | None  # "10 hours 55 mins", "1 day 2 hours"
+    distance_km: float | None
+
+
+class TravelDatabase:
+    """In-memory tables of the sandbox, with tolerant look-ups for the tools and exact ones for
+    the grader. ``accommodation_table`` names the one accommodation table it holds. Build with
+    :meth:`load`."""
+
+    _cache: ClassVar[dict[tuple[Path, str], TravelDatabase]] = {}
     _cache_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, *, flights: Iterable[Flight] = (),
@@ -167,13 +191,17 @@ class TravelDatabase:
                  restaurants: Iterable[Restaurant] = (), attractions: Iterable[Attraction] = (),
                  city_states: Iterable[tuple[str, str | None]] = (), states: Iterable[str] = (),
                  routes: Iterable[tuple[str, str, str, float | None]] = (),
-                 source: Path | None = None, stats: dict[str, int] | None = None) -> None:
+                 source: Path | None = None, stats: dict[str, int] | None = None,
+                 accommodation_table: str = "official") -> None:
         self.source = source
         self.stats: dict[str, int] = dict(stats or {})
+        self.accommodation_table = accommodation_table
+        self._reference_flights: list[list[Flight]] = []
 
         self._flights: dict[tuple[str, str, str], list[Flight]] = defaultdict(list)
         self._flight_dates: dict[tuple[str, str], set[str]] = defaultdict(set)
         self._flight_by_number: dict[str, list[Flight]] = defaultdict(list)
+        self._flights_exact: dict[str, list[Flight]] = defaultdict(list)  # in file order
         seen: dict[tuple[str, str], Flight] = {}
         for flight in flights:
             key = (flight.number.upper(), flight.date)
@@ -187,6 +215,7 @@ class TravelDatabase:
             self._flights[(*route, flight.date)].append(flight)
             self._flight_dates[route].add(flight.date)
             self._flight_by_number[flight.number.upper()].append(flight)
+            self._flights_exact[flight.number].append(flight)
         for group in self._flights.values():
             group.sort(key=lambda f: (f.departure.zfill(5), f.number))
         for group in self._flight_by_number.values():
@@ -197,6 +226,8 @@ class TravelDatabase:
         self._restaurants = self._index(restaurants)
         self._attractions = self._index(attractions)
 
+        #: city -> state exactly as citySet_with_states.txt pairs them (a later line wins)
+        self.state_map: dict[str, str] = {city: state for city, state in city_states if state}
         self._city_state: dict[str, str | None] = {}
         self._city_names: dict[str, str] = {}
         self._state_cities: dict[str, list[str]] = defaultdict(list)
@@ -218,7 +249,10 @@ class TravelDatabase:
                 self._state_names.setdefault(normalize(state), _clean(state))
 
         self._routes: dict[tuple[str, str], tuple[str, str, str, float | None]] = {}
+        self._route_rows: dict[tuple[str, str], RouteRow] = {}
         for origin, destination, duration, km in routes:
+            self._route_rows.setdefault((origin, destination),
+                                        RouteRow(duration.strip() or None, km))
             key = (normalize(origin), normalize(destination))
             known = self._routes.get(key)
             if known is None or (known[3] is None and km is not None):
@@ -227,7 +261,7 @@ class TravelDatabase:
         self._places: dict[str, str] = dict(self._city_names)
         for table in (self._accommodations, self._restaurants, self._attractions):
             for key, records in table[0].items():
-                self._places.setdefault(key, records[0].city)
+                self._places.setdefault(key, _clean(records[0].city))
         for flight in seen.values():
             self._places.setdefault(normalize(flight.origin), flight.origin)
             self._places.setdefault(normalize(flight.destination), flight.destination)
@@ -236,26 +270,61 @@ class TravelDatabase:
             self._places.setdefault(normalize(destination), destination)
 
     @staticmethod
-    def _index(records: Iterable[Any]) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+    def _index(records: Iterable[Any]) -> tuple[dict[str, list[Any]], dict[str, list[Any]],
+                                                dict[str, list[Any]]]:
+        """Records by normalized city, by normalized name, and by city exactly as stored; each
+        list in file order."""
         by_city: dict[str, list[Any]] = defaultdict(list)
         by_name: dict[str, list[Any]] = defaultdict(list)
+        by_exact_city: dict[str, list[Any]] = defaultdict(list)
         for record in records:
             by_city[normalize(record.city)].append(record)
             by_name[normalize(record.name)].append(record)
-        return dict(by_city), dict(by_name)
+            by_exact_city[record.city].append(record)
+        return dict(by_city), dict(by_name), dict(by_exact_city)
+
+    def with_accommodations(self, listings: Iterable[Accommodation], table: str,
+                            dropped: int) -> TravelDatabase:
+        """A copy holding ``listings`` as its accommodation table (the other tables shared)."""
+        other = copy.copy(self)
+        other.accommodation_table = table
+        other._accommodations = self._index(listings)
+        other._places = dict(self._places)
+        for key, records in other._accommodations[0].items():
+            other._places.setdefault(key, _clean(records[0].city))
+        other.stats = {**self.stats, "accommodations_dropped": dropped}
+        return other
 
     # --- loading -------------------------------------------------------------------------
 
+    def for_table(self, table: AccommodationTable) -> TravelDatabase:
+        """This database, or its sibling of the same data directory holding ``table``."""
+        if table == self.accommodation_table:
+            return self
+        if self.source is None:
+            raise ValueError(f"This database holds the {self.accommodation_table!r} "
+                             f"accommodation table and was not loaded from a data directory; "
+                             f"build it with the {table!r} table.")
+        return TravelDatabase.load(self.source, accommodations=table)
+
     @classmethod
-    def load(cls, data_dir: str | Path | None = None) -> TravelDatabase:
-        """The database of the data directory (see :func:`cogym_lab.datasets.data_dir`),
-        loaded once per resolved path and cached. Raises
+    def load(cls, data_dir: str | Path | None = None,
+             accommodations: AccommodationTable = "official") -> TravelDatabase:
+        """The database of the data directory (see :func:`cogym_lab.datasets.data_dir`) with the
+        ``accommodations`` table, loaded once per resolved path and table and cached. Raises
         :class:`cogym_lab.datasets.DataMissing` when files are missing."""
         folder = travel_dir(data_dir).resolve()
         with cls._cache_lock:
-            database = cls._cache.get(folder)
+            database = cls._cache.get((folder, accommodations))
             if database is None:
-                database = cls._cache[folder] = cls._read(folder)
+                listings = read_accommodations(
+                    folder / "database" / "accommodations" / "clean_accommodations_2022.csv",
+                    accommodations)
+                base = next((db for (path, _), db in cls._cache.items() if path == folder),
+                            None) or cls._read(folder)
+                database = base.with_accommodations(listings.listings, accommodations,
+                                                    listings.dropped)
+                cls._cache[(folder, accommodations)] = database
             return database
 
     @classmethod
@@ -268,43 +337,27 @@ class TravelDatabase:
         base = folder / "database"
         stats: dict[str, int] = defaultdict(int)
 
-        accommodations = []
-        for row in _read_csv(base / "accommodations" / "clean_accommodations_2022.csv"):
-            name, price = _clean(row.get("NAME", "")), _float(row.get("price"), None)
-            if not name or price is None:
-                stats["accommodations_skipped"] += 1
-                continue
-            if not str(row.get("minimum nights", "")).strip():
-                stats["accommodations_default_minimum_nights"] += 1
-            accommodations.append(Accommodation(
-                name=name, room_type=_clean(row.get("room type", "")), price=price,
-                minimum_nights=_int(row.get("minimum nights"), 1),
-                review=_float(row.get("review rate number"), 0.0) or 0.0,
-                house_rules=_clean(row.get("house_rules", "")),
-                maximum_occupancy=_int(row.get("maximum occupancy"), 1),
-                city=_clean(row.get("city", ""))))
-
         restaurants = []
         for row in _read_csv(base / "restaurants" / "clean_restaurant_2022.csv"):
-            name = _clean(row.get("Name", ""))
-            if not name:
+            name = row.get("Name", "")
+            if not name.strip():
                 stats["restaurants_skipped"] += 1
                 continue
             cuisines = tuple(c for c in (_clean(c) for c in row.get("Cuisines", "").split(","))
                              if c)
             restaurants.append(Restaurant(
-                name=name, city=_clean(row.get("City", "")), cuisines=cuisines,
+                name=name, city=row.get("City", ""), cuisines=cuisines,
                 average_cost=_float(row.get("Average Cost"), 0.0) or 0.0,
                 rating=_float(row.get("Aggregate Rating"), 0.0) or 0.0))
 
         attractions = []
         for row in _read_csv(base / "attractions" / "attractions.csv"):
-            name = _clean(row.get("Name", ""))
-            if not name:
+            name = row.get("Name", "")
+            if not name.strip():
                 stats["attractions_skipped"] += 1
                 continue
             attractions.append(Attraction(
-                name=name, city=_clean(row.get("City", "")),
+                name=name, city=row.get("City", ""),
                 address=_clean(row.get("Address", "")), phone=_clean(row.get("Phone", "")),
                 website=(row.get("Website") or "").strip(),
                 latitude=_float(row.get("Latitude"), None),
@@ -323,12 +376,15 @@ class TravelDatabase:
             routes.append((row.get("origin", ""), row.get("destination", ""),
                            row.get("duration", "") or "", parse_km(row.get("distance", ""))))
 
-        flights = list(cls._validation_flights(folder / VALIDATION_CSV, stats))
+        by_instance = cls._validation_flights(folder / VALIDATION_CSV, stats)
+        flights = [flight for row in by_instance for flight in row]
         flights += list(cls._train_flights(base / "train_ref_info.jsonl", stats))
 
-        return cls(flights=flights, accommodations=accommodations, restaurants=restaurants,
+        database = cls(flights=flights, restaurants=restaurants,
                    attractions=attractions, city_states=city_states, states=states,
                    routes=routes, source=folder, stats=dict(stats))
+        database._reference_flights = by_instance
+        return database
 
     @staticmethod
     def _flight_from_cells(cells: dict[str, Any], stats: dict[str, int]) -> Flight | None:
@@ -348,27 +404,31 @@ class TravelDatabase:
                       distance=_float(cells.get("Distance"), 0.0) or 0.0)
 
     @classmethod
-    def _validation_flights(cls, path: Path, stats: dict[str, int]) -> Iterator[Flight]:
-        for row in _read_csv(path):
-            for entry in ast.literal_eval(row["reference_information"]):
-                description = _clean(entry.get("Description", ""))
-                match = _FLIGHT_DESCRIPTION.match(description)
-                if not match:
+    def _validation_flights(cls, path: Path, stats: dict[str, int]) -> list[list[Flight]]:
+        """The flights of each validation row's reference information, row by row."""
+        return [list(cls._row_flights(row, stats)) for row in _read_csv(path)]
+
+    @classmethod
+    def _row_flights(cls, row: dict[str, str], stats: dict[str, int]) -> Iterator[Flight]:
+        for entry in ast.literal_eval(row["reference_information"]):
+            description = _clean(entry.get("Description", ""))
+            match = _FLIGHT_DESCRIPTION.match(description)
+            if not match:
+                continue
+            content = str(entry.get("Content", ""))
+            if not content.lstrip().startswith("Flight Number"):
+                stats["flight_searches_empty"] += 1  # "There is no flight from ..."
+                continue
+            for cells in parse_fixed_width(content, FLIGHT_COLUMNS):
+                flight = cls._flight_from_cells(cells, stats)
+                if flight is None:
                     continue
-                content = str(entry.get("Content", ""))
-                if not content.lstrip().startswith("Flight Number"):
-                    stats["flight_searches_empty"] += 1  # "There is no flight from ..."
-                    continue
-                for cells in parse_fixed_width(content, FLIGHT_COLUMNS):
-                    flight = cls._flight_from_cells(cells, stats)
-                    if flight is None:
-                        continue
-                    if (normalize(flight.origin), normalize(flight.destination),
-                            flight.date) != (normalize(match.group(1)),
-                                             normalize(match.group(2)), match.group(3)):
-                        stats["flight_rows_off_description"] += 1
-                    stats["flight_rows_validation"] += 1
-                    yield flight
+                if (normalize(flight.origin), normalize(flight.destination),
+                        flight.date) != (normalize(match.group(1)),
+                                         normalize(match.group(2)), match.group(3)):
+                    stats["flight_rows_off_description"] += 1
+                stats["flight_rows_validation"] += 1
+                yield flight
 
     @classmethod
     def _train_flights(cls, path: Path, stats: dict[str, int]) -> Iterator[Flight]:
@@ -433,6 +493,33 @@ class TravelDatabase:
     def attraction(self, name: str, city: str | None = None) -> Attraction | None:
         """The first attraction of that name (in ``city`` when given)."""
         return self._named(self._attractions, name, city)
+
+    # --- exact look-ups, for the grader ---------------------------------------------------
+
+    def accommodations_at(self, city: str) -> list[Accommodation]:
+        """The listings whose city is exactly ``city``, in file order."""
+        return self._accommodations[2].get(city, [])
+
+    def restaurants_at(self, city: str) -> list[Restaurant]:
+        """The restaurants whose city is exactly ``city``, in file order."""
+        return self._restaurants[2].get(city, [])
+
+    def attractions_at(self, city: str) -> list[Attraction]:
+        """The attractions whose city is exactly ``city``, in file order."""
+        return self._attractions[2].get(city, [])
+
+    def flights_numbered(self, number: str) -> list[Flight]:
+        """The flights whose number is exactly ``number`` (case counts), in table order."""
+        return self._flights_exact.get(number, [])
+
+    def reference_flights(self, instance: int) -> list[Flight]:
+        """The flights of validation instance ``instance``'s reference information, in order:
+        the table TravelPlanner's evaluation was served for that query in the oracle."""
+        return list(self._reference_flights[instance])
+
+    def route_row(self, origin: str, destination: str) -> RouteRow | None:
+        """The first row of distance.csv from exactly ``origin`` to exactly ``destination``."""
+        return self._route_rows.get((origin, destination))
 
     # --- cities and states ---------------------------------------------------------------
 

@@ -4,18 +4,35 @@ with private search tools over the TravelPlanner sandbox database.
 The agent is told only the high-level request (where from, where to, how long, when). The
 instance's constraints (group size, budget, room type, house rules, cuisines, transport) are the
 human side's hidden information; the grader checks the plan against all of them.
+
+Scoring follows the session's protocol (:mod:`cogym_lab.core.protocol`): under ``cogym`` the
+plan is graded in the grader's ``official`` mode (TravelPlanner's official verdicts, the official
+accommodation table), under ``cogym_lab`` in its ``corrected`` mode. The search tools and the
+grader read the same database, so the listings an agent can find are the ones the grader
+accepts. ``performance`` is Co-Gym's task performance; the scores also hold each applicable
+check's verdict (0/1, by its official name) and TravelPlanner's pass-rate inputs
+(``commonsense_pass``, ``hard_evaluated``, ``hard_pass``, ``final_pass``), which
+:func:`~cogym_lab.envs.travel_planning.pass_rates.pass_rates` aggregates over sessions.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from cogym_lab.core import ActionError, Component, RenderType, action
+from cogym_lab.core.env import SessionScores
+from cogym_lab.core.protocol import DEFAULT_PROTOCOL
 from cogym_lab.envs.dataset_env import DatasetEnv
 from cogym_lab.envs.travel_planning.database import TravelDatabase
-from cogym_lab.envs.travel_planning.grader import Grade, grade_plan, grade_text
+from cogym_lab.envs.travel_planning.grader import (
+    Grade, grade_plan, grade_text, undelivered_grade,
+)
+from cogym_lab.envs.travel_planning.grading_rules import GraderMode, get_rules
 from cogym_lab.envs.travel_planning.instances import load_instances
+from cogym_lab.envs.travel_planning.pass_rates import PlanVerdicts, pass_rates
 from cogym_lab.envs.travel_planning.plan import parse_plan
 from cogym_lab.envs.travel_planning.tools import DatabaseProvider, SearchProvider, SearchResult
 from cogym_lab.lm import LM, configured_lm
@@ -33,6 +50,11 @@ Dinner: <restaurant>, <city>
 Accommodation: <listing>, <city>
 """
 
+#: The grading mode of each scoring protocol.
+PROTOCOL_MODES: dict[str, GraderMode] = {"cogym": "official", "cogym_lab": "corrected"}
+HIDDEN_MIN_WORDS = 8  # a hidden preference's minimum length in words, unless it names ...
+_AMOUNT = re.compile(r"\$\s?\d")  # ... an amount of money, which no honest text would guess
+
 
 @dataclass
 class TravelPlanningEnv(DatasetEnv):
@@ -44,13 +66,39 @@ class TravelPlanningEnv(DatasetEnv):
     name = "travel_planning"
 
     @classmethod
-    def load_dataset(cls, data_dir: str | None) -> list[Any]:
+    def load_dataset(cls, data_dir: str | None,
+                     protocol: str = DEFAULT_PROTOCOL) -> list[Any]:
         return load_instances(data_dir)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.db = TravelDatabase.load(self.data_dir)
+        # one database for the tools and the grader: its accommodation table is the mode's
+        table = get_rules(self.grading_mode).accommodation_table
+        self.db = TravelDatabase.load(self.data_dir, accommodations=table)
         self.search = self.provider or DatabaseProvider(self.db)
+
+    @classmethod
+    def summarise_scores(cls, sessions: Sequence[SessionScores]) -> dict[str, float]:
+        """TravelPlanner's micro and macro pass rates and final pass rate over ``sessions``,
+        as its ``eval.py`` reports them; a session that delivered no graded plan counts as
+        failing every check that applies to its instance."""
+        plans = []
+        for env_args, delivered, scores in sessions:
+            if delivered and "commonsense_pass" in scores:
+                plans.append(PlanVerdicts.from_scores(scores))
+            else:
+                task = load_instances(env_args.get("data_dir"))[int(env_args["instance"])]
+                plans.append(undelivered_grade(task).verdicts())
+        if not plans:
+            return {}
+        rates = pass_rates(plans).to_dict()
+        rates.pop("cogym_performance")  # the report's own performance column says it
+        return {name: float(value) for name, value in rates.items() if name != "plans"}
+
+    @property
+    def grading_mode(self) -> GraderMode:
+        """The grader's mode under this env's protocol."""
+        return PROTOCOL_MODES[self.protocol]
 
     @property
     def task_description(self) -> str:
@@ -61,6 +109,18 @@ class TravelPlanningEnv(DatasetEnv):
 
     def hidden_information(self) -> str:
         return "\n".join(f"- {preference}" for preference in self.task.preferences)
+
+    def hidden_strings(self) -> list[str]:
+        """The hidden preference sentences that an honest text would not contain: those naming
+        an amount of money ("Budget of $7,600 for the entire trip") or of at least
+        :data:`HIDDEN_MIN_WORDS` words. Short ones ("Travel with two people", "Visit 3 cities")
+        are left out: an agent asking its user would write them too. None that the task
+        description (which the agent is given) contains."""
+        visible = " ".join(self.task_description.split()).casefold()
+        kept = [p for p in self.task.preferences
+                if _AMOUNT.search(p) or len(p.split()) >= HIDDEN_MIN_WORDS]
+        return list(dict.fromkeys(p for p in kept if " ".join(p.split()).casefold()
+                                  not in visible))
 
     def _reset(self, seed: int | None) -> None:
         self.plan_text = ""
@@ -81,10 +141,10 @@ class TravelPlanningEnv(DatasetEnv):
 
     def grade(self) -> Grade:
         """Every check's verdict and reason, for the UI and for analysis."""
-        return grade_plan(self.plan_text, self.task, self.db)
+        return grade_plan(self.plan_text, self.task, self.db, mode=self.grading_mode)
 
     def evaluate(self) -> dict[str, float]:
-        return _scores(self.grade())
+        return self.grade().scores()
 
     async def aevaluate(self) -> dict[str, float]:
         """Like ``evaluate``, but a plan written as free text is first rewritten into the
@@ -92,8 +152,8 @@ class TravelPlanningEnv(DatasetEnv):
         lm = self.parser_lm
         if lm is None and self.plan_text.strip() and not parse_plan(self.plan_text).days:
             lm = configured_lm("the plan parser")
-        grade = await grade_text(self.plan_text, self.task, self.db, lm)
-        return {**_scores(grade), "parsed_by_lm": float(grade.parser == "lm")}
+        grade = await grade_text(self.plan_text, self.task, self.db, lm, mode=self.grading_mode)
+        return {**grade.scores(), "parsed_by_lm": float(grade.parser == "lm")}
 
     # -- actions -------------------------------------------------------------------------------
 
@@ -141,8 +201,3 @@ class TravelPlanningEnv(DatasetEnv):
             raise ActionError(f'mode must be "self-driving" or "taxi", not {mode!r}.')
         self.results[role] = self.search.distance_matrix(origin, destination, mode.strip().lower())
 
-
-def _scores(grade: Grade) -> dict[str, float]:
-    return {"performance": grade.performance,
-            "commonsense_pass_rate": grade.commonsense_pass_rate,
-            "hard_pass_rate": grade.hard_pass_rate}

@@ -35,9 +35,12 @@ Fields:
 ``-`` (or an empty value, ``none``, ``n/a``) means nothing is planned for that field.
 
 Parsing is deterministic and tolerant: markdown headers and bold (``## Day 1``, ``**Day 1:**``,
-``**Lunch:**``), bullets (``- Lunch: ...``, ``* ...``, ``1. ...``), any letter case, extra spaces,
-``Attractions`` for ``Attraction``, ``Accommodations``, a trailing ``;``, blank lines, code fences
-and any text before the first day are all accepted. :func:`parse_plan` never raises: what it
+``**Lunch:**``), bullets (``- Lunch: ...``, ``* ...``, ``1. ...``), any letter case of the keys,
+extra spaces around values and around the comma before a city, ``Attractions`` for
+``Attraction``, ``Accommodations``, a trailing ``;``, blank lines, code fences and any text before
+the first day are all accepted. Spaces INSIDE a restaurant, attraction or listing name are kept
+as written (some stored names have double spaces, and the grader compares names as stored);
+city names and Transportation lines have their runs of spaces collapsed. :func:`parse_plan` never raises: what it
 cannot read is listed in :attr:`ParsedPlan.problems`. :func:`format_plan` writes days back in the
 canonical form above, and ``parse_plan(format_plan(days)).days == days``.
 """
@@ -97,10 +100,15 @@ _FLIGHT_BARE = re.compile(r"\b(F\d{4,})\b", re.IGNORECASE)
 
 
 def _clean(value: str) -> str:
-    """One space between words, no space or trailing ``;`` left around, and no markdown bold
-    or code marks around the whole value (``**Tpot, Burbank**``). A single ``*`` stays: some
+    """:func:`_trim`, with one space between words."""
+    return _trim(_SPACES.sub(" ", value))
+
+
+def _trim(value: str) -> str:
+    """No space or trailing ``;`` left around, and no markdown bold or code marks around the
+    whole value (``**Tpot, Burbank**``); spaces inside are kept. A single ``*`` stays: some
     listing names start with one."""
-    value = _SPACES.sub(" ", value).strip().rstrip(";").strip()
+    value = value.strip().rstrip(";").strip()
     for mark in ("**", "__", "`"):
         if len(value) > 2 * len(mark) and value.startswith(mark) and value.endswith(mark):
             value = value[len(mark):-len(mark)].strip()
@@ -108,6 +116,16 @@ def _clean(value: str) -> str:
                                                          or value.endswith(mark)):
             # "**Tpot, Burbank" / "Tpot, Burbank**"
             value = (value[len(mark):] if value.startswith(mark) else value[:-len(mark)]).strip()
+    return value
+
+
+def _entry(value: str) -> str:
+    """A ``<name>, <city>`` entry: the name as written (ends trimmed), one ``", "`` before the
+    city, the city's spaces collapsed."""
+    value = _trim(value)
+    name, comma, city = value.rpartition(",")
+    if comma and name.strip() and city.strip():
+        return f"{name.strip()}, {' '.join(city.split())}"
     return value
 
 
@@ -119,11 +137,11 @@ def is_none(value: str | None) -> bool:
 def split_name_city(entry: str) -> tuple[str, str | None]:
     """``"Cozy Home, Great Location, Burbank"`` -> ``("Cozy Home, Great Location", "Burbank")``:
     the city is what follows the last comma; ``(entry, None)`` when there is no comma."""
-    entry = _clean(entry)
+    entry = _trim(entry)
     name, comma, city = entry.rpartition(",")
     if not comma or not name.strip() or not city.strip():
         return entry.strip(","), None
-    return name.strip(), city.strip()
+    return name.strip(), " ".join(city.split())
 
 
 def cities_of(current_city: str) -> list[str]:
@@ -257,10 +275,15 @@ def _strip_decoration(line: str) -> str:
     return line
 
 
+_NAME_FIELDS = {"breakfast", "lunch", "dinner", "accommodation"}
+
+
 def _normalise(name: str, value: str) -> str | list[str]:
     if name == "attractions":
-        return [_clean(part) for part in value.split(";") if not is_none(part)]
-    return NONE if is_none(value) else _clean(value)
+        return [_entry(part) for part in value.split(";") if not is_none(part)]
+    if is_none(value):
+        return NONE
+    return _entry(value) if name in _NAME_FIELDS else _clean(value)
 
 
 def parse_plan(text: str | None) -> ParsedPlan:
@@ -324,11 +347,13 @@ def format_plan(days: list[DayPlan]) -> str:
     """The days in the canonical form; :func:`parse_plan` reads it back to equal days."""
     blocks = []
     for day in days:
-        attractions = "; ".join(a for a in day.attractions if not is_none(a)) or NONE
+        attractions = "; ".join(_entry(a) for a in day.attractions if not is_none(a)) or NONE
         lines = [f"Day {day.day}:"]
         for name in FIELDS:
             value = attractions if name == "attractions" else getattr(day, name)
-            lines.append(f"{LABELS[name]}: {NONE if is_none(value) else _clean(value)}")
+            if not is_none(value) and name != "attractions":
+                value = _normalise(name, value)
+            lines.append(f"{LABELS[name]}: {NONE if is_none(value) else value}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + ("\n" if blocks else "")
 

@@ -24,18 +24,22 @@ class Flight:
 
 @dataclass(frozen=True)
 class Accommodation:
+    """A listing, its name exactly as the CSV stores it (double spaces and line breaks kept)."""
+
     name: str
     room_type: str  # "Entire home/apt" | "Private room" | "Shared room"
     price: float  # per night for the whole listing
     minimum_nights: int
-    review: float
-    house_rules: str  # e.g. "No smoking & No parties"
+    review: float | None  # None: the CSV leaves it empty
+    house_rules: str  # e.g. "No smoking & No parties"; "" when the CSV leaves it empty
     maximum_occupancy: int
     city: str
 
 
 @dataclass(frozen=True)
 class Restaurant:
+    """A restaurant, its name exactly as the CSV stores it."""
+
     name: str
     city: str
     cuisines: tuple[str, ...]

@@ -6,6 +6,12 @@ database (:class:`~cogym_lab.envs.travel_planning.database.TravelDatabase`), and
 :class:`SearchResult`: a small table with only the useful columns, and, when the table is
 empty, a ``note`` that says why (unknown city, no flight that day, unknown state, bad mode, no
 route), with close spellings or other dates where there are some.
+
+Names are shown exactly as the database stores them (double spaces, leading and trailing spaces
+and line breaks kept): the grader matches a plan's names against the stored ones, so a name
+copied from a result is accepted. :class:`DatabaseProvider` shows the listings of its database's
+one accommodation table, the table the grader of the same database reads (under the official
+table, the 762 listings TravelPlanner's loader drops are never offered).
 """
 
 from __future__ import annotations

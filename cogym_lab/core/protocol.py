@@ -1,0 +1,103 @@
+"""Scoring protocols: the rules a session is counted and scored by, named so results say which.
+
+Researchers publish the numbers cogym_lab prints, so every rule that changes a number is part of
+a named protocol, recorded in ``session.json`` and ``run.json``:
+
+* ``cogym`` (the default) follows the Co-Gym paper and its release: every act of an agent or a
+  simulated user counts toward its step limit (messages and waits too); a session is delivered
+  only when it ends by completion (a finish, the task saying it is done) or at a step limit with
+  a non-empty outcome; H_init is 0 when nobody took initiative; controlled autonomy counts the
+  agent's confirmation questions and the human side's halts, as the message judge labels them.
+  Tasks score as the release does (each task's docs say how) and use the paper's instance sets.
+* ``cogym_lab`` keeps this project's own earlier choices as a named alternative: task actions
+  and refused attempts count toward agents' limits, the human side has none, any ending with a
+  non-empty outcome is delivered, H_init is undefined (NaN) when nobody took initiative, and
+  controlled autonomy also counts formal confirmation requests, pauses, and whether a
+  confirmation got an answer.
+
+``docs/evaluation.md`` has the table of every difference, with an example for each.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+ProtocolName = Literal["cogym", "cogym_lab"]
+DEFAULT_PROTOCOL: ProtocolName = "cogym"
+#: The rules of sessions logged before protocols had names (their ``session.json`` has none).
+LEGACY_PROTOCOL: ProtocolName = "cogym_lab"
+
+#: Endings that count as the task's completion. With the step limit, the only endings the
+#: paper counts as delivered.
+COMPLETION_ENDINGS = frozenset({"finished", "task_done"})
+STEP_LIMIT_ENDING = "step_limit"
+
+
+class ScoringProtocol(BaseModel):
+    """The counting and scoring rules of one protocol."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: ProtocolName
+    summary: str
+    every_act_is_a_step: bool  # messages, waits and confirmations count toward a step limit
+    simulated_user_step_limit: int | None  # None: the simulated user is not limited
+    delivered_only_on_completion: bool  # idle, timeout and event-limit endings deliver nothing
+    h_init_without_initiative: float  # H_init when no message took initiative
+    controlled_autonomy: Literal["judged_messages", "answered_and_halts"]
+
+    def delivers(self, end_reason: str | None) -> bool:
+        """Whether a session that ended for ``end_reason`` may count as delivered."""
+        if not self.delivered_only_on_completion:
+            return True
+        return end_reason in COMPLETION_ENDINGS or end_reason == STEP_LIMIT_ENDING
+
+
+PROTOCOLS: dict[str, ScoringProtocol] = {
+    "cogym": ScoringProtocol(
+        name="cogym",
+        summary="the Co-Gym paper and release: every act counts toward a step limit, delivery "
+                "only at completion or the step limit, release task scores",
+        every_act_is_a_step=True,
+        simulated_user_step_limit=30,
+        delivered_only_on_completion=True,
+        h_init_without_initiative=0.0,
+        controlled_autonomy="judged_messages",
+    ),
+    "cogym_lab": ScoringProtocol(
+        name="cogym_lab",
+        summary="cogym_lab's own choices: task actions count toward agents' limits, any ending "
+                "delivers, finer task scores",
+        every_act_is_a_step=False,
+        simulated_user_step_limit=None,
+        delivered_only_on_completion=False,
+        h_init_without_initiative=math.nan,
+        controlled_autonomy="answered_and_halts",
+    ),
+}
+
+
+def recorded_protocol(session: Mapping[str, Any]) -> ProtocolName:
+    """The protocol a ``session.json`` says its session followed (older files: the legacy one)."""
+    env_args = session.get("env_args") or {}
+    name = session.get("protocol") or env_args.get("protocol") or LEGACY_PROTOCOL
+    return get_protocol(name).name
+
+
+def get_protocol(name: str | ScoringProtocol | None = None) -> ScoringProtocol:
+    """The protocol called ``name`` (the default when ``None``); a clear error for others."""
+    if isinstance(name, ScoringProtocol):
+        return name
+    key = name or DEFAULT_PROTOCOL
+    if key not in PROTOCOLS:
+        raise ValueError(f"Unknown scoring protocol {key!r}; use one of {', '.join(PROTOCOLS)}.")
+    return PROTOCOLS[key]
+
+
+__all__ = ["COMPLETION_ENDINGS", "DEFAULT_PROTOCOL", "LEGACY_PROTOCOL", "PROTOCOLS",
+           "ProtocolName", "STEP_LIMIT_ENDING", "ScoringProtocol", "get_protocol",
+           "recorded_protocol"]

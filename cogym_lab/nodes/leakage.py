@@ -1,0 +1,175 @@
+"""The leakage guard: did anything a task keeps hidden reach an agent other than through a person?
+
+A task declares its hidden strings (``CoEnv.hidden_strings``: a gold answer, a hidden
+preference). While a session runs, the guard searches every notification sent to an agent and
+every prompt an agent's LM was given for them. A hidden string may reach an agent honestly: the
+human side wrote it itself (in a message or an action), or the agent wrote it before it was ever
+shown it (a finding phrased exactly as the gold one), so at the end such hits are excused; what
+is left is reported in ``session.json`` as ``leakage``.
+
+Matching ignores case and collapses whitespace, so a string wrapped over lines by a printout is
+still found. Only views that changed since the role's last notification are searched again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from cogym_lab.core import Event, Notification, parse_canonical
+from cogym_lab.core.actions import ActionError
+
+_SPACE = re.compile(r"\s+")
+_EXCERPT = 120
+
+
+def normalise(text: str) -> str:
+    """Case-folded, with every run of whitespace as one space."""
+    return _SPACE.sub(" ", text.casefold()).strip()
+
+
+def string_leaves(value: Any) -> Iterator[str]:
+    """Every string inside ``value`` (dict keys and values, list items), depth first."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from string_leaves(key)
+            yield from string_leaves(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from string_leaves(item)
+
+
+class LeakHit(BaseModel):
+    """One hidden string found in something an agent was sent."""
+
+    role: str  # the agent that was sent it
+    where: str  # "view:<component>", "chat", "context", "prompt:<purpose>"
+    seq: int | None = None  # the notification's event, for views and chat
+    hidden: str  # the hidden string, shortened
+
+
+class LeakageReport(BaseModel):
+    """What ``session.json`` says under ``leakage``."""
+
+    checked: bool  # False when the task declares no hidden strings
+    hidden_strings: int
+    leaks: list[LeakHit]
+    excused: int  # hits of strings the human side had written itself
+
+    @property
+    def leaked(self) -> bool:
+        return bool(self.leaks)
+
+
+@dataclass
+class LeakageGuard:
+    """Watches what ``agents`` are sent for ``hidden`` strings, and what ``humans`` write (see
+    the module docstring)."""
+
+    hidden: list[str]
+    agents: set[str]
+    humans: set[str]
+    _needles: dict[str, str] = field(default_factory=dict, init=False)
+    _written: list[str] = field(default_factory=list, init=False)
+    _agent_wrote: dict[tuple[str, str], int] = field(default_factory=dict, init=False)
+    _last_seq: dict[str, int] = field(default_factory=dict, init=False)
+    _hits: dict[tuple[str, str, str], LeakHit] = field(default_factory=dict, init=False)
+    _last_content: dict[tuple[str, str], Any] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self._needles = {needle: text for text in self.hidden
+                         if (needle := normalise(text))}
+
+    @property
+    def active(self) -> bool:
+        return bool(self._needles) and bool(self.agents)
+
+    def watch_notification(self, notification: Notification) -> None:
+        """Search what ``notification`` shows its recipient, if it is an agent."""
+        role = notification.recipient
+        if not self.active or role not in self.agents:
+            return
+        seq = notification.seq
+        self._last_seq[role] = max(seq, self._last_seq.get(role, 0))
+        for component in notification.view.components:
+            key = (role, component.name)
+            if key in self._last_content and self._last_content[key] == component.content:
+                continue  # searched already when it last changed
+            self._last_content[key] = component.content
+            self._search(role, f"view:{component.name}", seq, component.content)
+        for message in notification.new_messages:
+            self._search(role, "chat", seq, message.text)
+        for request in notification.pending_confirmations:
+            self._search(role, "confirmation", seq, request.pending_action)
+        if notification.context is not None:
+            self._search(role, "context", seq, notification.context.task_description)
+
+    def watch_prompt(self, role: str, messages: Iterable[Mapping[str, Any]],
+                     purpose: str = "") -> None:
+        """Search one LM prompt of agent ``role``."""
+        if self.active and role in self.agents:
+            contents = [message.get("content") for message in messages]
+            self._search(role, f"prompt:{purpose or 'call'}", self._last_seq.get(role, 0),
+                         contents)
+
+    def watch_event(self, event: Event) -> None:
+        """Remember what the human side wrote in a logged act (a message, an edit), and when
+        an agent first wrote a hidden string itself."""
+        if not self.active or event.status != "ok":
+            return
+        if event.actor in self.humans:
+            self._written.extend(normalise(text) for text in _action_texts(event.action))
+        elif event.actor in self.agents and not event.info.get("follow_up"):
+            # A follow-up carries what the env produced (a cell's outputs), not what the agent
+            # wrote, so it never counts as the agent's own words.
+            text = " \n ".join(normalise(t) for t in _action_texts(event.action))
+            for needle in self._needles:
+                if needle in text:
+                    self._agent_wrote.setdefault((event.actor, needle), event.seq)
+
+    def report(self) -> LeakageReport:
+        """The hits, minus those of strings the human side wrote itself, and those an agent
+        was shown only after it had written them."""
+        written = " \n ".join(self._written)
+        leaks, excused = [], 0
+        for (role, _, needle), hit in self._hits.items():
+            wrote_at = self._agent_wrote.get((role, needle))
+            if needle in written or (wrote_at is not None and (hit.seq or 0) >= wrote_at):
+                excused += 1
+            else:
+                leaks.append(hit)
+        return LeakageReport(checked=bool(self._needles), hidden_strings=len(self._needles),
+                             leaks=leaks, excused=excused)
+
+    def _search(self, role: str, where: str, seq: int | None, value: Any) -> None:
+        text = " \n ".join(normalise(leaf) for leaf in string_leaves(value))
+        if not text:
+            return
+        for needle, original in self._needles.items():
+            key = (role, where, needle)
+            if key not in self._hits and needle in text:
+                self._hits[key] = LeakHit(role=role, where=where, seq=seq,
+                                          hidden=_shorten(original))
+
+
+def _action_texts(action: str | None) -> Iterator[str]:
+    """The strings an act carried (a message's text, an edit's text), or the raw act."""
+    if not action:
+        return
+    try:
+        yield from string_leaves(parse_canonical(action).args)
+    except ActionError:
+        yield action
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= _EXCERPT else text[:_EXCERPT - 1] + "…"
+
+
+__all__ = ["LeakHit", "LeakageGuard", "LeakageReport", "normalise", "string_leaves"]

@@ -22,11 +22,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's tests/support
 
-from cogym_lab.eval import load_session, report, run  # noqa: E402
 from cogym_lab.envs.related_work.search import BM25PaperIndex  # noqa: E402
+from cogym_lab.eval import load_session, report, run  # noqa: E402
 from cogym_lab.testing import ScriptedOpenAIServer  # noqa: E402
 from tests.support.eval_scripts import (  # noqa: E402
-    ReportJudgePlay, RouteByInstance, related_work_routes, tabular_routes, travel_routes,
+    ReportJudgePlay,
+    RouteByInstance,
+    related_work_routes,
+    tabular_routes,
+    travel_routes,
 )
 
 INSTANCES = {"travel_planning": [0, 1, 2, 3], "related_work": [0, 1, 2],

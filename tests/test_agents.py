@@ -10,7 +10,14 @@ from cogym_lab import Session, SessionConfig
 from cogym_lab.agents import AutonomousAgent, CollaborativeAgent, PlanningAgent
 from cogym_lab.agents.render import render_chat, render_component
 from cogym_lab.core import (
-    ActionError, ChatMessage, CoEnv, Component, Coordinator, EventType, Member, RenderType,
+    ActionError,
+    ChatMessage,
+    CoEnv,
+    Component,
+    Coordinator,
+    EventType,
+    Member,
+    RenderType,
     action,
 )
 from cogym_lab.envs import make_env

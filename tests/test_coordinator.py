@@ -12,8 +12,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cogym_lab.core import (
-    ActionOutcome, CoEnv, Component, Coordinator, Deferred, Event, EventType, Member,
-    Notification, RenderType, Transition, action, default_step_limits,
+    ActionOutcome,
+    CoEnv,
+    Component,
+    Coordinator,
+    Deferred,
+    Event,
+    EventType,
+    Member,
+    Notification,
+    RenderType,
+    Transition,
+    action,
+    default_step_limits,
 )
 from cogym_lab.core import collaboration as acts
 from cogym_lab.core.grammar import parse_action

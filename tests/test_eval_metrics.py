@@ -11,20 +11,34 @@ from scipy import stats
 from cogym_lab.eval import load_session
 from cogym_lab.eval.autonomy import controlled_autonomy, party_actions, user_env_act_ratio
 from cogym_lab.eval.effort import (
-    EffortTrace, carry_forward, effort_tokens, scaling_curve, stop_round, summarise,
+    EffortTrace,
+    carry_forward,
+    effort_tokens,
+    scaling_curve,
+    stop_round,
+    summarise,
 )
 from cogym_lab.eval.failures import prevalence, verified_evidence
 from cogym_lab.eval.initiative import initiative_entropy, initiative_shares
 from cogym_lab.eval.labels import FailureAnnotation, FailureFinding, MessageLabel
 from cogym_lab.eval.outcome import (
-    bootstrap_win_rate, collab_score, delivered_performance, mean_and_se, paired_test,
+    bootstrap_win_rate,
+    collab_score,
+    delivered_performance,
+    mean_and_se,
+    paired_test,
     win_score,
 )
 from cogym_lab.eval.rounds import ReplayFailed, grade_rounds, split_rounds
 from cogym_lab.eval.session_metrics import SessionMetrics
 from cogym_lab.eval.trajectory import find_sessions
 from tests.support.trajectories import (
-    AUTONOMOUS_RUN, FOUR_ROUNDS, add, confirm, say, write_session,
+    AUTONOMOUS_RUN,
+    FOUR_ROUNDS,
+    add,
+    confirm,
+    say,
+    write_session,
 )
 
 # -- initiative entropy (Co-Gym Equation 1) ------------------------------------------------------

@@ -23,7 +23,11 @@ from cogym_lab.lm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from cogym_lab.nodes.results import read_events, read_session
 from cogym_lab.testing import ScriptedOpenAIServer
 from tests.support.eval_scripts import (
-    ReportJudgePlay, RouteByInstance, related_work_routes, tabular_routes, travel_routes,
+    ReportJudgePlay,
+    RouteByInstance,
+    related_work_routes,
+    tabular_routes,
+    travel_routes,
 )
 
 pytestmark = pytest.mark.timeout(600)

@@ -14,7 +14,13 @@ import pytest
 from cogym_lab import Session, SessionConfig, replay
 from cogym_lab.bus.redis import RedisBus
 from cogym_lab.core import (
-    ActionOutcome, Deferred, EventType, StepRequest, action, obs_channel, step_channel,
+    ActionOutcome,
+    Deferred,
+    EventType,
+    StepRequest,
+    action,
+    obs_channel,
+    step_channel,
 )
 from cogym_lab.envs.todo import ExampleAgent, ExampleUser, TodoEnv
 from cogym_lab.envs.todo.env import Item

@@ -18,7 +18,6 @@ from cogym_lab.testing import ScriptedOpenAIServer
 from cogym_lab.users import SimulatedUser
 from tests.support.lm_scripts import TodoRolePlay
 
-
 pytestmark = pytest.mark.usefixtures("no_ambient_lm")
 
 

@@ -40,11 +40,17 @@ from typing import Any
 from cogym_lab.core import collaboration as acts
 from cogym_lab.core.actions import Action, ActionError, ActionSpec
 from cogym_lab.core.env import CoEnv, Deferred, StepResult
-from cogym_lab.core.observation import Observation
 from cogym_lab.core.grammar import RawAction, format_action, parse_action
 from cogym_lab.core.messages import (
-    ChatMessage, Confirmation, Event, EventType, Member, Notification, SessionContext,
+    ChatMessage,
+    Confirmation,
+    Event,
+    EventType,
+    Member,
+    Notification,
+    SessionContext,
 )
+from cogym_lab.core.observation import Observation
 from cogym_lab.core.replacements import ReplacementTracker
 
 DEFAULT_AGENT_STEP_LIMIT = 30

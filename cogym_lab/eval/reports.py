@@ -31,7 +31,11 @@ from cogym_lab.eval.failures import prevalence
 from cogym_lab.eval.judges import Judge, make_judge
 from cogym_lab.eval.labels import FAILURE_CATEGORIES
 from cogym_lab.eval.outcome import (
-    bootstrap_win_rate, delivered_performance, mean_and_se, paired_test, win_score,
+    bootstrap_win_rate,
+    delivered_performance,
+    mean_and_se,
+    paired_test,
+    win_score,
 )
 from cogym_lab.eval.session_metrics import SessionMetrics, measure_session, task_description
 from cogym_lab.eval.trajectory import SessionRecord, load_sessions

@@ -31,13 +31,24 @@ from cogym_lab.core.protocol import DEFAULT_PROTOCOL, get_protocol
 from cogym_lab.envs import make_env
 from cogym_lab.envs.registry import _resolve as env_factory
 from cogym_lab.eval.batch_manifest import (
-    Invocation, LMDescription, Price, RunSummary, SessionEntry, Tokens, package_versions,
+    Invocation,
+    LMDescription,
+    Price,
+    RunSummary,
+    SessionEntry,
+    Tokens,
+    package_versions,
     read_run,
 )
 from cogym_lab.eval.batch_progress import BatchProgress, CostMeter, cost_usd, lm_usage
 from cogym_lab.eval.batch_sessions import (
-    clear_partial, finished_entry, is_finished, merge_session_file, record_failure,
-    session_dir_name, usage_by_model,
+    clear_partial,
+    finished_entry,
+    is_finished,
+    merge_session_file,
+    record_failure,
+    session_dir_name,
+    usage_by_model,
 )
 from cogym_lab.eval.instance_spec import InstanceSpec, parse_instances
 from cogym_lab.lm import LM, LMConfig, make_lm
@@ -87,11 +98,12 @@ def run(task: str, team: str | Path | TeamConfig = "collaborative",
     tools (judges, drafting, plan parsing) use the settings for ``"*"`` and ``"tools"``, then the
     environment (``COGYM_MODEL`` ...), then the team file's ``[tools.lm]`` (else its first
     agent's LM). ``protocol`` names the scoring protocol (``cogym``, the paper's, by default; it
-    also picks the instance set). ``env_args`` go to every instance; ``idle_seconds``, ``timeout``, ``agent_step_limit`` and ``session`` override
-    the team's session settings. ``prices`` (US dollars per million input and output tokens, by
-    model name) add a dollar figure to the running cost; a team file may give them too, as
-    ``price = {input = 2.5, output = 10.0}`` under ``[members.ROLE.lm]``. ``progress`` draws a
-    tqdm bar on stderr (or on the given stream; ``False`` for none).
+    also picks the instance set). ``env_args`` go to every instance; ``idle_seconds``,
+    ``timeout``, ``agent_step_limit`` and ``session`` override the team's session settings.
+    ``prices`` (US dollars per million input and output tokens, by model name) add a dollar
+    figure to the running cost; a team file may give them too, as ``price = {input = 2.5,
+    output = 10.0}`` under ``[members.ROLE.lm]``. ``progress`` draws a tqdm bar on stderr (or on
+    the given stream; ``False`` for none).
 
     Works inside a running event loop too (a notebook): the batch then runs on a thread of its
     own. Use :func:`arun` from async code.

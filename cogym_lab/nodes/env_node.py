@@ -13,7 +13,13 @@ from pydantic import ValidationError
 
 from cogym_lab.bus import Bus
 from cogym_lab.core import (
-    Coordinator, Deferred, Event, Notification, StepRequest, Transition, obs_channel,
+    Coordinator,
+    Deferred,
+    Event,
+    Notification,
+    StepRequest,
+    Transition,
+    obs_channel,
     step_channel,
 )
 from cogym_lab.nodes.restore import Restored

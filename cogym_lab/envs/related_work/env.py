@@ -23,7 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cogym_lab.core import (
-    Action, ActionError, ActionOutcome, Component, Deferred, RenderType, action,
+    Action,
+    ActionError,
+    ActionOutcome,
+    Component,
+    Deferred,
+    RenderType,
+    action,
     format_action,
 )
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL

@@ -28,7 +28,10 @@ from cogym_lab.core.protocol import DEFAULT_PROTOCOL
 from cogym_lab.envs.dataset_env import DatasetEnv
 from cogym_lab.envs.travel_planning.database import TravelDatabase
 from cogym_lab.envs.travel_planning.grader import (
-    Grade, grade_plan, grade_text, undelivered_grade,
+    Grade,
+    grade_plan,
+    grade_text,
+    undelivered_grade,
 )
 from cogym_lab.envs.travel_planning.grading_rules import GraderMode, get_rules
 from cogym_lab.envs.travel_planning.instances import load_instances

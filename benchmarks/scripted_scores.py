@@ -48,10 +48,10 @@ def _mean(values: list[float]) -> float:
 def _session_facts(directory: Path) -> dict[str, float]:
     record = load_session(directory)
     messages = [(m.sender, m.text) for m in record.messages]
-    user_calls = directory / "user" / "lm_calls.jsonl"
+    usage = directory / "user" / "usage.json"  # exact counts, whatever the call log kept
     return {"messages": len(messages), "repeated": len(messages) - len(set(messages)),
-            "user_lm_calls": len(user_calls.read_text().splitlines())
-            if user_calls.is_file() else 0}
+            "user_lm_calls": json.loads(usage.read_text()).get("calls", 0)
+            if usage.is_file() else 0}
 
 
 def main() -> int:

@@ -85,15 +85,17 @@ def _notebook(where: Backend) -> dict[str, str] | None:
 
 
 def attach(session_id: str, role: str | None = None, *, mode: str = "auto") -> SessionHandle:
-    """A handle on a running (or ended) session; ``role`` defaults to its first person seat."""
+    """A handle on a running (or ended) session; ``role`` defaults to your first person seat
+    (a server says which seats are yours; in this kernel every seat is)."""
     where = backend(mode)
     summary = where.snapshot(session_id)
+    mine = summary.get("seats", summary.get("people")) or []
     if role is None:
-        role = (summary.get("people") or [None])[0]
-    elif role not in (summary.get("people") or []):
-        seats = ", ".join(summary.get("people") or []) or "none"
-        raise SessionError(f"{role!r} is not a person seat of session {session_id} "
-                           f"(person seats: {seats}).")
+        role = mine[0] if mine else None
+    elif role not in mine:
+        seats = ", ".join(mine) or "none"
+        raise SessionError(f"{role!r} is not a person seat of yours in session {session_id} "
+                           f"(your seats: {seats}).")
     return SessionHandle(where, summary, role=role)
 
 

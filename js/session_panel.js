@@ -7,7 +7,9 @@
 //           panel stays live while the kernel is busy;
 //   local:  the kernel hosts the session and relays messages through the widget's comm.
 // Every view is chosen by a component's render type, never by task. Text from LMs and data is
-// only ever set as textContent, or escaped before any formatting.
+// only ever set as textContent, or escaped before any formatting. Each action carries an id; a
+// refusal (an error frame: too many actions at once, a malformed or oversized message) names it,
+// so the panel shows the person what was not applied and why.
 
 // -- rating rubric (the person rates the outcome and the collaboration at the end) -----------
 
@@ -458,6 +460,13 @@ class ReadOnlyView {
 // -- the panel ------------------------------------------------------------------------------
 
 let outboxCounter = 0;
+let actionCounter = 0;
+
+// The id an action travels with; the server repeats it in any refusal of that action.
+function nextActionId() {
+  actionCounter += 1;
+  return `a${actionCounter}`;
+}
 
 export class Panel {
   constructor(el, model) {
@@ -471,6 +480,7 @@ export class Panel {
     this.outbox = []; // chat messages the person sent that the chat does not show yet
     this.lastChatSeq = 0;
     this.done = false;
+    this.refusedCount = 0; // actions refused since the person last dismissed the error
     this.build(el);
   }
 
@@ -478,7 +488,7 @@ export class Panel {
   receive(message) {
     if (!message || typeof message !== "object") return;
     if (message.type === "status") return this.receiveStatus(message);
-    if (message.error && !message.event) return this.showError(message.error);
+    if (message.type === "error" || (message.error && !message.event)) return this.refused(message);
     if (message.event && message.view) return this.receiveNotification(message);
   }
 
@@ -501,7 +511,9 @@ export class Panel {
     this.connection = h("span", { class: "cogym-connection cogym-muted", testid: "connection-status", dataset: { state: "connecting" }, text: "connecting…" });
     this.steps = h("span", { class: "cogym-muted", testid: "step-counts" });
     this.lastEvent = h("span", { class: "cogym-muted", testid: "last-event" });
-    this.error = h("div", { class: "cogym-error", testid: "panel-error", hidden: true });
+    this.errorText = h("span", { testid: "panel-error-text" });
+    this.error = h("div", { class: "cogym-error", testid: "panel-error", role: "alert", hidden: true }, this.errorText,
+      h("button", { class: "cogym-dismiss", testid: "panel-error-dismiss", title: "Dismiss", "aria-label": "Dismiss", text: "×", on: { click: () => this.dismissError() } }));
     this.workspace = h("div", { class: "cogym-workspace", testid: "workspace" });
     this.agents = h("div", { testid: "agent-statuses" });
     this.pauseButton = h("button", { testid: "pause-button", text: "Pause agent", on: { click: () => this.togglePause() } });
@@ -651,10 +663,11 @@ export class Panel {
   sendChat() {
     const text = this.chatInput.value.trim();
     if (!text || this.done) return;
-    const item = { id: ++outboxCounter, text, state: "pending" };
+    const item = { id: ++outboxCounter, actionId: nextActionId(), text, state: "pending" };
     this.outbox.push(item);
     this.chatInput.value = "";
-    item.state = this.sendAction({ name: "SEND_TEAMMATE_MESSAGE", args: { message: text } }) ? "sent" : "pending";
+    const sent = this.sendAction({ name: "SEND_TEAMMATE_MESSAGE", args: { message: text } }, {}, item.actionId);
+    if (item.state === "pending") item.state = sent ? "sent" : "pending"; // a refusal may have come first
     this.drawChat();
   }
 
@@ -798,14 +811,33 @@ export class Panel {
   // -- sending --------------------------------------------------------------------------------
 
   // Hand an action to the transport; true once it left the panel.
-  sendAction(action, extra = {}) {
-    this.error.hidden = true;
-    return Boolean(this.transport && this.transport.send({ action, ...extra }));
+  sendAction(action, extra = {}, id = nextActionId()) {
+    return Boolean(this.transport && this.transport.send({ action, ...extra, id }));
   }
 
-  showError(text) {
-    this.error.textContent = String(text);
+  // The server (or the kernel) did not apply an action, or could not read a message: say so, and
+  // mark the chat message it was, if it was one, as not sent.
+  refused(message) {
+    const item = message.id === undefined ? null : this.outbox.find((entry) => entry.actionId === message.id);
+    if (item) {
+      item.state = "failed";
+      this.drawChat();
+    }
+    this.refusedCount += 1;
+    const count = this.refusedCount > 1 ? ` (${this.refusedCount} actions refused so far)` : "";
+    this.showError(`${message.error || "The server refused that action."}${count}`, message.code || "error");
+  }
+
+  // Errors stay until the person dismisses them: a burst of actions must not hide its own refusal.
+  showError(text, code = "error") {
+    this.errorText.textContent = String(text);
+    this.error.dataset.code = code;
     this.error.hidden = false;
+  }
+
+  dismissError() {
+    this.error.hidden = true;
+    this.refusedCount = 0;
   }
 
   // -- the rating form at the end -------------------------------------------------------------
@@ -928,7 +960,7 @@ export function localTransport(model, receive, setConnection) {
     if (!content || typeof content !== "object") return;
     if (content.type === "notification") receive(content.data);
     else if (content.type === "status") receive({ type: "status", ...content.data });
-    else if (content.type === "error") receive({ error: content.error });
+    else if (content.type === "error") receive({ type: "error", error: content.error, id: content.id });
     else if (content.type === "rated" || content.type === "rating_error") {
       const pending = waiting.get(content.id);
       waiting.delete(content.id);

@@ -22,7 +22,9 @@ from cogym_lab.core import (
 )
 from cogym_lab.envs import make_env
 from cogym_lab.envs.todo import TodoEnv
+from cogym_lab.eval.trajectory import load_session
 from cogym_lab.lm import LMConfig, make_lm
+from cogym_lab.lm.calllog import log_files, read_calls
 from cogym_lab.nodes.results import read_events
 from cogym_lab.teams import load_team
 from cogym_lab.teams.build import build_team
@@ -111,6 +113,50 @@ def test_each_ready_team_completes_a_session(team_name, tmp_path):
         assert {"plan", "act", "message"} <= agent_kinds
 
 
+def test_a_long_sessions_call_logs_stay_under_their_cap_and_usage_stays_exact(tmp_path):
+    """Each member's ``lm_calls.jsonl`` rotates at ``log_max_bytes``, keeping ``log_backups``
+    older files; ``usage.json`` counts every call all the same, and the trajectory reader finds
+    the tokens there."""
+    cap, backups = 8192, 2
+    play = TodoRolePlay(min_items=7)
+    replies: list[tuple[str, str]] = []
+
+    def responder(body):
+        reply = play(body)
+        replies.append((body["model"], reply))
+        return reply
+
+    with ScriptedOpenAIServer(responder=responder) as server:
+        env = make_env("todo", instance=0)
+        settings = {"base_url": server.base_url, "log_max_bytes": cap, "log_backups": backups}
+        members, kinds_ = build_team(load_team("collaborative-planning"), env,
+                                     {"agent": {"model": "agent-lm", **settings},
+                                      "user": {"model": "user-lm", **settings}})
+        result = Session(env, members, kinds=kinds_, results_dir=tmp_path,
+                         config=SessionConfig(idle_seconds=2, timeout=60)).run_sync()
+        bodies = server.bodies
+    assert result.end_reason == "finished"
+    record = load_session(tmp_path)
+    for role in ("agent", "user"):
+        sent = [b for b in bodies if b["model"] == f"{role}-lm"]
+        answers = [text for model, text in replies if model == f"{role}-lm"]
+        files = log_files(tmp_path / role / "lm_calls.jsonl")
+        assert all(file.stat().st_size <= cap for file in files)
+        assert len(files) <= backups + 1
+        kept = read_calls(tmp_path / role / "lm_calls.jsonl")
+        if role == "agent":  # about 60 calls of a few kB each: it must have rotated
+            assert (tmp_path / role / "lm_calls.1.jsonl").is_file() and len(kept) < len(sent)
+        assert [c["completion"] for c in kept] == answers[-len(kept):]  # the newest, in order
+        usage = json.loads((tmp_path / role / "usage.json").read_text())
+        prompt_words = sum(len(m["content"].split()) for b in sent for m in b["messages"])
+        completion_words = sum(len(text.split()) for text in answers)
+        assert usage["calls"] == len(sent)
+        assert (usage["prompt_tokens"], usage["completion_tokens"]) == (prompt_words,
+                                                                        completion_words)
+        tokens = record.tokens[role]
+        assert (tokens.prompt, tokens.completion) == (prompt_words, completion_words)
+
+
 def test_an_autonomous_session_ends_only_by_its_agent_even_when_a_user_lm_is_reachable(tmp_path):
     """The autonomous baseline spends no user tokens and cannot be ended at event 2 by a
     simulated user: the user's endpoint answers FINISH to anything, and is never asked."""
@@ -197,12 +243,49 @@ async def test_a_failing_lm_is_reported_once_and_never_crashes(server):
     collaborative = CollaborativeAgent(lm(server, max_retries=1), use_scratchpad=False)
     _, first = started(collaborative)
     first_reply = await collaborative.act(first)
-    assert first_reply.startswith("SEND_TEAMMATE_MESSAGE(") and "language model" in first_reply
-    assert await collaborative.act(first) is None  # said once, then quietly waits
-    assert collaborative.lm.meter.failures == 2
+    assert first_reply == ('SEND_TEAMMATE_MESSAGE(message="My language model is not working right '
+                           'now (its server kept reporting errors), so I can\'t do my part of the '
+                           'task for the moment. I\'ll keep trying; you can carry on meanwhile.")')
+    assert collaborative.lm_failing
+    # said once, then quietly waits: waiting on a failing LM is not going round in circles
+    assert [await collaborative.act(first) for _ in range(5)] == [None] * 5
+    assert collaborative.lm.meter.failures == 6
     autonomous = AutonomousAgent(lm(server, max_retries=0), use_scratchpad=False)
     started(autonomous)
     assert [await autonomous.act(first) for _ in range(3)] == [None, None, "FINISH()"]
+
+
+@pytest.mark.parametrize(("first", "plan"), [
+    ("Decision: 12", "WAIT"),  # was read as 1: a task action
+    ("Decision: 2 or 3", "WAIT"),
+    ("Decision: three", "WAIT"),
+    ("Decision: 4", "WAIT"),
+    ("Thought: hmm.", "WAIT"),  # no Decision line
+    ("Decision: 3.", None),  # usable as it is: no repair
+    ("Decision: 3 (wait)", None),
+])
+async def test_the_decision_is_read_whole_with_one_repair(server, first, plan):
+    agent = PlanningAgent(lm(server), use_scratchpad=False)
+    _, notification = started(agent)
+    server.extend([first, "Thought: sorry.\nDecision: 3"])
+    assert await agent.act(notification) == "WAIT_TEAMMATE_CONTINUE()"
+    assert [p.name for p in agent.plans] == ["WAIT"]
+    if plan is None:
+        assert kinds(server) == ["plan"]
+        return
+    assert kinds(server) == ["plan", "repair"]
+    repair = server.bodies[-1]["messages"]
+    assert repair[-2]["content"] == first and "1, 2 or 3" in repair[-1]["content"]
+    assert "Decision:" in repair[-1]["content"]
+
+
+async def test_a_decision_unusable_twice_is_unusable_output(server):
+    agent = PlanningAgent(lm(server), use_scratchpad=False)
+    _, notification = started(agent)
+    server.extend(["Decision: 12", "Decision: 12"])
+    reply = await agent.act(notification)
+    assert reply.startswith("SEND_TEAMMATE_MESSAGE(") and "could not work out" in reply
+    assert kinds(server) == ["plan", "repair"] and agent.plans == []
 
 
 async def test_an_agent_that_keeps_waiting_asks_its_teammate(server):

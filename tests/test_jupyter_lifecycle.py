@@ -39,6 +39,7 @@ from cogym_lab.envs.registry import register_env
 from cogym_lab.jupyter.hosting import HostingError, SessionHost
 from cogym_lab.nodes import replay
 from cogym_lab.nodes.results import read_events, read_session
+from cogym_lab.teams.build import register_member, unregister_member
 from tests.support.jupyter_api import API, receive_until, session_api, wait_until
 
 KAZOO = "Please bring a kazoo"
@@ -350,10 +351,19 @@ class SlowListAgent:
 register_env("slow_list", SlowListEnv)
 
 
-def test_resume_takes_deferred_results_from_the_log_and_redoes_unfinished_work(run, tmp_path):
+@pytest.fixture
+def slow_list_member():
+    """Team files may name SlowListAgent as ``slow-list-agent`` while a test runs."""
+    register_member("slow-list-agent", SlowListAgent)
+    yield "slow-list-agent"
+    unregister_member("slow-list-agent")
+
+
+def test_resume_takes_deferred_results_from_the_log_and_redoes_unfinished_work(
+        run, tmp_path, slow_list_member):
     team = tmp_path / "slow-team.toml"
     team.write_text('name = "slow"\n[members.agent]\nkind = "agent"\n'
-                    f'type = "{__name__}:SlowListAgent"\n')
+                    f'type = "{slow_list_member}"\n')
     results = tmp_path / "results"
 
     async def state_of(host, session_id, predicate):

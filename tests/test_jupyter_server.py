@@ -145,7 +145,7 @@ def test_unknown_sessions_and_bad_requests(run, api):
         status, error = await api("POST", body={"task": "no-such-task"})
         assert status == 400 and "Unknown task 'no-such-task'" in error["message"]
         status, error = await api("POST", body={"task": "todo", "team": "no-such-team"})
-        assert status == 400 and "No team 'no-such-team'" in error["message"]
+        assert status == 400 and "'no-such-team' is not a registered team" in error["message"]
         status, error = await api("POST", body={"task": "todo", "instance": 999})
         assert status == 400 and "no instance 999" in error["message"]
         status, error = await api("POST", body={"task": "todo", "colour": "blue"})
@@ -157,5 +157,20 @@ def test_unknown_sessions_and_bad_requests(run, api):
                                                   "people": ["user"], "idle_seconds": 30})
         assert status == 201 and created["protocol"] == "cogym_lab"
         assert (await api("DELETE", created["session_id"]))[0] == 200
+
+    run(body())
+
+
+def test_the_adversarial_create_requests_are_refused_with_the_field_named(run, api):
+    """The requests that once took the server to 23 GB and started a session bound to fail."""
+    async def body():
+        status, error = await api("POST", body={"task": "todo", "idle_seconds": "abc"})
+        assert status == 400 and error["message"].startswith("idle_seconds:")
+        status, error = await api("POST", raw="[" * 100_000 + "]" * 100_000)
+        assert status == 400 and "c.CogymLab.max_json_depth" in error["message"]
+        status, error = await api("POST", body={"task": "todo", "people": [
+            f"person{i}" for i in range(10_000)]})
+        assert status == 400 and "c.CogymLab.max_seats_per_session" in error["message"]
+        assert (await api("GET"))[1] == {"sessions": []}
 
     run(body())

@@ -24,7 +24,7 @@ from cogym_lab.lm import (
     OpenAILM,
     make_lm,
 )
-from cogym_lab.lm.calllog import REDACTED, read_calls, redact, write_call
+from cogym_lab.lm.calllog import REDACTED, log_files, read_calls, redact, write_call
 from cogym_lab.testing.openai_server import Reply, ScriptedOpenAIServer
 
 KEY = "sk-test-SECRET1234567890abcdef"
@@ -349,6 +349,84 @@ def test_write_call_appends_lines(tmp_path: Path) -> None:
     assert second["note"] == "extra fields are kept" and second["error"] is None
 
 
+def test_the_call_log_rotates_at_its_cap_and_keeps_a_bounded_number_of_files(
+        tmp_path: Path) -> None:
+    path = tmp_path / "lm_calls.jsonl"
+    cap = 4096
+    for n in range(200):  # about 100 kB in all
+        write_call(path, {"purpose": f"call {n}", "messages": [{"role": "user",
+                                                               "content": "x" * 400}]},
+                   max_bytes=cap, backups=2)
+    assert [p.name for p in log_files(path)] == ["lm_calls.2.jsonl", "lm_calls.1.jsonl",
+                                                 "lm_calls.jsonl"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in log_files(path))
+    assert all(p.stat().st_size <= cap for p in log_files(path))
+    kept = [record["purpose"] for record in read_calls(path)]
+    assert kept == [f"call {n}" for n in range(200 - len(kept), 200)]  # the newest, in order
+    assert len(kept) > 10
+    for file in log_files(path):  # every rotated file is whole JSON lines
+        assert all(json.loads(line) for line in file.read_text().splitlines())
+
+
+def test_a_call_log_without_backups_keeps_only_the_live_file(tmp_path: Path) -> None:
+    path = tmp_path / "calls.jsonl"
+    for n in range(50):
+        write_call(path, {"purpose": str(n), "completion": "y" * 500}, max_bytes=4096, backups=0)
+    assert log_files(path) == [path] and path.stat().st_size <= 4096
+    assert read_calls(path)[-1]["purpose"] == "49"
+
+
+def test_one_call_larger_than_the_cap_is_cut_to_fit(tmp_path: Path) -> None:
+    path = tmp_path / "lm_calls.jsonl"
+    prompt = "HEAD " + "middle " * 5000 + " TAIL"
+    write_call(path, {"purpose": "big", "messages": [{"role": "user", "content": prompt}],
+                      "completion": "short answer"}, max_bytes=4096)
+    assert path.stat().st_size <= 4096
+    (record,) = read_calls(path)
+    content = record["messages"][0]["content"]
+    assert record["truncated"] is True and record["completion"] == "short answer"
+    assert content.startswith("HEAD ") and content.endswith(" TAIL") and "characters cut" in content
+    many = [{"role": "user", "content": f"message {n}"} for n in range(2000)]
+    write_call(path, {"purpose": "many", "messages": many}, max_bytes=4096)
+    assert all(p.stat().st_size <= 4096 for p in log_files(path))
+    assert read_calls(path)[-1]["purpose"] == "many"
+
+
+async def test_an_lms_call_log_honours_its_configured_cap(server: ScriptedOpenAIServer,
+                                                          tmp_path: Path) -> None:
+    server.responder = lambda request: Reply("ok " * 50, usage=(1000, 50))
+    lm = lm_for(server, log_max_bytes=8192, log_backups=1)
+    lm.log_to(tmp_path / "lm_calls.jsonl")
+    for _ in range(40):
+        await lm.complete([{"role": "user", "content": "a long prompt " * 100}])
+    files = log_files(tmp_path / "lm_calls.jsonl")
+    assert len(files) == 2 and all(f.stat().st_size <= 8192 for f in files)
+    assert len(read_calls(tmp_path / "lm_calls.jsonl")) < 40
+    assert (lm.meter.calls, lm.meter.prompt_tokens, lm.meter.completion_tokens) == (40, 40_000,
+                                                                                  2000)
+    assert LMConfig().log_max_bytes == 4 * 1024 * 1024 and LMConfig().log_backups == 2
+
+
+# -- text from the LM is valid Unicode ----------------------------------------------------------
+
+async def test_lone_surrogates_in_a_reply_become_replacement_characters(
+        server: ScriptedOpenAIServer, tmp_path: Path) -> None:
+    # json.dumps writes the lone surrogate as the escape "\\ud83d", as a faulty server would.
+    server.add(Reply("Great idea \ud83d and \udc80!"))
+    server.add(Reply(status=400, error="cannot read \ud800 here"))
+    lm = lm_for(server)
+    lm.log_to(tmp_path / "lm_calls.jsonl")
+    completion = await lm.complete(USER, purpose="draft")
+    assert completion.text == "Great idea \ufffd and \ufffd!"
+    with pytest.raises(LMError) as caught:
+        await lm.complete(USER, purpose="draft")
+    assert "cannot read \ufffd here" in str(caught.value)
+    good, bad = read_calls(tmp_path / "lm_calls.jsonl")  # the log is valid UTF-8
+    assert good["completion"] == completion.text
+    assert "cannot read \ufffd here" in bad["error"]
+    assert lm.meter.calls == 1 and lm.meter.failures == 1
+
+
 # -- configuration -------------------------------------------------------------------------------
 
 def test_resolve_precedence() -> None:
@@ -605,6 +683,16 @@ async def test_local_model_max_tokens_stop_and_concurrency(tiny_gguf: Path) -> N
     assert [r.text for r in results] == [short.text] * 5  # calls on one model take turns
     assert lm.meter.calls == 8 and lm.meter.failures == 0
     assert lm.meter.by_purpose["fan"]["calls"] == 5
+
+
+async def test_local_model_fails_within_its_deadline(tiny_gguf: Path) -> None:
+    lm = local_lm(tiny_gguf, max_tokens=4, deadline=0.001)  # less than loading the model takes
+    started = time.monotonic()
+    with pytest.raises(LMError, match="deadline") as caught:
+        await lm.complete(USER)
+    assert time.monotonic() - started < 2.0
+    assert caught.value.reason == "it did not answer within 0.001 seconds"
+    assert lm.meter.failures == 1
 
 
 async def test_local_model_errors_are_lm_errors(tiny_gguf: Path, tmp_path: Path) -> None:

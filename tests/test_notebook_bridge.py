@@ -17,6 +17,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import nbformat
@@ -97,12 +98,28 @@ class NotebookAnalyst:
 
 # -- the server, the notebook, the person -------------------------------------------------------
 
+def write_team_files(folder: Path) -> dict[str, str]:
+    """One team file per script of the analyst, registered with the server by name (a server
+    takes team names only)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    teams = {}
+    for script in SCRIPTS:
+        path = folder / f"team-{script}.toml"
+        path.write_text(f'name = "notebook-{script}"\n[members.agent]\nkind = "agent"\n'
+                        f'type = "notebook-analyst"\n'
+                        f'[members.agent.options]\nscript = "{script}"\n')
+        teams[f"notebook-{script}"] = str(path)
+    return teams
+
+
 @pytest.fixture
 def jp_server_config(tmp_path, jp_root_dir):
     return {
         "ServerApp": {"jpserver_extensions": {"cogym_lab": True, "jupyter_server_ydoc": True,
                                               "jupyter_server_fileid": True}},
-        "CogymLabApp": {"results_dir": str(tmp_path / "results")},
+        "CogymLabApp": {"results_dir": str(tmp_path / "results"),
+                        "teams": write_team_files(tmp_path / "teams"),
+                        "members": {"notebook-analyst": f"{__name__}:NotebookAnalyst"}},
         "SQLiteYStore": {"db_path": str(tmp_path / "ystore.db")},
         "BaseFileIdManager": {"root_dir": str(jp_root_dir), "db_path": str(tmp_path / "ids.db"),
                               "db_journal_mode": "OFF"},
@@ -133,15 +150,13 @@ def api(jp_fetch):
 
 
 @pytest.fixture
-def team_file(tmp_path):
-    def write(script: str) -> str:
-        path = tmp_path / f"team-{script}.toml"
-        path.write_text(f'name = "notebook-{script}"\n[members.agent]\nkind = "agent"\n'
-                        f'type = "{__name__}:NotebookAnalyst"\n'
-                        f'[members.agent.options]\nscript = "{script}"\n')
-        return str(path)
+def team_file():
+    """The registered team whose analyst plays ``script``."""
+    def name(script: str) -> str:
+        assert script in SCRIPTS, script
+        return f"notebook-{script}"
 
-    return write
+    return name
 
 
 @pytest.fixture
@@ -488,7 +503,7 @@ async def _with_error(api, session_id):
 
 
 def recorded_cells_of(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
-    view = snapshot["state"]["views"]["agent"]
+    view = snapshot["state"]["views"]["user"]  # the caller sees its own seat's view
     return next(c for c in view["components"] if c["name"] == "notebook")["content"]["cells"]
 
 

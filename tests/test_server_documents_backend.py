@@ -62,11 +62,8 @@ def open_notebook(server: ServerDocumentsServer, path: str, cells: list[Any]) ->
 
 
 def team_file(server: ServerDocumentsServer, greet: bool) -> str:
-    path = server.root.parent / f"team-greet-{greet}.toml"
-    path.write_text('name = "server-documents"\n[members.agent]\nkind = "agent"\n'
-                    'type = "tests.support.notebook_agents:ScriptedAnalyst"\n'
-                    f'[members.agent.options]\ngreet = {str(greet).lower()}\n')
-    return str(path)
+    """The registered team (the server takes no paths) whose analyst greets, or not."""
+    return "server-documents-greet" if greet else "server-documents-quiet"
 
 
 def create_session(server: ServerDocumentsServer, path: str, kernel_id: str,
@@ -112,7 +109,7 @@ def snapshot(server: ServerDocumentsServer, session_id: str) -> dict[str, Any]:
 
 
 def component(state: dict[str, Any], name: str) -> Any:
-    view = state["state"]["views"]["agent"]
+    view = state["state"]["views"]["user"]  # the caller's own seat: all it may read
     return next(c for c in view["components"] if c["name"] == name)["content"]
 
 

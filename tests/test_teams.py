@@ -176,3 +176,78 @@ def test_the_tasks_tools_get_the_sessions_lm_settings(tmp_path, monkeypatch, use
     assert env.drafting_lm.config.model == env.judge_lm.config.model == "tool-lm"
     assert env.drafting_lm is not env.judge_lm  # each tool meters its own calls
     assert isinstance(env, RelatedWorkEnv)
+
+
+class Recorder:
+    """A member type of a test's own: records the options it was built with."""
+
+    def __init__(self, **options):
+        self.options = options
+
+
+def _team_naming(tmp_path, member_type: str, options: str = "") -> object:
+    path = tmp_path / "team.toml"
+    path.write_text(f'name = "t"\n[members.agent]\ntype = "{member_type}"\n'
+                    f'[members.agent.options]\n{options}')
+    return load_team(path)
+
+
+def test_a_team_file_cannot_name_code_that_nobody_registered(tmp_path):
+    marker = tmp_path / "ran"
+    for member_type in ("os:system", "subprocess:run", "builtins:eval",
+                        f"{__name__}:Recorder", "cogym_lab.envs.todo:TodoEnv"):
+        team = _team_naming(tmp_path, member_type, f'args = ["touch", "{marker}"]\n')
+        with pytest.raises(ValueError, match="not a registered member type") as refused:
+            build_team(team, make_env("todo"))
+        assert f"unknown type {member_type!r}" in str(refused.value)
+        assert "example-agent" in str(refused.value)  # the message lists what is allowed
+    assert not marker.exists()
+    # The example teammates are registered, by name and by their import path.
+    for member_type in ("example-agent", "cogym_lab.envs.todo:ExampleAgent"):
+        members, _ = build_team(_team_naming(tmp_path, member_type), make_env("todo"))
+        assert isinstance(members["agent"], ExampleAgent)
+
+
+def test_member_types_are_registered_in_code_or_by_entry_points(tmp_path, monkeypatch):
+    from cogym_lab.teams.build import (
+        MEMBERS_GROUP,
+        member_types,
+        register_member,
+        unregister_member,
+    )
+
+    register_member("recorder", Recorder)
+    try:
+        members, _ = build_team(_team_naming(tmp_path, "recorder", "speed = 3\n"),
+                                make_env("todo"))
+        assert isinstance(members["agent"], Recorder) and members["agent"].options == {
+            "speed": 3}
+    finally:
+        unregister_member("recorder")
+    with pytest.raises(ValueError, match="built-in member type"):
+        register_member("simulated", Recorder)
+
+    # An installed package's entry point: a real distribution's metadata on sys.path.
+    info = tmp_path / "site" / "cogym_plugin-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: cogym-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{MEMBERS_GROUP}]\nplugin-recorder = "
+                                           f"{__name__}:Recorder\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    assert "plugin-recorder" in member_types()
+    for member_type in ("plugin-recorder", f"{__name__}:Recorder"):
+        members, _ = build_team(_team_naming(tmp_path, member_type), make_env("todo"))
+        assert isinstance(members["agent"], Recorder)
+
+
+def test_a_server_loads_registered_team_names_never_paths(tmp_path):
+    from cogym_lab.teams.config import load_registered_team
+
+    path = tmp_path / "mine.toml"
+    path.write_text('name = "mine"\n[members.agent]\ntype = "example-agent"\n')
+    assert load_registered_team("example").name == "example"
+    assert load_registered_team("mine", {"mine": str(path)}).name == "mine"
+    for name in (str(path), "../mine.toml", "example.toml", 3):
+        with pytest.raises(FileNotFoundError, match="paths are not accepted"):
+            load_registered_team(name, {"mine": str(path)})
+    assert load_team(path).name == "mine"  # the command line still takes a path

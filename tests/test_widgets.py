@@ -490,6 +490,7 @@ async def test_the_panel_renders_every_view_safely_and_sends_actions(browser) ->
     assert await page.get_attribute(_by("editor-state"), "data-state") == "editing"
     await page.click(_by("editor-save"))
     saved = (await page.evaluate("window.sent"))[-1]
+    assert saved.pop("id").startswith("a")  # the panel's name for the action
     assert saved == {"type": "action", "base": original, "action": {
         "name": "EDITOR_UPDATE", "args": {"text": original + "My own line.\n"}}}
 
@@ -543,6 +544,35 @@ async def test_the_panel_renders_every_view_safely_and_sends_actions(browser) ->
                       "satisfaction": 5, "comment": "good teammate"}
     await page.evaluate(deliver, {"type": "rated", "id": 1, "ratings": {}})
     await page.wait_for_selector(_by("rating-result", state="saved"), timeout=30_000)
+    assert errors == []
+
+
+async def test_a_refused_action_is_shown_and_its_chat_message_marked_not_sent(browser) -> None:
+    notes = _gallery_notifications()
+    page, errors = await _open_page(browser, "http://panel.test", LOCAL_STATE)
+    await page.evaluate("(message) => window.deliver(message)",
+                        {"type": "notification", "data": notes["start"]})
+    await page.wait_for_selector(_by("chat-input"), timeout=30_000)
+    for text in ("one", "two"):
+        await page.fill(_by("chat-input"), text)
+        await page.press(_by("chat-input"), "Enter")
+    first, second = (await page.evaluate("window.sent"))[-2:]
+    assert first["id"] != second["id"]
+    refusal = "Too many actions at once: this one was not applied."
+    await page.evaluate("(message) => window.deliver(message)",
+                        {"type": "error", "error": refusal, "id": second["id"]})
+    await page.wait_for_selector(_by("panel-error"), state="visible", timeout=30_000)
+    assert refusal in await page.inner_text(_by("panel-error-text"))
+    assert await page.get_attribute(_by("chat-pending", state="failed"), "data-state") == \
+        "failed"
+    assert "two" in await page.inner_text(_by("chat-pending", state="failed"))
+    assert await page.query_selector(_by("chat-pending", state="sent")) is not None  # "one"
+    await page.evaluate("(message) => window.deliver(message)",
+                        {"type": "error", "error": refusal, "id": "unknown"})
+    await page.wait_for_function("document.querySelector('[data-testid=panel-error-text]')"
+                                 ".textContent.includes('2 actions refused')", timeout=30_000)
+    await page.click(_by("panel-error-dismiss"))
+    assert await page.is_hidden(_by("panel-error"))
     assert errors == []
 
 

@@ -4,6 +4,11 @@ bounded history, one repair attempt for unusable output, a loop guard, and LM-fa
 Subclasses implement :meth:`LMAgent.decide`. Nothing here raises out of ``act``: an LM that keeps
 failing or answers nonsense leads to a clear message to the teammate, a wait, or (for an agent
 that works alone) a finish.
+
+An LM that fails (it errs, hangs or trickles past ``LMConfig.deadline``: every call ends by then)
+is reported to the teammate once, in plain words (``LMError.reason``, never the HTTP details),
+until a decision succeeds again; meanwhile the agent waits quietly and its node shows it as
+failed (:attr:`LMAgent.lm_failing`).
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ import json
 import logging
 import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar, TypeVar, overload
 
 from cogym_lab.agents import render as show
 from cogym_lab.agents.scratchpad import SPECS as SCRATCHPAD_SPECS
@@ -31,6 +37,8 @@ log = logging.getLogger(__name__)
 
 WAIT = "WAIT_TEAMMATE_CONTINUE()"
 FINISH = "FINISH()"
+
+Value = TypeVar("Value")
 
 
 @dataclass
@@ -97,10 +105,13 @@ class LMAgent(abc.ABC):
             self._lm_failures_in_a_row = 0
             self._reported_lm_failure = False
         except LMError as error:
+            # Not through the loop guard: waiting on a failing LM is not going round in circles,
+            # and the failure is reported once already.
             action = self._on_lm_failure(error)
         except UnusableOutput as error:
-            action = self._on_unusable(str(error))
-        action = self._guard(action)
+            action = self._guard(self._on_unusable(str(error)))
+        else:
+            action = self._guard(action)
         if action is not None:
             self.steps += 1
             self.history.append(Step(action))
@@ -173,20 +184,38 @@ class LMAgent(abc.ABC):
         except ActionError as error:
             raise UnusableOutput(str(error)) from None
 
-    async def ask_field(self, system: str, instruction: str, field: str, purpose: str) -> str:
-        """Ask for a reply with a ``Field: value`` line and return the value (one repair)."""
+    @overload
+    async def ask_field(self, system: str, instruction: str, field: str,
+                        purpose: str) -> str: ...
+
+    @overload
+    async def ask_field(self, system: str, instruction: str, field: str, purpose: str,
+                        read: Callable[[str | None], Value]) -> Value: ...
+
+    async def ask_field(self, system: str, instruction: str, field: str, purpose: str,
+                        read: Callable[[str | None], Any] | None = None) -> Any:
+        """Ask for a reply with a ``Field: value`` line; the value, as ``read`` reads it.
+
+        ``read`` gets the text after the last ``Field:`` marker (``None`` when there is none) and
+        raises ``ValueError`` (such as :class:`~cogym_lab.agents.choice.UnusableChoice`) saying
+        why when the value cannot be used; without it any non-empty value is used as it is. An
+        unusable first reply gets one repair prompt that says what was wrong; a second raises
+        :class:`UnusableOutput`.
+        """
+        reader = read or _non_empty(field)
         messages: Messages = [{"role": "system", "content": system},
                               {"role": "user", "content": instruction}]
         reply = await self.ask(messages, purpose)
-        value = extract_field(reply, field)
-        if value is None:
+        try:
+            return reader(extract_field(reply, field))
+        except ValueError as problem:
             messages += [{"role": "assistant", "content": reply},
-                         {"role": "user", "content": f"Please answer again and include a line "
-                                                     f"starting with '{field}:'."}]
-            value = extract_field(await self.ask(messages, purpose + ":repair"), field)
-        if value is None:
-            raise UnusableOutput(f"the reply had no '{field}:' line")
-        return value
+                         {"role": "user", "content": agent_prompt(
+                             "repair_field", error=problem, field=field)}]
+        try:
+            return reader(extract_field(await self.ask(messages, purpose + ":repair"), field))
+        except ValueError as problem:
+            raise UnusableOutput(str(problem)) from None
 
     def actions_text(self, specs: dict[str, ActionSpec]) -> str:
         return describe_actions(list(specs.values()))
@@ -239,6 +268,7 @@ class LMAgent(abc.ABC):
         return self.message(agent_prompt("stuck_message", reason=reason))
 
     def _on_lm_failure(self, error: LMError) -> str | None:
+        """Tell the teammate once, in plain words; the details go to the log only."""
         log.warning("%s: LM failed: %s", getattr(self, "role", "agent"), error)
         self._lm_failures_in_a_row += 1
         if not self.collaborates:
@@ -246,7 +276,8 @@ class LMAgent(abc.ABC):
         if self._reported_lm_failure:
             return None
         self._reported_lm_failure = True
-        return self.message(agent_prompt("lm_failure_message", error=_short(str(error))))
+        reason = getattr(error, "reason", None) or "it gave no usable answer"
+        return self.message(agent_prompt("lm_failure_message", reason=_short(reason)))
 
     def _on_unusable(self, error: str) -> str | None:
         log.info("%s: unusable LM output: %s", self.role, error)
@@ -264,6 +295,17 @@ class LMAgent(abc.ABC):
 def _canonical(reply: str, specs: dict[str, ActionSpec]) -> str:
     action, spec = parse_action(reply, specs)
     return format_action(action, spec)
+
+
+def _non_empty(field: str) -> Callable[[str | None], str]:
+    """The reader :meth:`LMAgent.ask_field` uses by default: any text after ``Field:``."""
+
+    def read(value: str | None) -> str:
+        if value is None:
+            raise ValueError(f"the reply had no '{field}:' line")
+        return value
+
+    return read
 
 
 def extract_field(reply: str, field: str) -> str | None:

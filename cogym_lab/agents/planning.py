@@ -1,12 +1,17 @@
 """Collaborative Agent with Situational Planning: decide the kind of step first (task action,
-message, or wait, from in-context examples), then produce that step."""
+message, or wait, from in-context examples), then produce that step.
+
+The ``Decision:`` line is read strictly (:func:`~cogym_lab.agents.choice.read_choice`): exactly
+one of 1, 2 or 3, the whole number (``12`` is not 1). Anything else gets one repair prompt, and
+then counts as unusable output like any other (:meth:`LMAgent._on_unusable`).
+"""
 
 from __future__ import annotations
 
-import re
 from enum import Enum
 
-from cogym_lab.agents.base import WAIT, LMAgent, UnusableOutput, merge_specs
+from cogym_lab.agents.base import WAIT, LMAgent, merge_specs
+from cogym_lab.agents.choice import read_choice
 from cogym_lab.agents.templates import agent_prompt
 from cogym_lab.core import Notification
 
@@ -15,6 +20,9 @@ class Plan(Enum):
     TASK_ACTION = "1"
     MESSAGE = "2"
     WAIT = "3"
+
+
+PLAN_NUMBERS = tuple(int(plan.value) for plan in Plan)
 
 
 class PlanningAgent(LMAgent):
@@ -40,8 +48,7 @@ class PlanningAgent(LMAgent):
         return await self.ask_action(system, instruction, specs, "act")
 
     async def plan(self, system: str) -> Plan:
-        decision = await self.ask_field(system, agent_prompt("plan"), "Decision", "plan")
-        digit = re.search(r"[123]", decision)
-        if digit is None:
-            raise UnusableOutput(f"the decision {decision[:40]!r} is not 1, 2 or 3")
-        return Plan(digit.group())
+        def read(value: str | None) -> Plan:
+            return Plan(str(read_choice(value, PLAN_NUMBERS, "Decision")))
+
+        return await self.ask_field(system, agent_prompt("plan"), "Decision", "plan", read)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cogym_lab.core import Event, EventType
+from cogym_lab.core.env import is_non_empty
 from cogym_lab.eval.trajectory import SessionRecord
 from cogym_lab.lm import LM
 
@@ -78,7 +79,7 @@ def _outcome_key(env: Any) -> str:
 
 def _key(outcome: Any) -> str:
     """A comparable form of an outcome; every empty outcome is the same as none."""
-    if outcome is None or outcome == "" or outcome == [] or outcome == {}:
+    if not is_non_empty(outcome):
         return "null"
     return json.dumps(outcome, sort_keys=True, default=str)
 

@@ -9,37 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from cogym_lab.jupyter.client import CogymServer, CogymServerError, KernelIdentity, find_server
+from cogym_lab.jupyter.models import CreateRequest
+
+__all__ = ["Backend", "CreateRequest", "LocalBackend", "ServerBackend", "SessionError", "backend",
+           "server_backend"]
 
 
 class SessionError(Exception):
     """A session could not be created, found or driven; the message says why."""
-
-
-class CreateRequest(BaseModel):
-    """What it takes to start a session: the body of ``POST /cogym/api/sessions``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    task: str
-    instance: int | None = None
-    team: str | None = None
-    people: list[str] = Field(default_factory=list)
-    env_args: dict[str, Any] = Field(default_factory=dict)
-    lm: dict[str, Any] | None = None
-    notebook: dict[str, str] | None = None  # {"path", "kernel_id"}: share this kernel
-    idle_seconds: float | None = None
-    timeout: float | None = None
-    max_events: int | None = None
-    agent_step_limit: int | None = None
-    seed: int | None = None
-    protocol: str | None = None
-
-    def body(self) -> dict[str, Any]:
-        """The JSON body, without the fields left unset."""
-        return self.model_dump(mode="json", exclude_none=True)
 
 
 class Backend(Protocol):
@@ -137,8 +115,8 @@ class LocalBackend:
             raise SessionError(error.message) from None
 
     def create(self, request: CreateRequest) -> dict[str, Any]:
-        fields = request.model_dump(exclude_none=True)
-        fields.pop("notebook", None)  # no server: the task runs its own kernel
+        fields = request.host_arguments()
+        fields["notebook"] = None  # no server: the task runs its own kernel
         hosted = self._call(self.host.create(**fields))
         return hosted.summary()
 

@@ -6,19 +6,25 @@ import tempfile
 from pathlib import Path
 
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Unicode, default
+from traitlets import Bool, Dict, Float, Int, List, Unicode, default
 
+from cogym_lab.jupyter.create_policy import CreatePolicy
 from cogym_lab.jupyter.handlers import (
     ActionsHandler,
     InterruptHandler,
     RatingHandler,
     ResumeHandler,
+    SeatsHandler,
     SessionHandler,
     SessionsHandler,
     SessionWebSocketHandler,
 )
 from cogym_lab.jupyter.hosting import SessionHost
+from cogym_lab.jupyter.limits import KIB, ServerLimits
 from cogym_lab.jupyter.notebook import NotebookOpener
+from cogym_lab.jupyter.quota import ActionRates, SessionQuota
+
+_DEFAULTS = ServerLimits()
 
 _ID = r"(?P<session_id>[A-Za-z0-9_.-]+)"
 
@@ -35,6 +41,55 @@ class CogymLab(ExtensionApp):
                              "in-process bus per session.").tag(config=True)
     default_team = Unicode("example", help="Team used when a request names none.").tag(
         config=True)
+
+    # -- what requests may name -----------------------------------------------------------------
+    teams = Dict(key_trait=Unicode(), value_trait=Unicode(),
+                 help="Team files requests may name, by name -> path, beside the ready teams. "
+                      "A request never gives a path itself.").tag(config=True)
+    members = Dict(key_trait=Unicode(), value_trait=Unicode(),
+                   help="Member types team files may name, by name -> 'package.module:Class', "
+                        "beside the built-in ones and the 'cogym_lab.members' entry points."
+                   ).tag(config=True)
+    lm_base_urls = List(Unicode(), help="LM endpoints a request's lm.base_url may point at (a "
+                                        "URL under one of them), beside the server's own "
+                                        "OPENAI_BASE_URL.").tag(config=True)
+    allow_loopback_lm = Bool(True, help="Whether lm.base_url may also be any loopback address "
+                                        "(a local LM server).").tag(config=True)
+
+    # -- limits ---------------------------------------------------------------------------------
+    max_seats_per_session = Int(_DEFAULTS.max_seats_per_session, min=1,
+                                help="Person seats ('people') one session may have.").tag(
+        config=True)
+    max_sessions_per_user = Int(_DEFAULTS.max_sessions_per_user, min=1,
+                                help="Sessions one user may have running at once.").tag(
+        config=True)
+    max_sessions = Int(_DEFAULTS.max_sessions, min=1,
+                       help="Sessions the server runs at once, all users together.").tag(
+        config=True)
+    max_request_bytes = Int(_DEFAULTS.max_request_bytes, min=KIB,
+                            help="Largest REST request body, in bytes.").tag(config=True)
+    max_action_bytes = Int(_DEFAULTS.max_action_bytes, min=KIB,
+                           help="Largest action: a WebSocket message or an actions request "
+                                "body, in bytes.").tag(config=True)
+    max_json_depth = Int(_DEFAULTS.max_json_depth, min=2,
+                         help="How deeply a body or message may nest objects and arrays.").tag(
+        config=True)
+    ws_actions_per_second = Float(_DEFAULTS.ws_actions_per_second, min=0.01,
+                                  help="Actions one connection may send a second on average "
+                                       "(the WebSocket, and REST actions per user and "
+                                       "session); more are refused with an error.").tag(
+        config=True)
+    ws_action_burst = Int(_DEFAULTS.ws_action_burst, min=1,
+                          help="Actions one connection may send at once before the rate "
+                               "applies.").tag(config=True)
+
+    def server_limits(self) -> ServerLimits:
+        return ServerLimits(
+            max_seats_per_session=self.max_seats_per_session,
+            max_sessions_per_user=self.max_sessions_per_user, max_sessions=self.max_sessions,
+            max_request_bytes=self.max_request_bytes, max_action_bytes=self.max_action_bytes,
+            max_json_depth=self.max_json_depth, ws_actions_per_second=self.ws_actions_per_second,
+            ws_action_burst=self.ws_action_burst)
 
     @default("results_dir")
     def _default_results_dir(self) -> str:
@@ -56,9 +111,26 @@ class CogymLabApp(CogymLab):
     load_other_extensions = True
 
     def initialize_settings(self) -> None:
+        from cogym_lab.datasets import data_dir
+        from cogym_lab.teams.build import register_member
+
+        for name, path in self.members.items():
+            register_member(name, path)
+        # Requests come from others: team names only, never a path to a file.
         self.host = SessionHost(self.results_dir, redis_url=self.redis_url,
-                                default_team=self.default_team)
-        self.settings["cogym_lab_host"] = self.host
+                                default_team=self.default_team, teams=self.teams,
+                                team_paths=False)
+        limits = self.server_limits()
+        self.settings.update({
+            "cogym_lab_host": self.host,
+            "cogym_lab_limits": limits,
+            "cogym_lab_policy": CreatePolicy(
+                results_root=Path(self.results_dir), data_root=data_dir(), teams=self.teams,
+                lm_base_urls=list(self.lm_base_urls), allow_loopback_lm=self.allow_loopback_lm,
+                limits=limits),
+            "cogym_lab_quota": SessionQuota(limits, self.host.running),
+            "cogym_lab_rates": ActionRates(limits),
+        })
         self.host.notebooks = NotebookOpener(self.serverapp)  # sessions in a notebook's kernel
         stored = self.host.recover()  # sessions an earlier server left: interrupted or finished
         if stored:
@@ -75,6 +147,7 @@ class CogymLabApp(CogymLab):
             (rf"/cogym/api/sessions/{_ID}/resume/?", ResumeHandler),
             (rf"/cogym/api/sessions/{_ID}/rating/?", RatingHandler),
             (rf"/cogym/api/sessions/{_ID}/interrupt/?", InterruptHandler),
+            (rf"/cogym/api/sessions/{_ID}/seats/?", SeatsHandler),
             (rf"/cogym/api/sessions/{_ID}/ws", SessionWebSocketHandler),
         ])
 

@@ -1,10 +1,17 @@
 """REST and websocket handlers under ``/cogym/api``. Every one requires an authenticated user
-allowed on the ``cogym`` resource."""
+allowed on the ``cogym`` resource, and reaches sessions through a :class:`Gate` for that user:
+a session is its creator's, and others reach only the seats shared with them.
+
+Bodies are read within the server's limits before anything else happens (see
+:mod:`cogym_lab.jupyter.limits`): too big is ``413``, not UTF-8, not JSON or nested too deeply is
+``400``, and a well-formed body is then validated by its pydantic model (``400`` naming the field).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized, ws_authenticated
@@ -12,39 +19,109 @@ from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from jupyter_server.utils import ensure_async
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from cogym_lab.core.messages import obs_channel, status_channel
+from cogym_lab.jupyter.access import (
+    SessionAccess,
+    identity_of,
+    new_seat_token,
+    visible_state,
+)
+from cogym_lab.jupyter.create_policy import CreatePolicy
+from cogym_lab.jupyter.gate import Gate
 from cogym_lab.jupyter.hosting import HostingError, SessionHost
-from cogym_lab.jupyter.models import RatingRequest, validation_message
+from cogym_lab.jupyter.limits import ServerLimits, TokenBucket, read_json
+from cogym_lab.jupyter.models import (
+    ActionBody,
+    ActionFrame,
+    CreateRequest,
+    RatingRequest,
+    SeatClaim,
+    validation_message,
+)
+from cogym_lab.jupyter.quota import ActionRates, SessionQuota
+
+log = logging.getLogger(__name__)
 
 AUTH_RESOURCE = "cogym"
-_CREATE_FIELDS = {"task", "instance", "team", "people", "env_args", "lm", "notebook",
-                  "idle_seconds", "timeout", "max_events", "agent_step_limit", "seed",
-                  "protocol"}
+_BODY_METHODS = ("POST", "PUT", "PATCH")
 
 
+class ServerParts:
+    """What the handlers share, from the extension's settings."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.host: SessionHost = settings["cogym_lab_host"]
+        self.limits: ServerLimits = settings["cogym_lab_limits"]
+        self.policy: CreatePolicy = settings["cogym_lab_policy"]
+        self.quota: SessionQuota = settings["cogym_lab_quota"]
+        self.rates: ActionRates = settings["cogym_lab_rates"]
+
+
+@web.stream_request_body
 class CogymAPIHandler(ExtensionHandlerMixin, APIHandler):
+    """Streams its body so that one too big is refused from its headers, before it is read."""
+
     auth_resource = AUTH_RESOURCE
+    #: The setting that limits this endpoint's body.
+    body_limit = "max_request_bytes"
+
+    @property
+    def parts(self) -> ServerParts:
+        return ServerParts(self.settings)
 
     @property
     def host(self) -> SessionHost:
-        return self.settings["cogym_lab_host"]
+        return self.parts.host
+
+    @property
+    def who(self) -> str:
+        return identity_of(self.current_user, self.identity_provider)
+
+    @property
+    def gate(self) -> Gate:
+        return Gate(self.host, self.who)
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        self._chunks: list[bytes] = []
+        self._received = 0
+        await super().prepare()
+        if self.request.method not in _BODY_METHODS:
+            return
+        limit = getattr(self.parts.limits, self.body_limit)
+        declared = self.request.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise web.HTTPError(413, f"The body is {int(declared)} bytes; this endpoint takes "
+                                     f"at most {limit} (c.CogymLab.{self.body_limit}).")
+        # A body sent in chunks has no length to check first: tornado stops it at the limit.
+        self.request.connection.set_max_body_size(limit)
+
+    def data_received(self, chunk: bytes) -> None:
+        self._chunks.append(chunk)
 
     def error(self, status: int, message: str) -> None:
         self.set_status(status)
         self.finish({"error": message, "message": message})
 
     def json_body(self) -> dict[str, Any]:
-        try:
-            body = json.loads(self.request.body or b"{}")
-        except ValueError as error:
-            raise HostingError(f"The request body is not JSON: {error}") from None
+        """The body as a JSON object, within the limits; ``HostingError`` otherwise."""
+        limits = self.parts.limits
+        body = read_json(b"".join(self._chunks) or b"{}",
+                         max_bytes=getattr(limits, self.body_limit),
+                         max_depth=limits.max_json_depth, what="The request body",
+                         size_setting=self.body_limit)
         if not isinstance(body, dict):
             raise HostingError("The request body must be a JSON object.")
         return body
+
+    def model_body(self, model: type[BaseModel]) -> Any:
+        try:
+            return model.model_validate(self.json_body())
+        except ValidationError as error:
+            raise HostingError(validation_message(error)) from None
 
     def send(self, data: Any, status: int = 200) -> None:
         self.set_status(status)
@@ -53,91 +130,120 @@ class CogymAPIHandler(ExtensionHandlerMixin, APIHandler):
 
 
 class SessionsHandler(CogymAPIHandler):
+    """``GET``: the caller's sessions (created or shared with them). ``POST``: create one."""
+
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        self.send({"sessions": self.host.list()})
+        self.send({"sessions": self.gate.sessions()})
 
     @web.authenticated
     @authorized
     async def post(self) -> None:
+        parts, who = self.parts, self.who
         try:
-            body = self.json_body()
-            unknown = set(body) - _CREATE_FIELDS
-            if unknown:
-                raise HostingError(f"Unknown fields: {', '.join(sorted(unknown))}.")
-            instance, env_args = body.pop("instance", None), body.pop("env_args", None) or {}
-            if instance is not None and (not isinstance(instance, int)
-                                         or isinstance(instance, bool)):
-                raise HostingError("'instance' must be an integer.")
-            if not isinstance(env_args, dict):
-                raise HostingError("'env_args' must be an object.")
-            people = body.pop("people", None) or []
-            if not isinstance(people, list):
-                raise HostingError("'people' must be a list of role names.")
-            hosted = await self.host.create(body.pop("task", None), instance=instance,
-                                            env_args=env_args, team=body.pop("team", None),
-                                            people=people, **body)
+            request = parts.policy.check(self.model_body(CreateRequest))
+            tokens = {role: new_seat_token() for role in request.seat_tokens}
+            access = SessionAccess(owner=who, seat_users=dict(request.seat_users),
+                                   seat_tokens={role: digest for role, (_, digest)
+                                                in tokens.items()})
+            with parts.quota.place(who):
+                hosted = await self.host.create(**request.host_arguments(), access=access)
         except HostingError as error:
             return self.error(error.status, error.message)
         self.set_header("Location", self.request.path.rstrip("/") + "/" + hosted.session_id)
-        self.send(hosted.summary(), status=201)
+        answer = self.gate.summary(hosted)
+        if tokens:  # shown this once: the server keeps only their digests
+            answer["seat_tokens"] = {role: token for role, (token, _) in tokens.items()}
+        self.send(answer, status=201)
 
 
 class SessionHandler(CogymAPIHandler):
+    """``GET``: the session as the caller's seats see it. ``DELETE``: its creator ends it."""
+
     @web.authenticated
     @authorized
     async def get(self, session_id: str) -> None:
         try:
-            self.send(self.host.snapshot(session_id))
+            self.send(self.gate.snapshot(session_id))
         except HostingError as error:
             self.error(error.status, error.message)
 
     @web.authenticated
     @authorized
     async def delete(self, session_id: str) -> None:
+        gate = self.gate
         try:
-            hosted = await self.host.end(session_id)
+            gate.owned(session_id, "end")
+            ended = await self.host.end(session_id)
         except HostingError as error:
             return self.error(error.status, error.message)
-        self.send(hosted.summary())
+        self.send(gate.summary(ended))
 
 
 class ActionsHandler(CogymAPIHandler):
+    """``POST {"role", "action", "base"?}``: act in one of the caller's seats."""
+
+    body_limit = "max_action_bytes"
+
     @web.authenticated
     @authorized
     async def post(self, session_id: str) -> None:
+        parts, who = self.parts, self.who
         try:
-            body = self.json_body()
-            request = await self.host.act(session_id, body.get("role"), body.get("action"),
-                                          base=body.get("base"))
+            body = self.model_body(ActionBody)
+            Gate(self.host, who).seat(session_id, body.role)
+            if not parts.rates.allow(who, session_id):
+                raise HostingError(rate_message(parts.limits), status=429)
+            request = await self.host.act(session_id, body.role, body.action, base=body.base)
         except HostingError as error:
             return self.error(error.status, error.message)
         self.send({"request_id": request.id, "role": request.role}, status=202)
 
 
-class ResumeHandler(CogymAPIHandler):
-    """``POST .../sessions/<id>/resume``: carry on a session a server restart interrupted.
-    Answers with the session's summary and the state restored from its log."""
+class SeatsHandler(CogymAPIHandler):
+    """``POST {"token"}``: take the seat a seat token opens (each token works once). Answers
+    ``{"session_id", "role"}``; the seat is then the caller's, as if it had been given by name."""
 
     @web.authenticated
     @authorized
     async def post(self, session_id: str) -> None:
         try:
-            hosted = await self.host.resume(session_id)
+            claim = self.model_body(SeatClaim)
+            role = self.host.claim_seat(session_id, claim.token, self.who)
         except HostingError as error:
             return self.error(error.status, error.message)
-        self.send(hosted.summary() | {"state": hosted.restored_state})
+        self.send({"session_id": session_id, "role": role})
+
+
+class ResumeHandler(CogymAPIHandler):
+    """``POST .../sessions/<id>/resume``: its creator carries on a session a server restart
+    interrupted. Answers with the summary and the state (as the caller's seats see it)."""
+
+    @web.authenticated
+    @authorized
+    async def post(self, session_id: str) -> None:
+        parts, gate = self.parts, self.gate
+        try:
+            gate.owned(session_id, "resume")
+            with parts.quota.place(gate.who):
+                hosted = await self.host.resume(session_id)
+        except HostingError as error:
+            return self.error(error.status, error.message)
+        state = visible_state(hosted.restored_state, gate.seats(hosted))
+        self.send(gate.summary(hosted) | {"state": state})
 
 
 class InterruptHandler(CogymAPIHandler):
     """``POST .../sessions/<id>/interrupt``: stop the cell the session's kernel is running
-    (the agent sees a KeyboardInterrupt). Answers ``{"interrupted": bool}``."""
+    (the agent sees a KeyboardInterrupt); its creator or a seat holder may. Answers
+    ``{"interrupted": bool}``."""
 
     @web.authenticated
     @authorized
     async def post(self, session_id: str) -> None:
         try:
+            self.gate.entry(session_id)
             interrupted = await self.host.interrupt(session_id)
         except HostingError as error:
             return self.error(error.status, error.message)
@@ -146,38 +252,50 @@ class InterruptHandler(CogymAPIHandler):
 
 class RatingHandler(CogymAPIHandler):
     """``POST .../sessions/<id>/rating`` with ``{"role", "outcome_rating", "satisfaction",
-    "comment"}``: a person seat rates the session (also after it ended)."""
+    "comment"}``: a person rates the session from a seat of theirs (also after it ended)."""
 
     @web.authenticated
     @authorized
     async def post(self, session_id: str) -> None:
+        gate = self.gate
         try:
-            body = RatingRequest.model_validate(self.json_body())
-            ratings = self.host.rate(session_id, body.role, body.outcome_rating,
-                                     body.satisfaction, body.comment)
-        except ValidationError as error:
-            return self.error(400, validation_message(error))
+            body = self.model_body(RatingRequest)
+            gate.seat(session_id, body.role)
+            self.host.rate(session_id, body.role, body.outcome_rating, body.satisfaction,
+                           body.comment)
         except HostingError as error:
             return self.error(error.status, error.message)
+        ratings = gate.snapshot(session_id)["ratings"]
         self.send({"session_id": session_id, "ratings": ratings}, status=201)
 
 
 class SessionWebSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler,
                               JupyterHandler):
-    """Follows one person seat: streams its notifications, forwards its actions.
+    """Follows one person seat of the caller's: streams its notifications, takes its actions.
 
     Open ``.../sessions/<id>/ws?role=<role>``. Each notification arrives as a JSON text message;
     send ``{"action": "..."}`` or ``{"action": {"name": ..., "args": {...}}}`` to act (add
-    ``"base": text`` to a whole-text replacement: the text the person edited, so edits made
-    meanwhile are merged). Agents' status updates arrive as ``{"type": "status", ...}``. Opening
-    asks the env for the current state, so a reconnecting browser catches up.
+    ``"base": text`` to a whole-text replacement, and ``"id"`` to have answers name the action).
+    Agents' status updates arrive as ``{"type": "status", ...}``. Every action is either sent
+    on to the env or answered by ``{"type": "error", "code", "error", "id"}``: a frame too big,
+    not JSON, of the wrong shape, or over the connection's rate (``"rate_limited"``). The socket
+    stays open through all of them. Opening asks the env for the current state, so a
+    reconnecting browser catches up.
     """
 
     auth_resource = AUTH_RESOURCE
 
     @property
+    def parts(self) -> ServerParts:
+        return ServerParts(self.settings)
+
+    @property
     def host(self) -> SessionHost:
-        return self.settings["cogym_lab_host"]
+        return self.parts.host
+
+    @property
+    def max_message_size(self) -> int:  # type: ignore[override]
+        return self.parts.limits.ws_frame_ceiling
 
     @ws_authenticated
     async def get(self, session_id: str) -> None:
@@ -187,10 +305,14 @@ class SessionWebSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHa
             raise web.HTTPError(403)
         self.role = self.get_argument("role", "")
         try:
-            self.host.check_seat(session_id, self.role)
+            Gate(self.host, identity_of(self.current_user, self.identity_provider)).seat(
+                session_id, self.role)
+            self.host.check_seat(session_id, self.role)  # 409 until a stored session resumes
         except HostingError as error:
             raise web.HTTPError(error.status, error.message) from None
+        limits = self.parts.limits
         self.session_id = session_id
+        self.bucket = TokenBucket(limits.ws_actions_per_second, limits.ws_action_burst)
         self._subscription = None
         self._pump: asyncio.Task[None] | None = None
         await super().get(session_id)
@@ -207,12 +329,12 @@ class SessionWebSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHa
         try:
             await self.host.sync(session_id, self.role)
         except HostingError as error:
-            self._reply({"error": error.message})
+            await self._send(error_frame("refused", error.message))
 
     async def _forward(self) -> None:
         subscription = self._subscription
         async for message in subscription:
-            try:
+            try:  # awaited: a browser that reads slowly slows its own feed, not the server
                 await self.write_message(json.dumps(message, default=str))
             except WebSocketClosedError:
                 return
@@ -226,18 +348,45 @@ class SessionWebSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHa
 
     async def on_message(self, message: str | bytes) -> None:  # type: ignore[override]
         try:
-            data = json.loads(message)
-            if not isinstance(data, dict) or "action" not in data:
-                raise HostingError("Send {\"action\": ...}.")
-            await self.host.act(self.session_id, self.role, data["action"],
-                                base=data.get("base"))
-        except (ValueError, HostingError) as error:
-            text = error.message if isinstance(error, HostingError) else f"Not JSON: {error}"
-            self._reply({"error": text})
+            reply = await self._handle(message)
+        except Exception:  # tornado would drop the socket: the person gets an answer instead
+            log.exception("cogym_lab: a WebSocket message of session %s failed",
+                          self.session_id)
+            reply = error_frame("internal", "The server could not handle that message.")
+        if reply is not None:
+            await self._send(reply)
 
-    def _reply(self, data: dict[str, Any]) -> None:
+    async def _handle(self, message: str | bytes) -> dict[str, Any] | None:
+        """Send one frame's action on, or say why not (the answer to send back)."""
+        limits = self.parts.limits
+        data: Any = None
+        problem: HostingError | None = None
         try:
-            self.write_message(json.dumps(data))
+            data = read_json(message, max_bytes=limits.max_action_bytes,
+                             max_depth=limits.max_json_depth, what="The message",
+                             size_setting="max_action_bytes")
+        except HostingError as error:
+            problem = error
+        frame_id = _frame_id(data)
+        if not self.bucket.take():  # every frame counts, well formed or not
+            return error_frame("rate_limited", rate_message(limits), frame_id)
+        if problem is not None:
+            code = "too_large" if problem.status == 413 else "bad_message"
+            return error_frame(code, problem.message, frame_id)
+        try:
+            frame = ActionFrame.model_validate(data)
+        except ValidationError as error:
+            return error_frame("bad_message", 'Send {"action": ...}: '
+                               + validation_message(error), frame_id)
+        try:
+            await self.host.act(self.session_id, self.role, frame.action, base=frame.base)
+        except HostingError as error:
+            return error_frame("refused", error.message, frame_id)
+        return None
+
+    async def _send(self, data: dict[str, Any]) -> None:
+        try:
+            await self.write_message(json.dumps(data))
         except WebSocketClosedError:
             pass
 
@@ -250,3 +399,31 @@ class SessionWebSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHa
             pump = getattr(self, name, None)
             if pump is not None:
                 pump.cancel()
+
+
+def error_frame(code: str, message: str, frame_id: Any = None) -> dict[str, Any]:
+    """A WebSocket answer that refuses an action: ``code`` for programs, ``error`` for people,
+    ``id`` naming the client's action when it gave one."""
+    frame: dict[str, Any] = {"type": "error", "code": code, "error": message}
+    if frame_id is not None:
+        frame["id"] = frame_id
+    return frame
+
+
+def rate_message(limits: ServerLimits) -> str:
+    return (f"Too many actions at once: this connection may send {limits.ws_actions_per_second:g} "
+            f"a second (bursts of {limits.ws_action_burst}). This one was not applied; send it "
+            "again in a moment.")
+
+
+def _frame_id(data: Any) -> Any:
+    """The client's id of a frame, if it gave a usable one (echoed back as it came)."""
+    if not isinstance(data, dict):
+        return None
+    value = data.get("id")
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) or (isinstance(value, str) and len(value) <= 64):
+        return value
+    return None
+

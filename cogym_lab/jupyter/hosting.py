@@ -20,6 +20,7 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,11 +29,13 @@ from pydantic import ValidationError
 
 from cogym_lab.bus import Bus, connect_bus
 from cogym_lab.core.messages import StepRequest, step_channel
+from cogym_lab.jupyter.access import SessionAccess
 from cogym_lab.jupyter.models import (
     HOSTING_FILE,
     RATINGS_FILE,
     HostingRecord,
     Rating,
+    SessionSettings,
     StoredRating,
     validation_message,
 )
@@ -50,8 +53,6 @@ from cogym_lab.nodes.session import Session, SessionResult
 log = logging.getLogger(__name__)
 
 NOTEBOOK_TASKS = frozenset({"tabular_analysis"})  # tasks whose env takes a ``notebook`` link
-_CONFIG_OVERRIDES = ("idle_seconds", "timeout", "max_idle_ticks", "max_events",
-                     "agent_step_limit", "join_timeout", "seed")
 SHUTDOWN_REASON = "the server stopped"
 
 
@@ -79,6 +80,7 @@ class HostedSession:
     result: SessionResult | None = None
     error: str | None = None
     restored_state: dict[str, Any] | None = None  # the state a resume rebuilt from the log
+    access: SessionAccess | None = None  # whose it is; None: this process's own (no server)
 
     @property
     def session_id(self) -> str:
@@ -133,10 +135,16 @@ class SessionHost:
     (the server's, or a kernel's)."""
 
     def __init__(self, results_dir: str | Path, redis_url: str | None = None,
-                 default_team: str = "example") -> None:
+                 default_team: str = "example", *, teams: Mapping[str, str] | None = None,
+                 team_paths: bool = True) -> None:
+        """``teams`` registers team files by name beside the ready ones; ``team_paths`` says
+        whether a team may also be a file path (yes in a kernel or a script, which run their
+        owner's code anyway; never in a server, whose requests come from others)."""
         self.results_dir = Path(results_dir)
         self.redis_url = redis_url
         self.default_team = default_team
+        self.teams = dict(teams or {})
+        self.team_paths = team_paths
         self.sessions: dict[str, HostedSession] = {}
         self.stored: dict[str, StoredSession] = {}
         #: Links sessions to a person's notebook (its kernel and live document): a
@@ -149,7 +157,7 @@ class SessionHost:
                      env_args: dict[str, Any] | None = None, team: str | None = None,
                      people: list[str] | None = None, lm: dict[str, Any] | None = None,
                      notebook: dict[str, Any] | None = None, protocol: str | None = None,
-                     **overrides: Any) -> HostedSession:
+                     access: SessionAccess | None = None, **overrides: Any) -> HostedSession:
         """Build the env and team and start the session in the background.
 
         ``people`` names roles played by a person: a team member of that role becomes a person
@@ -158,7 +166,9 @@ class SessionHost:
         model joins as a guide that says in the chat what to set. ``notebook`` (``{"path",
         "kernel_id"}``) runs the task in that notebook's kernel and live document (the first
         person seat, "user" by default, is the notebook's person). ``protocol`` names the
-        scoring protocol (the default one when ``None``). Raises ``HostingError``.
+        scoring protocol (the default one when ``None``). ``access`` says whose session it is
+        and which seats are shared (a server sets it; ``None`` in a kernel). Raises
+        ``HostingError``.
         """
         # Every argument goes into the request: `hosting.json` keeps it and `resume` rebuilds
         # the session from it alone.
@@ -167,6 +177,13 @@ class SessionHost:
                    "lm": lm, "notebook": notebook, "protocol": protocol,
                    "settings": dict(overrides)}
         hosted = self._build(request)
+        if access is not None:
+            shared = sorted({*access.seat_users, *access.seat_tokens} - set(hosted.people))
+            if shared:
+                await hosted.session.env.aclose()
+                raise HostingError(f"{', '.join(shared)} is not a person seat of this session "
+                                   "(only person seats can be shared).")
+            hosted.access = access
         await self._connect_notebook(hosted)
         self._save_record(hosted)
         await self._start(hosted)
@@ -195,6 +212,7 @@ class SessionHost:
             raise HostingError(f"Session {session_id!r} cannot be rebuilt: {error.message}",
                                status=500) from None
         hosted.created_at = stored.record.created_at
+        hosted.access = stored.access
         cut = trim_torn_tail(stored.directory)
         if cut:
             log.warning("session %s: dropped a half-written last event (%d bytes)", session_id,
@@ -224,7 +242,6 @@ class SessionHost:
         """The session a request describes, not yet started. Raises ``HostingError``."""
         from cogym_lab.envs.registry import make_env
         from cogym_lab.jupyter.no_lm import build_team_with_guides
-        from cogym_lab.teams import load_team
         from cogym_lab.teams.build import attach_tool_lms, session_config, tool_lm_config
         from cogym_lab.teams.config import MemberConfig
 
@@ -233,11 +250,12 @@ class SessionHost:
         overrides = dict(request.get("settings") or {})
         if not isinstance(task, str) or not task:
             raise HostingError("'task' is required: the name of a task (see `cogym-lab tasks`).")
-        unknown = set(overrides) - set(_CONFIG_OVERRIDES)
-        if unknown:
-            raise HostingError(f"Unknown session settings: {', '.join(sorted(unknown))}.")
         try:
-            team_config = load_team(team)
+            overrides = SessionSettings.model_validate(overrides).overrides()
+        except ValidationError as error:
+            raise HostingError(f"Bad session settings: {validation_message(error)}") from None
+        try:
+            team_config = self._load_team(team)
         except Exception as error:
             raise HostingError(_message(error)) from error
         env_args = dict(request.get("env_args") or {})
@@ -271,6 +289,13 @@ class SessionHost:
         seats = [member.role for member in session.team if member.kind == "person"]
         return HostedSession(session=session, team=team_config.name, task=task, people=seats,
                              request=request)
+
+    def _load_team(self, team: Any) -> Any:
+        from cogym_lab.teams.config import load_registered_team, load_team
+
+        if self.team_paths:
+            return load_team(team)
+        return load_registered_team(team, self.teams)
 
     def _link_notebook(self, notebook: Any, task: str, person: str) -> Any:
         """A (not yet connected) link to the notebook a request names."""
@@ -307,7 +332,8 @@ class SessionHost:
                              if "key" not in k.lower() and "token" not in k.lower()}
         record = HostingRecord(session_id=hosted.session_id, request=request,
                                team=hosted.team, people=hosted.people,
-                               created_at=hosted.created_at, **this_process())
+                               created_at=hosted.created_at, access=hosted.access,
+                               **this_process())
         directory = hosted.directory
         assert directory is not None
         directory.mkdir(parents=True, exist_ok=True)
@@ -383,9 +409,7 @@ class SessionHost:
     # -- looking up ---------------------------------------------------------------------------
 
     def list(self) -> list[dict[str, Any]]:
-        known: list[HostedSession | StoredSession] = [*self.stored.values(),
-                                                      *self.sessions.values()]
-        return [entry.summary() for entry in sorted(known, key=_created_at)]
+        return [entry.summary() for entry in self.entries()]
 
     def get(self, session_id: str) -> HostedSession:
         """A session this server runs (or ran). Raises ``HostingError``: 404 for an unknown id,
@@ -406,6 +430,43 @@ class SessionHost:
 
     def _find(self, session_id: str) -> HostedSession | StoredSession:
         return self.sessions.get(session_id) or self._stored(session_id)
+
+    def find(self, session_id: str) -> HostedSession | StoredSession:
+        """A session this server runs or an earlier one left; ``HostingError`` 404 if neither."""
+        return self._find(session_id)
+
+    def entries(self) -> list[HostedSession | StoredSession]:
+        """Every session known here, oldest first."""
+        known: list[HostedSession | StoredSession] = [*self.stored.values(),
+                                                      *self.sessions.values()]
+        return sorted(known, key=_created_at)
+
+    def running(self, owner: str | None = None) -> int:
+        """How many sessions run here now (those of ``owner`` only, when given)."""
+        return sum(1 for hosted in self.sessions.values() if hosted.status == "running"
+                   and (owner is None or (hosted.access is not None
+                                          and hosted.access.owner == owner)))
+
+    def claim_seat(self, session_id: str, token: str, who: str) -> str:
+        """Give ``who`` the seat a seat token opens, once; its role. ``HostingError`` 404 for an
+        unknown session and for a token that opens none of its seats (a wrong one, or one used
+        already), alike: a wrong guess learns nothing."""
+        refusal = HostingError(f"No session {session_id!r} has a seat for that token (a seat "
+                               "token works once).", status=404)
+        try:
+            entry = self._find(session_id)
+        except HostingError:
+            raise refusal from None
+        access = entry.access
+        role = access.claim(token, who) if access is not None else None
+        if role is None:
+            raise refusal
+        if isinstance(entry, HostedSession):
+            self._save_record(entry)
+        else:
+            entry.record.access = access
+            write_json(entry.directory / HOSTING_FILE, entry.record.model_dump(mode="python"))
+        return role
 
     def snapshot(self, session_id: str) -> dict[str, Any]:
         """Summary, current (or final) state, result, and ratings of a session."""
@@ -528,10 +589,6 @@ class SessionHost:
             await asyncio.wait(runners, timeout=wait)
 
 
-
-
-
-
 def _created_at(entry: HostedSession | StoredSession) -> float:
     return entry.created_at if isinstance(entry, HostedSession) else entry.record.created_at
 
@@ -539,8 +596,6 @@ def _created_at(entry: HostedSession | StoredSession) -> float:
 def _not_a_seat(role: Any, people: list[str]) -> str:
     seats = ", ".join(people) or "none"
     return f"{role!r} is not a person seat of this session (person seats: {seats})."
-
-
 
 
 def _request(role: str, kind: str, action: Any) -> StepRequest:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cogym_lab.jupyter.access import TOKEN_HOLDER, SessionAccess
 from cogym_lab.jupyter.models import HostingRecord
 
 RESULT_FIELDS = ("end_reason", "delivered", "outcome", "scores", "step_counts", "events",
@@ -32,6 +33,13 @@ class StoredSession:
     @property
     def people(self) -> list[str]:
         return self.record.people
+
+    @property
+    def access(self) -> SessionAccess:
+        """Whose session it is; a record older than ownership is the server token holder's."""
+        if self.record.access is None:
+            self.record.access = SessionAccess(owner=TOKEN_HOLDER)
+        return self.record.access
 
     @property
     def status(self) -> str:

@@ -1,7 +1,12 @@
 """The LM interface every agent, simulated user and judge talks to.
 
 One async method, :meth:`LM.complete`, with retries, token and latency accounting, and a call log
-handled by the implementation. Callers handle :class:`LMError`, raised once retries are spent.
+handled by the implementation. Callers handle :class:`LMError`, raised once retries are spent or
+the call's deadline (``LMConfig.deadline``) has passed, whichever comes first.
+
+Every reply text is made valid Unicode here (:func:`cogym_lab.core.text.clean_text`), in one place
+for every provider, before the caller, the meter or the call log sees it: a reply may carry a lone
+surrogate (a JSON ``"\\ud83d"``), which no UTF-8 file or CRDT document can hold.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cogym_lab.core.text import clean_text
 from cogym_lab.lm.calllog import call_record, redact, write_call
 from cogym_lab.lm.config import LMConfig
 
@@ -23,12 +29,27 @@ log = logging.getLogger(__name__)
 Messages = list[dict[str, str]]
 
 
+#: What an :class:`LMError` says to a teammate when its raiser gave no plainer reason.
+DEFAULT_REASON = "it gave no usable answer"
+
+
 class LMError(RuntimeError):
-    """The LM gave no usable answer after every retry. The message says why."""
+    """The LM gave no usable answer after every retry, or within its deadline.
+
+    The message says why, for logs and developers (model, endpoint, HTTP status ...). ``reason``
+    says it in plain words for a teammate in the chat ("it did not answer within 120 seconds").
+    """
+
+    def __init__(self, message: str, *, reason: str = DEFAULT_REASON) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class LMNotConfigured(LMError):
     """No model or endpoint is set. The message says exactly what to set."""
+
+    def __init__(self, message: str, *, reason: str = "it is not set up") -> None:
+        super().__init__(message, reason=reason)
 
 
 @dataclass
@@ -97,7 +118,8 @@ class LM(abc.ABC):
         self.prompt_watchers: list[Callable[[Messages, str], None]] = []
 
     def log_to(self, path: str | Path | None) -> None:
-        """Append every call (prompt, completion, usage, latency; secrets redacted) to ``path``."""
+        """Append every call (prompt, completion, usage, latency; secrets redacted) to ``path``,
+        rotated at ``config.log_max_bytes`` (see :mod:`cogym_lab.lm.calllog`)."""
         self.log_path = Path(path) if path else None
 
     @abc.abstractmethod
@@ -114,7 +136,8 @@ class LM(abc.ABC):
 
     def _succeed(self, messages: Messages, purpose: str, text: str, usage: Usage,
                  started: float, attempts: int) -> Completion:
-        """Count and log a good answer; the completion for the caller."""
+        """Count and log a good answer; the completion for the caller, its text valid Unicode."""
+        text = clean_text(text)
         latency = time.monotonic() - started
         self.meter.record(purpose, usage, latency)
         self._log(messages, purpose, text, usage, latency, attempts, None)
@@ -122,13 +145,17 @@ class LM(abc.ABC):
                           model=self.config.model or "", attempts=attempts)
 
     def _fail(self, messages: Messages, purpose: str, started: float, attempts: int,
-              message: str) -> LMError:
-        """Count and log a final failure; the error for the caller to raise."""
+              message: str, reason: str = DEFAULT_REASON) -> LMError:
+        """Count and log a final failure; the error for the caller to raise.
+
+        ``message`` is for logs (it may quote the server: its text is cleaned and redacted);
+        ``reason`` is the plain-words version a teammate reads.
+        """
         latency = time.monotonic() - started
         self.meter.failures += 1
-        message = redact(message, self.secrets)
+        message = clean_text(redact(message, self.secrets))
         self._log(messages, purpose, None, Usage(), latency, attempts, message)
-        return LMError(message)
+        return LMError(message, reason=reason)
 
     def _log(self, messages: Messages, purpose: str, text: str | None, usage: Usage,
              latency: float, attempts: int, error: str | None) -> None:
@@ -145,7 +172,8 @@ class LM(abc.ABC):
                              completion_tokens=usage.completion_tokens, latency=latency,
                              attempts=attempts, error=error)
         try:
-            write_call(self.log_path, record, self.secrets)
+            write_call(self.log_path, record, self.secrets, max_bytes=self.config.log_max_bytes,
+                       backups=self.config.log_backups)
         except OSError as exc:  # a full disk must not turn a good answer into a failure
             log.warning("could not write the LM call log %s: %s", self.log_path, exc)
 

@@ -5,17 +5,29 @@ Each line holds ``time`` (UTC, ISO 8601), ``purpose``, ``model``, ``base_url``, 
 attempts), ``attempts`` and ``error`` (null on success). Before a line is written, every given
 secret (such as the API key) is replaced by ``[REDACTED]`` wherever it occurs, and so is anything
 shaped like an OpenAI-style key (``sk-`` and at least 16 key characters) or a ``Bearer`` token.
+Every text is made valid Unicode first (:func:`cogym_lab.core.text.clean`), so a reply with a lone
+surrogate can always be written as UTF-8.
+
+The log is bounded. With ``max_bytes``, :func:`write_call` rotates the file before a line would
+take it past that size: ``lm_calls.jsonl`` becomes ``lm_calls.1.jsonl``, the earlier
+``lm_calls.1.jsonl`` becomes ``lm_calls.2.jsonl``, and so on; only ``backups`` rotated files are
+kept, the oldest is deleted. A single line longer than ``max_bytes`` (a huge prompt) is written
+with its longest strings cut in the middle and ``"truncated": true``, so no file ever exceeds the
+cap. :func:`log_files` lists a log's files oldest first and :func:`read_calls` reads them all.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from cogym_lab.core.text import clean
 
 REDACTED = "[REDACTED]"
 
@@ -27,6 +39,10 @@ _KEY_PATTERN = re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_\-]{16,}")
 _BEARER_PATTERN = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/\-]+=*")
 
 _write_lock = threading.Lock()
+
+# How a string cut to fit the cap reads: head, this note, tail.
+_CUT_NOTE = " [... {count} characters cut ...] "
+_SMALLEST_CUT = 64  # below this a cut string says nothing; drop the bulky fields instead
 
 
 def _redact_text(text: str, secrets: list[str]) -> str:
@@ -64,21 +80,106 @@ def redact(obj: Any, secrets: Iterable[str | None] | None = ()) -> Any:
 
 
 def write_call(path: str | Path, record: dict[str, Any],
-               secrets: Iterable[str | None] | None = ()) -> None:
+               secrets: Iterable[str | None] | None = (), *, max_bytes: int | None = None,
+               backups: int = 2) -> None:
     """Append ``record`` to the JSON-lines file at ``path`` (folders created as needed).
 
     Missing standard fields are written as null (``time`` defaults to now); extra keys are kept.
-    The whole line is redacted with :func:`redact` first.
+    The whole line is cleaned (valid Unicode) and redacted with :func:`redact` first. With
+    ``max_bytes``, the file is rotated first when this line would take it past ``max_bytes``,
+    keeping ``backups`` rotated files (see the module's docstring).
     """
     line: dict[str, Any] = {name: record.get(name) for name in FIELDS}
     if line["time"] is None:
         line["time"] = datetime.now(UTC).isoformat(timespec="milliseconds")
     line.update({k: v for k, v in record.items() if k not in line})
-    text = json.dumps(redact(line, secrets), ensure_ascii=False, default=str)
+    line = redact(clean(line), secrets)
+    data = (_fit(line, max_bytes - 1) if max_bytes else _dumps(line)).encode("utf-8") + b"\n"
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _write_lock, target.open("a", encoding="utf-8") as handle:
-        handle.write(text + "\n")
+    with _write_lock:
+        if max_bytes and _size(target) + len(data) > max_bytes:
+            _rotate(target, backups)
+        with target.open("ab") as handle:
+            handle.write(data)
+
+
+def log_files(path: str | Path) -> list[Path]:
+    """The files of the call log at ``path`` that exist, oldest first: the rotated ones
+    (``lm_calls.N.jsonl`` ... ``lm_calls.1.jsonl``), then ``path`` itself."""
+    target = Path(path)
+    rotated = [_rotated(target, n) for n in range(_highest_rotation(target), 0, -1)]
+    return [p for p in [*rotated, target] if p.is_file()]
+
+
+def _dumps(line: dict[str, Any]) -> str:
+    return json.dumps(line, ensure_ascii=False, default=str)
+
+
+def _fit(line: dict[str, Any], max_bytes: int) -> str:
+    """``line`` as JSON of at most ``max_bytes`` bytes, its longest strings cut if need be."""
+    text = _dumps(line)
+    if len(text.encode("utf-8")) <= max_bytes:
+        return text
+    limit = max_bytes // 2
+    while limit >= _SMALLEST_CUT:
+        text = _dumps({**_cut_strings(line, limit), "truncated": True})
+        if len(text.encode("utf-8")) <= max_bytes:
+            return text
+        limit //= 2
+    # Thousands of messages: keep what says which call it was, and what came of it.
+    small = {k: v for k, v in line.items() if k not in ("messages", "completion")}
+    return _dumps({**_cut_strings(small, _SMALLEST_CUT), "messages": None, "completion": None,
+                   "truncated": True})
+
+
+def _cut_strings(value: Any, limit: int) -> Any:
+    """A copy of ``value`` with every string longer than ``limit`` cut to its head and tail."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return value
+        half = limit // 2
+        return value[:half] + _CUT_NOTE.format(count=len(value) - 2 * half) + value[-half:]
+    if isinstance(value, dict):
+        return {k: _cut_strings(v, limit) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_cut_strings(v, limit) for v in value]
+    return value
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _rotated(path: Path, number: int) -> Path:
+    """``lm_calls.jsonl`` -> ``lm_calls.NUMBER.jsonl``: the suffix stays, so tools that open
+    ``*.jsonl`` still read rotated files."""
+    return path.with_name(f"{path.stem}.{number}{path.suffix}")
+
+
+def _highest_rotation(path: Path) -> int:
+    if not path.parent.is_dir():
+        return 0
+    pattern = re.compile(rf"{re.escape(path.stem)}\.(\d+){re.escape(path.suffix)}")
+    numbers = [int(m.group(1)) for p in path.parent.iterdir() if (m := pattern.fullmatch(p.name))]
+    return max(numbers, default=0)
+
+
+def _rotate(path: Path, backups: int) -> None:
+    """Shift ``path`` to ``.1``, ``.1`` to ``.2`` ...; delete what falls beyond ``backups``."""
+    for number in range(_highest_rotation(path), 0, -1):
+        older = _rotated(path, number)
+        if number >= backups:
+            older.unlink(missing_ok=True)
+        else:
+            os.replace(older, _rotated(path, number + 1))
+    if backups > 0:
+        os.replace(path, _rotated(path, 1))
+    else:
+        path.unlink(missing_ok=True)
 
 
 def call_record(*, purpose: str, model: str | None, base_url: str | None, messages: Any,
@@ -101,6 +202,13 @@ def call_record(*, purpose: str, model: str | None, base_url: str | None, messag
 
 
 def read_calls(path: str | Path) -> list[dict[str, Any]]:
-    """Every record in a call log, in order."""
-    with Path(path).open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    """Every record still kept in the call log at ``path``, oldest first: its rotated files,
+    then ``path`` itself. Raises ``FileNotFoundError`` when there is no log at all."""
+    files = log_files(path)
+    if not files:
+        raise FileNotFoundError(f"no call log at {path}")
+    records = []
+    for file in files:
+        with file.open(encoding="utf-8") as handle:
+            records += [json.loads(line) for line in handle if line.strip()]
+    return records

@@ -10,10 +10,14 @@ only when the first completion is asked for.
 :data:`DEFAULT_N_CTX`.
 
 Inference runs in a worker thread so the event loop stays free; calls on one model take turns, as
-a ``Llama`` object serves one at a time. ``config.timeout`` is not enforced here: a running
-generation cannot be interrupted from outside. An error from the model (a prompt longer than the
-context, say) is final; an unusable reply (no choices, no text) is retried like
-:class:`~cogym_lab.lm.openai_client.OpenAILM` does.
+a ``Llama`` object serves one at a time. ``config.deadline`` holds for the caller: at the deadline
+``complete`` raises :class:`LMError`, whether the call was still waiting for its turn or
+generating. A generation under way cannot be stopped from outside (llama-cpp-python swallows
+exceptions raised in its callbacks), so it runs on to ``max_tokens`` in the background and its
+answer is dropped; a call abandoned before its turn came is never run. ``config.timeout`` (per
+attempt) is not used: a local attempt is one uninterruptible generation. An error from the model
+(a prompt longer than the context, say) is final; an unusable reply (no choices, no text) is
+retried like :class:`~cogym_lab.lm.openai_client.OpenAILM` does.
 """
 
 from __future__ import annotations
@@ -34,6 +38,10 @@ log = logging.getLogger(__name__)
 
 DEFAULT_N_CTX = 4096
 INSTALL_HINT = "pip install 'cogym_lab[local]'"
+
+
+class _AbandonedError(Exception):  # internal: the caller gave up before this call's turn came
+    """Nobody waits for this generation any more."""
 
 
 def _as_int(value: Any) -> int:
@@ -95,8 +103,8 @@ class LlamaCppLM(LM):
                     raise LMError(self._load_error) from exc
             return self._llama, self._per_call
 
-    def _generate(self, messages: Messages, max_tokens: int | None,
-                  stop: list[str] | None) -> Any:
+    def _generate(self, messages: Messages, max_tokens: int | None, stop: list[str] | None,
+                  abandoned: threading.Event) -> Any:
         llama, per_call = self._model()
         kwargs: dict[str, Any] = {"temperature": self.config.temperature, **per_call}
         if max_tokens is not None:
@@ -104,6 +112,8 @@ class LlamaCppLM(LM):
         if stop:
             kwargs["stop"] = list(stop)
         with self._run_lock:
+            if abandoned.is_set():  # its caller's deadline passed while it waited its turn
+                raise _AbandonedError
             return llama.create_chat_completion(messages=messages, **kwargs)
 
     @staticmethod
@@ -132,30 +142,44 @@ class LlamaCppLM(LM):
         max_tokens = config.max_tokens if max_tokens is None else max_tokens
         attempts_allowed = config.max_retries + 1
         started = time.monotonic()
+        deadline_at = started + config.deadline
         last_error = ""
         attempt = 0
         while attempt < attempts_allowed:
             attempt += 1
+            abandoned = threading.Event()
             try:
-                response = await asyncio.to_thread(self._generate, messages, max_tokens, stop)
+                async with asyncio.timeout(deadline_at - time.monotonic()):
+                    response = await asyncio.to_thread(self._generate, messages, max_tokens, stop,
+                                                       abandoned)
+            except TimeoutError as exc:
+                abandoned.set()
+                raise self._fail(messages, purpose, started, attempt,
+                                 f"{config.describe()} gave no answer within its "
+                                 f"{config.deadline:g} s deadline",
+                                 f"it did not answer within {config.deadline:g} seconds") from exc
             except LMNotConfigured:
                 raise
             except LMError as exc:
-                raise self._fail(messages, purpose, started, attempt, str(exc)) from exc
+                raise self._fail(messages, purpose, started, attempt, str(exc),
+                                 "the model could not be loaded") from exc
             except Exception as exc:  # llama.cpp's errors are final
                 raise self._fail(messages, purpose, started, attempt,
                                  f"{config.describe()} failed: {type(exc).__name__}: "
-                                 f"{exc}") from exc
+                                 f"{exc}", "the model failed") from exc
             text, usage, problem = self._read(response)
             if text is not None:
                 return self._succeed(messages, purpose, text, usage, started, attempt)
             last_error = f"unusable reply: {problem}"
             if attempt < attempts_allowed and config.backoff:
-                await asyncio.sleep(config.backoff * 2 ** (attempt - 1))
+                delay = config.backoff * 2 ** (attempt - 1)
+                if time.monotonic() + delay >= deadline_at:
+                    break  # the retry could only start after the deadline
+                await asyncio.sleep(delay)
         plural = "attempt" if attempt == 1 else "attempts"
         raise self._fail(messages, purpose, started, attempt,
                          f"{config.describe()} gave no usable answer after {attempt} {plural}; "
-                         f"last error: {last_error}")
+                         f"last error: {last_error}", "its answers could not be read")
 
     async def aclose(self) -> None:
         """Free the model's memory; it is loaded again if asked for another completion."""

@@ -10,6 +10,15 @@ exponential backoff itself, so that every attempt is counted, timed and logged i
 Retried: rate limits (429, honouring ``Retry-After``), timeouts, connection errors, 408/409, every
 5xx, and replies that cannot be used (a body that is not JSON, no choices, no text). Other 4xx
 (bad request, authentication, not found ...) fail at once.
+
+Time limits. httpx's timeouts (which the ``openai`` client uses) bound each network operation, not
+the request: its read timeout is the longest gap between two chunks, so a server that sends one
+byte every few seconds keeps a call alive for ever. So each attempt also runs inside
+``asyncio.timeout`` for ``min(config.timeout, time left before config.deadline)``, which cancels
+it wherever it is (connecting, waiting, or reading a trickled body); httpx closes the connection
+on cancellation. Backoff waits count against the deadline too, and a retry that could only start
+after it is not made. So ``complete`` returns or raises :class:`LMError` within
+``config.deadline`` seconds, whatever the server does.
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ from typing import Any
 
 import openai
 
-from cogym_lab.lm.base import LM, Completion, LMNotConfigured, Messages, Usage
+from cogym_lab.lm.base import DEFAULT_REASON, LM, Completion, LMNotConfigured, Messages, Usage
 from cogym_lab.lm.config import ENV_API_KEY, LMConfig
 
 log = logging.getLogger(__name__)
@@ -35,6 +44,20 @@ log = logging.getLogger(__name__)
 PLACEHOLDER_API_KEY = "not-needed"  # sent to servers other than OpenAI's when no key is set
 MAX_RETRY_AFTER = 30.0  # seconds: the longest server-asked wait we honour
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
+# What went wrong last, in plain words for a teammate (LMError.reason): no status codes, no URLs.
+REASON_SERVER_ERRORS = "its server kept reporting errors"
+REASON_BUSY = "its server says it is too busy"
+REASON_CONNECTION = "I cannot connect to it"
+REASON_REFUSED = "its server refused my request"
+REASON_UNREADABLE = "its answers could not be read"
+
+
+def _timeout_reason(seconds: float) -> str:
+    """The plain reason for a timeout: 'it did not answer within 120 seconds'."""
+    unit = "second" if seconds == 1 else "seconds"
+    return f"it did not answer within {seconds:g} {unit}"
 
 
 @functools.cache
@@ -87,6 +110,10 @@ def _server_text(exc: openai.APIStatusError) -> str:
     if body:
         return str(body)[:500]
     return exc.message or str(exc)
+
+
+def _attempts(count: int) -> str:
+    return "attempt" if count == 1 else "attempts"
 
 
 class OpenAILM(LM):
@@ -191,53 +218,70 @@ class OpenAILM(LM):
                                config.max_tokens if max_tokens is None else max_tokens, stop)
         attempts_allowed = config.max_retries + 1
         started = time.monotonic()
-        last_error = ""
+        deadline_at = started + config.deadline
+        last_error, reason = "", DEFAULT_REASON
         attempt = 0
         while attempt < attempts_allowed:
             attempt += 1
             server_wait: float | None = None
+            budget = min(config.timeout, deadline_at - time.monotonic())
             try:
-                response = await client.chat.completions.create(**kwargs)
+                # The whole attempt, body included: httpx alone would let a trickle run on.
+                async with asyncio.timeout(budget):
+                    response = await client.chat.completions.create(**kwargs)
                 text, usage = self._read(response)
+            except (TimeoutError, openai.APITimeoutError):
+                last_error = f"no answer within {round(budget, 1):g} s (timeout)"
+                # Cut by the deadline: say the deadline, not the sliver of it this attempt had.
+                reason = _timeout_reason(config.deadline if budget < config.timeout
+                                         else config.timeout)
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 last_error = f"HTTP {status}: {_server_text(exc)}"
                 if status not in RETRYABLE_STATUS and status < 500:
                     raise self._fail(messages, purpose, started, attempt,
                                      f"{config.describe()} refused the request with "
-                                     f"{last_error}") from exc
+                                     f"{last_error}", REASON_REFUSED) from exc
+                reason = REASON_BUSY if status == 429 else REASON_SERVER_ERRORS
                 if status == 429:
                     server_wait = _retry_after(exc)
-            except openai.APITimeoutError:
-                last_error = f"no answer within {config.timeout:g} s (timeout)"
             except openai.APIConnectionError as exc:
                 cause = exc.__cause__ or exc.__context__
                 last_error = f"connection failed: {exc.message}" + (
                     f" ({type(cause).__name__}: {cause})" if cause else "")
+                reason = REASON_CONNECTION
             except (openai.APIResponseValidationError, ValueError) as exc:
                 # A 2xx body the client could not decode: it raises json.JSONDecodeError for
                 # text that is not JSON, UnicodeDecodeError for bytes that are not UTF-8.
                 last_error = f"unusable reply: {type(exc).__name__}: {exc}"
+                reason = REASON_UNREADABLE
             except _UnusableReplyError as exc:
                 last_error = f"unusable reply: {exc}"
+                reason = REASON_UNREADABLE
             except openai.OpenAIError as exc:
                 raise self._fail(messages, purpose, started, attempt,
                                  f"{config.describe()} failed: {type(exc).__name__}: "
                                  f"{exc}") from exc
             else:
                 return self._succeed(messages, purpose, text, usage, started, attempt)
-            if attempt < attempts_allowed:
-                delay = config.backoff * 2 ** (attempt - 1)
-                delay += random.uniform(0, 0.1 * delay)  # jitter: concurrent callers spread out
-                if server_wait is not None:
-                    delay = max(delay, min(server_wait, MAX_RETRY_AFTER))
-                log.debug("%s attempt %d failed (%s); retrying in %.2f s", config.describe(),
-                          attempt, last_error, delay)
-                await asyncio.sleep(delay)
-        plural = "attempt" if attempt == 1 else "attempts"
+            if attempt >= attempts_allowed:
+                break
+            delay = config.backoff * 2 ** (attempt - 1)
+            delay += random.uniform(0, 0.1 * delay)  # jitter: concurrent callers spread out
+            if server_wait is not None:
+                delay = max(delay, min(server_wait, MAX_RETRY_AFTER))
+            if time.monotonic() + delay >= deadline_at:
+                # The retry could only start at or after the deadline: say so now, not then.
+                raise self._fail(messages, purpose, started, attempt,
+                                 f"{config.describe()} gave no usable answer within its "
+                                 f"{config.deadline:g} s deadline ({attempt} "
+                                 f"{_attempts(attempt)}); last error: {last_error}", reason)
+            log.debug("%s attempt %d failed (%s); retrying in %.2f s", config.describe(),
+                      attempt, last_error, delay)
+            await asyncio.sleep(delay)
         raise self._fail(messages, purpose, started, attempt,
-                         f"{config.describe()} gave no usable answer after {attempt} {plural}; "
-                         f"last error: {last_error}")
+                         f"{config.describe()} gave no usable answer after {attempt} "
+                         f"{_attempts(attempt)}; last error: {last_error}", reason)
 
     async def aclose(self) -> None:
         if self._client is not None:

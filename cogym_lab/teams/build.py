@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from cogym_lab.agents import AGENT_TYPES
@@ -20,13 +21,72 @@ EXAMPLE_TEAMMATES = {
     "example-user": "cogym_lab.envs.todo:ExampleUser",
 }
 
+_BUILT_IN_TYPES = frozenset([*AGENT_TYPES, "simulated"])
+
+#: The entry-point group through which installed packages add member types.
+MEMBERS_GROUP = "cogym_lab.members"
+
+#: A member type's factory: an import path ``package.module:Class``, an entry point, or the
+#: callable itself.
+MemberFactory = str | EntryPoint | Callable[..., Any]
+
+_registered_members: dict[str, MemberFactory] = {}
+
+
+def register_member(name: str, factory: str | Callable[..., Any]) -> None:
+    """Let team files name ``name`` as a member type (a Jupyter server does this for each entry
+    of ``c.CogymLab.members``). ``factory`` is ``package.module:Class`` or the class itself."""
+    if name in _BUILT_IN_TYPES:
+        raise ValueError(f"{name!r} is a built-in member type; register yours under another name.")
+    _registered_members[name] = factory
+
+
+def unregister_member(name: str) -> None:
+    """Undo :func:`register_member` (nothing happens for a name never registered)."""
+    _registered_members.pop(name, None)
+
+
+def member_types() -> dict[str, MemberFactory]:
+    """Every member type a team file may name besides the agent types and ``simulated``: the
+    example teammates, entry points of the ``cogym_lab.members`` group, and registered ones."""
+    found: dict[str, MemberFactory] = dict(EXAMPLE_TEAMMATES)
+    found.update({point.name: point for point in entry_points(group=MEMBERS_GROUP)})
+    found.update(_registered_members)
+    return found
+
+
+def _member_factory(role: str, type_name: str) -> Callable[..., Any]:
+    """The factory of a registered member type, named by its name or by its import path.
+
+    Team files never import arbitrary code: ``os:system`` or any other ``package.module:name``
+    that nobody registered is refused, because a team file may come from someone else."""
+    known = member_types()
+    factory = known.get(type_name)
+    if factory is None:  # a registered type may also be named by its import path
+        factory = next((f for f in known.values() if _import_path(f) == type_name), None)
+    if factory is None:
+        names = sorted([*AGENT_TYPES, "simulated", *known])
+        raise ValueError(
+            f"Member {role!r} has unknown type {type_name!r}: it is not a registered member "
+            f"type. Use one of {', '.join(names)}, or register yours (an entry point in the "
+            f"{MEMBERS_GROUP!r} group, or c.CogymLab.members on a Jupyter server).")
+    if isinstance(factory, EntryPoint):
+        return factory.load()
+    return load_object(factory) if isinstance(factory, str) else factory
+
+
+def _import_path(factory: MemberFactory) -> str | None:
+    if isinstance(factory, EntryPoint):
+        return factory.value
+    return factory if isinstance(factory, str) else None
+
 
 def build_member(role: str, member: MemberConfig, env: CoEnv,
                  lm_arguments: Mapping[str, Any] | None = None) -> Any:
     """The teammate object for one member (``None`` for a person, who joins from a UI).
 
-    Raises ``LMNotConfigured`` when an LM member has no model, and ``ValueError`` for an
-    unknown type.
+    Raises ``LMNotConfigured`` when an LM member has no model, and ``ValueError`` for a type
+    that is not registered (see :func:`member_types`).
     """
     if member.kind == "person":
         return None
@@ -38,12 +98,7 @@ def build_member(role: str, member: MemberConfig, env: CoEnv,
         persona = Persona(**{k: options.pop(k) for k in list(options) if k in persona_fields})
         return SimulatedUser(_lm(role, member, lm_arguments), env.hidden_information(),
                              persona=persona, **options)
-    path = EXAMPLE_TEAMMATES.get(member.type, member.type)
-    if ":" not in path:
-        known = sorted([*AGENT_TYPES, "simulated", *EXAMPLE_TEAMMATES])
-        raise ValueError(f"Member {role!r} has unknown type {member.type!r}; use one of "
-                         f"{', '.join(known)} or package.module:Class.")
-    return load_object(path)(**options)
+    return _member_factory(role, member.type)(**options)
 
 
 def build_team(team: TeamConfig, env: CoEnv,

@@ -20,12 +20,14 @@ A team is a TOML file::
     model = "gpt-4o"          # judges, plan parser); without it they use the first agent's
 
 Ready teams ship with the package (``cogym-lab teams`` lists them); a path to your own file works
-wherever a team name does.
+wherever a team name does on your own machine (the command line, a kernel). A Jupyter server takes
+names only: :func:`load_registered_team` knows the ready teams and those its configuration adds.
 """
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -83,6 +85,27 @@ def load_team(name_or_path: str | Path) -> TeamConfig:
     if not path.is_file():
         raise FileNotFoundError(f"No team {str(name_or_path)!r}: give a file path or one of "
                                 f"{', '.join(sorted(ready_teams()))}.")
+    return _read_team(path)
+
+
+def registered_teams(extra: Mapping[str, str | Path] | None = None) -> dict[str, Path]:
+    """The ready teams, and ``extra`` (name -> team file, e.g. a server's configuration) over
+    them."""
+    return {**ready_teams(), **{name: Path(path) for name, path in (extra or {}).items()}}
+
+
+def load_registered_team(name: str, extra: Mapping[str, str | Path] | None = None) -> TeamConfig:
+    """A registered team by name: a ready team or one of ``extra``. Never a path, so that a
+    request from someone else cannot make this process read a file of its choosing."""
+    known = registered_teams(extra)
+    if not isinstance(name, str) or name not in known:
+        shown = name if isinstance(name, str) and len(name) <= 80 else "(that value)"
+        raise FileNotFoundError(f"No team {shown!r}: name one of {', '.join(sorted(known))} "
+                                "(team file paths are not accepted here).")
+    return _read_team(known[name])
+
+
+def _read_team(path: Path) -> TeamConfig:
     with path.open("rb") as handle:
         data = tomllib.load(handle)
     data.setdefault("name", path.stem)

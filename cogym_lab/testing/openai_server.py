@@ -20,7 +20,13 @@ How a reply is chosen for each ``POST /v1/chat/completions``:
 4. otherwise HTTP 500 with a JSON error that says the script ran out, so the test fails loudly.
 
 The server runs in a background thread (stdlib ``ThreadingHTTPServer``), so it serves sync and
-async tests alike. Every request is recorded in :attr:`ScriptedOpenAIServer.requests`.
+async tests alike. Every request is recorded in :attr:`ScriptedOpenAIServer.requests`, with the
+time it arrived.
+
+Misbehaving servers, for deadline tests: ``Reply(delay=3600)`` hangs (accepts the request and
+says nothing; :meth:`ScriptedOpenAIServer.stop` ends the wait), ``Reply("...", trickle=0.5)`` sends
+the status line and headers at once, then the body one byte every 0.5 s, which keeps every
+per-read timeout happy for as long as the body lasts.
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ class Reply:
     ``application/json`` unless ``headers`` sets another. ``no_choices`` sends an empty ``choices``
     list. ``usage`` is ``(prompt_tokens, completion_tokens)``; by default the words of the prompt
     and of the reply are counted; ``send_usage=False`` leaves the ``usage`` field out.
+    ``trickle`` (seconds) sends the headers at once and then the body one byte at a time, that
+    long apart: a reply of a few hundred bytes then takes minutes, yet never pauses long.
     """
 
     text: str | None = ""
@@ -62,6 +70,7 @@ class Reply:
     no_choices: bool = False
     finish_reason: str = "stop"
     error: str | None = None
+    trickle: float = 0.0
 
 
 @dataclass
@@ -73,6 +82,7 @@ class RecordedRequest:
     headers: dict[str, str]
     body: Any  # the parsed JSON body, or None when there was none / it was not JSON
     raw: bytes = b""
+    received_at: float = field(default_factory=time.time)  # wall clock, as events.jsonl uses
 
     def __getitem__(self, key: str) -> Any:
         """Shortcut into the JSON body: ``request["messages"]``."""
@@ -263,7 +273,7 @@ class _Handler(BaseHTTPRequestHandler):
         return request
 
     def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None,
-              content_type: str = "application/json") -> None:
+              content_type: str = "application/json", trickle: float = 0.0) -> None:
         merged = {"Content-Type": content_type}
         for name, value in (headers or {}).items():
             merged = {k: v for k, v in merged.items() if k.lower() != name.lower()}
@@ -274,10 +284,21 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header(name, value)
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
-            self.wfile.write(payload)
+            if trickle > 0:
+                self._trickle(payload, trickle)
+            else:
+                self.wfile.write(payload)
         except (BrokenPipeError, ConnectionResetError):
             # the client gave up (it timed out, say) before the answer was ready
             self.close_connection = True
+
+    def _trickle(self, payload: bytes, pause: float) -> None:
+        """Send ``payload`` a byte at a time, ``pause`` seconds apart, until the server stops."""
+        for index in range(len(payload)):
+            self.wfile.write(payload[index:index + 1])
+            if self.script._stopping.wait(pause):
+                self.close_connection = True
+                return
 
     def _send_error_json(self, status: int, message: str, kind: str = "server_error",
                          headers: dict[str, str] | None = None) -> None:
@@ -361,4 +382,4 @@ class _Handler(BaseHTTPRequestHandler):
             payload["usage"] = {"prompt_tokens": prompt_tokens,
                                 "completion_tokens": completion_tokens,
                                 "total_tokens": prompt_tokens + completion_tokens}
-        self._send(200, json.dumps(payload).encode(), reply.headers)
+        self._send(200, json.dumps(payload).encode(), reply.headers, trickle=reply.trickle)

@@ -5,18 +5,27 @@ Each time it is notified it picks one of five moves (answer a question, give fee
 task action, do nothing, finish) and then produces that move with a prompt of its own. Persona
 switches turn unprompted feedback and task actions on or off, and make it share one piece of its
 hidden information per message.
+
+The ``Choice:`` line is read strictly (:func:`~cogym_lab.agents.choice.read_choice`): the whole
+number, and it must be on the menu, so ``Choice: 42`` is not option 4 (which may be FINISH). A
+choice that names no option, several, or one off the menu gets one repair prompt; a second
+unusable one is taken as doing nothing, the cheapest mistake.
+
+When its LM fails (an error, or no answer within ``LMConfig.deadline``) it does nothing that turn
+and says nothing: a person's chat is data the session is scored on, so a simulated person does
+not speak of its machinery. :attr:`SimulatedUser.lm_failing` tells its node.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
 from cogym_lab.agents.base import extract_field
+from cogym_lab.agents.choice import UnusableChoice, read_choice
 from cogym_lab.agents.render import render_chat, render_observation
 from cogym_lab.agents.templates import render
 from cogym_lab.core import (
@@ -65,6 +74,12 @@ class SimulatedUser:
         self.turns = 0
         self.moves: list[Move] = []
         self.own_history: list[str] = []
+        self._lm_failed_last_turn = False
+
+    @property
+    def lm_failing(self) -> bool:
+        """Its LM failed on its last turn (a member node reports the member as failed)."""
+        return self._lm_failed_last_turn
 
     def start(self, context: SessionContext) -> None:
         self.context = context
@@ -91,7 +106,9 @@ class SimulatedUser:
             action = await self._produce(move, context)
         except LMError as error:
             log.warning("%s: LM failed, doing nothing this turn: %s", self.role, error)
+            self._lm_failed_last_turn = True
             return None
+        self._lm_failed_last_turn = False
         return self._record(move, action)
 
     def end(self, final: Notification) -> None:
@@ -114,11 +131,21 @@ class SimulatedUser:
         if self.persona.proactive_action:
             rules.append("- If a change is quicker to make than to explain, make it yourself.")
         instruction = _prompt("decide", options=numbered, persona_rules="\n".join(rules))
-        reply = await self._ask(context, instruction, "decide")
-        choice = re.search(r"\d", extract_field(reply, "Choice") or "")
-        if choice is None or not 1 <= int(choice.group()) <= len(options):
+        messages = self._messages(context, instruction)
+        reply = await self._complete(messages, "decide")
+        numbers = range(1, len(options) + 1)
+        try:
+            return options[read_choice(extract_field(reply, "Choice"), numbers) - 1]
+        except UnusableChoice as problem:
+            messages += [{"role": "assistant", "content": reply},
+                         {"role": "user", "content": _prompt("repair_choice", error=problem)}]
+        reply = await self._complete(messages, "decide:repair")
+        try:
+            return options[read_choice(extract_field(reply, "Choice"), numbers) - 1]
+        except UnusableChoice as problem:
+            log.info("%s: no usable choice after a repair (%s): doing nothing", self.role,
+                     problem)
             return Move.NOTHING  # an unreadable choice is the cheapest mistake as a pause
-        return options[int(choice.group()) - 1]
 
     async def _produce(self, move: Move, context: str) -> str | None:
         if move is Move.NOTHING:
@@ -159,10 +186,15 @@ class SimulatedUser:
             own_history="\n".join(self.own_history[-self.history_window:]) or "(nothing yet)",
         )
 
-    async def _ask(self, context: str, instruction: str, purpose: str) -> str:
-        messages: Messages = [{"role": "system", "content": context},
-                              {"role": "user", "content": instruction}]
+    @staticmethod
+    def _messages(context: str, instruction: str) -> Messages:
+        return [{"role": "system", "content": context}, {"role": "user", "content": instruction}]
+
+    async def _complete(self, messages: Messages, purpose: str) -> str:
         return (await self.lm.complete(messages, purpose=purpose)).text
+
+    async def _ask(self, context: str, instruction: str, purpose: str) -> str:
+        return await self._complete(self._messages(context, instruction), purpose)
 
     def _record(self, move: Move, action: str | None) -> str | None:
         self.moves.append(move)

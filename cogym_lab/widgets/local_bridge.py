@@ -85,7 +85,7 @@ class LocalBridge:
         try:
             await self.host.act(self.session_id, self.role, message.action, base=message.base)
         except HostingError as error:
-            self._send(wire.error(error.message))
+            self._send(wire.error(error.message, message.id))
 
     async def _rate(self, message: wire.RatingMessage) -> None:
         if message.role not in (None, self.role):

@@ -1,8 +1,9 @@
 """Custom messages between the panel's browser code and the kernel, in local mode.
 
 Browser to kernel: ``hello`` (a view opened: send the current state), ``action`` (the person
-acts; ``base`` for whole-text replacements) and ``rating``. Kernel to browser: ``notification``,
-``status``, ``error``, and ``rated`` / ``rating_error`` answering a rating by its ``id``.
+acts; ``base`` for whole-text replacements, ``id`` to have a refusal name it) and ``rating``.
+Kernel to browser: ``notification``, ``status``, ``error`` (with the ``id`` of the action it
+refuses, if any), and ``rated`` / ``rating_error`` answering a rating by its ``id``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ class ActionMessage(BaseModel):
     type: Literal["action"]
     action: str | dict[str, Any]
     base: str | None = None
+    id: str | int | None = None  # the panel's name for the action, repeated in a refusal
 
 
 class RatingMessage(BaseModel):
@@ -43,8 +45,12 @@ def status(data: dict[str, Any]) -> dict[str, Any]:
     return {"type": "status", "data": data}
 
 
-def error(message: str) -> dict[str, Any]:
-    return {"type": "error", "error": message}
+def error(message: str, action_id: str | int | None = None) -> dict[str, Any]:
+    """An error for the panel; ``action_id`` names the action it refuses, if any."""
+    content: dict[str, Any] = {"type": "error", "error": message}
+    if action_id is not None:
+        content["id"] = action_id
+    return content
 
 
 def rated(request_id: int | str, ratings: dict[str, Any]) -> dict[str, Any]:

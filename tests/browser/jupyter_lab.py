@@ -21,7 +21,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JupyterLabServer", "free_port"]
+__all__ = ["BROWSER_LIMITS", "JupyterLabServer", "free_port"]
+
+# A low action rate, so that a person typing fast can meet it; the other tests act at a
+# person's pace and stay far below it.
+BROWSER_LIMITS = {"ws_actions_per_second": 2.0, "ws_action_burst": 5}
 
 # JupyterLab settings that keep pop-ups (news, update checks) from covering the page.
 _QUIET_SETTINGS = {
@@ -102,7 +106,7 @@ class JupyterLabServer:
         server_config = {
             "ServerApp": {"jpserver_extensions": {"cogym_lab": True,
                                                   "jupyter_server_ydoc": True}},
-            "CogymLabApp": {"results_dir": str(self.results_dir)},
+            "CogymLabApp": {"results_dir": str(self.results_dir), **BROWSER_LIMITS},
         }
         (folders["config"] / "jupyter_server_config.json").write_text(json.dumps(server_config))
         for relative, values in _QUIET_SETTINGS.items():

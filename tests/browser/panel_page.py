@@ -44,6 +44,12 @@ class SessionPanelPage:
         self.testid("chat-input").fill(text)
         self.testid("chat-send").click()
 
+    def type_chat(self, text: str) -> None:
+        """Type ``text`` into the chat box key by key and press Enter, as a person does."""
+        self.testid("chat-input").click()
+        self.page.keyboard.type(text)
+        self.page.keyboard.press("Enter")
+
     def chat_message(self, containing: str) -> Locator:
         """The chat entry holding ``containing`` (waits for it to be shown)."""
         message = self.testid("chat-message").filter(has_text=containing)

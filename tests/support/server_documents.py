@@ -93,6 +93,19 @@ class ServerDocumentsServer(JupyterServerProcess):
         self.python = python
         self.state = state
 
+    #: The teams the tests create sessions with: the server takes registered names only.
+    TEAMS = {"server-documents-greet": True, "server-documents-quiet": False}
+
+    def _write_teams(self) -> dict[str, str]:
+        paths = {}
+        for name, greet in self.TEAMS.items():
+            path = self.root.parent / f"{name}.toml"
+            path.write_text(f'name = "{name}"\n[members.agent]\nkind = "agent"\n'
+                            'type = "scripted-analyst"\n'
+                            f'[members.agent.options]\ngreet = {str(greet).lower()}\n')
+            paths[name] = str(path)
+        return paths
+
     def start(self, timeout: float = 120.0) -> ServerDocumentsServer:
         config = self.root.parent / f"server-{self.port}-config.json"
         config.write_text(json.dumps({
@@ -102,7 +115,9 @@ class ServerDocumentsServer(JupyterServerProcess):
                           "root_dir": str(self.root), "port": self.port, "ip": "127.0.0.1",
                           "port_retries": 0, "open_browser": False, "allow_root": True},
             "IdentityProvider": {"token": self.token},
-            "CogymLabApp": {"results_dir": str(self.results_dir)},
+            "CogymLabApp": {"results_dir": str(self.results_dir), "teams": self._write_teams(),
+                            "members": {"scripted-analyst":
+                                        "tests.support.notebook_agents:ScriptedAnalyst"}},
             "BaseFileIdManager": {"db_path": str(self.state / "file-ids.db")}}))
         command = [str(self.python), "-m", "jupyter", "server", f"--config={config}"]
         with self.log_path.open("wb") as log:

@@ -89,6 +89,37 @@ async def test_from_beginning_on_an_empty_channel_gets_new_messages(
     assert await subscription.get(timeout=5) == {"first": True}
 
 
+async def history_of(bus: Bus, channel: str) -> list[Message]:
+    """What a subscriber from the beginning gets of ``channel`` right now."""
+    probe = await bus.subscribe(channel, from_beginning=True)
+    history = []
+    while (message := await probe.get(timeout=0.1)) is not None:
+        history.append(message)
+    await probe.close()
+    return history
+
+
+async def test_expired_channels_lose_their_history_but_not_their_readers(
+    bus_factory: BusFactory,
+) -> None:
+    bus = await bus_factory()
+    live = await bus.subscribe("gone/a")
+    for i in range(3):
+        await bus.publish("gone/a", {"i": i})
+    await bus.publish("kept/b", {"i": 0})
+    await bus.expire(["gone/a", "gone/never-written"], 0.3)
+    assert [m["i"] for m in await history_of(bus, "gone/a")] == [0, 1, 2]  # not yet
+    assert [m["i"] for m in await receive(live, 3)] == [0, 1, 2]
+    while await history_of(bus, "gone/a"):
+        await asyncio.sleep(0.05)
+    assert await history_of(bus, "kept/b") == [{"i": 0}]
+    await bus.publish("gone/a", {"i": 3})  # a straggler: delivered, then gone too
+    assert await live.get(timeout=5) == {"i": 3}
+    while await history_of(bus, "gone/a"):
+        await asyncio.sleep(0.05)
+    await live.close()
+
+
 async def test_get_times_out_with_none(bus_factory: BusFactory) -> None:
     bus = await bus_factory()
     subscription = await bus.subscribe("quiet")
@@ -362,3 +393,25 @@ async def test_redis_publish_gives_up_after_publish_timeout(redis_server: RedisS
         with pytest.raises(BusError, match="publish to 'doomed' failed") as info:
             await bus.publish("doomed", {"n": 1})
         assert redis_server.url in str(info.value)
+
+
+@pytest.mark.timeout(60)
+async def test_redis_restart_gives_back_a_channel_with_its_expiry_or_not_at_all(
+    redis_server: RedisServer,
+) -> None:
+    """After a restart the bus re-publishes what it buffered: an expiring channel comes back
+    with the rest of its expiry, and one that has expired meanwhile does not come back."""
+    async with RedisBus(redis_server.url, publish_timeout=20) as bus:
+        for channel in ("expiring/long", "expiring/short", "kept"):
+            await bus.publish(channel, {"on": channel})
+        await bus.expire(["expiring/long"], 60)
+        await bus.expire(["expiring/short"], 0.2)
+        await asyncio.sleep(0.4)
+        await asyncio.to_thread(redis_server.kill)
+        await asyncio.to_thread(redis_server.start)
+        await bus.publish("after", {"restarted": True})  # goes through the restart handling
+        admin = bus._admin
+        assert admin is not None
+        assert 0 < await admin.pttl("cogym:expiring/long") <= 60_000
+        assert await admin.exists("cogym:expiring/short") == 0
+        assert await admin.pttl("cogym:kept") == -1  # back, with no expiry: none was asked

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cogym_lab.core import (
+    Action,
     ActionOutcome,
     CoEnv,
     Component,
@@ -30,6 +31,7 @@ from cogym_lab.core import collaboration as acts
 from cogym_lab.core.grammar import parse_action
 from cogym_lab.envs.todo import TodoEnv
 from cogym_lab.envs.todo.env import IDEAS
+from tests.support.notes_env import NotesEnv
 
 AGENT = Member(role="agent", kind="agent")
 USER = Member(role="user", kind="user")
@@ -679,7 +681,9 @@ def test_every_notification_is_complete_and_sequenced() -> None:
         assert all(m.visible_to(n.recipient) for m in n.chat)
         assert set(n.step_counts) == {"agent", "user", "helper"}
         assert n.step_limits == {"agent": 30, "helper": 30}
-        assert (n.context is not None) == (n.event.type in (EventType.START, EventType.RESUME))
+        # The context at the start, and again only to the agents a RESUME wakes.
+        woken = n.event.type is EventType.RESUME and n.recipient in n.event.info["agents"]
+        assert (n.context is not None) == (n.event.type is EventType.START or woken)
         if n.event.type is EventType.ERROR:
             assert n.event.status == "error" and n.event.error
         else:
@@ -880,3 +884,113 @@ def test_replay_is_deterministic_for_any_session(steps: list[tuple[str, Any]]) -
             allowed = {event.actor} | ({event.info["requester"]} if "requester" in event.info
                                        else set())
             assert set(event.recipients) <= allowed
+
+
+# -- input admitted at the boundary ------------------------------------------------------------
+
+def replay_from_json(session: Session, team: Sequence[Member], **kwargs: Any) -> Coordinator:
+    """A fresh coordinator fed the session's events as the log holds them (JSON text)."""
+    fresh = Coordinator(TodoEnv(), list(team), session_id="s-1", **kwargs)
+    for event in session.events:
+        logged = Event.model_validate_json(event.model_dump_json(exclude_defaults=True))
+        replayed = fresh.replay(logged).events[0]
+        assert (replayed.type, replayed.status) == (event.type, event.status), event
+    assert fresh.snapshot() == session.coord.snapshot()
+    return fresh
+
+
+@pytest.mark.parametrize("raw", [
+    # The case the property test found: OpenAI-style string args that hold an action string.
+    # Refused live; its log line, read as an LM's text, gave ADD_ITEM( to the lenient parser.
+    {"name": "ADD_ITEM", "args": 'ADD_ITEM(text="x")'},
+    {"action": 'ADD_ITEM(text="y")'},
+    ['ADD_ITEM(text="z")'],
+    Action(name="add item", args={"text": 'ADD_ITEM(text="w")'}),
+])
+def test_a_refused_structured_action_replays_as_refused(raw: Any) -> None:
+    session = Session()
+    refused = session.do("agent", raw).events[0]
+    assert refused.type is EventType.ERROR and refused.info["structured"] is True
+    assert session.items() == []
+    replay_from_json(session, DUO)
+
+
+def test_an_action_json_cannot_hold_is_refused_saying_so() -> None:
+    session = Session()
+    nested: list[Any] = []
+    for deep in ({"name": "ADD_ITEM", "args": {"text": {1, 2}}}, {"name": "ADD_ITEM", "args": {
+            "text": "x", ("a", "b"): 1}}, [nested.append(nested) or nested]):
+        refused = session.do("agent", deep).events[0]
+        assert refused.type is EventType.ERROR and "JSON cannot hold it" in refused.action
+    assert session.items() == []
+    replay_from_json(session, DUO)
+
+
+@pytest.mark.parametrize("role", [["agent"], ("agent",), 5, None, {"role": "agent"}, 1.5,
+                                  "agent\ud83d", ""])
+def test_a_role_of_any_type_is_refused_and_never_raises(role: Any) -> None:
+    session = Session()
+    refused = session.do(role, 'ADD_ITEM(text="tent")')
+    [event] = refused.events
+    assert event.type is EventType.ERROR and event.recipients == [] and refused.notifications == []
+    assert isinstance(event.actor, str) and event.actor not in ("agent", "user")
+    assert "\ud83d" not in event.actor
+    for transition in (session.coord.apply_observed(role, 'ADD_ITEM(text="a")', session.now()),
+                       session.coord.apply_follow_up(role, 'ADD_ITEM(text="b")', session.now()),
+                       session.coord.deferred_failed(role, "X()", "failed", session.now())):
+        session.record(transition)
+        assert all(e.type is EventType.ERROR for e in transition.events)
+    assert session.coord.sync(role, session.now()) is None
+    assert session.items() == []
+    replay_from_json(session, DUO)
+
+
+def test_text_from_every_entry_point_follows_the_text_policy() -> None:
+    session = Session()
+    session.ok("user", 'ADD_ITEM(text="lone \ud83d")')
+    session.ok("user", 'ADD_ITEM(text="escaped \\udc00")')  # a surrogate made by the parser
+    session.ok("agent", {"name": "ADD_ITEM", "args": {"text": "pair \ud83d\ude00"}})
+    session.ok("agent", Action(name="SEND_TEAMMATE_MESSAGE", args={"message": "hi \udfff"}))
+    session.do("agent", "nonsense \ud800")
+    session.record(session.coord.deferred_failed("agent", "DRAFT(\ud83d)", "LM said \udc80",
+                                                 session.now()))
+    session.record(session.coord.end(session.now(), "stopped \ud83d", detail="\ud83d"))
+    assert [i["text"] for i in session.items()] == ["lone \ufffd", "escaped \ufffd", "pair 😀"]
+    for event in session.events:
+        event.model_dump_json()  # would raise on a surrogate
+    json.dumps(session.coord.snapshot(), ensure_ascii=False).encode("utf-8")
+    assert session.coord.end_reason == "stopped \ufffd"
+    replay_from_json(session, DUO)
+
+
+def test_a_base_or_seen_seq_of_the_wrong_type_is_ignored() -> None:
+    """Where they matter: a whole-text replacement (NotesEnv's WRITE replaces the editor)."""
+    coordinator = Coordinator(NotesEnv(), list(DUO), session_id="s-1")
+    coordinator.start(0.0)
+    coordinator.handle("user", 'WRITE(text="one\ntwo")', 1.0)
+    for now, (base, seen_seq) in enumerate(((0, "7"), (["x"], 2.5), (None, True), (None, -4)),
+                                           start=2):
+        transition = coordinator.handle("agent", 'WRITE(text="one\ntwo\nthree")', float(now),
+                                        base=base, seen_seq=seen_seq)
+        assert [e.type for e in transition.events] == [EventType.ACTION]
+    merged = coordinator.handle("agent", 'WRITE(text="zero\none\ntwo")', 9.0,
+                                base="one\ntwo\ud83d")  # a base with a lone surrogate merges
+    assert merged.events[0].type is EventType.ACTION
+    assert "\ud83d" not in coordinator.env.view("agent")["editor"].content
+
+
+# -- what a notification carries does not grow with the seats ------------------------------------
+
+def test_people_are_shown_their_own_count_and_the_non_peoples_not_each_others() -> None:
+    team = [AGENT, USER, Member(role="ann", kind="person"), Member(role="bob", kind="person")]
+    session = Session(team)
+    by_role = {n.recipient: n for n in session.start.notifications}
+    assert set(by_role["ann"].step_counts) == {"agent", "user", "ann"}
+    assert [m.role for m in by_role["ann"].context.team] == ["agent", "user", "ann"]
+    assert set(by_role["agent"].step_counts) == {"agent", "user"}
+    assert [m.role for m in by_role["agent"].context.team] == ["agent", "user", "ann", "bob"]
+    session.ok("ann", 'ADD_ITEM(text="tent")')
+    session.ok("bob", 'ADD_ITEM(text="map")')
+    assert session.coord.step_counts == {"agent": 0, "user": 0, "ann": 1, "bob": 1}
+    note = session.last_to("ann")
+    assert note.step_counts == {"agent": 0, "user": 0, "ann": 1} and note.context is None

@@ -391,3 +391,14 @@ def test_pathological_input_never_raises_out_of_step(raw: Any) -> None:
     result = env.step("agent", raw)
     assert result.error
     assert state(env) == before
+
+
+@pytest.mark.parametrize("role", [["agent"], ("agent",), 5, None, {"role": "agent"}])
+def test_a_role_that_is_not_a_string_is_an_error_not_an_exception(todo: TodoEnv,
+                                                                   role: Any) -> None:
+    before = state(todo)
+    for raw in ('SEARCH_IDEAS(trip="beach")', 'ADD_ITEM(text="tent")'):
+        result = todo.step(role, raw)
+        assert result.error and "role is a string" in result.error
+        assert result.observation == Observation() and result.private
+    assert state(todo) == before

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from cogym_lab.core import Action, ActionError, ActionSpec, ParamSpec, describe_actions
 from cogym_lab.core import collaboration as acts
 from cogym_lab.core.grammar import format_action, parse_action, parse_canonical
+from cogym_lab.core.text import clean
 from cogym_lab.envs.todo import TodoEnv
 
 PROPERTY = settings(max_examples=300, deadline=None,
@@ -225,15 +226,16 @@ def test_parse_action_round_trip_with_any_params(name: str, args: dict) -> None:
                       params=tuple(ParamSpec(name=n, type="any") for n in args))
     action = Action(name=name, args=args)
     specs = {name: spec}
+    expected = clean(args)  # the text policy: a lone surrogate comes back as U+FFFD
     for raw in (format_action(action, spec), format_action(action)):
         parsed, got_spec = parse_action(raw, specs)
         assert got_spec is spec
         assert parsed.name == name
-        assert same_args(parsed.args, args)
+        assert same_args(parsed.args, expected)
     # the structured forms carry the same action
     structured = {"name": name, "args": args}
-    assert same_args(parse_action(structured, specs)[0].args, args)
-    assert same_args(parse_action(action, specs)[0].args, args)
+    assert same_args(parse_action(structured, specs)[0].args, expected)
+    assert same_args(parse_action(action, specs)[0].args, expected)
 
 
 @JSON_PROPERTY
@@ -245,9 +247,9 @@ def test_parse_action_round_trip_with_optional_any_params(name: str, args: dict,
     spec = ActionSpec(name=name, description="anything", params=tuple(
         ParamSpec(name=n, type="any", required=False, default=defaults[n]) for n in args))
     parsed, _ = parse_action(format_action(Action(name=name, args=args)), {name: spec})
-    assert same_args(parsed.args, args)
+    assert same_args(parsed.args, clean(args))  # the text policy: lone surrogates cleaned
     parsed, _ = parse_action(f"{name}()", {name: spec})
-    assert same_args(parsed.args, defaults)
+    assert same_args(parsed.args, clean(defaults))
 
 
 @pytest.mark.parametrize(("default", "value"), [(0, False), (False, 0), (1, True), (0, 0.0),
@@ -439,3 +441,19 @@ def test_pathological_input_raises_only_action_error(raw: object) -> None:
     pydantic ValidationError and TypeError, though it promises to raise only ActionError."""
     with pytest.raises(ActionError):
         parse_action(raw, TODO_SPECS)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("raw", [
+    'ADD_ITEM(text="a\\ud83d")',  # six ASCII characters that JSON decodes to a lone surrogate
+    "ADD_ITEM(text='a\\ud83d')",  # the same through the lenient parser's Python strings
+    {"name": "ADD_ITEM", "arguments": '{"text": "a\\ud83d"}'},  # a tool call's JSON text
+    {"name": "ADD_ITEM", "args": {"text": "a\ud83d"}},
+])
+def test_parsed_values_follow_the_text_policy(raw: object) -> None:
+    action, _ = parse_action(raw, TODO_SPECS)  # type: ignore[arg-type]
+    assert action.args == {"text": "a\ufffd"}
+
+
+def test_a_surrogate_pair_in_escapes_becomes_its_character() -> None:
+    action, _ = parse_action('ADD_ITEM(text="\\ud83d\\ude00")', TODO_SPECS)
+    assert action.args == {"text": "😀"}

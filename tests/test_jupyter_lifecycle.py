@@ -737,3 +737,34 @@ def test_a_server_shut_down_on_redis_interrupts_its_sessions_and_the_next_one_re
         assert refused.value.status == 409
 
     run(body())
+
+
+def test_a_session_whose_log_fails_is_shown_as_failed(run, tmp_path, monkeypatch):
+    """The event log could not take an event: the session stops there, and the host reports it
+    failed (with why), as session.json does, rather than finished."""
+    from cogym_lab.nodes import results
+
+    written = {"events": 0}
+    append = results.ResultsWriter.append_event
+
+    def full_disk_after_two(self, event):
+        written["events"] += 1
+        if written["events"] > 2:
+            raise OSError(28, "No space left on device")
+        return append(self, event)
+
+    monkeypatch.setattr(results.ResultsWriter, "append_event", full_disk_after_two)
+
+    async def body():
+        host = SessionHost(tmp_path / "results")
+        hosted = await host.create("todo", team="example", people=[], idle_seconds=30)
+        async with asyncio.timeout(60):
+            while hosted.status == "running":
+                await asyncio.sleep(0.05)
+        summary = host.snapshot(hosted.session_id)
+        assert summary["status"] == "failed" and summary["end_reason"] == "log_failed"
+        assert "No space left on device" in summary["error"]
+        assert read_session(hosted.directory)["status"] == "failed"
+        await host.close()
+
+    run(body())

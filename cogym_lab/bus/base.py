@@ -99,6 +99,12 @@ class Bus(abc.ABC):
     async def subscribe(self, channel: str, *, from_beginning: bool = False) -> Subscription:
         """Start receiving ``channel``. Messages published after this returns are never missed."""
 
+    async def expire(self, channels: Sequence[str], after: float) -> None:  # noqa: B027
+        """Delete ``channels`` and their history ``after`` seconds from now (a finished
+        session's channels hold its members' private views). Current subscriptions are left
+        alone; a message published later still arrives. A transport that keeps nothing has
+        nothing to do."""
+
     def on_reconnect(self, handler: ReconnectHandler) -> None:
         """Call ``handler`` after the transport lost and regained its server.
 

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict, deque
+from collections.abc import Mapping, Sequence
 
 from cogym_lab.bus.base import Bus, Message, Outgoing, Subscription, as_message, next_from
 
 _CLOSED = object()
+
+#: History depths by channel-name suffix (see :class:`MemoryBus`).
+DEFAULT_DEPTHS: dict[str, int] = {"/step": 65_536, "/obs": 1}
 
 
 class MemorySubscription(Subscription):
@@ -42,18 +46,44 @@ class MemoryBus(Bus):
     """Fan-out through per-subscription queues inside one event loop.
 
     Messages are passed by reference: receivers must treat them as read-only.
+
     Each channel keeps its last ``history`` messages for ``from_beginning`` subscribers; keep it
-    small, since every kept message stays alive for the garbage collector to scan.
+    small, since every kept message stays alive for the garbage collector to scan. ``depths``
+    sets another depth for the channels whose names end with a given suffix; by default those
+    of the sessions' channels (``cogym_lab.core.messages``) that differ:
+
+    * a step channel (``{session}/step``) is a queue, not a broadcast: every member writes its
+      small requests to it and its one reader, the env node, may subscribe after they did (a
+      host joins every seat before the session runs), so it keeps 65,536, or a session with
+      many seats would lose joins;
+    * a member's notifications (``{session}/{role}/obs``) are large (each a full view) and read
+      live, never from the beginning (a member that (re)joins asks for a sync), so each keeps
+      only its latest: 256 of every seat's would grow a session of thousands of seats by
+      gigabytes.
     """
 
-    def __init__(self, history: int = 256) -> None:
+    def __init__(self, history: int = 256, *,
+                 depths: Mapping[str, int] | None = None) -> None:
         super().__init__()
+        self.history = history
+        self.depths = dict(DEFAULT_DEPTHS if depths is None else depths)
         self._subscribers: defaultdict[str, set[MemorySubscription]] = defaultdict(set)
-        self._history: defaultdict[str, deque[Message]] = defaultdict(lambda: deque(maxlen=history))
+        self._history: dict[str, deque[Message]] = {}
+        self._expiries: list[asyncio.TimerHandle] = []
+        self._expired: set[str] = set()  # channels whose history is gone and stays gone
+
+    def _kept(self, channel: str) -> deque[Message]:
+        kept = self._history.get(channel)
+        if kept is None:
+            depth = next((depth for suffix, depth in self.depths.items()
+                          if channel.endswith(suffix)), self.history)
+            kept = self._history[channel] = deque(maxlen=depth)
+        return kept
 
     async def publish(self, channel: str, message: Outgoing) -> None:
         message = as_message(message)
-        self._history[channel].append(message)
+        if channel not in self._expired:  # a straggler after the expiry reaches live readers only
+            self._kept(channel).append(message)
         for subscription in self._subscribers.get(channel, ()):
             subscription._put(message)
 
@@ -65,7 +95,24 @@ class MemoryBus(Bus):
         self._subscribers[channel].add(subscription)
         return subscription
 
+    async def expire(self, channels: Sequence[str], after: float) -> None:
+        """Forget the history of ``channels`` after ``after`` seconds, and keep none for them
+        from then on (a bus shared by many sessions would otherwise keep every finished
+        session's last notifications)."""
+        self._expiries.append(asyncio.get_running_loop().call_later(
+            max(0.0, after), self._forget, tuple(channels)))
+
+    def _forget(self, channels: tuple[str, ...]) -> None:
+        for channel in channels:
+            self._history.pop(channel, None)
+            self._expired.add(channel)
+            if not self._subscribers.get(channel):
+                self._subscribers.pop(channel, None)
+
     async def close(self) -> None:
+        for expiry in self._expiries:
+            expiry.cancel()
+        self._expiries.clear()
         for subscriptions in list(self._subscribers.values()):
             for subscription in list(subscriptions):
                 await subscription.close()

@@ -32,6 +32,20 @@ bus holds a blocking read open, so even an idle bus notices a restart at once.
 Limits: a subscriber that was more than ``replay_window`` messages behind a publisher
 when the server lost its data misses the older ones; a subscription made while a restart
 is being handled may see re-published history as new messages.
+
+Expiry
+------
+``expire(channels, after)`` gives each channel's stream a ``PEXPIRE`` (a finished session's
+streams hold its members' private views, and nothing else would ever delete them). The bus
+remembers it: a later publish to such a channel, and a re-publish after a restart, set the
+expiry again (a stream that was deleted and is re-created has none), and the bus drops its own
+re-publish buffers of those channels when they expire.
+
+Text
+----
+A message is encoded as UTF-8, which cannot hold a lone UTF-16 surrogate. The bus applies the
+text policy (:mod:`cogym_lab.core.text`) to a message that has one, rather than fail to
+publish it: such a surrogate becomes U+FFFD.
 """
 
 from __future__ import annotations
@@ -54,6 +68,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from cogym_lab.bus.base import Bus, BusError, Message, Outgoing, Subscription, next_from
+from cogym_lab.core.text import clean, clean_text, is_clean
 
 __all__ = ["RedisBus", "RedisSubscription"]
 
@@ -72,10 +87,15 @@ _CLOSED = object()
 
 
 def _encode(message: Outgoing) -> str:
-    """Compact JSON; a pydantic model is encoded by pydantic's compiled serializer."""
+    """Compact JSON; a pydantic model is encoded by pydantic's compiled serializer. Text that
+    UTF-8 cannot hold (a lone surrogate) is cleaned rather than refused."""
     if isinstance(message, BaseModel):
-        return message.model_dump_json()
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+        try:
+            return message.model_dump_json()
+        except ValueError:  # pydantic refuses a lone surrogate: clean the plain data instead
+            message = clean(message.model_dump(mode="json"))
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    return text if is_clean(text) else clean_text(text)
 
 
 class _ServerChanged(RedisConnectionError):
@@ -238,6 +258,7 @@ class RedisBus(Bus):
         self._lock = asyncio.Lock()  # serializes publishes and restart handling
         self._connect_lock = asyncio.Lock()
         self._replay: dict[str, deque[tuple[str, str]]] = {}
+        self._expiring: dict[str, float] = {}  # channel -> loop time its stream expires
         self._subscriptions: set[RedisSubscription] = set()
         self._handler_tasks: set[asyncio.Task[None]] = set()
 
@@ -360,7 +381,11 @@ class RedisBus(Bus):
         if run_id == self._run_id:
             return
         log.warning("Redis at %s restarted; re-publishing buffered messages", self.url)
-        for channel, buffer in self._replay.items():
+        for channel, buffer in list(self._replay.items()):
+            expiry = self._expiry_ms(channel)
+            if expiry == 0:  # expired meanwhile: its messages are not wanted back
+                self._replay.pop(channel, None)
+                continue
             for mid, data in list(buffer):
                 await self._admin.xadd(
                     self._key(channel),
@@ -368,6 +393,8 @@ class RedisBus(Bus):
                     maxlen=self.stream_maxlen,
                     approximate=True,
                 )
+            if expiry is not None:
+                await self._admin.pexpire(self._key(channel), expiry)
         self._run_id = run_id
         self._epoch += 1
         # A handler may publish or wait on a subscription: run it outside the lock and
@@ -402,7 +429,9 @@ class RedisBus(Bus):
         assert client is not None
 
         async def add_all() -> None:
-            if len(entries) == 1:  # a plain command costs less than a one-command pipeline
+            expiring = [channel for channel in dict.fromkeys(c for c, _, _ in entries)
+                        if channel in self._expiring]
+            if len(entries) == 1 and not expiring:  # a plain command costs less than a pipeline
                 channel, mid, data = entries[0]
                 await client.xadd(self._key(channel), {"mid": mid, "data": data},
                                   maxlen=self.stream_maxlen, approximate=True)
@@ -411,6 +440,8 @@ class RedisBus(Bus):
             for channel, mid, data in entries:
                 pipeline.xadd(self._key(channel), {"mid": mid, "data": data},
                               maxlen=self.stream_maxlen, approximate=True)
+            for channel in expiring:  # a re-created stream would otherwise live for ever
+                pipeline.pexpire(self._key(channel), self._expiry_ms(channel) or 1)
             await pipeline.execute()
 
         what = f"publish to {entries[0][0]!r}" + (f" and {len(entries) - 1} more"
@@ -420,6 +451,43 @@ class RedisBus(Bus):
             for channel, mid, data in entries:
                 buffer = self._replay.setdefault(channel, deque(maxlen=self.replay_window))
                 buffer.append((mid, data))
+
+    async def expire(self, channels: Sequence[str], after: float) -> None:
+        """Give the streams of ``channels`` an expiry ``after`` seconds from now (see the module
+        docstring); the bus forgets its re-publish buffers of them then too."""
+        channels = list(dict.fromkeys(channels))
+        if not channels:
+            return
+        if self._client is None:
+            await self.connect()
+        client = self._client
+        assert client is not None
+        loop = asyncio.get_running_loop()
+        after = max(0.001, after)
+        for channel in channels:
+            self._expiring[channel] = loop.time() + after
+
+        async def set_all() -> None:
+            pipeline = client.pipeline(transaction=False)
+            for channel in channels:
+                pipeline.pexpire(self._key(channel), self._expiry_ms(channel) or 1)
+            await pipeline.execute()
+
+        async with self._lock:
+            await self._retry(set_all, self._deadline(), f"expire {channels[0]!r} and "
+                              f"{len(channels) - 1} more", locked=True)
+        loop.call_later(after, self._forget_buffers, channels)
+
+    def _expiry_ms(self, channel: str) -> int | None:
+        """Milliseconds until ``channel``'s stream expires (0: it has), ``None`` if it does not."""
+        deadline = self._expiring.get(channel)
+        if deadline is None:
+            return None
+        return max(0, int((deadline - asyncio.get_running_loop().time()) * 1000))
+
+    def _forget_buffers(self, channels: Sequence[str]) -> None:
+        for channel in channels:
+            self._replay.pop(channel, None)
 
     async def subscribe(self, channel: str, *, from_beginning: bool = False) -> RedisSubscription:
         if self._client is None:

@@ -227,12 +227,13 @@ def tasks() -> None:
 @click.option("--seq", type=int, default=None, help="Print the state after this event.")
 def replay_command(results_dir: Path, seq: int | None) -> None:
     """Rebuild a session's states from RESULTS_DIR and print the final one (or one at --seq)."""
-    from cogym_lab.nodes import replay
+    from cogym_lab.nodes import ReplayMismatch, replay
 
     try:
         replayed = replay(results_dir)
         state = replayed.final_state if seq is None else replayed.state_at(seq)
-    except (FileNotFoundError, KeyError) as error:
+    except (FileNotFoundError, KeyError, ValueError, ReplayMismatch) as error:
+        # ValueError: a log damaged before its last line (LogReadError names file and line)
         raise click.ClickException(f"cannot replay {results_dir}: {error}") from None
     console.print(f"Replayed {len(replayed.frames)} events.")
     click.echo(json.dumps(state, indent=2, ensure_ascii=False))

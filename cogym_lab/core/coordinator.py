@@ -28,6 +28,21 @@ The rules:
   limit, after ``max_idle_ticks`` ticks in a row, or after ``max_events`` events. What counts as
   a step is the scoring protocol's rule: every act (``every_act_is_a_step``), or task actions and
   refused attempts only.
+
+What the coordinator is given is admitted first, at its entry points (``handle``, and through it
+``apply_follow_up`` and ``apply_observed``; ``deferred_failed``; ``end``): every path into the
+shared state passes one of them, whether it came over a bus, from a Python caller, from deferred
+work or from the env's own observations, and replay feeds the log back through the same ones.
+Admitting means the text policy (:mod:`cogym_lab.core.text`: no lone surrogate reaches any
+state) and JSON: a structured action is kept as the JSON the log can hold, so a refused one is
+re-read on replay exactly as it was refused live. A role that is not a string is refused like an
+unknown one.
+
+A notification's size does not grow with the number of seats: it carries the step counts of its
+recipient and of the members who are not people (agents and simulated users), its event lists
+no other people among the recipients, and the team's context goes to a member once (its first
+notification, START, a sync, and to an agent again when it is resumed), listing for a person
+only the non-people and itself.
 """
 
 from __future__ import annotations
@@ -52,6 +67,7 @@ from cogym_lab.core.messages import (
 )
 from cogym_lab.core.observation import Observation
 from cogym_lab.core.replacements import ReplacementTracker
+from cogym_lab.core.text import clean, clean_text
 
 DEFAULT_AGENT_STEP_LIMIT = 30
 
@@ -112,6 +128,13 @@ class Coordinator:
         self.pending: dict[str, Confirmation] = {}
         self.paused: set[str] = set()
         self.step_counts = {role: 0 for role in roles}
+        # Whose counts (and receipt of an event) every notification shows: people's are left
+        # off other people's notifications.
+        self._shown_counts = [member.role for member in team if member.kind != "person"]
+        self._people = {member.role for member in team if member.kind == "person"}
+        self._not_people = [member for member in team if member.kind != "person"]
+        # The last event's recipients without people, worked out once for all its recipients.
+        self._trimmed: tuple[Event | None, list[str]] = (None, [])
         self.idle_ticks = 0  # ticks in a row with no act but waits
         self.done = False
         self.end_reason: str | None = None
@@ -147,7 +170,17 @@ class Coordinator:
         For an action that replaces a whole text, ``base`` (the text the sender edited) or
         ``seen_seq`` (the event whose view it acted on) says where the sender started from;
         without either, the last text shown to ``role`` is its base.
+
+        Every argument is admitted first (see the module docstring): text is cleaned, a
+        structured action becomes plain JSON, and a value of the wrong type is refused or
+        ignored, never raised on.
         """
+        role = _admit_role(role)
+        raw = _admit_action(raw)
+        request_id = clean_text(request_id) if isinstance(request_id, str) else None
+        base = clean_text(base) if isinstance(base, str) else None
+        if not isinstance(seen_seq, int) or isinstance(seen_seq, bool):
+            seen_seq = None
         self._request = (role, request_id)
         self._base_hint = (base, seen_seq)
         counted = self._counts_as_step(role)
@@ -211,6 +244,7 @@ class Coordinator:
         """End the session; every member, paused or not, gets a final notification."""
         if self.done:
             return Transition()
+        reason, info = clean_text(str(reason)), _admit_json(info) or {}
         self.done, self.end_reason = True, reason
         return self._emit(now, EventType.END, None, self.team_roles(), skip_paused=False,
                           info={"reason": reason, **info})
@@ -220,7 +254,7 @@ class Coordinator:
 
         ``None`` for a paused agent: it receives nothing until resumed, when it is told all.
         """
-        if role in self.paused:
+        if not isinstance(role, str) or role not in self.members or role in self.paused:
             return None
         event = Event(seq=self.seq, time=now, type=EventType.SYNC, recipients=[role])
         return self._notification(role, event, now, with_context=True)
@@ -245,11 +279,14 @@ class Coordinator:
             raise ValueError(f"Event {event.seq} ({event.type}) has no actor or action to replay")
         if event.type is EventType.ERROR and event.info.get("deferred"):
             return self.deferred_failed(event.actor, event.action, event.error or "", event.time)
+        # A refused structured action is logged as its JSON: re-read it as the same structure.
+        raw: RawAction = json.loads(event.action) if event.info.get("structured") \
+            else event.action
         if event.info.get("follow_up"):
-            return self.apply_follow_up(event.actor, event.action, event.time)
+            return self.apply_follow_up(event.actor, raw, event.time)
         if event.info.get("observed"):
-            return self.apply_observed(event.actor, event.action, event.time)
-        return self.handle(event.actor, event.action, event.time)
+            return self.apply_observed(event.actor, raw, event.time)
+        return self.handle(event.actor, raw, event.time)
 
     # -- views -------------------------------------------------------------------------------
 
@@ -257,10 +294,15 @@ class Coordinator:
         return [member.role for member in self.team]
 
     def context(self, role: str) -> SessionContext:
+        """What ``role`` needs to start. Its ``team`` lists every member for an agent or a
+        simulated user (they address teammates by role), but for a person only the other
+        members who are not people, and the person itself: a session may seat thousands of
+        people, and a team list per seat would grow with the square of that."""
         member = self.members[role]
+        team = self.team if member.kind != "person" else [*self._not_people, member]
         return SessionContext(
             session_id=self.session_id, task=self.task, task_description=self.env.task_description,
-            role=role, kind=member.kind, team=self.team, action_specs=self.env.action_specs(),
+            role=role, kind=member.kind, team=team, action_specs=self.env.action_specs(),
             collaboration_specs=acts.collaboration_specs(member.kind),
             step_limit=self.step_limits.get(role),
         )
@@ -338,7 +380,7 @@ class Coordinator:
         ``seen_seq`` is the event that started the work: a text it produced is merged with the
         edits made since then.
         """
-        self._follow_up_of = role
+        self._follow_up_of = _admit_role(role)
         try:
             return self.handle(role, raw, now, seen_seq=seen_seq)
         finally:
@@ -348,7 +390,7 @@ class Coordinator:
         """Record what the env saw ``role`` do outside the session (a person running a cell in
         their own kernel) as ``role``'s step. Only in-process code holding the env calls this, so
         internal actions are allowed; no member can send one. Logged with ``info.observed``."""
-        self._observed_by = role
+        self._observed_by = _admit_role(role)
         try:
             return self.handle(role, raw, now)
         finally:
@@ -356,10 +398,11 @@ class Coordinator:
 
     def deferred_failed(self, role: str, action_text: str, error: str, now: float) -> Transition:
         """Slow work started by ``role``'s action failed: tell the actor; nothing changes."""
-        if self.done or role not in self.members:
+        if self.done or not isinstance(role, str) or role not in self.members:
             return Transition()
-        return self._emit(now, EventType.ERROR, role, [role], action=action_text,
-                          status="error", error=error, private=True, info={"deferred": True})
+        return self._emit(now, EventType.ERROR, role, [role], action=clean_text(str(action_text)),
+                          status="error", error=clean_text(str(error)), private=True,
+                          info={"deferred": True})
 
     def _message(self, member: Member, action: Action, now: float) -> Transition:
         to = action.args["to"] or None
@@ -497,9 +540,12 @@ class Coordinator:
         if notify and role in self.step_counts and not self.every_act_is_a_step:
             # Refused attempts count as steps, so an LM stuck on bad output still meets its limit.
             self.step_counts[role] += 1
+        info = dict(info or {})
+        if not isinstance(raw, str):
+            info["structured"] = True  # see _as_text: replay reads it back as JSON
         transition = self._emit(now, EventType.ERROR, role, ([role] if notify else []) + list(also),
                                 action=_as_text(raw), status="error", error=message, private=True,
-                                info=info or {})
+                                info=info)
         return self._check_limit(role, transition, now)
 
     def _emit(self, now: float, type_: EventType, actor: str | None, recipients: Sequence[str],
@@ -514,11 +560,14 @@ class Coordinator:
             fields["info"] = {**fields.get("info", {}), "observed": True}
         event = Event(seq=self.seq, time=now, type=type_, actor=actor, recipients=delivered,
                       request_id=request_id, **fields)
-        with_context = type_ in (EventType.START, EventType.RESUME)
+        # The context again only where it may be news: everyone at the start, and the agents
+        # a RESUME wakes (they were told nothing while paused).
+        given_context = set(delivered) if type_ is EventType.START else set(
+            event.info.get("agents", ())) if type_ is EventType.RESUME else set()
         views = self.env.views(delivered)
         transition = Transition(
             events=[event],
-            notifications=[self._notification(r, event, now, with_context, views[r])
+            notifications=[self._notification(r, event, now, r in given_context, views[r])
                            for r in delivered],
         )
         if self.seq >= self.max_events and type_ is not EventType.END and not self.done:
@@ -539,13 +588,13 @@ class Coordinator:
             seq=event.seq,
             prev_seq=prev_seq,
             recipient=role,
-            event=event,
+            event=self._event_for(role, event),
             view=view,
             chat=chat,
             new_messages=[m for m in chat if m.seq > (prev_seq or 0) and m.sender != role],
             pending_confirmations=list(self.pending.values()),
-            step_counts=dict(self.step_counts),
-            step_limits=dict(self.step_limits),
+            step_counts=self._counts_for(role, self.step_counts),
+            step_limits=self._counts_for(role, self.step_limits),
             paused=sorted(self.paused),
             started_at=self.started_at,
             time=now,
@@ -555,14 +604,71 @@ class Coordinator:
             merged_events=[],  # given, not defaulted: resolving a default_factory here is slow
         )
 
+    def _event_for(self, role: str, event: Event) -> Event:
+        """``event`` as ``role`` is sent it: its recipients without the other people (the
+        log keeps them all), so that a broadcast to every seat does not carry every seat."""
+        if not self._people or len(event.recipients) <= 1:
+            return event
+        trimmed_of, trimmed = self._trimmed
+        if trimmed_of is not event:  # once per event, not once per recipient
+            trimmed = [r for r in event.recipients if r not in self._people]
+            self._trimmed = (event, trimmed)
+        shown = [*trimmed, role] if role in self._people else trimmed
+        if len(shown) == len(event.recipients):
+            return event
+        return event.model_copy(update={"recipients": shown})
 
-def _as_text(raw: RawAction) -> str:
-    """How a refused action is logged: strings as sent, structured actions as JSON."""
+    def _counts_for(self, role: str, counts: Mapping[str, int]) -> dict[str, int]:
+        """The entries of ``counts`` that ``role`` is shown: its own, and those of the members
+        who are not people. Constant in the number of seats, unlike the whole table."""
+        shown = {r: counts[r] for r in self._shown_counts if r in counts}
+        if role in counts:
+            shown[role] = counts[role]
+        return shown
+
+
+def _as_text(raw: Any) -> str:
+    """How a refused action is logged: a string as sent; anything else (already plain JSON, see
+    ``_admit_action``) as its JSON text, marked ``structured`` so that replay parses the same
+    structure again rather than reading the JSON as an LM's text."""
     if isinstance(raw, str):
         return raw
+    return json.dumps(raw, ensure_ascii=False)
+
+
+def _admit_role(role: Any) -> str:
+    """``role`` as the text the coordinator works with. A value that is not a string becomes a
+    name no member can have (roles are ``[A-Za-z0-9_.-]+``), so it is refused as unknown, on
+    replay too."""
+    if isinstance(role, str):
+        return clean_text(role)
+    return f"<{type(role).__name__}>"
+
+
+def _admit_json(value: Any) -> Any:
+    """``value`` as the plain JSON the log will hold (tuples become lists, keys strings, other
+    objects their ``str``), with every text cleaned; ``None`` if JSON cannot hold it."""
+    try:
+        return json.loads(json.dumps(clean(value), ensure_ascii=False, default=str))
+    except Exception:  # noqa: BLE001 - a cycle, too deep a nesting, a __str__ that raises
+        return None
+
+
+def _admit_action(raw: Any) -> Any:
+    """An action as sent, admitted: a string cleaned; an :class:`Action` or a mapping as plain
+    JSON (``{"name", "args"}`` for an Action); anything else as plain JSON, to be refused. What
+    JSON cannot hold (a set, a cycle, a nesting too deep) is refused as a text that says so:
+    what the coordinator sees live is then exactly what replay reads back from the log."""
+    if isinstance(raw, str):
+        return clean_text(raw)
     if isinstance(raw, Action):
-        return format_action(raw)
-    return json.dumps(raw, ensure_ascii=False, default=str)
+        raw = {"name": raw.name, "args": raw.args}
+    elif isinstance(raw, Mapping):
+        raw = dict(raw)
+    try:
+        return json.loads(json.dumps(clean(raw), ensure_ascii=False))
+    except Exception as error:  # noqa: BLE001 - whatever stops JSON, the action is unreadable
+        return f"(not an action: JSON cannot hold it: {type(error).__name__})"
 
 
 _COLLABORATION_HANDLERS = {

@@ -263,13 +263,16 @@ class CoEnv(abc.ABC):
     def step(self, role: str, raw_action: RawAction) -> StepResult:
         """Apply ``raw_action`` for ``role``.
 
-        Never raises for bad input: an unknown action, a missing or mistyped param, a bad role or
-        a refused action returns a result whose ``info["error"]`` names the expected form, and
-        the state is unchanged.
+        Never raises for bad input: an unknown action, a missing or mistyped param, a bad role
+        (of any type) or a refused action returns a result whose ``info["error"]`` names the
+        expected form, and the state is unchanged.
         """
         if not self._is_reset:  # view() may need state that only reset() creates
             return StepResult(observation=Observation(), private=True, info={
                 "error": "The environment has not been reset; call reset() first."})
+        if not isinstance(role, str):  # handlers and views key state by role: no view for it
+            return StepResult(observation=Observation(), private=True, info={
+                "error": f"A role is a string, not {type(role).__name__}."})
         try:
             if self.roles is not None and role not in self.roles:
                 raise ActionError(f"Unknown role {role!r}; this task's roles are "

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cogym_lab.core.actions import Action, ActionError, ActionSpec
+from cogym_lab.core.text import clean
 
 _NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 _PARAM = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*")
@@ -84,8 +85,10 @@ def parse_action(raw: RawAction, specs: Mapping[str, ActionSpec]) -> tuple[Actio
     """Turn a string, a ``{name, args}`` mapping or an :class:`Action` into a checked action.
 
     Canonical strings are parsed exactly; anything else gets the lenient LM parser. The result's
-    args are bound to the spec (defaults filled, types coerced). Raises :class:`ActionError` with
-    the expected form on failure, and never any other exception.
+    args are bound to the spec (defaults filled, types coerced) and follow the text policy
+    (``cogym_lab.core.text``): parsing decodes JSON escapes, and ``"\\ud83d"`` decodes to a
+    lone surrogate, so the values are cleaned here, where they are made. Raises
+    :class:`ActionError` with the expected form on failure, and never any other exception.
     """
     try:
         return _parse_and_bind(raw, specs)
@@ -108,7 +111,7 @@ def _parse_and_bind(raw: RawAction, specs: Mapping[str, ActionSpec]) -> tuple[Ac
     spec = specs.get(action.name)
     if spec is None:
         raise ActionError(f"Unknown action {action.name!r}. {expected_forms(specs)}")
-    return Action(name=action.name, args=spec.bind(dict(action.args))), spec
+    return Action(name=action.name, args=clean(spec.bind(dict(action.args)))), spec
 
 
 def expected_forms(specs: Mapping[str, ActionSpec]) -> str:

@@ -91,6 +91,8 @@ class SessionContext(BaseModel):
     task_description: str
     role: str
     kind: MemberKind
+    # Every member for an agent or a simulated user; for a person, the members who are not
+    # people and the person itself (a session may seat thousands of people).
     team: list[Member]
     action_specs: list[ActionSpec]  # the task's actions
     collaboration_specs: list[ActionSpec]  # the collaboration acts open to this member
@@ -110,11 +112,13 @@ class Notification(BaseModel):
     seq: int
     prev_seq: int | None
     recipient: str
-    event: Event
+    event: Event  # as logged, but a person is not sent the other people among its recipients
     view: Observation
     chat: list[ChatMessage]
     new_messages: list[ChatMessage]  # messages to this recipient since its previous notification
     pending_confirmations: list[Confirmation]
+    # The recipient's own count and limit, and those of every member who is not a person
+    # (agents and simulated users): never the whole table of a team with many people seats.
     step_counts: dict[str, int]
     step_limits: dict[str, int]
     paused: list[str]
@@ -122,7 +126,7 @@ class Notification(BaseModel):
     time: float
     done: bool = False
     end_reason: str | None = None
-    context: SessionContext | None = None  # on start, sync and resume
+    context: SessionContext | None = None  # on start, a first notification, sync; resumed agents
     merged_events: list[Event] = Field(default_factory=list)  # filled by AgentNode when merging
 
 

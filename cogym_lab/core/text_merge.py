@@ -105,12 +105,23 @@ def _token_edits(old: list[str], new: list[str]) -> list[Edit]:
             continue
         old_run, new_run = "".join(old[i1:i2]), "".join(new[j1:j2])
         if tag == "replace" and len(old_run) + len(new_run) <= _CHAR_DIFF_LIMIT:
-            chars = difflib.SequenceMatcher(None, old_run, new_run, autojunk=False)
-            edits += [Edit(at[i1] + c1, at[i1] + c2, new_run[d1:d2])
-                      for op, c1, c2, d1, d2 in chars.get_opcodes() if op != "equal"]
+            edits += [Edit(at[i1] + e.start, at[i1] + e.end, e.text)
+                      for e in _char_edits(old_run, new_run)]
         else:
             edits.append(Edit(at[i1], at[i2], new_run))
     return edits
+
+
+def _char_edits(old: str, new: str) -> list[Edit]:
+    """Character edits of one replaced run. The common ends are kept first: difflib alone
+    may match a repeated letter at the other end ("aaa" -> "aXaa" as "aX" put before and an "a"
+    taken away), which would move an insertion away from where it was typed."""
+    prefix = _common_prefix(list(old), list(new))
+    suffix = _common_suffix(list(old[prefix:]), list(new[prefix:]))
+    old_mid, new_mid = old[prefix:len(old) - suffix], new[prefix:len(new) - suffix]
+    chars = difflib.SequenceMatcher(None, old_mid, new_mid, autojunk=False)
+    return [Edit(prefix + c1, prefix + c2, new_mid[d1:d2])
+            for op, c1, c2, d1, d2 in chars.get_opcodes() if op != "equal"]
 
 
 def _offsets(parts: list[str]) -> list[int]:

@@ -20,7 +20,9 @@ from pydantic import BaseModel, Field, ValidationError
 
 from cogym_lab.core import ActionError, ChatMessage, Event, EventType, Member, parse_canonical
 from cogym_lab.core.env import is_non_empty
+from cogym_lab.core.jsonl import read_jsonl_or_empty
 from cogym_lab.core.protocol import ScoringProtocol, get_protocol, recorded_protocol
+from cogym_lab.lm.calllog import log_files
 from cogym_lab.nodes.results import EVENTS_FILE, SESSION_FILE
 
 RATINGS_FILE = "ratings.json"
@@ -281,27 +283,13 @@ def _read_json(path: Path) -> Any:
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return []
-    records = []
-    for line in lines:
-        try:
-            records.append(json.loads(line))
-        except ValueError:
-            continue  # a line cut short by a crash
-    return records
+    """The records of a JSON Lines file, by the one log reader (``cogym_lab.core.jsonl``): a
+    torn last line is skipped with a warning, a bad line before it raises ``LogReadError``."""
+    return read_jsonl_or_empty(path)
 
 
 def _read_events(path: Path) -> list[Event]:
-    events = []
-    for record in _read_jsonl(path):
-        try:
-            events.append(Event.model_validate(record))
-        except ValidationError:
-            continue
-    return events
+    return read_jsonl_or_empty(path, Event.model_validate_json)
 
 
 def _read_ratings(path: Path) -> dict[str, Rating]:
@@ -321,7 +309,8 @@ def load_session(path: str | Path) -> SessionRecord:
     """Read one session's results directory.
 
     Raises ``FileNotFoundError`` when ``path`` has no ``session.json``. A log cut short by a
-    crash is read up to its last whole line.
+    crash is read up to its last whole line; a log damaged before its last line raises
+    ``cogym_lab.core.jsonl.LogReadError`` (a ``ValueError``) naming the file and the line.
     """
     directory = Path(path)
     session = _read_json(directory / SESSION_FILE)
@@ -337,7 +326,8 @@ def load_session(path: str | Path) -> SessionRecord:
         members[role] = {
             "member": _read_json(folder / "member.json") or {},
             "usage": _read_json(folder / "usage.json") or {},
-            "calls": _read_jsonl(folder / "lm_calls.jsonl"),
+            "calls": [call for log in log_files(folder / "lm_calls.jsonl")
+                      for call in _read_jsonl(log)],  # rotated parts first
         }
     run = _read_json(directory.parent / RUN_FILE)
     return SessionRecord(path=directory, session=session,

@@ -354,6 +354,9 @@ class SessionHost:
     async def _run(self, hosted: HostedSession) -> SessionResult | None:
         try:
             hosted.result = await hosted.session.run()
+            env_node = hosted.session.env_node
+            if env_node is not None and env_node.log_failure:  # ended, but its log is cut short
+                hosted.error = env_node.log_failure
         except asyncio.CancelledError:
             hosted.error = "cancelled"
             raise

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cogym_lab.core.jsonl import read_jsonl
 from cogym_lab.core.text import clean
 
 REDACTED = "[REDACTED]"
@@ -207,8 +208,4 @@ def read_calls(path: str | Path) -> list[dict[str, Any]]:
     files = log_files(path)
     if not files:
         raise FileNotFoundError(f"no call log at {path}")
-    records = []
-    for file in files:
-        with file.open(encoding="utf-8") as handle:
-            records += [json.loads(line) for line in handle if line.strip()]
-    return records
+    return [record for file in files for record in read_jsonl(file)]

@@ -16,6 +16,7 @@ from cogym_lab.core import (
     Coordinator,
     Deferred,
     Event,
+    EventType,
     Notification,
     StepRequest,
     Transition,
@@ -28,14 +29,43 @@ log = logging.getLogger(__name__)
 EventObserver = Callable[[Event], Any]
 NotificationWatcher = Callable[[Notification], None]
 
+#: The end reason of a session whose event log could not be written.
+LOG_FAILED = "log_failed"
+
+
+class _RecentIds:
+    """The last ``size`` request ids, for dropping re-deliveries: a set to look them up (a
+    deque alone costs a scan of thousands per request, every seat's join included)."""
+
+    def __init__(self, size: int) -> None:
+        self._order: deque[str] = deque()
+        self._ids: set[str] = set()
+        self._size = size
+
+    def __contains__(self, request_id: object) -> bool:
+        return request_id in self._ids
+
+    def add(self, request_id: str) -> None:
+        if request_id in self._ids:
+            return
+        self._order.append(request_id)
+        self._ids.add(request_id)
+        if len(self._order) > self._size:
+            self._ids.discard(self._order.popleft())
+
 
 class EnvNode:
     """Hosts one session's env on a bus.
 
     It waits (up to ``join_timeout``) until every member has joined, starts the session, then
     applies each step in arrival order. When nothing arrives for ``idle_seconds`` it fires a tick.
-    Every event goes to the ``observers`` (the results writer, a transcript printer) before its
-    notifications are published, so the log is never behind what the members have seen.
+    Every event goes to the ``recorders`` (the event log), then to the ``observers`` (a
+    transcript printer, the leakage guard), before its notifications are published, so the log
+    is never behind what the members have seen. An observer that fails costs nothing but its own
+    work. A recorder that fails stops the session at once: an applied event must never go
+    unlogged, so the event is not published, the session ends with reason ``log_failed`` (its
+    END reaches the members but is not logged either, so the log stays a replayable prefix), and
+    :attr:`log_failure` says why.
 
     ``watchers`` see every notification just before it is published (the leakage guard).
 
@@ -46,6 +76,7 @@ class EnvNode:
 
     def __init__(self, bus: Bus, coordinator: Coordinator, *, idle_seconds: float = 60.0,
                  join_timeout: float = 30.0, seed: int | None = None,
+                 recorders: Iterable[EventObserver] = (),
                  observers: Iterable[EventObserver] = (),
                  watchers: Iterable[NotificationWatcher] = (),
                  restored: Restored | None = None) -> None:
@@ -54,18 +85,23 @@ class EnvNode:
         self.idle_seconds = idle_seconds
         self.join_timeout = join_timeout
         self.seed = seed
+        self.recorders = list(recorders)
         self.observers = list(observers)
         self.watchers = list(watchers)
         self.joined: set[str] = set()
         self.started = asyncio.Event()
-        self._seen_ids: deque[str] = deque(maxlen=4096)
+        self.log_failure: str | None = None  # why the event log could not be written
+        self.last_logged_seq = 0  # the last event every recorder took
+        self._seen_ids = _RecentIds(4096)
         self._stop_reason: str | None = None
         self._subscription = None
         self._deferred: set[asyncio.Task[None]] = set()
         self.restored = restored
         self._end_on_stop = True
         if restored is not None:  # a transport may deliver the old steps again: skip them
-            self._seen_ids.extend(restored.request_ids)
+            for request_id in restored.request_ids:
+                self._seen_ids.add(request_id)
+            self.last_logged_seq = coordinator.seq
 
     @property
     def session_id(self) -> str:
@@ -78,18 +114,22 @@ class EnvNode:
         early: list[StepRequest] = []
         try:
             deadline = time.monotonic() + self.join_timeout
-            while not self._stop_reason and set(self.coordinator.members) - self.joined:
+            waiting = set(self.coordinator.members)  # not recomputed per join: seats may be many
+            while not self._stop_reason and waiting:
                 message = await subscription.get(max(0.0, deadline - time.monotonic()))
                 if message is None:
                     break
                 request = self._accept(message)
                 if request and request.kind == "join":
                     self.joined.add(request.role)
+                    waiting.discard(request.role)
                 elif request:
                     early.append(request)
-            missing = sorted(set(self.coordinator.members) - self.joined)
-            if missing and not self._stop_reason:
-                log.warning("session %s starts without %s", self.session_id, ", ".join(missing))
+            missing = sorted(waiting)
+            if missing and not self._stop_reason:  # a few names: there may be thousands
+                log.warning("session %s starts without %d member(s): %s%s", self.session_id,
+                            len(missing), ", ".join(missing[:10]),
+                            ", ..." if len(missing) > 10 else "")
             if self.restored is None:
                 await self._deliver(self.coordinator.start(time.time(), seed=self.seed))
             else:
@@ -99,7 +139,7 @@ class EnvNode:
             for request in early:
                 await self._on_request(request)
             await self._loop(subscription)
-            if self._stop_reason and self._end_on_stop:
+            if self._stop_reason and self._end_on_stop and not self.log_failure:
                 await self._deliver(self.coordinator.end(time.time(), self._stop_reason))
         finally:
             for task in self._deferred:  # the session is over: its slow work is moot
@@ -145,10 +185,12 @@ class EnvNode:
             return None
         if request.id in self._seen_ids:  # a transport re-delivery
             return None
-        self._seen_ids.append(request.id)
+        self._seen_ids.add(request.id)
         return request
 
     async def _on_request(self, request: StepRequest) -> None:
+        if self.log_failure:  # stopping: nothing more is applied
+            return
         now = time.time()
         if request.kind == "action":
             try:
@@ -179,8 +221,14 @@ class EnvNode:
             self._start_deferred(work.role, work.deferred, work.started_by)
 
     async def _deliver(self, transition: Transition) -> None:
-        # Observers (the event log) first: no member ever sees an event the log lacks.
+        if self.log_failure:  # the session is stopping: no event goes out unlogged
+            return
+        # The log first: no member ever sees an event the log lacks.
         for event in transition.events:
+            error = await self._record(event)
+            if error is not None:
+                await self._stop_unlogged(event, error, transition)
+                return
             for observer in self.observers:
                 try:
                     result = observer(event)
@@ -193,6 +241,38 @@ class EnvNode:
             (obs_channel(self.session_id, n.recipient), n) for n in transition.notifications])
         for role, deferred in transition.deferred:
             self._start_deferred(role, deferred, transition.events[0])
+
+    async def _record(self, event: Event) -> Exception | None:
+        """Give ``event`` to every recorder; the first failure, or ``None``."""
+        for recorder in self.recorders:
+            try:
+                result = recorder(event)
+                if asyncio.iscoroutine(result):
+                    await result
+            except Exception as error:  # noqa: BLE001 - any failure means the event is unlogged
+                return error
+        self.last_logged_seq = event.seq
+        return None
+
+    async def _stop_unlogged(self, event: Event, error: Exception,
+                             transition: Transition) -> None:
+        """The log could not take ``event``: end the session now, without logging or publishing
+        anything more but the END that tells the members to stop."""
+        self.log_failure = (f"the event log could not take event {event.seq} "
+                            f"({event.type.value}): {type(error).__name__}: {error}")
+        log.error("session %s stops: %s", self.session_id, self.log_failure)
+        ending = self.coordinator.end(time.time(), LOG_FAILED, unlogged_seq=event.seq)
+        # If the unlogged event was itself the END, the members still need to hear of it.
+        ends = ending.notifications or [n for n in transition.notifications
+                                        if n.event.type is EventType.END]
+        try:
+            await self.bus.publish_many([
+                (obs_channel(self.session_id, n.recipient), n) for n in ends])
+        except Exception:  # a transport that fails too must not hide the log failure
+            log.exception("session %s: the END after the log failure was not sent",
+                          self.session_id)
+        if self._subscription is not None:
+            await self._subscription.close()  # wakes run() wherever it waits
 
     def _watch(self, notifications: list[Notification]) -> None:
         for watcher in self.watchers:
@@ -216,6 +296,8 @@ class EnvNode:
 
         async def follow() -> None:
             async for role, action in steps:
+                if self.log_failure:  # stopping: nothing more is applied
+                    return
                 try:
                     transition = self.coordinator.apply_observed(role, action, time.time())
                 except Exception:  # a bug must cost one observation, not the session
@@ -235,9 +317,13 @@ class EnvNode:
             raise
         except Exception as error:  # an LM that fails must not take the session down
             log.warning("deferred %s for %s failed: %s", deferred.label, role, error)
+            if self.log_failure:
+                return
             await self._deliver(self.coordinator.deferred_failed(
                 role, started_by.action or deferred.label, f"{deferred.label or 'The action'} "
                 f"failed: {error}", time.time()))
+            return
+        if self.log_failure:  # stopping: nothing more is applied
             return
         await self._deliver(self.coordinator.apply_follow_up(role, follow_up, time.time(),
                                                              seen_seq=started_by.seq))

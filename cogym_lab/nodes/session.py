@@ -16,10 +16,10 @@ from pydantic import BaseModel
 import cogym_lab
 from cogym_lab.bus import Bus, MemoryBus
 from cogym_lab.core import CoEnv, Coordinator, Event, Member, default_step_limits
-from cogym_lab.core.messages import MemberKind
+from cogym_lab.core.messages import MemberKind, obs_channel, status_channel, step_channel
 from cogym_lab.core.protocol import ScoringProtocol, get_protocol
 from cogym_lab.lm import LM
-from cogym_lab.nodes.env_node import EnvNode, EventObserver
+from cogym_lab.nodes.env_node import LOG_FAILED, EnvNode, EventObserver
 from cogym_lab.nodes.leakage import LeakageGuard, LeakageReport
 from cogym_lab.nodes.member_node import AgentNode, MemberNode, Teammate, UserNode
 from cogym_lab.nodes.restore import Restored, restore
@@ -30,7 +30,12 @@ from cogym_lab.nodes.results import ResultsWriter
 class SessionConfig:
     """Limits and timing. ``step_limits`` overrides the per-role defaults: agents get
     ``agent_step_limit``; simulated users get ``user_step_limit``, or the scoring protocol's
-    limit when it is ``None``; people are never limited."""
+    limit when it is ``None``; people are never limited.
+
+    ``channel_ttl``: seconds the bus keeps a session's channels after it ended (its steps, every
+    member's notifications with their private views, the agents' statuses), so that a panel
+    opened late still finds the end; then they are deleted (on Redis, an expiry on each stream).
+    ``None`` keeps them. An interrupted session keeps its channels: it may be resumed."""
 
     idle_seconds: float = 60.0
     max_idle_ticks: int = 3
@@ -41,6 +46,7 @@ class SessionConfig:
     join_timeout: float = 30.0
     timeout: float | None = None  # wall-clock limit for the whole session
     seed: int | None = None
+    channel_ttl: float | None = 3600.0
 
     def limits_for(self, team: Iterable[Member],
                    protocol: ScoringProtocol | str | None = None) -> dict[str, int]:
@@ -159,8 +165,8 @@ class Session:
         self.env_node = EnvNode(
             bus, self.coordinator, idle_seconds=self.config.idle_seconds,
             join_timeout=self.config.join_timeout, seed=self.config.seed,
-            observers=[*([writer.append_event] if writer else []), self.leakage.watch_event,
-                       *self.observers],
+            recorders=[writer.append_event] if writer else [],
+            observers=[self.leakage.watch_event, *self.observers],
             watchers=[self.leakage.watch_notification] if self.leakage.active else [],
             restored=self.restored if resumed else None,
         )
@@ -187,10 +193,14 @@ class Session:
             for task in member_tasks:
                 task.cancel()
             await asyncio.gather(*member_tasks, return_exceptions=True)
+            if not self.interrupted:
+                await self._expire_channels(bus)
             if self.bus is None:
                 await bus.close()
         if self.interrupted:
             return await self._close_interrupted(writer, started)
+        if self.env_node.log_failure:
+            return await self._close_log_failed(writer, started)
         delivered = is_delivered(self.env, self.coordinator.end_reason)
         result = self.result(time.time() - started, await self._scores() if delivered else {})
         await self.env.aclose()
@@ -202,6 +212,42 @@ class Session:
                                  final_state=self.coordinator.snapshot())
             writer.close()
         return result
+
+    async def _close_log_failed(self, writer: ResultsWriter | None,
+                                started: float) -> SessionResult:
+        """The log could not be written: the session stopped there. Nothing is graded (the
+        outcome holds an event the log lacks, so no replay could check it), and ``session.json``
+        says why, if the disk still takes that much."""
+        assert self.env_node is not None
+        result = self.result(time.time() - started, {}).model_copy(
+            update={"delivered": False, "end_reason": LOG_FAILED})
+        await self.env.aclose()
+        if writer:
+            try:
+                writer.write_session(status="failed", error=self.env_node.log_failure,
+                                     end_reason=LOG_FAILED, ended_at=time.time(), delivered=False,
+                                     logged_events=self.env_node.last_logged_seq,
+                                     events=self.coordinator.seq)
+            except OSError as error:
+                log.error("session %s: session.json could not say why it stopped (%s): %s",
+                          self.session_id, self.env_node.log_failure, error)
+            writer.close()
+        return result
+
+    async def _expire_channels(self, bus: Bus) -> None:
+        """Let the bus delete this session's channels ``channel_ttl`` seconds from now."""
+        if self.config.channel_ttl is None:
+            return
+        try:
+            await bus.expire(self.channels(), self.config.channel_ttl)
+        except Exception:  # a lost transport must not cost the results
+            log.exception("session %s: its bus channels could not be given an expiry",
+                          self.session_id)
+
+    def channels(self) -> list[str]:
+        """Every bus channel of this session: steps, each member's notifications, statuses."""
+        return [step_channel(self.session_id), status_channel(self.session_id),
+                *(obs_channel(self.session_id, member.role) for member in self.team)]
 
     async def _close_interrupted(self, writer: ResultsWriter | None,
                                  started: float) -> SessionResult:

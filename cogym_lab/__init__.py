@@ -1,25 +1,96 @@
-"""cogym_lab: Collaborative Gym (Co-Gym) for notebooks."""
+"""cogym_lab: Collaborative Gym (Co-Gym) for notebooks.
 
-__version__ = "0.1.0"
+The names here are the ones you need to extend and run cogym_lab:
 
-from cogym_lab.nodes import Session, SessionConfig, SessionResult, replay  # noqa: E402
+* to write a task: ``CoEnv``, ``action``, ``ActionOutcome``, ``Component``, ``check_env``;
+* to write a team member: ``Member``, ``MemberType``, ``MemberSetup``, ``Notification``;
+* to run a session from code: ``SessionSpec``, ``build_session``;
+* in a notebook: ``new_session``, ``attach``, ``list_sessions``.
 
-__all__ = ["Session", "SessionConfig", "SessionResult", "__version__", "attach", "list_sessions",
-           "new_session", "replay"]
+Each loads on first use: ``import cogym_lab`` itself loads only the version, so it stays cheap.
+``docs/extending.md`` walks through a new task and a new agent.
+"""
 
-_NOTEBOOK_API = {"new_session", "attach", "list_sessions", "SessionHandle", "SessionError"}
+import typing as _typing
+import warnings as _warnings
+from importlib import import_module as _import_module
+
+from cogym_lab._version import __version__
+
+if _typing.TYPE_CHECKING:  # what type checkers and editors see; at run time, __getattr__
+    from cogym_lab.api import attach, list_sessions, new_session
+    from cogym_lab.core.check_env import check_env
+    from cogym_lab.core.env import ActionOutcome, CoEnv, action
+    from cogym_lab.core.member import Member, MemberSetup, MemberType
+    from cogym_lab.core.messages import Notification
+    from cogym_lab.core.observation import Component
+    from cogym_lab.sessions import SessionSpec, build_session
+
+#: Each public name and the module that defines it.
+_EXPORTS: dict[str, str] = {
+    # writing a task
+    "CoEnv": "cogym_lab.core.env",
+    "action": "cogym_lab.core.env",
+    "ActionOutcome": "cogym_lab.core.env",
+    "Component": "cogym_lab.core.observation",
+    "check_env": "cogym_lab.core.check_env",
+    # writing a team member
+    "Member": "cogym_lab.core.member",
+    "MemberType": "cogym_lab.core.member",
+    "MemberSetup": "cogym_lab.core.member",
+    "Notification": "cogym_lab.core.messages",
+    # running a session from code
+    "SessionSpec": "cogym_lab.sessions",
+    "build_session": "cogym_lab.sessions",
+    # the notebook API
+    "new_session": "cogym_lab.api",
+    "attach": "cogym_lab.api",
+    "list_sessions": "cogym_lab.api",
+}
+
+#: Names the notebook API's errors and handles are known by; they resolve here, unlisted.
+_ALSO: dict[str, str] = {
+    "SessionError": "cogym_lab.api",
+    "SessionHandle": "cogym_lab.api",
+}
+
+#: Former top-level names, still found here (with a warning) for one release.
+_MOVED: dict[str, str] = {
+    "Session": "cogym_lab.nodes",
+    "SessionConfig": "cogym_lab.nodes",
+    "SessionResult": "cogym_lab.nodes",
+    "replay": "cogym_lab.nodes",
+}
+
+# The author API: _EXPORTS groups it by use. Checked by tests/test_author_api.py.
+__all__ = [
+    "ActionOutcome", "CoEnv", "Component", "Member", "MemberSetup", "MemberType", "Notification",
+    "SessionSpec", "__version__", "action", "attach", "build_session", "check_env",
+    "list_sessions", "new_session",
+]
 
 
-def __getattr__(name: str):
-    """The notebook API (``new_session`` ...) loads on first use, so importing stays cheap."""
-    if name in _NOTEBOOK_API:
-        from cogym_lab import api
-
-        return getattr(api, name)
+def __getattr__(name: str) -> object:
+    """Load a public name from its module on first use."""
+    if name in _EXPORTS or name in _ALSO:
+        value = getattr(_import_module(_EXPORTS.get(name) or _ALSO[name]), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    if name in _MOVED:
+        home = _MOVED[name]
+        _warnings.warn(f"cogym_lab.{name} has moved: import it from {home} "
+                      f"(`from {home} import {name}`). The old name goes in the next release.",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(_import_module(home), name)
     raise AttributeError(f"module 'cogym_lab' has no attribute {name!r}")
 
 
-def load_ipython_extension(shell) -> None:
+def __dir__() -> list[str]:
+    """The module's own names and every public name, loaded or not."""
+    return sorted({*globals(), *__all__, *_ALSO})
+
+
+def load_ipython_extension(shell: object) -> None:
     """``%load_ext cogym_lab`` registers the ``%cogym`` magic."""
     from cogym_lab.jupyter.magics import load_ipython_extension as load
 

@@ -22,8 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from cogym_lab.envs.registry import task_class
 from cogym_lab.jupyter.backends import Backend, CreateRequest, SessionError, backend
 from cogym_lab.jupyter.data_arg import resolve_data
+from cogym_lab.jupyter.models import validation_message
+from cogym_lab.sessions.spec import EVERY_LM, Limits, LMSettings, NotebookRef, SessionSpec
 
 __all__ = ["SessionError", "SessionHandle", "SessionList", "attach", "list_sessions",
            "new_session"]
@@ -31,52 +36,73 @@ __all__ = ["SessionError", "SessionHandle", "SessionList", "attach", "list_sessi
 DEFAULT_ROLE = "user"
 
 
-def default_team(task: str) -> str:
-    """The rule-based example team plays the todo task; every other task gets the LM agent."""
-    return "example" if task == "todo" else "collaborative"
-
-
-def new_session(task: str, *, instance: int | None = None, team: str | None = None,
-                role: str | None = DEFAULT_ROLE, query: str | None = None, data: Any = None,
-                model: str | None = None, base_url: str | None = None,
-                autonomy: str | None = None, env_args: dict[str, Any] | None = None,
-                idle_seconds: float | None = None, timeout: float | None = None,
-                agent_step_limit: int | None = None, seed: int | None = None,
-                protocol: str | None = None, mode: str = "auto",
+def new_session(task: str | SessionSpec, *, instance: int | None = None,
+                team: str | None = None, role: str | None = DEFAULT_ROLE,
+                query: str | None = None, data: Any = None, model: str | None = None,
+                base_url: str | None = None, autonomy: str | None = None,
+                env_args: dict[str, Any] | None = None, idle_seconds: float | None = None,
+                timeout: float | None = None, agent_step_limit: int | None = None,
+                seed: int | None = None, protocol: str | None = None, mode: str = "auto",
                 results_dir: str | Path | None = None) -> SessionHandle:
     """Start a session of ``task`` and return its handle.
 
+    ``task`` is a task's name, or a whole :class:`~cogym_lab.sessions.SessionSpec` (then the
+    other session arguments are not used; ``role``, ``mode`` and ``results_dir`` still are).
     ``role`` is your seat (``"user"`` by default; ``None`` to only watch a team of agents and
-    simulated users). ``team`` defaults to ``collaborative`` (``example`` for ``todo``).
-    ``model``/``base_url`` set the LM of every LM member and of the task's own tools (drafting
-    assistant, judges, plan parser); else ``COGYM_MODEL``, ``OPENAI_BASE_URL`` and the team file
-    decide. For ``tabular_analysis``, ``query`` is your question and ``data`` a DataFrame, the
-    name of one in this notebook, or a file path. ``autonomy`` is ``"free"`` or ``"ask"`` (the
-    agent asks before running code). ``protocol`` names the scoring protocol (``"cogym"``, the
-    paper's, by default). ``mode`` is ``"auto"``, ``"server"`` or ``"local"``; ``results_dir``
-    is used by local sessions.
+    simulated users). ``team`` defaults to the task's own default (the rule-based ``example``
+    team for ``todo``, else ``collaborative``). ``model``/``base_url`` set the LM of every LM
+    member and of the task's own tools (drafting assistant, judges, plan parser); else
+    ``COGYM_MODEL``, ``OPENAI_BASE_URL`` and the team file decide. For a task that runs in a
+    notebook, ``query`` is your question and ``data`` a DataFrame, the name of one in this
+    notebook, or a file path. ``autonomy`` is ``"free"`` or ``"ask"`` (the agent asks before
+    running code). ``protocol`` names the scoring protocol (``"cogym"``, the paper's, by
+    default). ``mode`` is ``"auto"``, ``"server"`` or ``"local"``; ``results_dir`` is used by
+    local sessions.
     """
+    where = backend(mode, results_dir)
+    if isinstance(task, SessionSpec):
+        spec = task
+        if role and role not in spec.people:
+            spec = spec.model_copy(update={"people": [*spec.people, role]})
+    else:
+        spec = _spec(where, task, instance=instance, team=team, role=role, query=query,
+                     data=data, model=model, base_url=base_url, autonomy=autonomy,
+                     env_args=env_args, protocol=protocol,
+                     limits={"idle_seconds": idle_seconds, "timeout": timeout,
+                             "agent_step_limit": agent_step_limit, "seed": seed})
+    summary = where.create(CreateRequest.model_validate(spec.model_dump(exclude_none=True)))
+    return SessionHandle(where, summary, role=role)
+
+
+def _spec(where: Backend, task: str, *, instance: int | None, team: str | None,
+          role: str | None, query: str | None, data: Any, model: str | None,
+          base_url: str | None, autonomy: str | None, env_args: dict[str, Any] | None,
+          protocol: str | None, limits: dict[str, Any]) -> SessionSpec:
+    """The spec ``new_session``'s keyword arguments describe. Raises :class:`SessionError`."""
     if autonomy is not None and autonomy not in ("free", "ask"):
         raise SessionError(f"autonomy must be 'free' or 'ask', not {autonomy!r}.")
-    where = backend(mode, results_dir)
     arguments = dict(env_args or {})
     if query is not None:
         arguments["query"] = query
     if autonomy is not None:
         arguments["autonomy"] = autonomy
-    notebook = _notebook(where) if task == "tabular_analysis" else None
+    task_type = task_class(task)
+    notebook = _notebook(where) if getattr(task_type, "runs_in_notebook", False) else None
     if data is not None:
         try:
             arguments["data"] = resolve_data(data, share_kernel=notebook is not None)
         except ValueError as error:
             raise SessionError(str(error)) from None
     lm = {key: value for key, value in (("model", model), ("base_url", base_url)) if value}
-    request = CreateRequest(task=task, instance=instance, team=team or default_team(task),
-                            people=[role] if role else [], env_args=arguments, lm=lm or None,
-                            notebook=notebook, idle_seconds=idle_seconds, timeout=timeout,
-                            agent_step_limit=agent_step_limit, seed=seed, protocol=protocol)
-    summary = where.create(request)
-    return SessionHandle(where, summary, role=role)
+    try:
+        return SessionSpec(task=task, instance=instance, team=team,
+                           people=[role] if role else [], env_args=arguments,
+                           lm={EVERY_LM: LMSettings(**lm)} if lm else {},
+                           notebook=NotebookRef(**notebook) if notebook else None,
+                           protocol=protocol,
+                           limits=Limits(**{k: v for k, v in limits.items() if v is not None}))
+    except ValidationError as error:
+        raise SessionError(validation_message(error)) from None
 
 
 def _notebook(where: Backend) -> dict[str, str] | None:

@@ -1,4 +1,4 @@
-"""Where the task data lives, what each task needs, and how to get it.
+"""Where the task data lives, and how to check and fetch the files a task declares it needs.
 
 Every task reads its files from one *data directory*, chosen by :func:`data_dir`:
 
@@ -7,11 +7,14 @@ Every task reads its files from one *data directory*, chosen by :func:`data_dir`
 3. else the user cache directory: ``$XDG_CACHE_HOME/cogym_lab/datasets``, or
    ``~/.cache/cogym_lab/datasets`` when ``XDG_CACHE_HOME`` is not set.
 
-Inside it each task has a folder (``travel_planning/``, ``related_work/``, ``tabular_analysis/``)
-laid out as :data:`MANIFEST` lists. :func:`status` says what is present, :func:`require` raises
+Inside it each task has a folder of its own (named after the task, e.g. ``travel_planning/``).
+A task declares the files it needs there as :class:`DataItem` records, each with its source
+(``data_files`` on the task's class; :mod:`cogym_lab.envs.task_data` asks the registered tasks).
+Given a task's items, :func:`status` says what is present, :func:`require` raises
 :class:`DataMissing` (naming the directory, the missing files and how to get them) and
 :func:`download` fetches what has a public download address. Some items have none (they must be
-placed by hand); those are marked ``manual`` and point at their project page.
+placed by hand); those are marked ``manual`` and point at their project page. This module names
+no task: tasks import it, not the other way round.
 
 Only the standard library is used: downloads go through :mod:`urllib` and print a one-line
 progress report on stderr.
@@ -19,6 +22,7 @@ progress report on stderr.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -32,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 __all__ = [
-    "DATA_ENV_VAR", "MANIFEST", "TASKS", "DataItem", "DataMissing", "DatasetError",
-    "DownloadError", "ItemStatus", "data_dir", "data_dir_origin", "download", "format_size",
-    "items_for", "require", "status",
+    "DATA_ENV_VAR", "DataItem", "DataMissing", "DatasetError", "DownloadError", "ItemStatus",
+    "cache_root", "data_dir", "data_dir_origin", "disk_size", "download", "format_size",
+    "require", "status", "task_of",
 ]
 
 DATA_ENV_VAR = "COGYM_DATA"
@@ -54,12 +58,13 @@ class DownloadError(DataMissing):
 
 @dataclass(frozen=True)
 class DataItem:
-    """One file or folder a task needs.
+    """One file or folder a task needs, with where to get it.
 
-    ``path`` is relative to the data directory, with ``/`` separators; a trailing ``/`` marks a
-    folder. ``url`` is a direct download address, or None when the item must be obtained by hand
-    from ``homepage``. When ``archive_member`` is set, ``url`` is a zip archive and the folder
-    ``archive_member`` inside it (below the archive's top-level folder) becomes ``path``.
+    ``task`` names the task that declares it, whose folder holds it. ``path`` is relative to the
+    data directory, with ``/`` separators; a trailing ``/`` marks a folder. ``url`` is a direct
+    download address, or None when the item must be obtained by hand from ``homepage``. When
+    ``archive_member`` is set, ``url`` is a zip archive and the folder ``archive_member`` inside
+    it (below the archive's top-level folder) becomes ``path``.
     """
 
     task: str
@@ -105,87 +110,6 @@ class ItemStatus:
         return self.item.task
 
 
-# --- the manifest ----------------------------------------------------------------------------
-
-_COGYM = "the Collaborative Gym release"
-_COGYM_HOME = "https://github.com/SALT-NLP/collaborative-gym"
-_COGYM_RAW = "https://raw.githubusercontent.com/SALT-NLP/collaborative-gym/main/datasets"
-
-_TP = "the TravelPlanner repository"
-_TP_HOME = "https://github.com/OSU-NLP-Group/TravelPlanner"
-# Pinned commits of the TravelPlanner repository that hold the sandbox database files.
-_TP_RAW = ("https://raw.githubusercontent.com/OSU-NLP-Group/TravelPlanner/"
-           "958f30d7e7629d18f33d79183dedf9b2830ff88c/database")
-_TP_RAW_TRAIN = ("https://raw.githubusercontent.com/OSU-NLP-Group/TravelPlanner/"
-                 "75767a7c21703f2d4b53f9dd373733b9219f8b0a/database")
-
-_DB = "DiscoveryBench"
-_DB_HOME = "https://github.com/allenai/discoverybench"
-_DB_COMMIT_TEST = "6955693ea863c78d881f136aef5a3133fb46d8a6"
-_DB_COMMIT_KEY = "77af7d6514bd45da4b2d11fe014a0e57b4803d5a"
-
-
-def _tp_db(path: str, description: str, *, train: bool = False) -> DataItem:
-    base = _TP_RAW_TRAIN if train else _TP_RAW
-    return DataItem("travel_planning", f"travel_planning/database/{path}", description, _TP,
-                    _TP_HOME, "MIT", f"{base}/{path}")
-
-
-MANIFEST: dict[str, tuple[DataItem, ...]] = {
-    "travel_planning": (
-        DataItem("travel_planning", "travel_planning/validation_with_hidden_profile.csv",
-                 "102 TravelPlanner validation queries with hidden preferences and reference "
-                 "information (the flights come from here)", _COGYM, _COGYM_HOME, "MIT",
-                 f"{_COGYM_RAW}/TravelPlanner/validation_with_hidden_profile.csv"),
-        _tp_db("accommodations/clean_accommodations_2022.csv", "accommodations"),
-        _tp_db("attractions/attractions.csv", "attractions"),
-        _tp_db("restaurants/clean_restaurant_2022.csv", "restaurants"),
-        _tp_db("googleDistanceMatrix/distance.csv", "driving distances between cities"),
-        _tp_db("background/citySet.txt", "the cities of the sandbox"),
-        _tp_db("background/citySet_with_states.txt", "city <TAB> state"),
-        _tp_db("background/stateSet.txt", "the states of the sandbox"),
-        _tp_db("train_ref_info.jsonl", "reference information of the training queries "
-               "(more flights)", train=True),
-    ),
-    "related_work": (
-        DataItem("related_work", "related_work/test.json",
-                 "100 related-work writing tasks with hidden requirements", _COGYM, _COGYM_HOME,
-                 "MIT"),
-        DataItem("related_work", "related_work/rubric.txt",
-                 "the 1-5 rubric used to grade a related-work section", _COGYM, _COGYM_HOME,
-                 "MIT"),
-        DataItem("related_work", "related_work/papers.jsonl.gz",
-                 "computer-science papers for the offline paper search, built from arXiv "
-                 "metadata (CC0) and the ACL Anthology (CC BY 4.0); there is no single "
-                 "download, build it from their public dumps",
-                 "arXiv metadata / ACL Anthology",
-                 "https://info.arxiv.org/help/bulk_data.html and https://aclanthology.org/",
-                 "CC0 / CC BY 4.0"),
-        # Read after papers.jsonl.gz: its records replace those with the same id and remove the
-        # ids they supersede (cogym_lab.envs.related_work.corpus).
-        DataItem("related_work", "related_work/papers-2020-2024-supplement.jsonl.gz",
-                 "2020-2024 computer-science papers and corrected records that extend and "
-                 "supersede papers.jsonl.gz, built from public arXiv metadata (CC0); there is "
-                 "no single download, build it from their public dumps",
-                 "arXiv metadata", "https://info.arxiv.org/help/bulk_data.html", "CC0"),
-    ),
-    "tabular_analysis": (
-        DataItem("tabular_analysis", "tabular_analysis/discoverybench/real/test/",
-                 "DiscoveryBench-Real test split: one folder a domain (tables + metadata)",
-                 _DB, _DB_HOME, "ODC-By",
-                 f"https://github.com/allenai/discoverybench/archive/{_DB_COMMIT_TEST}.zip",
-                 archive_member="discoverybench/real/test/"),
-        DataItem("tabular_analysis",
-                 "tabular_analysis/discoverybench/real/test/answer_key_real.csv",
-                 "gold hypotheses for grading", _DB, _DB_HOME, "ODC-By",
-                 "https://raw.githubusercontent.com/allenai/discoverybench/"
-                 f"{_DB_COMMIT_KEY}/eval/answer_key_real.csv"),
-    ),
-}
-
-TASKS: tuple[str, ...] = tuple(MANIFEST)
-
-
 # --- the data directory ----------------------------------------------------------------------
 
 def cache_root() -> Path:
@@ -229,13 +153,14 @@ _resolve_dir = data_dir  # the functions below take a parameter called ``data_di
 
 # --- status and require ----------------------------------------------------------------------
 
-def items_for(task: str | None = None) -> list[DataItem]:
-    """The manifest items of one task, or of every task."""
-    if task is None:
-        return [item for items in MANIFEST.values() for item in items]
-    if task not in MANIFEST:
-        raise KeyError(f"unknown task {task!r}; known tasks: {', '.join(TASKS)}")
-    return list(MANIFEST[task])
+def task_of(items: Iterable[DataItem]) -> str:
+    """The one task that declares ``items``: its folder and the name its messages use.
+    ValueError when there are no items or they belong to several tasks."""
+    tasks = {item.task for item in items}
+    if len(tasks) != 1:
+        raise ValueError(f"expected the data items of one task, got those of {len(tasks)} "
+                         f"({', '.join(sorted(tasks)) or 'none'})")
+    return tasks.pop()
 
 
 def disk_size(path: Path) -> int:
@@ -245,10 +170,8 @@ def disk_size(path: Path) -> int:
     total = 0
     for root, _dirs, files in os.walk(path):
         for name in files:
-            try:
+            with contextlib.suppress(OSError):  # a file removed while we count
                 total += (Path(root) / name).stat().st_size
-            except OSError:
-                pass
     return total
 
 
@@ -264,12 +187,10 @@ def _status_of(item: DataItem, root: Path) -> ItemStatus:
     return ItemStatus(item, path, present, disk_size(path) if present else 0)
 
 
-def status(data_dir: str | Path | None = None, task: str | None = None, *,
-           items: Iterable[DataItem] | None = None) -> list[ItemStatus]:
-    """Present/missing and size of every manifest item (of ``task`` when given)."""
+def status(items: Iterable[DataItem], data_dir: str | Path | None = None) -> list[ItemStatus]:
+    """Present/missing and size of each of ``items`` in the data directory."""
     root = _resolve_dir(data_dir)
-    chosen = list(items) if items is not None else items_for(task)
-    return [_status_of(item, root) for item in chosen]
+    return [_status_of(item, root) for item in items]
 
 
 def _missing_message(task: str, root: Path, missing: Sequence[ItemStatus],
@@ -288,10 +209,12 @@ def _missing_message(task: str, root: Path, missing: Sequence[ItemStatus],
     return "\n".join(lines)
 
 
-def require(task: str, data_dir: str | Path | None = None) -> Path:
-    """The task's folder in the data directory; :class:`DataMissing` if anything is missing."""
+def require(items: Sequence[DataItem], data_dir: str | Path | None = None) -> Path:
+    """The folder of the task that declares ``items`` in the data directory;
+    :class:`DataMissing` if any of them is missing."""
+    task = task_of(items)
     root = _resolve_dir(data_dir)
-    missing = [s for s in status(root, task) if not s.present]
+    missing = [s for s in status(items, root) if not s.present]
     if missing:
         raise DataMissing(_missing_message(task, root, missing))
     return root / task
@@ -400,18 +323,18 @@ def _download_item(item: DataItem, root: Path, progress: bool, timeout: float) -
         shutil.copytree(staging, destination, dirs_exist_ok=True)
 
 
-def download(task: str, data_dir: str | Path | None = None, progress: bool = True, *,
-             items: Iterable[DataItem] | None = None, timeout: float = 30.0) -> list[Path]:
-    """Fetch the task's missing items that have a download address; return what was fetched.
+def download(items: Sequence[DataItem], data_dir: str | Path | None = None,
+             progress: bool = True, *, timeout: float = 30.0) -> list[Path]:
+    """Fetch those of one task's ``items`` that are missing and have a download address; return
+    what was fetched.
 
     Raises :class:`DownloadError` when a download fails (no network, HTTP error) and
-    :class:`DataMissing` when, afterwards, manual items are still missing. ``items`` replaces
-    the manifest's items (used by tests)."""
+    :class:`DataMissing` when, afterwards, manual items are still missing."""
+    task = task_of(items)
     root = _resolve_dir(data_dir)
-    chosen = list(items) if items is not None else items_for(task)
     fetched: list[Path] = []
     failures: list[str] = []
-    for state in status(root, items=chosen):
+    for state in status(items, root):
         if state.present or state.item.manual:
             continue
         try:
@@ -432,7 +355,7 @@ def download(task: str, data_dir: str | Path | None = None, progress: bool = Tru
             + "\n".join(failures)
             + "\nPlace the files by hand at the paths above, or retry with "
               "`cogym-lab data --download` when online.")
-    still_missing = [s for s in status(root, items=chosen) if not s.present]
+    still_missing = [s for s in status(items, root) if not s.present]
     if still_missing:
         raise DataMissing(_missing_message(
             task, root, still_missing,

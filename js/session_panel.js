@@ -10,6 +10,236 @@
 // only ever set as textContent, or escaped before any formatting. Each action carries an id; a
 // refusal (an error frame: too many actions at once, a malformed or oversized message) names it,
 // so the panel shows the person what was not applied and why.
+//
+// The module, top to bottom:
+//   wire messages and view state   JSDoc typedefs, checked by tsc (tsc -p js/jsconfig.json)
+//   safe rendering                 h(), escapeHtml, renderMarkdown, parseAction, lineDiff
+//   content views                  one class per read-only render type (TextView, TableView,
+//                                  SearchResultsView, LibraryView, NotebookView, PlanView,
+//                                  ChecklistView; JsonView for any other) and the EditorView
+//   panel views                    HeaderView, ErrorBanner, WorkspaceView, AgentStatusView,
+//                                  ConfirmationsView, ChatView, ActionFormView, RatingView:
+//                                  each owns its part of the DOM and its own state
+//   Panel                          builds the layout from the views and routes messages to them
+//   transports                     serverTransport, localTransport and the anywidget render()
+
+// -- wire messages and view state -----------------------------------------------------------
+
+/**
+ * JSON from the wire whose shape the views check at run time (component content, records):
+ * unknown, so each view narrows it (typeof, Array.isArray, keyed()) before it reads it.
+ * @typedef {unknown} Json
+ */
+
+/**
+ * A JSON object (or array) read key by key: each value is Json again.
+ * @typedef {Record<string, Json>} JsonRecord
+ */
+
+/**
+ * One component of the seat's view: the workspace shows it in one box.
+ * @typedef {object} Component
+ * @property {string} name
+ * @property {string} render_type  chooses the view: "editor", "library", "notebook", ...
+ * @property {string} [title]
+ * @property {boolean} [private]  only this seat sees it
+ * @property {Json} content
+ */
+
+/**
+ * @typedef {object} ParamSpec
+ * @property {string} name
+ * @property {string} type  "string", "integer", "number", "boolean"; any other type is JSON
+ * @property {string} [description]
+ * @property {boolean} [required]
+ */
+
+/**
+ * @typedef {object} ActionSpec
+ * @property {string} name
+ * @property {string} [description]
+ * @property {ParamSpec[]} [params]
+ * @property {string} [replaces]  the component whose whole text the action replaces
+ * @property {boolean} [internal]  not offered in the task-action form
+ */
+
+/**
+ * @typedef {object} Member
+ * @property {string} role
+ * @property {string} kind  "agent" or "person"
+ */
+
+/**
+ * @typedef {object} SessionContext
+ * @property {string} [task]
+ * @property {Member[]} [team]
+ * @property {ActionSpec[]} [action_specs]
+ */
+
+/**
+ * @typedef {object} ChatMessage
+ * @property {number} seq
+ * @property {number} time  seconds since the epoch
+ * @property {string} sender
+ * @property {string} text
+ * @property {string | null} [to]
+ */
+
+/**
+ * @typedef {object} ConfirmationRequest
+ * @property {string} request_id
+ * @property {string} requester
+ * @property {string} pending_action  in the canonical form NAME(param=<JSON>, ...)
+ */
+
+/**
+ * @typedef {object} SessionEvent
+ * @property {string} [type]
+ * @property {string} [actor]
+ * @property {string} [action]
+ * @property {string} [status]
+ * @property {string} [error]
+ */
+
+/**
+ * A notification to the seat: its whole view of the session after one event.
+ * @typedef {object} Notification
+ * @property {number} seq
+ * @property {SessionEvent} event
+ * @property {{components?: Component[]}} view
+ * @property {SessionContext} [context]
+ * @property {ChatMessage[]} [chat]
+ * @property {ConfirmationRequest[]} [pending_confirmations]
+ * @property {string[]} [paused]  roles of the paused agents
+ * @property {boolean} [done]
+ * @property {string} [end_reason]
+ * @property {Record<string, number>} [step_counts]
+ * @property {Record<string, number>} [step_limits]
+ */
+
+/**
+ * An agent's status update (cogym_lab.core.messages.AgentStatus).
+ * @typedef {object} AgentStatus
+ * @property {"status"} [type]
+ * @property {string} role
+ * @property {string} [status]  thinking / acting / waiting / failed / finished
+ * @property {string} [last_action]
+ * @property {number} ts
+ */
+
+/**
+ * A refusal: the server (or the kernel) did not apply the action with this id.
+ * @typedef {object} ErrorFrame
+ * @property {"error"} [type]
+ * @property {string} [error]
+ * @property {string} [id]
+ * @property {string} [code]  e.g. "rate_limited"
+ */
+
+/**
+ * Whatever a transport delivers: a notification, a status update or an error frame.
+ * @typedef {object} IncomingMessage
+ * @property {string} [type]
+ * @property {string} [error]
+ * @property {SessionEvent} [event]
+ * @property {unknown} [view]
+ */
+
+/**
+ * @typedef {object} Action
+ * @property {string} name
+ * @property {Record<string, unknown>} args
+ */
+
+/**
+ * What the panel hands a transport for one action.
+ * @typedef {object} ActionPayload
+ * @property {Action} action
+ * @property {string} [base]  for a whole-text replacement: the text the person started from
+ * @property {string} id
+ */
+
+/**
+ * @typedef {object} Rating
+ * @property {string} role
+ * @property {number} outcome_rating  1 to 5
+ * @property {number} satisfaction  1 to 5
+ * @property {string} comment
+ */
+
+/**
+ * @typedef {object} Transport
+ * @property {(payload: ActionPayload) => boolean} send  true once the payload left the panel
+ * @property {(rating: Rating) => Promise<unknown>} rate
+ * @property {() => void} close
+ */
+
+/**
+ * The widget's synced traits (cogym_lab.widgets.panel.SessionPanel).
+ * @typedef {object} WidgetTraits
+ * @property {"server" | "local"} mode
+ * @property {string} session_id
+ * @property {string} role  the person seat the panel acts for
+ * @property {string} ws_url  server mode: the seat's WebSocket
+ * @property {string} api_url  server mode: the session's REST address
+ * @property {string} token  server mode: the Jupyter token, or empty
+ * @property {ConnectionState | ""} connection  set by the panel
+ * @property {number} last_seq  set by the panel: the last notification shown
+ */
+
+/**
+ * The part of anywidget's model the panel uses.
+ * @typedef {object} WidgetModel
+ * @property {<K extends keyof WidgetTraits>(key: K) => WidgetTraits[K]} get
+ * @property {<K extends keyof WidgetTraits>(key: K, value: WidgetTraits[K]) => void} set
+ * @property {() => void} save_changes
+ * @property {(event: string, listener: (content: unknown) => void) => void} on
+ * @property {(event: string, listener: (content: unknown) => void) => void} off
+ * @property {(content: Record<string, unknown>) => void} send
+ */
+
+/** @typedef {"connecting" | "open" | "closed"} ConnectionState */
+/** @typedef {(message: unknown) => void} Receive  a transport's way in to the panel */
+/** @typedef {(state: ConnectionState) => void} SetConnection */
+
+/**
+ * Hands an action to the transport; true once it left the panel.
+ * @typedef {(action: Action, extra?: {base?: string}, id?: string) => boolean} SendAction
+ */
+
+/**
+ * A chat message the person sent that the chat does not show yet.
+ * @typedef {object} OutboxItem
+ * @property {number} id
+ * @property {string} actionId  the id of the action that carries it
+ * @property {string} text
+ * @property {"pending" | "sent" | "failed"} state
+ */
+
+/**
+ * What the shared editor needs from the panel.
+ * @typedef {object} EditorHost
+ * @property {(component: string) => ActionSpec | null} replacing  the action that replaces
+ *   that component's whole text, if any
+ * @property {() => boolean} done  whether the session has ended
+ * @property {SendAction} send
+ */
+
+/**
+ * A view of one component's content.
+ * @typedef {object} ComponentView
+ * @property {HTMLElement} body
+ * @property {(component: Component) => void} update
+ */
+
+/**
+ * One box of the workspace.
+ * @typedef {object} ComponentEntry
+ * @property {HTMLElement} box
+ * @property {ComponentView} view
+ * @property {string} json  the content it shows, as JSON, to tell whether it changed
+ * @property {string} renderType
+ */
 
 // -- rating rubric (the person rates the outcome and the collaboration at the end) -----------
 
@@ -31,19 +261,32 @@ export const SATISFACTION_RUBRIC = {
 
 // -- safe rendering ---------------------------------------------------------------------------
 
+/** @type {Record<string, string>} */
 const HTML_ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
+/**
+ * @param {unknown} text
+ * @returns {string} the text with the five HTML-special characters escaped
+ */
 export function escapeHtml(text) {
   return String(text ?? "").replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]);
 }
 
-// Markdown to HTML for the preview. The text is escaped FIRST; the formatting below only adds
-// tags of its own, so nothing in the text can become an element or an attribute.
+/**
+ * Markdown to HTML for the preview. The text is escaped FIRST; the formatting below only adds
+ * tags of its own, so nothing in the text can become an element or an attribute.
+ * @param {unknown} text
+ * @returns {string} HTML
+ */
 export function renderMarkdown(text) {
   const lines = escapeHtml(text).split("\n");
+  /** @type {string[]} */
   const out = [];
+  /** @type {"ul" | "ol" | null} */
   let list = null;
+  /** @type {string[]} */
   let paragraph = [];
+  /** @type {string[] | null} */
   let code = null;
   const flushParagraph = () => {
     if (paragraph.length) out.push(`<p>${paragraph.map(inline).join("<br>")}</p>`);
@@ -72,12 +315,13 @@ export function renderMarkdown(text) {
     const heading = /^(#{1,6})\s+(.*)$/.exec(line);
     const bullet = /^\s*[-*+]\s+(.*)$/.exec(line);
     const numbered = /^\s*\d+[.)]\s+(.*)$/.exec(line);
+    const item = bullet || numbered;
     if (heading) {
       flushParagraph();
       closeList();
       const level = heading[1].length;
       out.push(`<h${level}>${inline(heading[2])}</h${level}>`);
-    } else if (bullet || numbered) {
+    } else if (item) {
       flushParagraph();
       const kind = bullet ? "ul" : "ol";
       if (list !== kind) {
@@ -85,7 +329,7 @@ export function renderMarkdown(text) {
         out.push(`<${kind}>`);
         list = kind;
       }
-      out.push(`<li>${inline((bullet || numbered)[1])}</li>`);
+      out.push(`<li>${inline(item[1])}</li>`);
     } else if (!line.trim()) {
       flushParagraph();
       closeList();
@@ -100,7 +344,11 @@ export function renderMarkdown(text) {
   return out.join("\n");
 }
 
-// Inline formatting of already-escaped text.
+/**
+ * Inline formatting of already-escaped text.
+ * @param {string} escaped
+ * @returns {string} HTML
+ */
 function inline(escaped) {
   return escaped
     .replace(/`([^`]+)`/g, "<code>$1</code>")
@@ -110,17 +358,41 @@ function inline(escaped) {
       '<a href="$2" target="_blank" rel="noopener noreferrer">$1</a>');
 }
 
-// An element with attributes and children. Text goes in as text nodes, never as HTML.
+/** @typedef {Node | string | number | boolean | null | undefined} Child */
+
+/**
+ * Event listeners for h(), by event name.
+ * @typedef {{[E in keyof HTMLElementEventMap]?: (event: HTMLElementEventMap[E]) => void}} Listeners
+ */
+
+/**
+ * An element's attributes for h(): `class`, `testid` (data-testid), `text` (textContent), `on`
+ * (event listeners), `dataset`; any other key sets a property (non-string values the element
+ * has as a property) or an attribute. undefined, null and false leave a key out.
+ * @typedef {{[key: string]: unknown, on?: Listeners, dataset?: Record<string, string>}} Attrs
+ */
+
+/**
+ * An element with attributes and children. Text goes in as text nodes, never as HTML.
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {Attrs} [attrs]
+ * @param {...(Child | Child[])} children
+ * @returns {HTMLElementTagNameMap[K]}
+ */
 function h(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {
     if (value === undefined || value === null || value === false) continue;
-    if (key === "class") node.className = value;
-    else if (key === "testid") node.dataset.testid = value;
+    if (key === "class") node.className = String(value);
+    else if (key === "testid") node.dataset.testid = String(value);
     else if (key === "text") node.textContent = String(value);
-    else if (key === "on") for (const [event, fn] of Object.entries(value)) node.addEventListener(event, fn);
-    else if (key === "dataset") Object.assign(node.dataset, value);
-    else if (key in node && typeof value !== "string") node[key] = value;
+    else if (key === "on") {
+      for (const [event, fn] of Object.entries(/** @type {Listeners} */ (value))) {
+        node.addEventListener(event, /** @type {EventListener} */ (fn));
+      }
+    } else if (key === "dataset") Object.assign(node.dataset, value);
+    else if (key in node && typeof value !== "string") setProperty(node, key, value);
     else node.setAttribute(key, value === true ? "" : String(value));
   }
   for (const child of children.flat()) {
@@ -130,10 +402,45 @@ function h(tag, attrs = {}, ...children) {
   return node;
 }
 
+/**
+ * Set a property of an element by name (e.g. `hidden`, `disabled`, `rows`, `spellcheck`).
+ * @param {HTMLElement} node
+ * @param {string} key  a property the element has
+ * @param {unknown} value
+ */
+function setProperty(node, key, value) {
+  /** @type {Record<string, unknown>} */ (/** @type {unknown} */ (node))[key] = value;
+}
+
+/**
+ * @param {unknown} text
+ * @returns {HTMLDivElement} a line of muted text
+ */
+function muted(text) {
+  return h("div", { class: "cogym-muted", text });
+}
+
+/**
+ * @param {string} url  an http(s) URL (see safeUrl)
+ * @param {string} text
+ * @returns {HTMLAnchorElement} a link that opens in a new tab
+ */
+function link(url, text) {
+  return h("a", { href: url, target: "_blank", rel: "noopener noreferrer", text });
+}
+
+/**
+ * @param {unknown} value
+ * @returns {string | null} the value if it is an http(s) URL
+ */
 function safeUrl(value) {
   return typeof value === "string" && /^https?:\/\//i.test(value) ? value : null;
 }
 
+/**
+ * @param {unknown} value
+ * @returns {string} strings as they are, numbers and booleans as text, anything else as JSON
+ */
 function asText(value) {
   if (value === null || value === undefined) return "";
   if (typeof value === "string") return value;
@@ -141,16 +448,55 @@ function asText(value) {
   return JSON.stringify(value);
 }
 
+/**
+ * A JSON value read key by key, as the views read content. Only a cast: a key of a string or a
+ * number reads as undefined, and a key of null or undefined throws, so the component then
+ * shows as JSON (see JsonView).
+ * @param {Json} value
+ * @returns {JsonRecord}
+ */
+function keyed(value) {
+  return /** @type {JsonRecord} */ (value);
+}
+
+/**
+ * @param {unknown} text
+ * @param {number} [limit]
+ * @returns {string} the text as text, cut to `limit` characters with an ellipsis
+ */
 function shorten(text, limit = 160) {
   const value = asText(text);
   return value.length > limit ? value.slice(0, limit - 1) + "…" : value;
 }
 
+/** @type {WeakMap<HTMLElement, ReturnType<typeof setTimeout>>} */
+const FLASH_TIMERS = new WeakMap();
+
+/**
+ * The visual cue for a part a notification changed: the class cogym-changed for a moment, and
+ * the notification's number in data-changed-seq.
+ * @param {HTMLElement} node
+ * @param {number | undefined} seq
+ */
+function flash(node, seq) {
+  node.classList.remove("cogym-changed");
+  void node.offsetWidth; // restart the animation
+  node.classList.add("cogym-changed");
+  node.dataset.changedSeq = String(seq ?? "");
+  clearTimeout(FLASH_TIMERS.get(node));
+  FLASH_TIMERS.set(node, setTimeout(() => node.classList.remove("cogym-changed"), 1700));
+}
+
 // -- the canonical action form NAME(param=<JSON>, ...), for previews ---------------------------
 
+/**
+ * @param {string} text
+ * @returns {Action | null} the action, or null if the text is not in the canonical form
+ */
 export function parseAction(text) {
   const head = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(/.exec(text || "");
   if (!head) return null;
+  /** @type {Record<string, unknown>} */
   const args = {};
   let i = head[0].length;
   const skip = () => { while (i < text.length && /\s/.test(text[i])) i++; };
@@ -185,7 +531,15 @@ export function parseAction(text) {
   return null;
 }
 
-// Line diff (longest common subsequence) for previews of whole-text replacements.
+/** @typedef {["same" | "add" | "del", string]} DiffLine */
+
+/**
+ * Line diff (longest common subsequence) for previews of whole-text replacements.
+ * @param {unknown} before
+ * @param {unknown} after
+ * @param {number} [limit]  past this many lines, every line of `after` shows as added
+ * @returns {DiffLine[]}
+ */
 export function lineDiff(before, after, limit = 400) {
   const a = String(before ?? "").split("\n");
   const b = String(after ?? "").split("\n");
@@ -193,9 +547,12 @@ export function lineDiff(before, after, limit = 400) {
   const table = Array.from({ length: a.length + 1 }, () => new Array(b.length + 1).fill(0));
   for (let i = a.length - 1; i >= 0; i--) {
     for (let j = b.length - 1; j >= 0; j--) {
-      table[i][j] = a[i] === b[j] ? table[i + 1][j + 1] + 1 : Math.max(table[i + 1][j], table[i][j + 1]);
+      table[i][j] = a[i] === b[j]
+        ? table[i + 1][j + 1] + 1
+        : Math.max(table[i + 1][j], table[i][j + 1]);
     }
   }
+  /** @type {DiffLine[]} */
   const out = [];
   let i = 0;
   let j = 0;
@@ -209,8 +566,12 @@ export function lineDiff(before, after, limit = 400) {
   return out;
 }
 
-// -- views, one per render type -----------------------------------------------------------------
+// -- content blocks shared by the views -------------------------------------------------------
 
+/**
+ * @param {JsonRecord} record
+ * @returns {[string | null, string]} the key that titles a record, and its title
+ */
 function recordTitle(record) {
   for (const key of ["title", "name", "text", "label", "id"]) {
     if (record[key] !== undefined && record[key] !== null) return [key, asText(record[key])];
@@ -218,172 +579,395 @@ function recordTitle(record) {
   return [null, ""];
 }
 
-function recordsView(items) {
-  if (!Array.isArray(items) || items.length === 0) return h("div", { class: "cogym-muted", text: "Nothing yet." });
-  return h("ul", { class: "cogym-records" }, items.map((item) => {
-    if (item === null || typeof item !== "object") return h("li", { testid: "record", text: asText(item) });
-    const [titleKey, title] = recordTitle(item);
-    const url = safeUrl(item.url);
-    const fields = Object.entries(item).filter(([key]) => key !== titleKey && key !== "url");
-    return h("li", { testid: "record" },
-      url ? h("a", { href: url, target: "_blank", rel: "noopener noreferrer", text: title }) : h("strong", { text: title }),
-      h("div", {}, fields.map(([key, value]) => h("span", { class: "cogym-field" }, `${key}: ${shorten(value, 300)}`))));
-  }));
+/**
+ * A list of records: each titled (a link only for an http(s) url), then its other fields.
+ * @param {Json} items
+ * @returns {HTMLElement}
+ */
+function recordList(items) {
+  if (!Array.isArray(items) || items.length === 0) return muted("Nothing yet.");
+  return h("ul", { class: "cogym-records" }, items.map((item) => recordItem(item)));
 }
 
-function tableView(content) {
+/**
+ * @param {Json} item
+ * @returns {HTMLLIElement}
+ */
+function recordItem(item) {
+  if (item === null || typeof item !== "object") {
+    return h("li", { testid: "record", text: asText(item) });
+  }
+  const record = keyed(item);
+  const [titleKey, title] = recordTitle(record);
+  const url = safeUrl(record.url);
+  const fields = Object.entries(record).filter(([key]) => key !== titleKey && key !== "url");
+  return h("li", { testid: "record" },
+    url ? link(url, title) : h("strong", { text: title }),
+    h("div", {}, fields.map(([key, value]) =>
+      h("span", { class: "cogym-field" }, `${key}: ${shorten(value, 300)}`))));
+}
+
+/**
+ * A table from `{title, columns, rows, note}` or from a list of records (or of rows).
+ * @param {Json} content
+ * @returns {HTMLDivElement}
+ */
+function tableBlock(content) {
+  /** @type {string[]} */
   let columns = [];
+  /** @type {Json[]} */
   let rows = [];
+  /** @type {HTMLElement[]} */
   const parts = [];
   if (content && !Array.isArray(content) && typeof content === "object") {
-    if (content.title) parts.push(h("div", { class: "cogym-muted", text: content.title }));
-    rows = Array.isArray(content.rows) ? content.rows : [];
-    columns = Array.isArray(content.columns) ? content.columns.map(asText) : [];
+    const table = keyed(content);
+    if (table.title) parts.push(muted(table.title));
+    rows = Array.isArray(table.rows) ? table.rows : [];
+    columns = Array.isArray(table.columns) ? table.columns.map(asText) : [];
   } else if (Array.isArray(content)) {
     rows = content;
   }
-  if (!columns.length) {
-    const seen = new Set();
-    for (const row of rows) {
-      if (row && typeof row === "object" && !Array.isArray(row)) Object.keys(row).forEach((k) => seen.add(k));
-    }
-    columns = [...seen];
-  }
-  if (rows.length) {
-    const cell = (row, column, index) => Array.isArray(row) ? row[index] : (row && typeof row === "object" ? row[column] : row);
-    parts.push(h("div", { class: "cogym-scroll" }, h("table", { class: "cogym-table" },
-      columns.length ? h("thead", {}, h("tr", {}, columns.map((c) => h("th", { text: c })))) : null,
-      h("tbody", {}, rows.map((row) => h("tr", {}, (columns.length ? columns : [null]).map((column, index) =>
-        h("td", { text: shorten(cell(row, column, index), 500) }))))))));
-  } else {
-    parts.push(h("div", { class: "cogym-muted", text: "No rows." }));
-  }
-  if (content && content.note) parts.push(h("div", { class: "cogym-muted", text: content.note }));
+  if (!columns.length) columns = recordKeys(rows);
+  parts.push(rows.length ? tableOf(columns, rows) : muted("No rows."));
+  const note = content ? keyed(content).note : undefined;
+  if (note) parts.push(muted(note));
   return h("div", {}, parts);
 }
 
-function checklistView(items) {
-  if (!Array.isArray(items) || items.length === 0) return h("div", { class: "cogym-muted", text: "The list is empty." });
-  return h("ul", { class: "cogym-records" }, items.map((item) => {
-    const record = item && typeof item === "object" ? item : { text: item };
-    const done = Boolean(record.done ?? record.checked);
-    const [, title] = recordTitle(record);
-    return h("li", { class: "cogym-check", testid: "checklist-item", dataset: { done: String(done) } },
-      h("span", { text: done ? "☑ " : "☐ " }),
-      h("span", { class: "cogym-check-text", text: title }),
-      record.added_by ? h("span", { class: "cogym-muted", text: `  (${record.added_by})` }) : null);
-  }));
-}
-
-function libraryView(entries) {
-  if (!Array.isArray(entries) || entries.length === 0) return h("div", { class: "cogym-muted", text: "The library is empty." });
-  return h("ol", { class: "cogym-records" }, entries.map((entry, index) => {
-    const record = entry && typeof entry === "object" ? entry : { title: entry };
-    const number = record.number ?? index + 1;
-    const url = safeUrl(record.url);
-    const authors = Array.isArray(record.authors) ? record.authors.slice(0, 3).join(", ") + (record.authors.length > 3 ? " et al." : "") : asText(record.authors);
-    return h("li", { testid: "library-entry" },
-      h("strong", { text: `[${number}] ` }),
-      url ? h("a", { href: url, target: "_blank", rel: "noopener noreferrer", text: asText(record.title) }) : h("span", { text: asText(record.title) }),
-      h("div", { class: "cogym-muted", text: [authors, record.year, record.id].filter(Boolean).join(" · ") }),
-      record.note ? h("div", { text: `Note: ${record.note}` }) : null);
-  }));
-}
-
-function outputView(output) {
-  if (!output || typeof output !== "object") return h("pre", { class: "cogym-pre", text: asText(output) });
-  if (typeof output.png === "string" && /^[A-Za-z0-9+/=\s]+$/.test(output.png)) {
-    return h("img", { src: `data:image/png;base64,${output.png.replace(/\s/g, "")}`, alt: "cell output" });
+/**
+ * @param {Json[]} rows
+ * @returns {string[]} every key of the rows that are records, in order of appearance
+ */
+function recordKeys(rows) {
+  /** @type {Set<string>} */
+  const seen = new Set();
+  for (const row of rows) {
+    if (row && typeof row === "object" && !Array.isArray(row)) {
+      Object.keys(row).forEach((k) => seen.add(k));
+    }
   }
-  const text = output.traceback || output.text || (output.html ? "(HTML output: shown as text)\n" + output.html : "");
-  return h("pre", { class: "cogym-pre", text });
+  return [...seen];
 }
 
-function notebookView(content) {
-  const cells = Array.isArray(content?.cells) ? content.cells : [];
-  const running = content && typeof content.running === "object" && content.running ? content.running : {};
-  const parts = cells.map((cell, index) => h("div", { class: "cogym-cell", testid: "notebook-cell", dataset: { status: asText(cell.status), ranBy: asText(cell.ran_by) } },
-    h("div", { class: "cogym-muted", text: `In [${cell.execution_count ?? cell.index ?? index + 1}] · ${cell.ran_by ?? "?"} · ${cell.status ?? ""}` }),
-    h("pre", { class: "cogym-pre cogym-cell-source", text: asText(cell.source) }),
-    (Array.isArray(cell.outputs) ? cell.outputs : []).map(outputView),
-    cell.error ? h("div", { class: "cogym-error", text: asText(cell.error) }) : null,
-    cell.truncated ? h("div", { class: "cogym-muted", text: "(output truncated)" }) : null));
-  for (const [role, code] of Object.entries(running)) {
-    parts.push(h("div", { class: "cogym-cell", testid: "notebook-running" },
-      h("div", { class: "cogym-muted", text: `${role} is running…` }),
-      h("pre", { class: "cogym-pre cogym-cell-source", text: asText(code) })));
-  }
-  if (!parts.length) return h("div", { class: "cogym-muted", text: "No cells yet." });
-  return h("div", { class: "cogym-scroll" }, parts);
+/**
+ * @param {string[]} columns  none: one column of whole rows
+ * @param {Json[]} rows  records, arrays, or single values
+ * @returns {HTMLDivElement}
+ */
+function tableOf(columns, rows) {
+  /** @type {(row: Json, column: string | null, index: number) => Json} */
+  const cell = (row, column, index) => Array.isArray(row)
+    ? row[index]
+    : (row && typeof row === "object" ? keyed(row)[/** @type {string} */ (column)] : row);
+  /** @type {(string | null)[]} */
+  const shown = columns.length ? columns : [null];
+  const head = columns.length
+    ? h("thead", {}, h("tr", {}, columns.map((c) => h("th", { text: c }))))
+    : null;
+  return h("div", { class: "cogym-scroll" }, h("table", { class: "cogym-table" }, head,
+    h("tbody", {}, rows.map((row) => h("tr", {}, shown.map((column, index) =>
+      h("td", { text: shorten(cell(row, column, index), 500) })))))));
 }
 
-function planView(content) {
+/**
+ * @param {Json} content
+ * @returns {HTMLElement} a string as preformatted text, an object as key/value lines
+ */
+function textBlock(content) {
   if (typeof content === "string") {
-    const preview = h("div", { class: "cogym-markdown" });
-    preview.innerHTML = renderMarkdown(content); // escaped first: see renderMarkdown
-    return preview;
+    return h("pre", { class: "cogym-pre cogym-scroll", text: content });
   }
-  if (Array.isArray(content)) {
-    return h("ol", { class: "cogym-records" }, content.map((step) => h("li", { testid: "plan-step" },
-      step && typeof step === "object" ? recordsView([step]) : h("span", { text: asText(step) }))));
-  }
-  return textView(content);
-}
-
-function textView(content) {
-  if (typeof content === "string") return h("pre", { class: "cogym-pre cogym-scroll", text: content });
   if (content && typeof content === "object" && !Array.isArray(content)) {
     return h("div", {}, Object.entries(content).map(([key, value]) => h("div", {},
       h("span", { class: "cogym-field", text: key }), h("span", { text: shorten(value, 500) }))));
   }
-  return jsonView(content);
+  return jsonBlock(content);
 }
 
-function jsonView(content) {
+/**
+ * @param {Json} content
+ * @returns {HTMLPreElement} the content as indented JSON
+ */
+function jsonBlock(content) {
   return h("pre", { class: "cogym-pre cogym-scroll", text: JSON.stringify(content, null, 2) });
 }
 
-// Render types with a read-only view. The editor is interactive and handled by EditorView.
-const VIEWS = {
-  text: textView,
-  search_results: (content) => (content && typeof content === "object" && !Array.isArray(content) && Array.isArray(content.rows)) ? tableView(content) : recordsView(content),
-  library: libraryView,
-  notebook: notebookView,
-  plan: planView,
-  table: tableView,
-  checklist: checklistView,
+// -- content views: one class per read-only render type ---------------------------------------
+
+/**
+ * A read-only view of one component's content; it shows it as JSON, which is the view of any
+ * render type without one of its own. Subclasses override render(). Content of a shape a view
+ * does not expect still shows, as JSON.
+ * @implements {ComponentView}
+ */
+class JsonView {
+  /** @param {Component} component */
+  constructor(component) {
+    this.body = h("div");
+    this.update(component);
+  }
+
+  /** @param {Component} component */
+  update(component) {
+    let content;
+    try {
+      content = this.render(component.content);
+    } catch (error) {
+      content = jsonBlock(component.content); // an unexpected shape still shows as JSON
+    }
+    this.body.replaceChildren(content);
+  }
+
+  /**
+   * @param {Json} content
+   * @returns {HTMLElement}
+   */
+  render(content) {
+    return jsonBlock(content);
+  }
+}
+
+/** `text`: a string as preformatted text; an object as key/value lines. */
+class TextView extends JsonView {
+  /** @param {Json} content */
+  render(content) {
+    return textBlock(content);
+  }
+}
+
+/** `table`: a table from `{title, columns, rows, note}` or a list of records. */
+class TableView extends JsonView {
+  /** @param {Json} content */
+  render(content) {
+    return tableBlock(content);
+  }
+}
+
+/** `search_results`: a list of results, or a table when the content is `{columns, rows}`. */
+class SearchResultsView extends JsonView {
+  /** @param {Json} content */
+  render(content) {
+    const isTable = content && typeof content === "object" && !Array.isArray(content)
+      && Array.isArray(keyed(content).rows);
+    return isTable ? tableBlock(content) : recordList(content);
+  }
+}
+
+/** `library`: numbered papers with authors, year, id and note. */
+class LibraryView extends JsonView {
+  /** @param {Json} entries */
+  render(entries) {
+    if (!Array.isArray(entries) || entries.length === 0) return muted("The library is empty.");
+    return h("ol", { class: "cogym-records" },
+      entries.map((entry, index) => this.entry(entry, index)));
+  }
+
+  /**
+   * @param {Json} entry  a record, or a bare title
+   * @param {number} index
+   * @returns {HTMLLIElement}
+   */
+  entry(entry, index) {
+    /** @type {JsonRecord} */
+    const record = entry && typeof entry === "object" ? keyed(entry) : { title: entry };
+    const number = record.number ?? index + 1;
+    const url = safeUrl(record.url);
+    const title = asText(record.title);
+    return h("li", { testid: "library-entry" },
+      h("strong", { text: `[${number}] ` }),
+      url ? link(url, title) : h("span", { text: title }),
+      muted([authorList(record.authors), record.year, record.id].filter(Boolean).join(" · ")),
+      record.note ? h("div", { text: `Note: ${record.note}` }) : null);
+  }
+}
+
+/**
+ * @param {Json} authors
+ * @returns {string} up to three names, then "et al."
+ */
+function authorList(authors) {
+  if (!Array.isArray(authors)) return asText(authors);
+  return authors.slice(0, 3).join(", ") + (authors.length > 3 ? " et al." : "");
+}
+
+/** `notebook`: cells with source, outputs and errors, then the cells still running. */
+class NotebookView extends JsonView {
+  /** @param {Json} content */
+  render(content) {
+    const notebook = keyed(content);
+    const cells = Array.isArray(notebook?.cells) ? notebook.cells : [];
+    const running = content && typeof notebook.running === "object" && notebook.running
+      ? notebook.running
+      : {};
+    /** @type {HTMLDivElement[]} */
+    const parts = cells.map((cell, index) => this.cell(cell, index));
+    for (const [role, code] of Object.entries(running)) parts.push(this.running(role, code));
+    if (!parts.length) return muted("No cells yet.");
+    return h("div", { class: "cogym-scroll" }, parts);
+  }
+
+  /**
+   * @param {Json} content  a cell's record (a null cell throws: the notebook shows as JSON)
+   * @param {number} index
+   * @returns {HTMLDivElement}
+   */
+  cell(content, index) {
+    const cell = keyed(content);
+    const count = cell.execution_count ?? cell.index ?? index + 1;
+    const dataset = { status: asText(cell.status), ranBy: asText(cell.ran_by) };
+    const outputs = Array.isArray(cell.outputs) ? cell.outputs : [];
+    return h("div", { class: "cogym-cell", testid: "notebook-cell", dataset },
+      muted(`In [${count}] · ${cell.ran_by ?? "?"} · ${cell.status ?? ""}`),
+      h("pre", { class: "cogym-pre cogym-cell-source", text: asText(cell.source) }),
+      outputs.map((output) => this.output(output)),
+      cell.error ? h("div", { class: "cogym-error", text: asText(cell.error) }) : null,
+      cell.truncated ? muted("(output truncated)") : null);
+  }
+
+  /**
+   * @param {Json} output  text, a PNG as base64, or HTML (shown as text)
+   * @returns {HTMLElement}
+   */
+  output(output) {
+    if (!output || typeof output !== "object") {
+      return h("pre", { class: "cogym-pre", text: asText(output) });
+    }
+    const { png, html, traceback, text } = keyed(output);
+    if (typeof png === "string" && /^[A-Za-z0-9+/=\s]+$/.test(png)) {
+      const src = `data:image/png;base64,${png.replace(/\s/g, "")}`;
+      return h("img", { src, alt: "cell output" });
+    }
+    const shown = html ? "(HTML output: shown as text)\n" + html : "";
+    return h("pre", { class: "cogym-pre", text: traceback || text || shown });
+  }
+
+  /**
+   * @param {string} role
+   * @param {Json} code
+   * @returns {HTMLDivElement} a cell that role is running now
+   */
+  running(role, code) {
+    return h("div", { class: "cogym-cell", testid: "notebook-running" },
+      muted(`${role} is running…`),
+      h("pre", { class: "cogym-pre cogym-cell-source", text: asText(code) }));
+  }
+}
+
+/** `plan`: markdown for a string, a numbered list for a list. */
+class PlanView extends JsonView {
+  /** @param {Json} content */
+  render(content) {
+    if (typeof content === "string") {
+      const preview = h("div", { class: "cogym-markdown" });
+      preview.innerHTML = renderMarkdown(content); // escaped first: see renderMarkdown
+      return preview;
+    }
+    if (Array.isArray(content)) {
+      return h("ol", { class: "cogym-records" }, content.map((step) =>
+        h("li", { testid: "plan-step" }, step && typeof step === "object"
+          ? recordList([step])
+          : h("span", { text: asText(step) }))));
+    }
+    return textBlock(content);
+  }
+}
+
+/** `checklist`: items with ☑/☐ and who added them. */
+class ChecklistView extends JsonView {
+  /** @param {Json} items */
+  render(items) {
+    if (!Array.isArray(items) || items.length === 0) return muted("The list is empty.");
+    return h("ul", { class: "cogym-records" }, items.map((item) => this.item(item)));
+  }
+
+  /**
+   * @param {Json} item  a record, or a bare text
+   * @returns {HTMLLIElement}
+   */
+  item(item) {
+    /** @type {JsonRecord} */
+    const record = item && typeof item === "object" ? keyed(item) : { text: item };
+    const done = Boolean(record.done ?? record.checked);
+    const [, title] = recordTitle(record);
+    const dataset = { done: String(done) };
+    return h("li", { class: "cogym-check", testid: "checklist-item", dataset },
+      h("span", { text: done ? "☑ " : "☐ " }),
+      h("span", { class: "cogym-check-text", text: title }),
+      record.added_by ? h("span", { class: "cogym-muted", text: `  (${record.added_by})` }) : null);
+  }
+}
+
+/** The read-only view of each render type; the editor is interactive: see EditorView. */
+const CONTENT_VIEWS = {
+  text: TextView,
+  search_results: SearchResultsView,
+  library: LibraryView,
+  notebook: NotebookView,
+  plan: PlanView,
+  table: TableView,
+  checklist: ChecklistView,
 };
 
-// The shared editor: a textarea with a markdown preview. Remote changes replace the text only
-// while the person has no unsaved edits; a save sends the text with its base, so the server
-// merges it with whatever teammates changed meanwhile.
+/**
+ * @param {string} renderType
+ * @returns {typeof JsonView} the view class of a read-only render type; JsonView for others
+ */
+function contentViewFor(renderType) {
+  return Object.hasOwn(CONTENT_VIEWS, renderType)
+    ? CONTENT_VIEWS[/** @type {keyof typeof CONTENT_VIEWS} */ (renderType)]
+    : JsonView;
+}
+
+// -- the shared editor --------------------------------------------------------------------------
+
+/**
+ * The shared editor: a textarea with a markdown preview. Remote changes replace the text only
+ * while the person has no unsaved edits; a save sends the text with its base, so the server
+ * merges it with whatever teammates changed meanwhile.
+ * @implements {ComponentView}
+ */
 class EditorView {
-  constructor(panel, component) {
-    this.panel = panel;
+  /**
+   * @param {Component} component
+   * @param {EditorHost} host
+   */
+  constructor(component, host) {
+    this.host = host;
     this.name = component.name;
-    this.remote = "";
-    this.base = "";
+    this.remote = ""; // the text the session has now
+    this.base = ""; // the text the person's edits started from
+    /** @type {string | null} */
     this.saved = null; // text sent and not yet seen back
     this.previewing = false;
-    this.textarea = h("textarea", { testid: "editor-textarea", dataset: { component: component.name }, spellcheck: false,
+    this.textarea = h("textarea", {
+      testid: "editor-textarea", dataset: { component: component.name }, spellcheck: false,
       on: { input: () => this.refreshState(), keydown: (event) => this.onKey(event) } });
     this.preview = h("div", { class: "cogym-markdown", testid: "editor-preview", hidden: true });
     this.state = h("span", { class: "cogym-editor-state", testid: "editor-state" });
-    this.toggle = h("button", { testid: "editor-preview-toggle", text: "Preview", on: { click: () => this.togglePreview() } });
-    this.saveButton = h("button", { class: "cogym-primary", testid: "editor-save", text: "Save", on: { click: () => this.save() } });
+    this.toggle = h("button", { testid: "editor-preview-toggle", text: "Preview",
+      on: { click: () => this.togglePreview() } });
+    this.saveButton = h("button", { class: "cogym-primary", testid: "editor-save", text: "Save",
+      on: { click: () => this.save() } });
     this.body = h("div", { class: "cogym-editor" },
-      h("div", { class: "cogym-row" }, this.toggle, this.saveButton, this.state), this.textarea, this.preview);
+      h("div", { class: "cogym-row" }, this.toggle, this.saveButton, this.state),
+      this.textarea, this.preview);
     this.update(component, true);
   }
 
+  /** @returns {ActionSpec | null} the action that saves this component's whole text */
   get spec() {
-    return this.panel.actionSpecs().find((spec) => spec.replaces === this.name) || null;
+    return this.host.replacing(this.name);
   }
 
+  /** @returns {boolean} whether the textarea differs from the text the edits started from */
   get dirty() {
     return this.textarea.value !== this.base;
   }
 
+  /**
+   * @param {Component} component
+   * @param {boolean} [first]  the component's first showing: take its text whatever the state
+   */
   update(component, first = false) {
     const text = asText(component.content);
     this.remote = text;
@@ -392,23 +976,32 @@ class EditorView {
       this.base = text;
       this.saved = null;
     }
-    this.textarea.readOnly = !this.spec || this.panel.done;
+    this.textarea.readOnly = !this.spec || this.host.done();
     this.saveButton.hidden = !this.spec;
     this.refreshState();
     if (this.previewing) this.renderPreview();
   }
 
+  /** The state line: saved, editing, behind (a teammate changed the text too) or saving. */
   refreshState() {
     let state = "saved";
     let label = "Up to date";
-    if (this.saved !== null && this.textarea.value === this.saved) { state = "saving"; label = "Saving…"; }
-    else if (this.dirty && this.remote !== this.base) { state = "behind"; label = "Unsaved edits; a teammate changed the text too — saving keeps both"; }
-    else if (this.dirty) { state = "editing"; label = "Unsaved edits"; }
+    if (this.saved !== null && this.textarea.value === this.saved) {
+      state = "saving";
+      label = "Saving…";
+    } else if (this.dirty && this.remote !== this.base) {
+      state = "behind";
+      label = "Unsaved edits; a teammate changed the text too — saving keeps both";
+    } else if (this.dirty) {
+      state = "editing";
+      label = "Unsaved edits";
+    }
     this.state.dataset.state = state;
     this.state.textContent = label;
-    this.saveButton.disabled = this.panel.done || !this.dirty;
+    this.saveButton.disabled = this.host.done() || !this.dirty;
   }
 
+  /** @param {KeyboardEvent} event  Ctrl/Cmd+S and Ctrl/Cmd+Enter save */
   onKey(event) {
     if ((event.ctrlKey || event.metaKey) && (event.key === "s" || event.key === "Enter")) {
       event.preventDefault();
@@ -418,9 +1011,9 @@ class EditorView {
 
   save() {
     const spec = this.spec;
-    if (!spec || !this.dirty || this.panel.done) return;
+    if (!spec || !this.dirty || this.host.done()) return;
     const text = this.textarea.value;
-    this.panel.sendAction({ name: spec.name, args: { text } }, { base: this.base });
+    this.host.send({ name: spec.name, args: { text } }, { base: this.base });
     this.saved = text;
     this.base = text; // further typing is relative to what was just sent
     this.refreshState();
@@ -439,239 +1032,478 @@ class EditorView {
   }
 }
 
-class ReadOnlyView {
-  constructor(component) {
-    this.body = h("div");
-    this.update(component);
+// -- panel views ----------------------------------------------------------------------------
+
+/** @type {Record<string, string>} */
+const CONNECTION_LABELS = { open: "connected", connecting: "connecting…", closed: "disconnected" };
+
+/** The header: the task, the person's role, the connection, step counts and the last event. */
+class HeaderView {
+  /** @param {string} role */
+  constructor(role) {
+    this.title = h("span", { class: "cogym-title", text: "Co-Gym session" });
+    this.connection = h("span", { class: "cogym-connection cogym-muted",
+      testid: "connection-status", dataset: { state: "connecting" }, text: "connecting…" });
+    this.steps = h("span", { class: "cogym-muted", testid: "step-counts" });
+    this.lastEvent = h("span", { class: "cogym-muted", testid: "last-event" });
+    this.root = h("div", { class: "cogym-header" }, this.title,
+      h("span", { class: "cogym-muted", text: `you are ${role}` }),
+      this.connection, this.steps, this.lastEvent);
   }
 
-  update(component) {
-    const view = VIEWS[component.render_type] || jsonView;
-    let content;
-    try {
-      content = view(component.content);
-    } catch (error) {
-      content = jsonView(component.content); // an unexpected shape still shows as JSON
-    }
-    this.body.replaceChildren(content);
+  /** @param {string | undefined} task */
+  setTask(task) {
+    this.title.textContent = task ? `Co-Gym · ${task}` : "Co-Gym session";
+  }
+
+  /** @param {ConnectionState} state */
+  setConnection(state) {
+    this.connection.dataset.state = state;
+    this.connection.textContent = CONNECTION_LABELS[state] || state;
+  }
+
+  /** @param {Notification} notification */
+  update(notification) {
+    const counts = notification.step_counts || {};
+    const limits = notification.step_limits || {};
+    this.steps.textContent = Object.entries(counts)
+      .map(([role, n]) => limits[role] ? `${role} ${n}/${limits[role]}` : `${role} ${n}`)
+      .join(" · ");
+    const event = notification.event || {};
+    const what = event.action ? shorten(event.action, 80) : event.type;
+    const actor = event.actor ? event.actor + ": " : "";
+    this.lastEvent.textContent = event.type === "sync"
+      ? ""
+      : `#${notification.seq} ${actor}${what || ""}`;
   }
 }
 
-// -- the panel ------------------------------------------------------------------------------
+/**
+ * The error banner: the last refusal or error for the person, in plain words. It stays until
+ * the person dismisses it: a burst of actions must not hide its own refusal.
+ */
+class ErrorBanner {
+  constructor() {
+    this.refusedCount = 0; // actions refused since the person last dismissed the error
+    this.text = h("span", { testid: "panel-error-text" });
+    const dismiss = h("button", { class: "cogym-dismiss", testid: "panel-error-dismiss",
+      title: "Dismiss", "aria-label": "Dismiss", text: "×", on: { click: () => this.dismiss() } });
+    this.root = h("div", { class: "cogym-error", testid: "panel-error", role: "alert",
+      hidden: true }, this.text, dismiss);
+  }
+
+  /**
+   * @param {unknown} text
+   * @param {string} [code]  data-code, e.g. "rate_limited"
+   */
+  show(text, code = "error") {
+    this.text.textContent = String(text);
+    this.root.dataset.code = code;
+    this.root.hidden = false;
+  }
+
+  /** @param {ErrorFrame} frame  a refused action: shown with the count refused so far */
+  refused(frame) {
+    this.refusedCount += 1;
+    const count = this.refusedCount > 1 ? ` (${this.refusedCount} actions refused so far)` : "";
+    this.show(`${frame.error || "The server refused that action."}${count}`, frame.code || "error");
+  }
+
+  dismiss() {
+    this.root.hidden = true;
+    this.refusedCount = 0;
+  }
+}
+
+/**
+ * The workspace: one box per component of the seat's view, in the view's order, each with the
+ * content view of its render type. A box whose content changed flashes.
+ */
+class WorkspaceView {
+  /** @param {EditorHost} editorHost */
+  constructor(editorHost) {
+    this.editorHost = editorHost;
+    /** @type {Map<string, ComponentEntry>} */
+    this.entries = new Map();
+    this.root = h("div", { class: "cogym-workspace", testid: "workspace" });
+  }
+
+  /**
+   * @param {Component[]} components
+   * @param {boolean} flashChanges  false for the first notification: nothing changed yet
+   * @param {number} seq  the notification's number, for data-changed-seq
+   */
+  update(components, flashChanges, seq) {
+    /** @type {Set<string>} */
+    const seen = new Set();
+    components.forEach((component, index) => {
+      seen.add(component.name);
+      const json = JSON.stringify(component.content);
+      let entry = this.entries.get(component.name);
+      if (entry && entry.renderType !== component.render_type) {
+        entry.box.remove();
+        entry = undefined;
+      }
+      if (!entry) {
+        entry = this.create(component, json);
+        this.entries.set(component.name, entry);
+      } else if (entry.json !== json) {
+        entry.view.update(component);
+        entry.json = json;
+        if (flashChanges) flash(entry.box, seq);
+      } else if (entry.view instanceof EditorView) {
+        entry.view.update(component); // read-only state may change when the session ends
+      }
+      const here = this.root.children[index];
+      if (here !== entry.box) this.root.insertBefore(entry.box, here || null);
+    });
+    for (const [name, entry] of this.entries) {
+      if (!seen.has(name)) {
+        entry.box.remove();
+        this.entries.delete(name);
+      }
+    }
+  }
+
+  /**
+   * @param {Component} component
+   * @param {string} json  its content as JSON
+   * @returns {ComponentEntry} a new box with the view of the component's render type
+   */
+  create(component, json) {
+    const view = component.render_type === "editor"
+      ? new EditorView(component, this.editorHost)
+      : new (contentViewFor(component.render_type))(component);
+    const badge = component.private ? "only you" : "shared";
+    const box = h("div", { class: "cogym-box", testid: `view-${component.render_type}`,
+      dataset: { component: component.name } },
+    h("h4", {}, h("span", { text: component.title || component.name }),
+      h("span", { class: "cogym-badge", text: badge })),
+    view.body);
+    return { box, view, json, renderType: component.render_type };
+  }
+}
+
+/**
+ * The agent box: each agent's status and last action, Pause/Resume for every agent, and Finish.
+ * It keeps the latest status of each agent; the session's team, its paused agents and whether
+ * it ended come with each notification.
+ */
+class AgentStatusView {
+  /** @param {SendAction} send */
+  constructor(send) {
+    this.send = send;
+    /** @type {Record<string, AgentStatus>} */
+    this.statuses = {};
+    /** @type {Member[]} */
+    this.team = [];
+    /** @type {Set<string>} */
+    this.paused = new Set();
+    this.done = false;
+    this.list = h("div", { testid: "agent-statuses" });
+    this.pauseButton = h("button", { testid: "pause-button", text: "Pause agent",
+      on: { click: () => this.togglePause() } });
+    this.finishButton = h("button", { class: "cogym-danger", testid: "finish-button",
+      text: "Finish", on: { click: () => this.send({ name: "FINISH", args: {} }) } });
+    this.root = h("div", { class: "cogym-box", testid: "view-agent-status" },
+      h("h4", { text: "Agent" }), this.list,
+      h("div", { class: "cogym-row" }, this.pauseButton, this.finishButton));
+  }
+
+  /** @param {AgentStatus} status  an agent's update; an older one replayed is ignored */
+  receive(status) {
+    if (!status.role) return;
+    const known = this.statuses[status.role];
+    if (known && known.ts > status.ts) return; // an older update replayed on reconnect
+    this.statuses[status.role] = status;
+    this.render();
+  }
+
+  /**
+   * @param {Member[]} team
+   * @param {string[]} paused  roles of the paused agents
+   * @param {boolean} done
+   */
+  update(team, paused, done) {
+    this.team = team;
+    this.paused = new Set(paused);
+    this.done = done;
+    this.render();
+  }
+
+  /** @returns {string[]} the team's agents, then any other role that reported a status */
+  roles() {
+    const roles = this.team.filter((member) => member.kind === "agent")
+      .map((member) => member.role);
+    for (const role of Object.keys(this.statuses)) if (!roles.includes(role)) roles.push(role);
+    return roles;
+  }
+
+  render() {
+    const roles = this.roles();
+    this.list.replaceChildren(...roles.map((role) => this.agent(role)));
+    const allPaused = roles.length > 0 && roles.every((role) => this.paused.has(role));
+    this.pauseButton.textContent = allPaused ? "Resume agent" : "Pause agent";
+    this.pauseButton.dataset.state = allPaused ? "paused" : "running";
+    this.pauseButton.disabled = this.done || roles.length === 0;
+    this.finishButton.disabled = this.done;
+  }
+
+  /**
+   * @param {string} role
+   * @returns {HTMLDivElement} the agent's status (paused and finished override what it said)
+   */
+  agent(role) {
+    const update = this.statuses[role] || {};
+    let status = update.status || "waiting";
+    if (this.paused.has(role)) status = "paused";
+    if (this.done) status = "finished";
+    const last = update.last_action
+      ? `last action: ${shorten(update.last_action, 200)}`
+      : "no action yet";
+    return h("div", { class: "cogym-agent", testid: "agent-status", dataset: { role, status } },
+      h("div", {}, h("strong", { text: role + " " }),
+        h("span", { class: "cogym-status", dataset: { status }, text: status })),
+      h("div", { class: "cogym-muted", testid: "agent-last-action", text: last }));
+  }
+
+  togglePause() {
+    const paused = this.pauseButton.dataset.state === "paused";
+    this.send({ name: paused ? "RESUME_AGENT" : "PAUSE_AGENT", args: {} });
+  }
+}
+
+/**
+ * What the previews of pending actions need to know of the session.
+ * @typedef {object} PreviewContext
+ * @property {ActionSpec[]} specs
+ * @property {Component[]} components  the seat's view now
+ */
+
+/**
+ * The approvals box: each pending confirmation with a preview of its action, and Accept/Reject
+ * (a request of the person's own waits for a teammate). New requests flash.
+ */
+class ConfirmationsView {
+  /**
+   * @param {string} role
+   * @param {SendAction} send
+   */
+  constructor(role, send) {
+    this.role = role;
+    this.send = send;
+    this.list = h("div", { testid: "confirmations" });
+    this.root = h("div", { class: "cogym-box", testid: "view-confirmations", hidden: true },
+      h("h4", { text: "Waiting for your approval" }), this.list);
+  }
+
+  /**
+   * @param {ConfirmationRequest[]} pending
+   * @param {ConfirmationRequest[] | null} before  the previous notification's; null for none
+   * @param {{done: boolean, seq: number} & PreviewContext} session
+   */
+  update(pending, before, session) {
+    this.root.hidden = pending.length === 0;
+    const known = new Set((before || []).map((c) => c.request_id));
+    this.list.replaceChildren(...pending.map((request) => {
+      const node = this.request(request, session);
+      if (before && !known.has(request.request_id)) flash(node, session.seq);
+      return node;
+    }));
+  }
+
+  /**
+   * @param {ConfirmationRequest} request
+   * @param {{done: boolean} & PreviewContext} session
+   * @returns {HTMLDivElement}
+   */
+  request(request, session) {
+    const id = request.request_id;
+    /** @type {(testid: string, kind: string, text: string, name: string) => HTMLElement} */
+    const answer = (testid, kind, text, name) => h("button", { class: kind, testid,
+      dataset: { requestId: id }, text, disabled: session.done,
+      on: { click: () => this.send({ name, args: { request_id: id } }) } });
+    const controls = request.requester === this.role
+      ? muted("Waiting for a teammate.")
+      : h("div", { class: "cogym-row" },
+        answer("confirm-accept", "cogym-primary", "Accept", "ACCEPT_CONFIRMATION"),
+        answer("confirm-reject", "cogym-danger", "Reject", "REJECT_CONFIRMATION"));
+    return h("div", { class: "cogym-confirmation", testid: "confirmation",
+      dataset: { requestId: id } },
+    muted(`${request.requester} asks to run:`),
+    actionPreview(request.pending_action, session),
+    controls);
+  }
+}
+
+/**
+ * What a pending action would do: its name and params; a whole-text replacement as a diff.
+ * @param {string} text  the action in its canonical form
+ * @param {PreviewContext} session
+ * @returns {HTMLElement}
+ */
+function actionPreview(text, session) {
+  const parsed = parseAction(text);
+  if (!parsed) return h("pre", { class: "cogym-pre", testid: "confirmation-preview", text });
+  const spec = session.specs.find((s) => s.name === parsed.name);
+  /** @type {HTMLElement[]} */
+  const rows = [h("strong", { text: parsed.name })];
+  for (const [key, value] of Object.entries(parsed.args)) {
+    if (spec?.replaces && key === "text" && typeof value === "string") {
+      const replaced = session.components.find((c) => c.name === spec.replaces);
+      rows.push(diffBlock(asText(replaced?.content), value));
+    } else {
+      const shown = typeof value === "string" ? value : JSON.stringify(value, null, 2);
+      rows.push(h("div", {}, h("span", { class: "cogym-field", text: key }),
+        h("span", { class: "cogym-pre", text: shown })));
+    }
+  }
+  return h("div", { testid: "confirmation-preview" }, rows);
+}
+
+/** @type {Record<DiffLine[0], string>} */
+const DIFF_CLASSES = { add: "cogym-diff-add", del: "cogym-diff-del", same: "" };
+
+/**
+ * @param {string} before
+ * @param {string} after
+ * @returns {HTMLDivElement} the line diff, added and deleted lines marked
+ */
+function diffBlock(before, after) {
+  return h("div", { class: "cogym-pre cogym-scroll" }, lineDiff(before, after).map(
+    ([kind, line]) => h("div", { class: DIFF_CLASSES[kind], text: line || " " })));
+}
 
 let outboxCounter = 0;
 let actionCounter = 0;
 
-// The id an action travels with; the server repeats it in any refusal of that action.
+/**
+ * @returns {string} the id an action travels with; the server repeats it in any refusal of it
+ */
 function nextActionId() {
   actionCounter += 1;
   return `a${actionCounter}`;
 }
 
-export class Panel {
-  constructor(el, model) {
-    this.model = model;
-    this.role = model.get("role");
-    this.transport = null;
-    this.notification = null;
-    this.context = null;
-    this.statuses = {};
-    this.components = new Map(); // name -> { box, view, json, renderType }
-    this.outbox = []; // chat messages the person sent that the chat does not show yet
-    this.lastChatSeq = 0;
+/** @type {Record<OutboxItem["state"], string>} */
+const OUTBOX_LABELS = { pending: "sending…", sent: "sent", failed: "not sent" };
+
+/**
+ * The chat box: the log, the person's messages still in flight (the outbox: "sending…" until
+ * the transport has them, "sent" until the chat shows them, "not sent" if refused) and the
+ * message box (Enter sends, Shift+Enter is a new line).
+ */
+class ChatView {
+  /**
+   * @param {string} role
+   * @param {SendAction} send
+   */
+  constructor(role, send) {
+    this.role = role;
+    this.send = send;
+    /** @type {ChatMessage[]} */
+    this.messages = [];
+    /** @type {OutboxItem[]} */
+    this.outbox = [];
+    this.lastSeq = 0; // the newest message shown so far
     this.done = false;
-    this.refusedCount = 0; // actions refused since the person last dismissed the error
-    this.build(el);
+    this.log = h("div", { class: "cogym-chat-log", testid: "chat-log" });
+    this.input = h("textarea", { class: "cogym-chat-input", testid: "chat-input",
+      placeholder: "Message your teammates (Enter sends, Shift+Enter for a new line)",
+      on: { keydown: (event) => this.onKey(event) } });
+    this.sendButton = h("button", { class: "cogym-primary", testid: "chat-send", text: "Send",
+      on: { click: () => this.sendMessage() } });
+    this.root = h("div", { class: "cogym-box", testid: "view-chat" }, h("h4", { text: "Chat" }),
+      this.log, h("div", { class: "cogym-row" }, this.input),
+      h("div", { class: "cogym-row" }, this.sendButton));
   }
 
-  // The transport delivers notifications, status updates and errors here.
-  receive(message) {
-    if (!message || typeof message !== "object") return;
-    if (message.type === "status") return this.receiveStatus(message);
-    if (message.type === "error" || (message.error && !message.event)) return this.refused(message);
-    if (message.event && message.view) return this.receiveNotification(message);
-  }
-
-  setConnection(state) {
-    this.connection.dataset.state = state;
-    this.connection.textContent = { open: "connected", connecting: "connecting…", closed: "disconnected" }[state] || state;
-    if (state === "open") this.flushOutbox();
-    try {
-      this.model.set("connection", state);
-      this.model.save_changes();
-    } catch {
-      // a model without that trait (a test page) is fine
-    }
-  }
-
-  // -- building -----------------------------------------------------------------------------
-
-  build(el) {
-    this.title = h("span", { class: "cogym-title", text: "Co-Gym session" });
-    this.connection = h("span", { class: "cogym-connection cogym-muted", testid: "connection-status", dataset: { state: "connecting" }, text: "connecting…" });
-    this.steps = h("span", { class: "cogym-muted", testid: "step-counts" });
-    this.lastEvent = h("span", { class: "cogym-muted", testid: "last-event" });
-    this.errorText = h("span", { testid: "panel-error-text" });
-    this.error = h("div", { class: "cogym-error", testid: "panel-error", role: "alert", hidden: true }, this.errorText,
-      h("button", { class: "cogym-dismiss", testid: "panel-error-dismiss", title: "Dismiss", "aria-label": "Dismiss", text: "×", on: { click: () => this.dismissError() } }));
-    this.workspace = h("div", { class: "cogym-workspace", testid: "workspace" });
-    this.agents = h("div", { testid: "agent-statuses" });
-    this.pauseButton = h("button", { testid: "pause-button", text: "Pause agent", on: { click: () => this.togglePause() } });
-    this.finishButton = h("button", { class: "cogym-danger", testid: "finish-button", text: "Finish", on: { click: () => this.sendAction({ name: "FINISH", args: {} }) } });
-    this.confirmations = h("div", { testid: "confirmations" });
-    this.chatLog = h("div", { class: "cogym-chat-log", testid: "chat-log" });
-    this.chatInput = h("textarea", { class: "cogym-chat-input", testid: "chat-input", placeholder: "Message your teammates (Enter sends, Shift+Enter for a new line)",
-      on: { keydown: (event) => { if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); this.sendChat(); } } } });
-    this.chatSend = h("button", { class: "cogym-primary", testid: "chat-send", text: "Send", on: { click: () => this.sendChat() } });
-    this.actionForm = h("div", { testid: "action-form" });
-    this.ratingBox = h("div", { class: "cogym-box cogym-rating", testid: "rating-form", hidden: true });
-
-    this.agentBox = h("div", { class: "cogym-box", testid: "view-agent-status" }, h("h4", { text: "Agent" }), this.agents,
-      h("div", { class: "cogym-row" }, this.pauseButton, this.finishButton));
-    this.confirmBox = h("div", { class: "cogym-box", testid: "view-confirmations", hidden: true }, h("h4", { text: "Waiting for your approval" }), this.confirmations);
-    this.chatBox = h("div", { class: "cogym-box", testid: "view-chat" }, h("h4", { text: "Chat" }), this.chatLog,
-      h("div", { class: "cogym-row" }, this.chatInput), h("div", { class: "cogym-row" }, this.chatSend));
-    this.actionBox = h("details", { class: "cogym-box", testid: "view-actions" }, h("summary", { text: "Task actions" }), this.actionForm);
-
-    this.root = h("div", { class: "cogym-panel", testid: "cogym-panel", dataset: { role: this.role, session: this.model.get("session_id") || "" } },
-      h("div", { class: "cogym-header" }, this.title, h("span", { class: "cogym-muted", text: `you are ${this.role}` }), this.connection, this.steps, this.lastEvent),
-      this.error,
-      this.ratingBox,
-      h("div", { class: "cogym-body" }, this.workspace,
-        h("div", { class: "cogym-side" }, this.agentBox, this.confirmBox, this.chatBox, this.actionBox)));
-    el.replaceChildren(this.root);
-  }
-
-  actionSpecs() {
-    return this.context?.action_specs || [];
-  }
-
-  // -- notifications ------------------------------------------------------------------------
-
-  receiveNotification(notification) {
-    const previous = this.notification;
-    this.notification = notification;
-    if (notification.context) {
-      const firstContext = !this.context;
-      this.context = notification.context;
-      this.title.textContent = this.context.task ? `Co-Gym · ${this.context.task}` : "Co-Gym session";
-      if (firstContext) this.buildActionForm();
-    }
-    this.done = Boolean(notification.done);
-    this.renderComponents(notification.view?.components || [], previous !== null);
-    this.renderChat(notification, previous);
-    this.renderConfirmations(notification.pending_confirmations || [], previous);
-    this.renderAgents();
-    this.renderHeader(notification);
-    const event = notification.event || {};
-    if (event.status === "error" && event.actor === this.role && event.error) this.showError(event.error);
-    if (this.done) this.showRating(notification.end_reason);
-    try {
-      this.model.set("last_seq", notification.seq);
-      this.model.save_changes();
-    } catch {
-      // a model without that trait (a test page) is fine
-    }
-  }
-
-  renderHeader(notification) {
-    const counts = notification.step_counts || {};
-    const limits = notification.step_limits || {};
-    this.steps.textContent = Object.entries(counts).map(([role, n]) => limits[role] ? `${role} ${n}/${limits[role]}` : `${role} ${n}`).join(" · ");
-    const event = notification.event || {};
-    const what = event.action ? shorten(event.action, 80) : event.type;
-    this.lastEvent.textContent = event.type === "sync" ? "" : `#${notification.seq} ${event.actor ? event.actor + ": " : ""}${what || ""}`;
-  }
-
-  renderComponents(components, flash) {
-    const seen = new Set();
-    components.forEach((component, index) => {
-      seen.add(component.name);
-      const json = JSON.stringify(component.content);
-      let entry = this.components.get(component.name);
-      if (entry && entry.renderType !== component.render_type) {
-        entry.box.remove();
-        entry = null;
-      }
-      if (!entry) {
-        const view = component.render_type === "editor" ? new EditorView(this, component) : new ReadOnlyView(component);
-        const box = h("div", { class: "cogym-box", testid: `view-${component.render_type}`, dataset: { component: component.name } },
-          h("h4", {}, h("span", { text: component.title || component.name }),
-            component.private ? h("span", { class: "cogym-badge", text: "only you" }) : h("span", { class: "cogym-badge", text: "shared" })),
-          view.body);
-        entry = { box, view, json, renderType: component.render_type };
-        this.components.set(component.name, entry);
-      } else if (entry.json !== json) {
-        entry.view.update(component);
-        entry.json = json;
-        if (flash) this.flash(entry.box);
-      } else if (entry.view instanceof EditorView) {
-        entry.view.update(component); // read-only state may change when the session ends
-      }
-      if (this.workspace.children[index] !== entry.box) this.workspace.insertBefore(entry.box, this.workspace.children[index] || null);
-    });
-    for (const [name, entry] of this.components) {
-      if (!seen.has(name)) {
-        entry.box.remove();
-        this.components.delete(name);
-      }
-    }
-  }
-
-  flash(node) {
-    node.classList.remove("cogym-changed");
-    void node.offsetWidth; // restart the animation
-    node.classList.add("cogym-changed");
-    node.dataset.changedSeq = String(this.notification?.seq ?? "");
-    clearTimeout(node._cogymFlash);
-    node._cogymFlash = setTimeout(() => node.classList.remove("cogym-changed"), 1700);
-  }
-
-  // -- chat -----------------------------------------------------------------------------------
-
-  renderChat(notification, previous) {
-    const chat = notification.chat || [];
+  /**
+   * @param {ChatMessage[]} chat  the whole chat, as the latest notification has it
+   * @param {boolean} flashChanges  false for the first notification
+   * @param {number} seq  the notification's number
+   */
+  update(chat, flashChanges, seq) {
     // A message of ours shows up in the chat: it is no longer only in the outbox.
     for (const message of chat) {
-      if (message.sender !== this.role || message.seq <= this.lastChatSeq) continue;
-      const index = this.outbox.findIndex((item) => item.text === message.text && item.state !== "failed");
+      if (message.sender !== this.role || message.seq <= this.lastSeq) continue;
+      const index = this.outbox.findIndex(
+        (item) => item.text === message.text && item.state !== "failed");
       if (index >= 0) this.outbox.splice(index, 1);
     }
     const newest = chat.length ? chat[chat.length - 1].seq : 0;
-    const grew = previous && newest > this.lastChatSeq;
-    this.lastChatSeq = Math.max(this.lastChatSeq, newest);
-    this.chat = chat;
-    this.drawChat();
-    if (grew) this.flash(this.chatBox);
+    const grew = flashChanges && newest > this.lastSeq;
+    this.lastSeq = Math.max(this.lastSeq, newest);
+    this.messages = chat;
+    this.draw();
+    if (grew) flash(this.root, seq);
   }
 
-  drawChat() {
-    const nearBottom = this.chatLog.scrollHeight - this.chatLog.scrollTop - this.chatLog.clientHeight < 40;
-    const rows = (this.chat || []).map((message) => h("div", { class: "cogym-message", testid: "chat-message",
-      dataset: { sender: message.sender, mine: String(message.sender === this.role), seq: String(message.seq) } },
-    h("div", { class: "cogym-message-meta", text: `${message.sender}${message.to ? " → " + message.to : ""} · ${new Date(message.time * 1000).toLocaleTimeString()}` }),
-    h("div", { class: "cogym-message-text", text: message.text })));
-    for (const item of this.outbox) {
-      rows.push(h("div", { class: "cogym-message", testid: "chat-pending", dataset: { mine: "true", state: item.state } },
-        h("div", { class: "cogym-message-meta", text: `${this.role} · ${item.state === "pending" ? "sending…" : item.state === "sent" ? "sent" : "not sent"}` }),
-        h("div", { class: "cogym-message-text", text: item.text })));
+  /** @param {boolean} done  an ended session takes no more messages */
+  setDone(done) {
+    this.done = done;
+    this.sendButton.disabled = done;
+    this.input.disabled = done;
+  }
+
+  draw() {
+    const log = this.log;
+    const nearBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
+    const rows = this.messages.map((message) => this.message(message));
+    for (const item of this.outbox) rows.push(this.pending(item));
+    log.replaceChildren(...rows);
+    if (nearBottom) log.scrollTop = log.scrollHeight;
+  }
+
+  /**
+   * @param {ChatMessage} message
+   * @returns {HTMLDivElement}
+   */
+  message(message) {
+    const to = message.to ? " → " + message.to : "";
+    const time = new Date(message.time * 1000).toLocaleTimeString();
+    const dataset = { sender: message.sender, mine: String(message.sender === this.role),
+      seq: String(message.seq) };
+    return h("div", { class: "cogym-message", testid: "chat-message", dataset },
+      h("div", { class: "cogym-message-meta", text: `${message.sender}${to} · ${time}` }),
+      h("div", { class: "cogym-message-text", text: message.text }));
+  }
+
+  /**
+   * @param {OutboxItem} item
+   * @returns {HTMLDivElement}
+   */
+  pending(item) {
+    return h("div", { class: "cogym-message", testid: "chat-pending",
+      dataset: { mine: "true", state: item.state } },
+    h("div", { class: "cogym-message-meta",
+      text: `${this.role} · ${OUTBOX_LABELS[item.state]}` }),
+    h("div", { class: "cogym-message-text", text: item.text }));
+  }
+
+  /** @param {KeyboardEvent} event */
+  onKey(event) {
+    if (event.key === "Enter" && !event.shiftKey) {
+      event.preventDefault();
+      this.sendMessage();
     }
-    this.chatLog.replaceChildren(...rows);
-    if (nearBottom) this.chatLog.scrollTop = this.chatLog.scrollHeight;
   }
 
-  sendChat() {
-    const text = this.chatInput.value.trim();
+  sendMessage() {
+    const text = this.input.value.trim();
     if (!text || this.done) return;
+    /** @type {OutboxItem} */
     const item = { id: ++outboxCounter, actionId: nextActionId(), text, state: "pending" };
     this.outbox.push(item);
-    this.chatInput.value = "";
-    const sent = this.sendAction({ name: "SEND_TEAMMATE_MESSAGE", args: { message: text } }, {}, item.actionId);
-    if (item.state === "pending") item.state = sent ? "sent" : "pending"; // a refusal may have come first
-    this.drawChat();
+    this.input.value = "";
+    const action = { name: "SEND_TEAMMATE_MESSAGE", args: { message: text } };
+    const sent = this.send(action, {}, item.actionId);
+    // A refusal may have come first.
+    if (item.state === "pending") item.state = sent ? "sent" : "pending";
+    this.draw();
   }
 
-  // The transport sends what it queued while offline as soon as it connects.
+  /** The transport sends what it queued while offline as soon as it connects. */
   flushOutbox() {
     let changed = false;
     for (const item of this.outbox) {
@@ -680,178 +1512,136 @@ export class Panel {
         changed = true;
       }
     }
-    if (changed) this.drawChat();
+    if (changed) this.draw();
   }
 
-  // -- agents, controls, confirmations ---------------------------------------------------------
+  /**
+   * @param {string | undefined} actionId  a refused action's id
+   * @returns {boolean} whether it carried one of the person's messages, now marked not sent
+   */
+  markFailed(actionId) {
+    const item = actionId === undefined
+      ? null
+      : this.outbox.find((entry) => entry.actionId === actionId);
+    if (!item) return false;
+    item.state = "failed";
+    this.draw();
+    return true;
+  }
+}
 
-  receiveStatus(status) {
-    if (!status.role) return;
-    const known = this.statuses[status.role];
-    if (known && known.ts > status.ts) return; // an older update replayed on reconnect
-    this.statuses[status.role] = status;
-    this.renderAgents();
+/** The task-action form: every task action of the session's specs, with typed inputs. */
+class ActionFormView {
+  /** @param {SendAction} send */
+  constructor(send) {
+    this.send = send;
+    this.form = h("div", { testid: "action-form" });
+    this.root = h("details", { class: "cogym-box", testid: "view-actions" },
+      h("summary", { text: "Task actions" }), this.form);
   }
 
-  agentRoles() {
-    const team = this.context?.team || [];
-    const roles = team.filter((member) => member.kind === "agent").map((member) => member.role);
-    for (const role of Object.keys(this.statuses)) if (!roles.includes(role)) roles.push(role);
-    return roles;
-  }
-
-  renderAgents() {
-    const paused = new Set(this.notification?.paused || []);
-    const roles = this.agentRoles();
-    this.agents.replaceChildren(...roles.map((role) => {
-      const update = this.statuses[role] || {};
-      let status = update.status || "waiting";
-      if (paused.has(role)) status = "paused";
-      if (this.done) status = "finished";
-      return h("div", { class: "cogym-agent", testid: "agent-status", dataset: { role, status } },
-        h("div", {}, h("strong", { text: role + " " }), h("span", { class: "cogym-status", dataset: { status }, text: status })),
-        h("div", { class: "cogym-muted", testid: "agent-last-action", text: update.last_action ? `last action: ${shorten(update.last_action, 200)}` : "no action yet" }));
-    }));
-    const allPaused = roles.length > 0 && roles.every((role) => paused.has(role));
-    this.pauseButton.textContent = allPaused ? "Resume agent" : "Pause agent";
-    this.pauseButton.dataset.state = allPaused ? "paused" : "running";
-    this.pauseButton.disabled = this.done || roles.length === 0;
-    this.finishButton.disabled = this.done;
-    this.chatSend.disabled = this.done;
-    this.chatInput.disabled = this.done;
-  }
-
-  togglePause() {
-    const paused = this.pauseButton.dataset.state === "paused";
-    this.sendAction({ name: paused ? "RESUME_AGENT" : "PAUSE_AGENT", args: {} });
-  }
-
-  renderConfirmations(pending, previous) {
-    this.confirmBox.hidden = pending.length === 0;
-    const before = new Set((previous?.pending_confirmations || []).map((c) => c.request_id));
-    this.confirmations.replaceChildren(...pending.map((request) => {
-      const mine = request.requester === this.role;
-      const node = h("div", { class: "cogym-confirmation", testid: "confirmation", dataset: { requestId: request.request_id } },
-        h("div", { class: "cogym-muted", text: `${request.requester} asks to run:` }),
-        this.actionPreview(request.pending_action),
-        mine ? h("div", { class: "cogym-muted", text: "Waiting for a teammate." }) : h("div", { class: "cogym-row" },
-          h("button", { class: "cogym-primary", testid: "confirm-accept", dataset: { requestId: request.request_id }, text: "Accept", disabled: this.done,
-            on: { click: () => this.sendAction({ name: "ACCEPT_CONFIRMATION", args: { request_id: request.request_id } }) } }),
-          h("button", { class: "cogym-danger", testid: "confirm-reject", dataset: { requestId: request.request_id }, text: "Reject", disabled: this.done,
-            on: { click: () => this.sendAction({ name: "REJECT_CONFIRMATION", args: { request_id: request.request_id } }) } })));
-      if (previous && !before.has(request.request_id)) this.flash(node);
-      return node;
-    }));
-  }
-
-  // What a pending action would do: its name and params; a whole-text replacement as a diff.
-  actionPreview(text) {
-    const parsed = parseAction(text);
-    if (!parsed) return h("pre", { class: "cogym-pre", testid: "confirmation-preview", text });
-    const spec = this.actionSpecs().find((s) => s.name === parsed.name);
-    const rows = [h("strong", { text: parsed.name })];
-    for (const [key, value] of Object.entries(parsed.args)) {
-      if (spec?.replaces && key === "text" && typeof value === "string") {
-        const before = asText(this.notification?.view?.components?.find((c) => c.name === spec.replaces)?.content);
-        rows.push(h("div", { class: "cogym-pre cogym-scroll" }, lineDiff(before, value).map(([kind, line]) =>
-          h("div", { class: kind === "add" ? "cogym-diff-add" : kind === "del" ? "cogym-diff-del" : "", text: line || " " }))));
-      } else {
-        rows.push(h("div", {}, h("span", { class: "cogym-field", text: key }), h("span", { class: "cogym-pre", text: typeof value === "string" ? value : JSON.stringify(value, null, 2) })));
-      }
-    }
-    return h("div", { testid: "confirmation-preview" }, rows);
-  }
-
-  // -- the generic task-action form ------------------------------------------------------------
-
-  buildActionForm() {
-    const specs = this.actionSpecs().filter((spec) => !spec.internal);
+  /** @param {ActionSpec[]} allSpecs  the session's specs; internal actions are left out */
+  build(allSpecs) {
+    const specs = allSpecs.filter((spec) => !spec.internal);
     if (!specs.length) {
-      this.actionBox.hidden = true;
+      this.root.hidden = true;
       return;
     }
-    const select = h("select", { testid: "action-select" }, specs.map((spec) => h("option", { value: spec.name, text: spec.name })));
+    const select = h("select", { testid: "action-select" },
+      specs.map((spec) => h("option", { value: spec.name, text: spec.name })));
     const description = h("div", { class: "cogym-muted" });
     const params = h("div");
     const submit = h("button", { class: "cogym-primary", testid: "action-submit", text: "Run" });
     const fill = () => {
       const spec = specs.find((s) => s.name === select.value);
       description.textContent = spec?.description || "";
-      params.replaceChildren(...(spec?.params || []).map((param) => {
-        const attrs = { testid: "action-param", dataset: { param: param.name, type: param.type }, placeholder: param.description || param.name };
-        let input;
-        if (param.type === "boolean") input = h("input", { ...attrs, type: "checkbox" });
-        else if (param.type === "integer" || param.type === "number") input = h("input", { ...attrs, type: "number", step: param.type === "integer" ? "1" : "any" });
-        else if (param.type === "string") input = h("textarea", { ...attrs, rows: 1 });
-        else input = h("textarea", { ...attrs, rows: 2, placeholder: `JSON: ${param.description || param.name}` });
-        return h("label", { class: "cogym-row" }, h("span", { class: "cogym-field", text: param.name + (param.required ? "" : " (optional)") }), input);
-      }));
+      params.replaceChildren(...(spec?.params || []).map((param) => this.paramRow(param)));
     };
     submit.addEventListener("click", () => {
       const spec = specs.find((s) => s.name === select.value);
       if (!spec) return;
-      const args = {};
-      for (const input of params.querySelectorAll("[data-param]")) {
-        const { param, type } = input.dataset;
-        if (type === "boolean") { args[param] = input.checked; continue; }
-        if (input.value === "") continue;
-        if (type === "integer" || type === "number") args[param] = Number(input.value);
-        else if (type === "string") args[param] = input.value;
-        else {
-          try { args[param] = JSON.parse(input.value); } catch { args[param] = input.value; }
-        }
-      }
-      this.sendAction({ name: spec.name, args });
+      this.send({ name: spec.name, args: readArgs(params) });
     });
     select.addEventListener("change", fill);
     fill();
-    this.actionForm.replaceChildren(h("div", { class: "cogym-row" }, select, submit), description, params);
+    this.form.replaceChildren(h("div", { class: "cogym-row" }, select, submit), description,
+      params);
   }
 
-  // -- sending --------------------------------------------------------------------------------
-
-  // Hand an action to the transport; true once it left the panel.
-  sendAction(action, extra = {}, id = nextActionId()) {
-    return Boolean(this.transport && this.transport.send({ action, ...extra, id }));
-  }
-
-  // The server (or the kernel) did not apply an action, or could not read a message: say so, and
-  // mark the chat message it was, if it was one, as not sent.
-  refused(message) {
-    const item = message.id === undefined ? null : this.outbox.find((entry) => entry.actionId === message.id);
-    if (item) {
-      item.state = "failed";
-      this.drawChat();
+  /**
+   * @param {ParamSpec} param
+   * @returns {HTMLLabelElement} its name and an input of its type
+   */
+  paramRow(param) {
+    const attrs = { testid: "action-param", dataset: { param: param.name, type: param.type },
+      placeholder: param.description || param.name };
+    let input;
+    if (param.type === "boolean") {
+      input = h("input", { ...attrs, type: "checkbox" });
+    } else if (param.type === "integer" || param.type === "number") {
+      const step = param.type === "integer" ? "1" : "any";
+      input = h("input", { ...attrs, type: "number", step });
+    } else if (param.type === "string") {
+      input = h("textarea", { ...attrs, rows: 1 });
+    } else {
+      input = h("textarea", { ...attrs, rows: 2,
+        placeholder: `JSON: ${param.description || param.name}` });
     }
-    this.refusedCount += 1;
-    const count = this.refusedCount > 1 ? ` (${this.refusedCount} actions refused so far)` : "";
-    this.showError(`${message.error || "The server refused that action."}${count}`, message.code || "error");
+    const name = param.name + (param.required ? "" : " (optional)");
+    return h("label", { class: "cogym-row" }, h("span", { class: "cogym-field", text: name }),
+      input);
+  }
+}
+
+/**
+ * @param {HTMLElement} params  the form's inputs
+ * @returns {Record<string, unknown>} the args they hold: empty inputs left out, JSON parsed
+ */
+function readArgs(params) {
+  /** @type {Record<string, unknown>} */
+  const args = {};
+  for (const node of params.querySelectorAll("[data-param]")) {
+    const input = /** @type {HTMLInputElement} */ (node);
+    const { param = "", type } = input.dataset;
+    if (type === "boolean") { args[param] = input.checked; continue; }
+    if (input.value === "") continue;
+    if (type === "integer" || type === "number") args[param] = Number(input.value);
+    else if (type === "string") args[param] = input.value;
+    else {
+      try { args[param] = JSON.parse(input.value); } catch { args[param] = input.value; }
+    }
+  }
+  return args;
+}
+
+/** The rating form at the end: outcome and satisfaction (1 to 5) and a comment. */
+class RatingView {
+  /**
+   * @param {string} role
+   * @param {(rating: Rating) => Promise<unknown>} rate  saves a rating through the transport
+   */
+  constructor(role, rate) {
+    this.role = role;
+    this.rate = rate;
+    this.built = false;
+    this.root = h("div", { class: "cogym-box cogym-rating", testid: "rating-form", hidden: true });
   }
 
-  // Errors stay until the person dismisses them: a burst of actions must not hide its own refusal.
-  showError(text, code = "error") {
-    this.errorText.textContent = String(text);
-    this.error.dataset.code = code;
-    this.error.hidden = false;
-  }
-
-  dismissError() {
-    this.error.hidden = true;
-    this.refusedCount = 0;
-  }
-
-  // -- the rating form at the end -------------------------------------------------------------
-
-  showRating(reason) {
-    if (!this.ratingBox.hidden || this.ratingBuilt) return;
-    this.ratingBuilt = true;
-    const scale = (testid, rubric) => h("select", { testid }, h("option", { value: "", text: "Choose 1 to 5" }),
+  /** @param {string | undefined} reason  why the session ended; the form is built only once */
+  show(reason) {
+    if (!this.root.hidden || this.built) return;
+    this.built = true;
+    /** @type {(testid: string, rubric: Record<number, string>) => HTMLSelectElement} */
+    const scale = (testid, rubric) => h("select", { testid },
+      h("option", { value: "", text: "Choose 1 to 5" }),
       Object.entries(rubric).map(([value, label]) => h("option", { value, text: label })));
     const outcome = scale("rating-outcome", OUTCOME_RUBRIC);
     const satisfaction = scale("rating-satisfaction", SATISFACTION_RUBRIC);
-    const comment = h("textarea", { testid: "rating-comment", rows: 3, placeholder: "Anything you want to tell us (optional)" });
+    const comment = h("textarea", { testid: "rating-comment", rows: 3,
+      placeholder: "Anything you want to tell us (optional)" });
     const result = h("div", { testid: "rating-result", class: "cogym-muted" });
-    const submit = h("button", { class: "cogym-primary", testid: "rating-submit", text: "Submit rating" });
+    const submit = h("button", { class: "cogym-primary", testid: "rating-submit",
+      text: "Submit rating" });
     submit.addEventListener("click", async () => {
       if (!outcome.value || !satisfaction.value) {
         result.dataset.state = "error";
@@ -862,60 +1652,222 @@ export class Panel {
       result.dataset.state = "saving";
       result.textContent = "Saving…";
       try {
-        await this.transport.rate({ role: this.role, outcome_rating: Number(outcome.value), satisfaction: Number(satisfaction.value), comment: comment.value });
+        await this.rate({ role: this.role, outcome_rating: Number(outcome.value),
+          satisfaction: Number(satisfaction.value), comment: comment.value });
         result.dataset.state = "saved";
         result.textContent = "Thank you: your rating is saved with the session's results.";
       } catch (error) {
         submit.disabled = false;
         result.dataset.state = "error";
-        result.textContent = `Could not save the rating: ${error?.message || error}`;
+        result.textContent = `Could not save the rating: ${
+          /** @type {Error | undefined} */ (error)?.message || error}`;
       }
     });
-    this.ratingBox.replaceChildren(
-      h("h4", { text: `The session has ended${reason ? " (" + reason + ")" : ""}. How did it go?` }),
+    const why = reason ? " (" + reason + ")" : "";
+    this.root.replaceChildren(
+      h("h4", { text: `The session has ended${why}. How did it go?` }),
       h("label", {}, h("span", { text: "The outcome: how good is the result?" }), outcome),
-      h("label", {}, h("span", { text: "Overall satisfaction with the agent as a teammate" }), satisfaction),
+      h("label", {},
+        h("span", { text: "Overall satisfaction with the agent as a teammate" }), satisfaction),
       h("label", {}, h("span", { text: "Comment" }), comment),
       h("div", { class: "cogym-row" }, submit), result);
-    this.ratingBox.hidden = false;
+    this.root.hidden = false;
+  }
+}
+
+// -- the panel ------------------------------------------------------------------------------
+
+/**
+ * The panel: builds the layout from the views and routes what the transport delivers to them;
+ * it keeps only what several views share (the latest notification, the session's context,
+ * whether it ended).
+ */
+export class Panel {
+  /**
+   * @param {HTMLElement} el  where anywidget renders the widget
+   * @param {WidgetModel} model
+   */
+  constructor(el, model) {
+    this.model = model;
+    /** @type {string} */
+    this.role = model.get("role");
+    /** @type {Transport | null} */
+    this.transport = null;
+    /** @type {Notification | null} */
+    this.notification = null;
+    /** @type {SessionContext | null} */
+    this.context = null;
+    this.done = false;
+    /** @type {SendAction} */
+    const send = (action, extra, id) => this.sendAction(action, extra, id);
+    this.header = new HeaderView(this.role);
+    this.errors = new ErrorBanner();
+    this.rating = new RatingView(this.role,
+      (rating) => /** @type {Transport} */ (this.transport).rate(rating));
+    this.workspace = new WorkspaceView({
+      replacing: (name) => this.actionSpecs().find((spec) => spec.replaces === name) || null,
+      done: () => this.done,
+      send,
+    });
+    this.agents = new AgentStatusView(send);
+    this.confirmations = new ConfirmationsView(this.role, send);
+    this.chat = new ChatView(this.role, send);
+    this.actions = new ActionFormView(send);
+    this.root = h("div", { class: "cogym-panel", testid: "cogym-panel",
+      dataset: { role: this.role, session: model.get("session_id") || "" } },
+    this.header.root,
+    this.errors.root,
+    this.rating.root,
+    h("div", { class: "cogym-body" }, this.workspace.root,
+      h("div", { class: "cogym-side" }, this.agents.root, this.confirmations.root,
+        this.chat.root, this.actions.root)));
+    el.replaceChildren(this.root);
+  }
+
+  /**
+   * The transport delivers notifications, status updates and errors here.
+   * @param {unknown} message  what came off the wire: anything that is not an object is ignored
+   */
+  receive(message) {
+    if (!message || typeof message !== "object") return;
+    return this.route(/** @type {IncomingMessage} */ (message));
+  }
+
+  /** @param {IncomingMessage} message */
+  route(message) {
+    if (message.type === "status") return this.agents.receive(/** @type {AgentStatus} */ (message));
+    if (message.type === "error" || (message.error && !message.event)) {
+      return this.refused(/** @type {ErrorFrame} */ (message));
+    }
+    if (message.event && message.view) {
+      return this.receiveNotification(/** @type {Notification} */ (message));
+    }
+  }
+
+  /** @param {ConnectionState} state */
+  setConnection(state) {
+    this.header.setConnection(state);
+    if (state === "open") this.chat.flushOutbox();
+    this.remember("connection", state);
+  }
+
+  /** @returns {ActionSpec[]} the session's action specs (none before its context arrives) */
+  actionSpecs() {
+    return this.context?.action_specs || [];
+  }
+
+  /** @param {Notification} notification  the seat's whole view after one event */
+  receiveNotification(notification) {
+    const previous = this.notification;
+    this.notification = notification;
+    if (notification.context) {
+      const firstContext = !this.context;
+      this.context = notification.context;
+      this.header.setTask(this.context.task);
+      if (firstContext) this.actions.build(this.actionSpecs());
+    }
+    this.done = Boolean(notification.done);
+    const seq = notification.seq;
+    const components = notification.view?.components || [];
+    this.workspace.update(components, previous !== null, seq);
+    this.chat.update(notification.chat || [], previous !== null, seq);
+    this.confirmations.update(notification.pending_confirmations || [],
+      previous ? previous.pending_confirmations || [] : null,
+      { done: this.done, seq, specs: this.actionSpecs(), components });
+    this.agents.update(this.context?.team || [], notification.paused || [], this.done);
+    this.chat.setDone(this.done);
+    this.header.update(notification);
+    const event = notification.event || {};
+    if (event.status === "error" && event.actor === this.role && event.error) {
+      this.errors.show(event.error);
+    }
+    if (this.done) this.rating.show(notification.end_reason);
+    this.remember("last_seq", notification.seq);
+  }
+
+  /**
+   * Hand an action to the transport; true once it left the panel.
+   * @param {Action} action
+   * @param {{base?: string}} [extra]
+   * @param {string} [id]
+   * @returns {boolean}
+   */
+  sendAction(action, extra = {}, id = nextActionId()) {
+    return Boolean(this.transport && this.transport.send({ action, ...extra, id }));
+  }
+
+  /**
+   * The server (or the kernel) did not apply an action, or could not read a message: say so,
+   * and mark the chat message it was, if it was one, as not sent.
+   * @param {ErrorFrame} frame
+   */
+  refused(frame) {
+    this.chat.markFailed(frame.id);
+    this.errors.refused(frame);
+  }
+
+  /**
+   * Set a trait of the widget's model; a model without that trait (a test page) is fine.
+   * @template {keyof WidgetTraits} K
+   * @param {K} key
+   * @param {WidgetTraits[K]} value
+   */
+  remember(key, value) {
+    try {
+      this.model.set(key, value);
+      this.model.save_changes();
+    } catch {
+      // a model without that trait (a test page) is fine
+    }
   }
 }
 
 // -- transports: the only part that differs between the modes -----------------------------------
 
+/** @returns {string | null} the page's _xsrf cookie, which Jupyter wants back on a POST */
 function xsrfToken() {
-  const match = /(?:^|;\s*)_xsrf=([^;]*)/.exec(typeof document !== "undefined" ? document.cookie : "");
+  const cookies = typeof document !== "undefined" ? document.cookie : "";
+  const match = /(?:^|;\s*)_xsrf=([^;]*)/.exec(cookies);
   return match ? decodeURIComponent(match[1]) : null;
 }
 
-// server mode: the browser talks to the session's WebSocket and REST API on the Jupyter server.
+/**
+ * server mode: the browser talks to the session's WebSocket and REST API on the Jupyter server.
+ * @param {WidgetModel} model
+ * @param {Receive} receive
+ * @param {SetConnection} setConnection
+ * @returns {Transport}
+ */
 export function serverTransport(model, receive, setConnection) {
   const token = model.get("token") || "";
   const wsUrl = new URL(model.get("ws_url"), window.location.href);
   wsUrl.protocol = wsUrl.protocol === "https:" ? "wss:" : "ws:";
   if (token) wsUrl.searchParams.set("token", token);
   const apiUrl = new URL(model.get("api_url"), window.location.href);
+  /** @type {WebSocket | null} */
   let socket = null;
   let closed = false;
   let retry = 500;
+  /** @type {string[]} */
   const queue = [];
 
   const connect = () => {
     setConnection("connecting");
-    socket = new WebSocket(wsUrl.toString());
-    socket.onopen = () => {
+    const ws = new WebSocket(wsUrl.toString());
+    socket = ws;
+    ws.onopen = () => {
       retry = 500;
-      while (queue.length) socket.send(queue.shift());
+      while (queue.length) ws.send(/** @type {string} */ (queue.shift()));
       setConnection("open");
     };
-    socket.onmessage = (event) => {
+    ws.onmessage = (event) => {
       try {
         receive(JSON.parse(event.data));
       } catch (error) {
         console.warn("cogym: could not read a message", error);
       }
     };
-    socket.onclose = () => {
+    ws.onclose = () => {
       if (closed) return;
       setConnection("closed");
       setTimeout(connect, retry); // the server syncs a reconnecting seat: nothing is lost
@@ -935,12 +1887,14 @@ export function serverTransport(model, receive, setConnection) {
       return false;
     },
     async rate(rating) {
+      /** @type {Record<string, string>} */
       const headers = { "Content-Type": "application/json" };
       if (token) headers.Authorization = `token ${token}`;
       const xsrf = xsrfToken();
       if (xsrf) headers["X-XSRFToken"] = xsrf;
-      const response = await fetch(new URL(apiUrl.pathname.replace(/\/?$/, "/rating"), apiUrl).toString(),
-        { method: "POST", headers, body: JSON.stringify(rating), credentials: "same-origin" });
+      const url = new URL(apiUrl.pathname.replace(/\/?$/, "/rating"), apiUrl).toString();
+      const response = await fetch(url, { method: "POST", headers, body: JSON.stringify(rating),
+        credentials: "same-origin" });
       const body = await response.json().catch(() => ({}));
       if (!response.ok) throw new Error(body.message || body.error || `HTTP ${response.status}`);
       return body;
@@ -952,21 +1906,40 @@ export function serverTransport(model, receive, setConnection) {
   };
 }
 
-// local mode: the kernel hosts the session; messages travel through the widget's comm.
+/**
+ * A custom message from the kernel to the panel (cogym_lab.widgets.local_bridge).
+ * @typedef {object} KernelMessage
+ * @property {string} [type]  notification, status, error, rated or rating_error
+ * @property {Record<string, unknown>} [data]  the notification, or the status update
+ * @property {string} [error]
+ * @property {string | number} [id]  the refused action's id (error), or the rating's number
+ */
+
+/**
+ * local mode: the kernel hosts the session; messages travel through the widget's comm.
+ * @param {WidgetModel} model
+ * @param {Receive} receive
+ * @param {SetConnection} setConnection
+ * @returns {Transport}
+ */
 export function localTransport(model, receive, setConnection) {
+  /** @type {Map<number, {resolve: (value: unknown) => void, reject: (error: Error) => void}>} */
   const waiting = new Map();
   let counter = 0;
+  /** @param {unknown} content  a custom message from the kernel */
   const onMessage = (content) => {
     if (!content || typeof content !== "object") return;
-    if (content.type === "notification") receive(content.data);
-    else if (content.type === "status") receive({ type: "status", ...content.data });
-    else if (content.type === "error") receive({ type: "error", error: content.error, id: content.id });
-    else if (content.type === "rated" || content.type === "rating_error") {
-      const pending = waiting.get(content.id);
-      waiting.delete(content.id);
+    const { type, data, error, id } = /** @type {KernelMessage} */ (content);
+    if (type === "notification") receive(data);
+    else if (type === "status") receive({ type: "status", ...data });
+    else if (type === "error") receive({ type: "error", error, id });
+    else if (type === "rated" || type === "rating_error") {
+      if (typeof id !== "number") return; // not a rating this panel asked for
+      const pending = waiting.get(id);
+      waiting.delete(id);
       if (!pending) return;
-      if (content.type === "rated") pending.resolve(content);
-      else pending.reject(new Error(content.error));
+      if (type === "rated") pending.resolve(content);
+      else pending.reject(new Error(error));
     }
   };
   model.on("msg:custom", onMessage);
@@ -992,11 +1965,18 @@ export function localTransport(model, receive, setConnection) {
 
 export const TRANSPORTS = { server: serverTransport, local: localTransport };
 
+/**
+ * anywidget's entry point: a panel in `el`, with the transport of the model's mode.
+ * @param {{model: WidgetModel, el: HTMLElement}} widget
+ * @returns {() => void} what anywidget calls to tear the panel down
+ */
 function render({ model, el }) {
   const panel = new Panel(el, model);
-  const open = TRANSPORTS[model.get("mode")] || serverTransport;
-  panel.transport = open(model, (message) => panel.receive(message), (state) => panel.setConnection(state));
-  return () => panel.transport.close();
+  const mode = model.get("mode");
+  const open = Object.hasOwn(TRANSPORTS, mode) ? TRANSPORTS[mode] : serverTransport;
+  panel.transport = open(model, (message) => panel.receive(message),
+    (state) => panel.setConnection(state));
+  return () => /** @type {Transport} */ (panel.transport).close();
 }
 
 export default { render };

@@ -20,4 +20,9 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,local]'
 
+# Lint and type checks over the package (rules and settings in pyproject.toml): any finding
+# fails the run before a test starts.
+.venv/bin/python -m ruff check cogym_lab
+.venv/bin/python -m mypy
+
 exec .venv/bin/python -m pytest "$@"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cogym_lab import Session, SessionConfig
+from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.agents import AutonomousAgent, CollaborativeAgent, PlanningAgent
 from cogym_lab.agents.render import render_chat, render_component
 from cogym_lab.core import (

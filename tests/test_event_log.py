@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cogym_lab import Session, SessionConfig, replay
+from cogym_lab.nodes import Session, SessionConfig, replay
 from cogym_lab.bus import Bus
 from cogym_lab.bus.redis import KEY_PREFIX, RedisBus
 from cogym_lab.cli.main import main as cli
@@ -28,7 +28,7 @@ from cogym_lab.envs.todo import TodoEnv
 from cogym_lab.eval.trajectory import load_session
 from cogym_lab.core.jsonl import LogReadError, read_jsonl
 from cogym_lab.nodes.results import EVENTS_FILE, read_events, read_session
-from tests.support.teammates import Recorder
+from tests.support.teammates import AGENT, AGENT_AND_USER, Recorder
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -132,7 +132,7 @@ def test_a_full_device_ends_the_session_with_session_json_saying_why(tmp_path):
     """``/dev/full`` answers every write with ENOSPC, as a full disk does."""
     (tmp_path / EVENTS_FILE).symlink_to("/dev/full")
     agent = Recorder(['ADD_ITEM(text="tent")', "FINISH()"])
-    result = Session(TodoEnv(), {"agent": agent}, results_dir=tmp_path).run_sync()
+    result = Session(TodoEnv(), {"agent": agent}, kinds=AGENT, results_dir=tmp_path).run_sync()
 
     assert result.end_reason == "log_failed"
     meta = read_session(tmp_path)
@@ -146,9 +146,9 @@ FILE_SIZE_LIMIT = 6000
 
 FULL_DISK_SCRIPT = textwrap.dedent(f"""
     import resource, signal, sys
-    from cogym_lab import Session
     from cogym_lab.envs.todo import TodoEnv
-    from tests.support.teammates import Counter, Finisher
+    from cogym_lab.nodes import Session
+    from tests.support.teammates import AGENT_AND_USER, Counter, Finisher
 
     # Past the limit a write fails with EFBIG (once SIGXFSZ no longer kills the process), the
     # way it fails with ENOSPC on a full disk, and it may first write part of a line.
@@ -156,7 +156,7 @@ FULL_DISK_SCRIPT = textwrap.dedent(f"""
     resource.setrlimit(resource.RLIMIT_FSIZE, ({FILE_SIZE_LIMIT}, {FILE_SIZE_LIMIT}))
     result = Session(TodoEnv(min_items=60), {{"agent": Counter(60, think=0),
                                               "user": Finisher(60)}},
-                     results_dir=sys.argv[1]).run_sync()
+                     kinds=AGENT_AND_USER, results_dir=sys.argv[1]).run_sync()
     print("ENDED", result.end_reason)
 """)
 
@@ -184,7 +184,7 @@ LINE_BREAKS = "pasted\u2028from\u2029a PDF\x85and\x0bmore\x0c\x1c\x1d\x1e\r"
 def finished_session(directory: Path) -> Session:
     user = Recorder([f"SEND_TEAMMATE_MESSAGE(message={json.dumps(LINE_BREAKS)})",
                      'ADD_ITEM(text="tent")', "FINISH()"])
-    session = Session(TodoEnv(), {"agent": Recorder([]), "user": user}, kinds={"user": "user"},
+    session = Session(TodoEnv(), {"agent": Recorder([]), "user": user}, kinds=AGENT_AND_USER,
                       results_dir=directory)
     session.run_sync()
     return session
@@ -262,7 +262,8 @@ async def test_a_finished_sessions_redis_streams_expire(redis_server, tmp_path):
     await person_bus.connect()
     session_id = "expiring-" + uuid.uuid4().hex[:6]
     agent = Recorder(['SEARCH_IDEAS(trip="beach")', 'ADD_ITEM(text="hat")', None])
-    session = Session(TodoEnv(), {"agent": agent, "user": None}, kinds={"user": "person"},
+    session = Session(TodoEnv(), {"agent": agent, "user": None},
+                      kinds={"agent": "agent", "user": "person"},
                       bus=env_bus, session_id=session_id, results_dir=tmp_path,
                       config=SessionConfig(channel_ttl=0.5, idle_seconds=0.3, max_idle_ticks=0))
     try:

@@ -37,9 +37,9 @@ from cogym_lab.core import (
 from cogym_lab.core.messages import EventType, Notification
 from cogym_lab.envs.registry import register_env
 from cogym_lab.jupyter.hosting import HostingError, SessionHost
+from cogym_lab.members import MemberType, register_member, unregister_member
 from cogym_lab.nodes import replay
 from cogym_lab.nodes.results import read_events, read_session
-from cogym_lab.teams.build import register_member, unregister_member
 from tests.support.jupyter_api import API, receive_until, session_api, wait_until
 
 KAZOO = "Please bring a kazoo"
@@ -354,7 +354,8 @@ register_env("slow_list", SlowListEnv)
 @pytest.fixture
 def slow_list_member():
     """Team files may name SlowListAgent as ``slow-list-agent`` while a test runs."""
-    register_member("slow-list-agent", SlowListAgent)
+    register_member(MemberType(name="slow-list-agent", kind="agent", uses_lm=False,
+                               build=lambda setup: SlowListAgent()))
     yield "slow-list-agent"
     unregister_member("slow-list-agent")
 
@@ -470,7 +471,7 @@ def test_a_restarted_server_leaves_alone_sessions_another_live_process_hosts(run
             await asyncio.sleep(0)  # let it start writing
             record_path = results / hosted.session_id / "hosting.json"
             record = json.loads(record_path.read_text())
-            assert record["pid"] == os.getpid() and record["request"]["task"] == "todo"
+            assert record["pid"] == os.getpid() and record["spec"]["task"] == "todo"
             record["pid"], record["process_start"] = other.pid, _start_of(other.pid)
             record_path.write_text(json.dumps(record))
             assert SessionHost(results).recover() == []  # hosted by a live process

@@ -10,7 +10,7 @@ import os
 import pytest
 import pytest_asyncio
 
-from cogym_lab.envs.tabular_analysis.executor import (
+from cogym_lab.kernels import (
     CellOutput,
     CellResult,
     KernelExecutor,

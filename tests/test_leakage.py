@@ -6,12 +6,14 @@ import json
 
 import pytest
 
-from cogym_lab import Session, SessionConfig
+from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.core import CoEnv, Component, RenderType, action
 from cogym_lab.eval import load_session, report
 from cogym_lab.lm import LMConfig, make_lm
 from cogym_lab.nodes.leakage import LeakageGuard, normalise
 from cogym_lab.nodes.results import read_session
+
+from tests.support.teammates import AGENT, AGENT_AND_USER
 
 SECRET = "The gold answer is that sales fall\nwhen prices rise by ten percent."
 
@@ -77,7 +79,7 @@ def test_a_leak_into_an_agents_view_and_prompt_is_reported_in_session_json(tmp_p
     lm = make_lm(LMConfig(model="agent-lm", base_url=server.base_url, max_retries=0))
     server.extend(["ok"] * 10)
     agent = Script("agent", ["PEEK()", "FINISH()"], lm=lm)
-    session = Session(Vault(), {"agent": agent}, results_dir=tmp_path,
+    session = Session(Vault(), {"agent": agent}, kinds=AGENT, results_dir=tmp_path,
                       config=SessionConfig(idle_seconds=5))
     session.run_sync()
     leakage = read_session(tmp_path)["leakage"]
@@ -111,7 +113,7 @@ def test_what_the_human_side_says_itself_is_no_leak(tmp_path):
     said = json.dumps(SECRET)
     user = Person([f"SEND_TEAMMATE_MESSAGE(message={said})"])
     agent = Script("agent", [f"WRITE(text={said})", "FINISH()"])
-    Session(Vault(), {"agent": agent, "user": user}, results_dir=tmp_path,
+    Session(Vault(), {"agent": agent, "user": user}, kinds=AGENT_AND_USER, results_dir=tmp_path,
             config=SessionConfig(idle_seconds=5)).run_sync()
     leakage = read_session(tmp_path)["leakage"]
     assert leakage["leaks"] == [] and leakage["excused"] >= 1
@@ -131,7 +133,7 @@ def test_hostile_text_in_prompts_and_hidden_strings_does_not_break_the_guard(hos
 
 def test_a_finding_the_agent_wrote_before_it_was_shown_the_answer_is_no_leak(tmp_path):
     agent = Script("agent", [f"WRITE(text={json.dumps(SECRET)})", "FINISH()"])
-    Session(Vault(), {"agent": agent}, results_dir=tmp_path,
+    Session(Vault(), {"agent": agent}, kinds=AGENT, results_dir=tmp_path,
             config=SessionConfig(idle_seconds=5)).run_sync()
     leakage = read_session(tmp_path)["leakage"]
     assert leakage["leaks"] == [] and leakage["excused"] == 1
@@ -139,7 +141,7 @@ def test_a_finding_the_agent_wrote_before_it_was_shown_the_answer_is_no_leak(tmp
 
 def test_a_finding_written_after_a_peek_is_still_a_leak(tmp_path):
     agent = Script("agent", ["PEEK()", f"WRITE(text={json.dumps(SECRET)})", "FINISH()"])
-    Session(Vault(), {"agent": agent}, results_dir=tmp_path,
+    Session(Vault(), {"agent": agent}, kinds=AGENT, results_dir=tmp_path,
             config=SessionConfig(idle_seconds=5)).run_sync()
     leaks = read_session(tmp_path)["leakage"]["leaks"]
     assert [(hit["where"], hit["seq"]) for hit in leaks] == [("view:board", 2)]
@@ -176,7 +178,7 @@ def test_a_gold_hypothesis_printed_by_a_cell_is_reported(tmp_path, datasets_dir,
     env = make_env("tabular_analysis", instance=0, workdir=str(tmp_path / "work"))
     key = datasets_dir / "tabular_analysis/discoverybench/real/test/answer_key_real.csv"
     code = f"print(open({str(key)!r}).read())"
-    Session(env, {"agent": CellThenFinish(code)}, results_dir=tmp_path / "run",
+    Session(env, {"agent": CellThenFinish(code)}, kinds=AGENT, results_dir=tmp_path / "run",
             config=SessionConfig(idle_seconds=30, timeout=120)).run_sync()
     leaks = read_session(tmp_path / "run")["leakage"]["leaks"]
     assert any(hit["where"] == "view:notebook" for hit in leaks), leaks

@@ -22,8 +22,10 @@ from cogym_lab.lm import (
     LMError,
     LMNotConfigured,
     OpenAILM,
+    Usage,
     make_lm,
 )
+from cogym_lab.lm.base import AttemptFailed
 from cogym_lab.lm.calllog import REDACTED, log_files, read_calls, redact, write_call
 from cogym_lab.testing.openai_server import Reply, ScriptedOpenAIServer
 
@@ -146,9 +148,9 @@ async def test_retries_then_succeeds(server: ScriptedOpenAIServer, failure: Repl
 ], ids=["capped", "milliseconds", "http-date"])
 async def test_retry_after_variants(server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch,
                                     headers: dict[str, str], least: float, most: float) -> None:
-    from cogym_lab.lm import openai_client
+    from cogym_lab.lm import base
 
-    monkeypatch.setattr(openai_client, "MAX_RETRY_AFTER", 0.2)
+    monkeypatch.setattr(base, "MAX_RETRY_AFTER", 0.2)  # the retry loop's cap, for every provider
     server.extend([Reply(status=429, headers=headers), "ok"])
     completion = await lm_for(server).complete(USER)
     assert completion.attempts == 2
@@ -228,6 +230,115 @@ async def test_exhausted_script_is_a_clear_failure(server: ScriptedOpenAIServer)
     lm = lm_for(server, max_retries=0)
     with pytest.raises(LMError, match="no scripted reply left"):
         await lm.complete(USER)
+
+
+# -- the retry loop is the base class's, once for every provider ---------------------------------
+
+class Flaky(LM):
+    """A provider made only of its single attempt: each call to ``_attempt`` takes the next
+    scripted outcome (an answer, an :class:`AttemptFailed`, or ``"hang"``)."""
+
+    def __init__(self, script: list[Any], *, attempt_timeout: float | None = 5.0,
+                 **settings: Any) -> None:
+        super().__init__(LMConfig(model="flaky", **{"backoff": 0.01, **settings}))
+        self.script = list(script)
+        self.tries = 0
+        self.cancelled = 0
+        self._attempt_timeout = attempt_timeout
+
+    @property
+    def attempt_timeout(self) -> float | None:
+        return self._attempt_timeout
+
+    async def _attempt(self, messages: Any, max_tokens: int | None,
+                       stop: list[str] | None) -> tuple[str, Usage]:
+        self.tries += 1
+        outcome = self.script.pop(0)
+        if outcome == "hang":
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                self.cancelled += 1  # the loop cut it: the provider may release what it holds
+                raise
+        if isinstance(outcome, AttemptFailed):
+            raise outcome
+        return outcome, Usage(prompt_tokens=2, completion_tokens=1)
+
+
+def test_no_provider_has_a_retry_loop_of_its_own() -> None:
+    from cogym_lab.lm.local import LlamaCppLM
+
+    for provider in (OpenAILM, LlamaCppLM):
+        assert provider.complete is LM.complete
+        assert "_attempt" in vars(provider)
+
+
+async def test_the_base_loop_retries_until_an_answer() -> None:
+    lm = Flaky([AttemptFailed("HTTP 500: boom", "its server kept reporting errors"),
+                AttemptFailed("unusable reply: no text", "its answers could not be read"),
+                "at last"])
+    completion = await lm.complete(USER, purpose="loop")
+    assert (completion.text, completion.attempts, lm.tries) == ("at last", 3, 3)
+    assert lm.meter.calls == 1 and lm.meter.failures == 0
+    assert completion.latency >= 0.01 + 0.02  # backoff 0.01, doubled
+
+
+async def test_the_base_loop_says_the_last_error_and_its_reason_after_the_last_attempt() -> None:
+    lm = Flaky([AttemptFailed("HTTP 503: later", "its server kept reporting errors")] * 3,
+               max_retries=2)
+    with pytest.raises(LMError) as caught:
+        await lm.complete(USER)
+    assert str(caught.value) == ("flaky at the OpenAI API gave no usable answer after 3 "
+                                 "attempts; last error: HTTP 503: later")
+    assert caught.value.reason == "its server kept reporting errors" and lm.tries == 3
+    assert lm.meter.failures == 1 and lm.meter.calls == 0
+
+
+async def test_a_final_failure_is_not_retried_and_keeps_its_cause() -> None:
+    cause = RuntimeError("the model file is broken")
+    failure = AttemptFailed("could not load the model", "the model could not be loaded",
+                            final=True)
+    failure.__cause__ = cause
+    lm = Flaky([failure, "never reached"])
+    with pytest.raises(LMError) as caught:
+        await lm.complete(USER)
+    assert str(caught.value) == "could not load the model" and lm.tries == 1
+    assert caught.value.reason == "the model could not be loaded"
+    assert caught.value.__cause__ is cause
+
+
+async def test_the_base_loop_honours_retry_after_up_to_its_cap(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from cogym_lab.lm import base
+
+    monkeypatch.setattr(base, "MAX_RETRY_AFTER", 0.3)
+    asked = AttemptFailed("HTTP 429: slow down", "its server says it is too busy",
+                          retry_after=0.2)
+    capped = AttemptFailed("HTTP 429: slow down", "its server says it is too busy",
+                           retry_after=3600)
+    lm = Flaky([asked, capped, "ok"])
+    completion = await lm.complete(USER)
+    assert completion.attempts == 3
+    assert 0.2 + 0.3 <= completion.latency < 2.0
+
+
+async def test_the_deadline_cuts_an_attempt_that_has_only_the_deadline() -> None:
+    """``attempt_timeout`` None (a local model): the attempt runs until the deadline, is
+    cancelled there, and no retry is made after it."""
+    lm = Flaky(["hang", "never reached"], attempt_timeout=None, deadline=0.3)
+    started = time.monotonic()
+    with pytest.raises(LMError, match=r"within its 0.3 s deadline \(1 attempt\)") as caught:
+        await lm.complete(USER)
+    assert time.monotonic() - started < 0.3 + 1.0
+    assert caught.value.reason == "it did not answer within 0.3 seconds"
+    assert (lm.tries, lm.cancelled) == (1, 1)
+
+
+async def test_each_attempt_is_cut_at_the_attempt_timeout() -> None:
+    lm = Flaky(["hang", "hang", "third time"], attempt_timeout=0.1, deadline=5)
+    completion = await lm.complete(USER)
+    assert (completion.text, completion.attempts, lm.cancelled) == ("third time", 3, 2)
+    assert completion.latency >= 0.2
 
 
 # -- what the server receives ---------------------------------------------------------------------

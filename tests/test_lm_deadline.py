@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from cogym_lab import Session, SessionConfig
+from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.bus import MemoryBus
 from cogym_lab.core.grammar import parse_canonical
 from cogym_lab.core.messages import status_channel

@@ -27,6 +27,7 @@ from pytest_jupyter.jupyter_server import *  # noqa: F403 - its fixtures, withou
 from tornado.httpclient import HTTPClientError
 
 from cogym_lab.core import Notification
+from cogym_lab.core.member import MemberType
 from cogym_lab.jupyter.notebook import AGENT_CELL_KEY
 from tests.support.kernel_messages import collect_output, execute_request
 
@@ -98,6 +99,10 @@ class NotebookAnalyst:
 
 # -- the server, the notebook, the person -------------------------------------------------------
 
+NOTEBOOK_ANALYST = MemberType(name="notebook-analyst", kind="agent", uses_lm=False,
+                              build=lambda setup: NotebookAnalyst(**setup.options))
+
+
 def write_team_files(folder: Path) -> dict[str, str]:
     """One team file per script of the analyst, registered with the server by name (a server
     takes team names only)."""
@@ -105,7 +110,7 @@ def write_team_files(folder: Path) -> dict[str, str]:
     teams = {}
     for script in SCRIPTS:
         path = folder / f"team-{script}.toml"
-        path.write_text(f'name = "notebook-{script}"\n[members.agent]\nkind = "agent"\n'
+        path.write_text(f'name = "notebook-{script}"\n[members.agent]\n'
                         f'type = "notebook-analyst"\n'
                         f'[members.agent.options]\nscript = "{script}"\n')
         teams[f"notebook-{script}"] = str(path)
@@ -119,7 +124,7 @@ def jp_server_config(tmp_path, jp_root_dir):
                                               "jupyter_server_fileid": True}},
         "CogymLabApp": {"results_dir": str(tmp_path / "results"),
                         "teams": write_team_files(tmp_path / "teams"),
-                        "members": {"notebook-analyst": f"{__name__}:NotebookAnalyst"}},
+                        "members": {"notebook-analyst": f"{__name__}:NOTEBOOK_ANALYST"}},
         "SQLiteYStore": {"db_path": str(tmp_path / "ystore.db")},
         "BaseFileIdManager": {"root_dir": str(jp_root_dir), "db_path": str(tmp_path / "ids.db"),
                               "db_journal_mode": "OFF"},
@@ -511,7 +516,7 @@ async def test_without_a_notebook_a_custom_query_runs_in_a_standalone_kernel(tmp
     from cogym_lab.core import Coordinator, Member
     from cogym_lab.envs import make_env
     from cogym_lab.envs.tabular_analysis import TabularAnalysisEnv
-    from cogym_lab.envs.tabular_analysis.executor import LocalKernelExecutor
+    from cogym_lab.kernels import LocalKernelExecutor
 
     (tmp_path / "sales.csv").write_text("amount\n3\n4\n5\n")
     env = TabularAnalysisEnv(query="How much did we sell?", data="sales.csv",

@@ -15,6 +15,8 @@ from cogym_lab.envs.todo import TodoEnv
 from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.nodes.results import read_events
 
+from tests.support.teammates import AGENT_AND_USER
+
 FEEDBACK = 'SEND_TEAMMATE_MESSAGE(message="Please pack a rain jacket.")'
 
 
@@ -63,7 +65,7 @@ class FeedbackUser:
 
 async def test_a_user_never_acts_on_a_view_without_its_own_message(bus_factory, tmp_path):
     user = FeedbackUser()
-    result = await Session(TodoEnv(), {"agent": EagerAdder(), "user": user},
+    result = await Session(TodoEnv(), {"agent": EagerAdder(), "user": user}, kinds=AGENT_AND_USER,
                            bus=await bus_factory(), results_dir=tmp_path,
                            config=SessionConfig(idle_seconds=5, timeout=30)).run()
     events = read_events(tmp_path)
@@ -112,7 +114,7 @@ async def test_an_agent_acts_again_right_after_its_own_message(bus_factory, tmp_
     """Without the echo, the agent would sit idle for a whole inactivity period (60 s in
     JupyterLab) after its first message, until a tick came."""
     agent = Announcer()
-    result = await Session(TodoEnv(), {"agent": agent, "user": SilentUser()},
+    result = await Session(TodoEnv(), {"agent": agent, "user": SilentUser()}, kinds=AGENT_AND_USER,
                            bus=await bus_factory(), results_dir=tmp_path,
                            config=SessionConfig(idle_seconds=20, timeout=15)).run()
     events = read_events(tmp_path)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from cogym_lab import Session, SessionConfig
+from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.bus import MemoryBus
 from cogym_lab.core import Coordinator, EventType, Member, StepRequest, step_channel
 from cogym_lab.envs.todo import TodoEnv

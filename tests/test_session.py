@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from cogym_lab import Session, SessionConfig, replay
+from cogym_lab.nodes import Session, SessionConfig, replay
 from cogym_lab.bus.redis import RedisBus
 from cogym_lab.core import (
     ActionOutcome,
@@ -25,13 +25,14 @@ from cogym_lab.core import (
 from cogym_lab.envs.todo import ExampleAgent, ExampleUser, TodoEnv
 from cogym_lab.envs.todo.env import Item
 from cogym_lab.nodes.results import read_events, read_session
-from tests.support.teammates import Counter, Finisher, Recorder
+from tests.support.teammates import AGENT, AGENT_AND_USER, Counter, Finisher, Recorder
 
 
 async def test_agent_node_merges_what_arrives_while_it_thinks(bus_factory):
     agent = Recorder(script=[None, "FINISH()"], first_think=0.5)
     bus = await bus_factory()
-    session = Session(TodoEnv(), {"agent": agent, "user": None}, kinds={"user": "person"},
+    session = Session(TodoEnv(), {"agent": agent, "user": None},
+                      kinds={"agent": "agent", "user": "person"},
                       bus=bus, session_id="merge-" + uuid.uuid4().hex[:6])
     running = asyncio.create_task(session.run())
     person_bus = await bus_factory()
@@ -57,6 +58,7 @@ async def test_agent_node_merges_what_arrives_while_it_thinks(bus_factory):
 
 def test_results_directory_holds_session_events_and_members(tmp_path):
     session = Session(TodoEnv(), {"agent": ExampleAgent(), "user": ExampleUser()},
+                      kinds=AGENT_AND_USER,
                       results_dir=tmp_path, config=SessionConfig(idle_seconds=2))
     result = session.run_sync()
     assert result.delivered and result.end_reason == "finished"
@@ -87,6 +89,7 @@ def test_results_directory_holds_session_events_and_members(tmp_path):
 def test_replay_reproduces_every_state_and_the_final_one_exactly(tmp_path):
     session = Session(TodoEnv(trip="beach", min_items=4, must_have=["hat"]),
                       {"agent": ExampleAgent(), "user": ExampleUser(["hat"], min_items=4)},
+                      kinds=AGENT_AND_USER,
                       results_dir=tmp_path)
     result = session.run_sync()
     replayed = replay(tmp_path)
@@ -111,7 +114,7 @@ async def test_redis_killed_and_restarted_mid_session_loses_no_action(redis_serv
 
     events = []
     session = Session(TodoEnv(), {"agent": None, "user": None},
-                      kinds={"agent": "agent", "user": "user"}, bus=env_bus,
+                      kinds=AGENT_AND_USER, bus=env_bus,
                       results_dir=tmp_path, observers=[events.append],
                       config=SessionConfig(idle_seconds=20, timeout=60))
     agent = AgentNode(agent_bus, session.session_id, "agent", Counter(n), results_dir=tmp_path)
@@ -139,8 +142,7 @@ def test_three_processes_complete_a_session_over_redis(redis_server, tmp_path):
     session_id = "proc-" + uuid.uuid4().hex[:6]
     common = ["--session", session_id, "--redis", redis_server.url, "--out", str(tmp_path)]
     cli = [sys.executable, "-m", "cogym_lab", "node"]
-    env = subprocess.Popen([*cli, "env", *common, "--member", "agent=agent",
-                            "--member", "user=user", "--idle-seconds", "5"],
+    env = subprocess.Popen([*cli, "env", *common, "--team", "example", "--idle-seconds", "5"],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     members = [subprocess.Popen([*cli, kind, *common], stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True) for kind in ("agent", "user")]
@@ -158,7 +160,7 @@ def test_three_processes_complete_a_session_over_redis(redis_server, tmp_path):
 async def test_a_timeout_ends_the_session_cleanly_even_before_everyone_joined(tmp_path):
     # the person never joins; the session times out and still writes a coherent log
     session = Session(TodoEnv(), {"agent": Recorder(script=[]), "user": None},
-                      kinds={"user": "person"}, results_dir=tmp_path,
+                      kinds={"agent": "agent", "user": "person"}, results_dir=tmp_path,
                       config=SessionConfig(timeout=0.3, join_timeout=10))
     result = await session.run()
     assert result.end_reason == "timeout" and not result.delivered
@@ -177,7 +179,8 @@ async def test_the_log_is_written_before_members_are_notified(bus_factory, tmp_p
 
     agent = LogChecker(script=['ADD_ITEM(text="a")', 'SEARCH_IDEAS(trip="city")',
                                'ADD_ITEM(text="b")', "FINISH()"])
-    await Session(TodoEnv(), {"agent": agent}, bus=await bus_factory(), results_dir=tmp_path,
+    await Session(TodoEnv(), {"agent": agent},
+                  kinds=AGENT, bus=await bus_factory(), results_dir=tmp_path,
                   session_id="wal-" + uuid.uuid4().hex[:6]).run()
     assert len(agent.lag) == 4
     assert all(logged >= seq for seq, logged in agent.lag), agent.lag
@@ -207,7 +210,8 @@ async def test_slow_work_lands_as_the_actors_next_step_and_replays_without_rerun
     register_env("drafting-test", Drafting)
     agent = Recorder(script=['DRAFT(idea="tent")', None, 'DRAFT(idea="fail")', None, None,
                              "FINISH()"])
-    session = Session(Drafting(), {"agent": agent}, bus=await bus_factory(), results_dir=tmp_path,
+    session = Session(Drafting(), {"agent": agent},
+                      kinds=AGENT, bus=await bus_factory(), results_dir=tmp_path,
                       task="drafting-test", session_id="draft-" + uuid.uuid4().hex[:6],
                       config=SessionConfig(idle_seconds=0.3, max_idle_ticks=5))
     result = await asyncio.wait_for(session.run(), 20)
@@ -248,7 +252,8 @@ async def test_internal_actions_come_only_from_deferred_work(tmp_path):
     env = Recording()
     assert "RECORD" not in {s.name for s in env.action_specs()}  # never offered to members
     agent = Recorder(script=['RECORD(text="forged")', 'LOOK_UP(topic="tent")', None, "FINISH()"])
-    result = await Session(env, {"agent": agent}, results_dir=tmp_path, task="recording-test",
+    result = await Session(env, {"agent": agent},
+                           kinds=AGENT, results_dir=tmp_path, task="recording-test",
                            config=SessionConfig(idle_seconds=0.3, max_idle_ticks=5)).run()
     events = read_events(tmp_path)
     forged = events[1]
@@ -335,7 +340,7 @@ def test_an_idle_ending_delivers_only_under_cogym_labs_own_protocol(protocol, de
     a session that idled out with one item in the list did neither."""
     env = TodoEnv()
     env.protocol = protocol
-    result = Session(env, {"agent": AddsOneThenWaits()}, results_dir=tmp_path,
+    result = Session(env, {"agent": AddsOneThenWaits()}, kinds=AGENT, results_dir=tmp_path,
                      config=SessionConfig(idle_seconds=0.2, max_idle_ticks=1)).run_sync()
     assert result.end_reason == "idle" and result.outcome == ["tent"]
     assert result.delivered is delivered
@@ -345,6 +350,6 @@ def test_an_idle_ending_delivers_only_under_cogym_labs_own_protocol(protocol, de
 
 
 def test_a_step_limit_ending_with_an_outcome_delivers_under_cogym(tmp_path):
-    result = Session(TodoEnv(), {"agent": Counter(10)}, results_dir=tmp_path,
+    result = Session(TodoEnv(), {"agent": Counter(10)}, kinds=AGENT, results_dir=tmp_path,
                      config=SessionConfig(idle_seconds=5, agent_step_limit=3)).run_sync()
     assert result.end_reason == "step_limit" and result.outcome and result.delivered

@@ -9,7 +9,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from cogym_lab import replay
+from cogym_lab.nodes import replay
 from cogym_lab.agents.render import render_component
 from cogym_lab.cli.main import main
 from cogym_lab.core import Coordinator, Member

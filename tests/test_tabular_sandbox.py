@@ -15,7 +15,7 @@ import pytest
 from cogym_lab.core import Coordinator, Member
 from cogym_lab.datasets import DATA_ENV_VAR
 from cogym_lab.envs.tabular_analysis import TabularAnalysisEnv
-from cogym_lab.envs.tabular_analysis.sandbox import KernelSandbox, kernel_environment
+from cogym_lab.kernels.sandbox import KernelSandbox, kernel_environment
 
 pytestmark = [pytest.mark.usefixtures("no_ambient_lm"), pytest.mark.timeout(180)]
 TEAM = [Member(role="agent"), Member(role="user", kind="user")]

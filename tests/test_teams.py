@@ -12,6 +12,14 @@ from cogym_lab.cli.main import main
 from cogym_lab.envs import make_env
 from cogym_lab.envs.todo import ExampleAgent
 from cogym_lab.lm import LMNotConfigured
+from cogym_lab.members import (
+    MEMBERS_GROUP,
+    MemberSetup,
+    MemberType,
+    member_type_names,
+    register_member,
+    unregister_member,
+)
 from cogym_lab.teams import load_team, ready_teams
 from cogym_lab.teams.build import build_team
 from cogym_lab.testing import ScriptedOpenAIServer
@@ -102,7 +110,7 @@ def test_bad_team_files_get_clear_errors(tmp_path):
     bad_type = tmp_path / "bad.toml"
     bad_type.write_text('name = "bad"\n[members.agent]\ntype = "genius"\n')
     result = runner.invoke(main, ["run", "--team", str(bad_type)])
-    assert result.exit_code == 2 and "unknown type 'genius'" in result.output
+    assert result.exit_code == 2 and "'genius' is not a registered member type" in result.output
     person = tmp_path / "person.toml"
     person.write_text('name = "p"\n[members.me]\nkind = "person"\n[members.agent]\n'
                       'type = "example-agent"\n')
@@ -179,15 +187,27 @@ def test_the_tasks_tools_get_the_sessions_lm_settings(tmp_path, monkeypatch, use
 
 
 class Recorder:
-    """A member type of a test's own: records the options it was built with."""
+    """A member of a test's own: records what its factory was given."""
 
-    def __init__(self, **options):
-        self.options = options
+    def __init__(self, setup: MemberSetup) -> None:
+        self.setup = setup
+        self.options = dict(setup.options)
+
+    def start(self, context): pass
+
+    async def act(self, notification): return None
+
+    def end(self, final): pass
 
 
-def _team_naming(tmp_path, member_type: str, options: str = "") -> object:
+RECORDER = MemberType(name="recorder", kind="agent", uses_lm=False, build=Recorder)
+RECORDING_USER = MemberType(name="recording-user", kind="user", uses_lm=False, build=Recorder)
+
+
+def _team_naming(tmp_path, member_type: str, options: str = "", kind: str = "") -> object:
     path = tmp_path / "team.toml"
-    path.write_text(f'name = "t"\n[members.agent]\ntype = "{member_type}"\n'
+    kind_line = f'kind = "{kind}"\n' if kind else ""
+    path.write_text(f'name = "t"\n[members.agent]\n{kind_line}type = "{member_type}"\n'
                     f'[members.agent.options]\n{options}')
     return load_team(path)
 
@@ -195,28 +215,59 @@ def _team_naming(tmp_path, member_type: str, options: str = "") -> object:
 def test_a_team_file_cannot_name_code_that_nobody_registered(tmp_path):
     marker = tmp_path / "ran"
     for member_type in ("os:system", "subprocess:run", "builtins:eval",
-                        f"{__name__}:Recorder", "cogym_lab.envs.todo:TodoEnv"):
+                        f"{__name__}:Recorder", "cogym_lab.envs.todo:TodoEnv",
+                        "cogym_lab.envs.todo:ExampleAgent"):
         team = _team_naming(tmp_path, member_type, f'args = ["touch", "{marker}"]\n')
-        with pytest.raises(ValueError, match="not a registered member type") as refused:
+        with pytest.raises(ValueError, match="is not a registered member type") as refused:
             build_team(team, make_env("todo"))
-        assert f"unknown type {member_type!r}" in str(refused.value)
         assert "example-agent" in str(refused.value)  # the message lists what is allowed
     assert not marker.exists()
-    # The example teammates are registered, by name and by their import path.
-    for member_type in ("example-agent", "cogym_lab.envs.todo:ExampleAgent"):
-        members, _ = build_team(_team_naming(tmp_path, member_type), make_env("todo"))
-        assert isinstance(members["agent"], ExampleAgent)
+    members, _ = build_team(_team_naming(tmp_path, "example-agent"), make_env("todo"))
+    assert isinstance(members["agent"], ExampleAgent)
+
+
+def test_a_member_factory_gets_its_role_the_public_task_its_lm_and_hidden_info_if_a_user(
+        tmp_path):
+    env = make_env("todo", instance=1)
+    register_member(RECORDER)
+    register_member(RECORDING_USER)
+    try:
+        path = tmp_path / "team.toml"
+        path.write_text('name = "t"\n[members.helper]\ntype = "recorder"\n'
+                        '[members.helper.options]\nspeed = 3\n'
+                        '[members.fan]\ntype = "recording-user"\n')
+        members, kinds = build_team(load_team(path), env)
+    finally:
+        unregister_member("recorder")
+        unregister_member("recording-user")
+    helper, fan = members["helper"].setup, members["fan"].setup
+    assert kinds == {"helper": "agent", "fan": "user"}  # declared once, by the registration
+    assert (helper.role, dict(helper.options), helper.lm) == ("helper", {"speed": 3}, None)
+    assert helper.task.description == env.task_description
+    assert [s.name for s in helper.task.action_specs] == [s.name for s in env.action_specs()]
+    assert helper.hidden_information is None  # an agent never gets the hidden information
+    assert fan.hidden_information == env.hidden_information()
+    assert not hasattr(helper, "env")  # nor the env itself
+
+
+def test_a_kind_the_team_file_gives_must_agree_with_the_registration(tmp_path):
+    with pytest.raises(ValueError, match="registered as 'agent'"):
+        build_team(_team_naming(tmp_path, "collaborative", kind="user"), make_env("todo"))
+    with pytest.raises(ValueError, match="registered type, or kind"):
+        load_team(_write(tmp_path, 'name = "t"\n[members.agent]\nkind = "agent"\n'))
+    with pytest.raises(ValueError, match="a person seat has no type"):
+        load_team(_write(tmp_path, 'name = "t"\n[members.me]\nkind = "person"\n'
+                                   'type = "collaborative"\n'))
+
+
+def _write(tmp_path, text: str):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    return path
 
 
 def test_member_types_are_registered_in_code_or_by_entry_points(tmp_path, monkeypatch):
-    from cogym_lab.teams.build import (
-        MEMBERS_GROUP,
-        member_types,
-        register_member,
-        unregister_member,
-    )
-
-    register_member("recorder", Recorder)
+    register_member(RECORDER)
     try:
         members, _ = build_team(_team_naming(tmp_path, "recorder", "speed = 3\n"),
                                 make_env("todo"))
@@ -225,19 +276,24 @@ def test_member_types_are_registered_in_code_or_by_entry_points(tmp_path, monkey
     finally:
         unregister_member("recorder")
     with pytest.raises(ValueError, match="built-in member type"):
-        register_member("simulated", Recorder)
+        register_member(MemberType(name="simulated", kind="user", build=Recorder))
+    register_member(f"{__name__}:Recorder", name="not-a-type")
+    try:
+        with pytest.raises(TypeError, match="not a cogym_lab.core.member.MemberType"):
+            build_team(_team_naming(tmp_path, "not-a-type"), make_env("todo"))
+    finally:
+        unregister_member("not-a-type")
 
     # An installed package's entry point: a real distribution's metadata on sys.path.
     info = tmp_path / "site" / "cogym_plugin-1.0.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: cogym-plugin\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(f"[{MEMBERS_GROUP}]\nplugin-recorder = "
-                                           f"{__name__}:Recorder\n")
+                                           f"{__name__}:RECORDER\n")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    assert "plugin-recorder" in member_types()
-    for member_type in ("plugin-recorder", f"{__name__}:Recorder"):
-        members, _ = build_team(_team_naming(tmp_path, member_type), make_env("todo"))
-        assert isinstance(members["agent"], Recorder)
+    assert "plugin-recorder" in member_type_names()
+    members, _ = build_team(_team_naming(tmp_path, "plugin-recorder"), make_env("todo"))
+    assert isinstance(members["agent"], Recorder)
 
 
 def test_a_server_loads_registered_team_names_never_paths(tmp_path):

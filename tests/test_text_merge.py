@@ -261,8 +261,6 @@ def test_a_confirmed_update_is_merged_at_acceptance_and_replays_from_the_log() -
 class PersonAtKeyboard:
     """A member of the human side that edits the text once, as soon as the session starts."""
 
-    kind = "person"
-
     def __init__(self, edited: asyncio.Event) -> None:
         self.edited = edited
         self.sent = False
@@ -310,7 +308,7 @@ async def test_a_session_keeps_both_edits_and_its_log_replays_to_the_same_text(t
     edited = asyncio.Event()
     events = []
     session = Session(Notes(), {"agent": SlowAgent(edited), "person": PersonAtKeyboard(edited)},
-                      kinds={"person": "user"}, bus=MemoryBus(),
+                      kinds={"agent": "agent", "person": "user"}, bus=MemoryBus(),
                       config=SessionConfig(idle_seconds=30, timeout=60),
                       observers=[events.append])
     result = await asyncio.wait_for(session.run(), 60)
@@ -349,7 +347,7 @@ async def test_a_person_save_sent_with_its_base_over_the_bus_is_merged() -> None
     it loaded, while the agent's rewrite landed in between."""
     bus = MemoryBus()
     session = Session(Notes(), {"agent": QuickAgent(), "person": None},
-                      kinds={"person": "person"}, bus=bus,
+                      kinds={"agent": "agent", "person": "person"}, bus=bus,
                       config=SessionConfig(idle_seconds=30, timeout=60))
     notes = await bus.subscribe(obs_channel(session.session_id, "person"))
     await bus.publish(step_channel(session.session_id),

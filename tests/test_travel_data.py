@@ -25,6 +25,10 @@ from click.testing import CliRunner
 from cogym_lab import datasets
 from cogym_lab.cli.data_command import data
 from cogym_lab.datasets import DataItem, DataMissing, DownloadError
+from cogym_lab.envs.related_work.data_files import DATA_FILES as RELATED_WORK_FILES
+from cogym_lab.envs.task_data import all_data_files, data_files, tasks_with_data
+from cogym_lab.envs.travel_planning import TravelPlanningEnv
+from cogym_lab.envs.travel_planning.data_files import DATA_FILES as TRAVEL_FILES
 from cogym_lab.envs.travel_planning.database import (
     FLIGHT_COLUMNS,
     TravelDatabase,
@@ -99,58 +103,66 @@ def test_data_dir_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert datasets.data_dir() == (home / ".cache" / "cogym_lab" / "datasets").resolve()
 
 
-def test_manifest_lists_every_task_with_sources() -> None:
-    assert set(datasets.TASKS) == {"travel_planning", "related_work", "tabular_analysis"}
-    paths = {item.path for item in datasets.items_for()}
+def test_the_tasks_declare_their_data_with_sources() -> None:
+    assert set(tasks_with_data()) == {"travel_planning", "related_work", "tabular_analysis"}
+    paths = {item.path for item in all_data_files()}
     assert "travel_planning/validation_with_hidden_profile.csv" in paths
     assert "travel_planning/database/train_ref_info.jsonl" in paths
     assert {"related_work/test.json", "related_work/rubric.txt",
             "related_work/papers.jsonl.gz"} <= paths
     assert "tabular_analysis/discoverybench/real/test/" in paths
     assert "tabular_analysis/discoverybench/real/test/answer_key_real.csv" in paths
-    for item in datasets.items_for():
+    for item in all_data_files():
         assert item.source and item.homepage.startswith("https://") and item.license
         assert item.manual or item.url.startswith("https://")
         assert not item.path.startswith("/") and ".." not in item.path
-    with pytest.raises(KeyError, match="unknown task"):
-        datasets.items_for("nope")
+    with pytest.raises(KeyError, match="Unknown task"):
+        data_files("nope")
+    assert data_files("todo") == ()
 
 
 def test_status_on_shared_data(datasets_dir: Path) -> None:
-    states = datasets.status(datasets_dir)
-    assert len(states) == len(datasets.items_for())
+    states = datasets.status(all_data_files(), datasets_dir)
+    assert len(states) == len(all_data_files())
     assert all(s.present and s.size > 0 for s in states), [s.item.path for s in states
                                                           if not s.present]
     key = {s.item.path: s for s in states}["travel_planning/validation_with_hidden_profile.csv"]
     assert key.size == key.path.stat().st_size
     expected = (datasets_dir / "travel_planning").resolve()
-    assert datasets.require("travel_planning", datasets_dir) == expected
+    assert datasets.require(TRAVEL_FILES, datasets_dir) == expected
 
 
 def test_status_and_require_on_an_empty_dir(tmp_path: Path) -> None:
-    states = datasets.status(tmp_path, "travel_planning")
+    states = datasets.status(TRAVEL_FILES, tmp_path)
     assert states and not any(s.present for s in states) and all(s.size == 0 for s in states)
     with pytest.raises(DataMissing) as caught:
-        datasets.require("travel_planning", tmp_path)
+        datasets.require(TRAVEL_FILES, tmp_path)
     message = str(caught.value)
     assert str(tmp_path.resolve()) in message
-    for item in datasets.items_for("travel_planning"):
+    for item in TRAVEL_FILES:
         assert item.path in message
     assert "cogym-lab data --task travel_planning --download" in message
     with pytest.raises(DataMissing, match="manual") as caught:
-        datasets.require("related_work", tmp_path)
+        datasets.require(RELATED_WORK_FILES, tmp_path)
     assert "related_work/papers.jsonl.gz" in str(caught.value)
 
 
+def test_the_items_of_several_tasks_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="one task"):
+        datasets.require((*TRAVEL_FILES, *RELATED_WORK_FILES), tmp_path)
+    with pytest.raises(ValueError, match="one task"):
+        datasets.download((), tmp_path, progress=False)
+
+
 def test_require_names_only_the_missing_file(datasets_dir: Path, tmp_path: Path) -> None:
-    for item in datasets.items_for("travel_planning"):
+    for item in TRAVEL_FILES:
         if item.path.endswith("train_ref_info.jsonl"):
             continue
         target = tmp_path / item.path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes((datasets_dir / item.path).read_bytes())
     with pytest.raises(DataMissing) as caught:
-        datasets.require("travel_planning", tmp_path)
+        datasets.require(TRAVEL_FILES, tmp_path)
     message = str(caught.value)
     assert "travel_planning/database/train_ref_info.jsonl" in message
     assert "citySet.txt" not in message
@@ -172,7 +184,7 @@ def test_download_fails_cleanly_when_unreachable(tmp_path: Path) -> None:
              _item("travel_planning/b/", f"{UNREACHABLE}/b.zip", archive_member="b/")]
     started = time.monotonic()
     with pytest.raises(DownloadError) as caught:
-        datasets.download("travel_planning", tmp_path, progress=False, items=items, timeout=5)
+        datasets.download(items, tmp_path, progress=False, timeout=5)
     assert time.monotonic() - started < 10
     message = str(caught.value)
     assert isinstance(caught.value, DataMissing)
@@ -185,7 +197,7 @@ def test_download_fails_cleanly_when_unreachable(tmp_path: Path) -> None:
 
 def test_download_of_manual_items_says_how_to_get_them(tmp_path: Path) -> None:
     with pytest.raises(DataMissing) as caught:
-        datasets.download("related_work", tmp_path, progress=False)
+        datasets.download(RELATED_WORK_FILES, tmp_path, progress=False)
     assert not isinstance(caught.value, DownloadError)
     assert "related_work/test.json" in str(caught.value)
     assert "https://github.com/SALT-NLP/collaborative-gym" in str(caught.value)
@@ -220,7 +232,7 @@ def test_download_from_a_loopback_server(loopback_server: tuple[str, Path], tmp_
     target = tmp_path / "data"
     items = [_item("travel_planning/sub/a.csv", f"{base}/a.csv"),
              _item("travel_planning/test/", f"{base}/repo.zip", archive_member="data/real/test/")]
-    fetched = datasets.download("travel_planning", target, progress=True, items=items)
+    fetched = datasets.download(items, target, progress=True)
     assert fetched == [target / "travel_planning/sub/a.csv", target / "travel_planning/test"]
     assert (target / "travel_planning/sub/a.csv").read_text() == "x,y\n1,2\n"
     assert (target / "travel_planning/test/one/table.csv").read_text() == "a\n1\n"
@@ -229,14 +241,14 @@ def test_download_from_a_loopback_server(loopback_server: tuple[str, Path], tmp_
     assert not list(target.rglob("*.part"))
     assert "a.csv" in capsys.readouterr().err  # the progress line
     # present items are not fetched again
-    assert datasets.download("travel_planning", target, progress=False, items=items) == []
+    assert datasets.download(items, target, progress=False) == []
 
 
 def test_download_reports_http_errors(loopback_server: tuple[str, Path], tmp_path: Path) -> None:
     base, _served = loopback_server
     with pytest.raises(DownloadError, match="404"):
-        datasets.download("travel_planning", tmp_path, progress=False,
-                          items=[_item("travel_planning/gone.csv", f"{base}/gone.csv")])
+        datasets.download([_item("travel_planning/gone.csv", f"{base}/gone.csv")], tmp_path,
+                          progress=False)
     assert not (tmp_path / "travel_planning" / "gone.csv").exists()
 
 
@@ -266,12 +278,12 @@ def test_data_command_on_an_empty_dir(tmp_path: Path) -> None:
     assert f"cogym-lab data --data-dir {tmp_path.resolve()} --task travel_planning --download" \
         in output
     assert "Manual: get it from https://github.com/SALT-NLP/collaborative-gym" in output
-    count = len(datasets.items_for())
+    count = len(all_data_files())
     assert f"{count} of {count} item(s) missing" in output
 
 
 def test_data_command_download_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(datasets.MANIFEST, "travel_planning",
+    monkeypatch.setattr(TravelPlanningEnv, "data_files",
                         (_item("travel_planning/a.csv", f"{UNREACHABLE}/a.csv"),))
     result = CliRunner().invoke(data, ["--data-dir", str(tmp_path), "--task",
                                        "travel_planning", "--download"])

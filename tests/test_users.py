@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cogym_lab import Session, SessionConfig
+from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.core import Coordinator, EventType, Member
 from cogym_lab.envs import make_env
 from cogym_lab.envs.todo import TodoEnv

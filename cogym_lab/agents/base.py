@@ -28,8 +28,16 @@ from cogym_lab.agents.scratchpad import SPECS as SCRATCHPAD_SPECS
 from cogym_lab.agents.scratchpad import Scratchpad
 from cogym_lab.agents.templates import agent_prompt
 from cogym_lab.core import (
-    Action, ActionError, ActionSpec, Event, EventType, Notification, SessionContext,
-    describe_actions, format_action, parse_action,
+    Action,
+    ActionError,
+    ActionSpec,
+    Event,
+    EventType,
+    Notification,
+    SessionContext,
+    describe_actions,
+    format_action,
+    parse_action,
 )
 from cogym_lab.lm import LM, LMError, Messages
 
@@ -61,7 +69,6 @@ class UnusableOutput(Exception):
 class LMAgent(abc.ABC):
     """Base class of the LM agents. Implements the member interface: start, act, end."""
 
-    kind: ClassVar[str] = "agent"
     agent_type: ClassVar[str] = "base"
     collaborates: ClassVar[bool] = True  # sees the chat and may use the collaboration acts
 
@@ -354,5 +361,5 @@ def merge_specs(*groups: dict[str, ActionSpec]) -> dict[str, ActionSpec]:
     return merged
 
 
-__all__ = ["FINISH", "LMAgent", "Step", "UnusableOutput", "WAIT", "extract_field", "merge_specs"]
+__all__ = ["FINISH", "WAIT", "LMAgent", "Step", "UnusableOutput", "extract_field", "merge_specs"]
 

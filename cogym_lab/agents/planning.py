@@ -9,6 +9,7 @@ then counts as unusable output like any other (:meth:`LMAgent._on_unusable`).
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any
 
 from cogym_lab.agents.base import WAIT, LMAgent, merge_specs
 from cogym_lab.agents.choice import read_choice
@@ -28,8 +29,8 @@ PLAN_NUMBERS = tuple(int(plan.value) for plan in Plan)
 class PlanningAgent(LMAgent):
     agent_type = "collaborative-planning"
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # LMAgent's, passed on as given
+        super().__init__(*args, **kwargs)
         self.plans: list[Plan] = []  # every decision, for analysis
 
     async def decide(self, notification: Notification) -> str | None:

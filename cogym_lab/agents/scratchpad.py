@@ -36,10 +36,12 @@ class Scratchpad:
                 self.notes.pop(next(iter(self.notes)))  # the oldest note gives way
             self.notes[self._next_id] = action.args["note"]
             self._next_id += 1
-        elif action.name == "EDIT_NOTE":
-            self.notes[note_id] = action.args["note"]
-        elif action.name == "DELETE_NOTE":
-            del self.notes[note_id]
+        elif action.name in ("EDIT_NOTE", "DELETE_NOTE"):
+            assert isinstance(note_id, int)  # a required integer param: parse_action checked it
+            if action.name == "EDIT_NOTE":
+                self.notes[note_id] = action.args["note"]
+            else:
+                del self.notes[note_id]
         return action
 
     def render(self) -> str:

@@ -33,7 +33,8 @@ class MemorySubscription(Subscription):
         if item is _CLOSED:
             self._closed = True
             return None
-        return item  # type: ignore[return-value]
+        assert isinstance(item, dict)  # the queue holds published messages and _CLOSED only
+        return item
 
     async def close(self) -> None:
         if not self._closed:

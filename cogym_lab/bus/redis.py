@@ -55,7 +55,7 @@ import json
 import logging
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -162,7 +162,8 @@ class RedisSubscription(Subscription):
         if item is _CLOSED:
             self._queue.put_nowait(_CLOSED)  # wake any other waiting getter too
             return None
-        return item  # type: ignore[return-value]
+        assert isinstance(item, dict)  # the queue holds decoded messages and _CLOSED only
+        return item
 
     async def close(self) -> None:
         if self._closed:
@@ -175,9 +176,10 @@ class RedisSubscription(Subscription):
             self._queue.get_nowait()
         self._queue.put_nowait(_CLOSED)
 
-    def _deliver(self, entry_id: bytes, fields: dict[bytes, bytes]) -> None:
+    def _deliver(self, entry_id: bytes, fields: Mapping[bytes | str, bytes | str] | None) -> None:
+        fields = fields or {}  # None: an entry deleted since (XREAD gives its id alone)
         mid, data = fields.get(b"mid"), fields.get(b"data")
-        if mid is None or data is None:
+        if not isinstance(mid, bytes) or data is None:
             log.warning("Skipping foreign entry %r on %s", entry_id, self._key)
             return
         if mid in self._seen:
@@ -224,8 +226,9 @@ class RedisSubscription(Subscription):
             streams = reply.items() if isinstance(reply, dict) else reply or ()
             for _key, entries in streams:
                 for entry_id, fields in entries:
+                    assert isinstance(entry_id, bytes)  # the client decodes nothing
                     self._last_id = entry_id
-                    self._deliver(entry_id, fields)
+                    self._deliver(entry_id, fields if isinstance(fields, dict) else None)
 
 
 class RedisBus(Bus):
@@ -503,7 +506,9 @@ class RedisBus(Bus):
                 f"subscribe to {channel!r}",
             )
             if last:
-                start_id = last[0][0]
+                newest = last[0][0]
+                assert isinstance(newest, bytes)  # the client decodes nothing
+                start_id = newest
         subscription = RedisSubscription(self, channel, start_id, epoch)
         self._subscriptions.add(subscription)
         return subscription

@@ -1,9 +1,9 @@
 """``cogym-lab data``: what task data is present, what is missing and how to get it.
 
-For the Related Work task it also reads the paper corpus (both files, supersede rule applied)
-and reports how many papers it holds and how many of the papers the tasks ask to cite (the
-``RP`` hidden requirements) it holds by normalised exact title (about ten seconds; skip it with
-``--no-coverage``). See ``docs/related-work-corpus.md``.
+Each task declares its files (``data_files``) and may report more about them (``data_report``,
+e.g. the Related Work task reads its paper corpus and reports how many papers it holds and how
+many of the papers its tasks ask to cite; about ten seconds, skipped with ``--no-coverage``).
+The command asks the registered tasks (:mod:`cogym_lab.envs.task_data`) and names none itself.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cogym_lab import datasets
+from cogym_lab.envs import task_data
 
 
 def _short(item: datasets.DataItem) -> str:
@@ -62,47 +63,51 @@ def _print_missing(states: list[datasets.ItemStatus], command: str) -> None:
                        f"{item.url} by hand to {state.path}")
 
 
-def _print_related_work_corpus(root: Path) -> None:
-    """The corpus's paper count and the tasks' title coverage, or why they cannot be given."""
-    from cogym_lab.envs.related_work.corpus import CORPUS_FILES
-    from cogym_lab.envs.related_work.coverage import title_coverage
-    from cogym_lab.envs.related_work.instances import TASKS_FILE, load_tasks
+class _TaskWithData(click.Choice):
+    """A registered task that declares data. The names are looked up when first needed: doing
+    it at import would load every task's code for any ``cogym-lab`` command."""
 
-    folder = root / "related_work"
-    order = ", then ".join(CORPUS_FILES)
-    click.echo(f"\nRelated Work corpus: {order} (a later record replaces the earlier one with "
-               "its id and removes the ids in its `supersedes` list).")
-    missing = [name for name in (*CORPUS_FILES, TASKS_FILE) if not (folder / name).is_file()]
-    if missing:
-        click.echo(f"  Paper count and title coverage need {', '.join(missing)} (missing).")
-        return
-    coverage = title_coverage(load_tasks(root), [folder / name for name in CORPUS_FILES],
-                              progress=sys.stderr.isatty())
-    click.echo(f"  {coverage.papers:,} papers.")
-    click.echo(f"  Papers the tasks ask to cite (RP): {coverage.found} of {coverage.total} "
-               f"({coverage.share:.0%}) are in the corpus by normalised exact title (NFKC, "
-               "lower case, punctuation and spacing ignored); the simulated user is told the "
-               f"other {coverage.total - coverage.found} are not findable offline.")
+    name = "task"
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return task_data.tasks_with_data()
+
+    @choices.setter
+    def choices(self, _value: object) -> None:
+        """Choice's constructor sets the names; they come from the registry instead."""
+
+
+def _print_reports(root: Path, tasks: list[str]) -> None:
+    """What each task says about its data beyond present or missing (slow: a corpus, say)."""
+    for task in tasks:
+        lines = task_data.data_report(task, root, progress=sys.stderr.isatty())
+        if lines:
+            click.echo("\n" + "\n".join(lines))
 
 
 @click.command("data")
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help=f"The data directory (default: ${datasets.DATA_ENV_VAR}, else the user "
                    "cache directory).")
-@click.option("--task", "tasks", type=click.Choice(datasets.TASKS), multiple=True,
-              help="Only this task (repeatable; default: every task).")
+@click.option("--task", "tasks", type=_TaskWithData(), multiple=True,
+              help="Only this task (repeatable; default: every task that reads data).")
 @click.option("--download", "do_download", is_flag=True,
               help="Fetch the missing items that have a public download address.")
 @click.option("--no-coverage", "skip_coverage", is_flag=True,
-              help="Skip reading the Related Work corpus (its paper count and the title "
-                   "coverage of the papers the tasks ask to cite; about ten seconds).")
+              help="Skip the tasks' slow data reports (e.g. reading the Related Work corpus "
+                   "for its paper count and the title coverage of the papers the tasks ask "
+                   "to cite; about ten seconds).")
 def data(data_dir: Path | None, tasks: tuple[str, ...], do_download: bool,
          skip_coverage: bool) -> None:
     """Show which task data is present or missing in the data directory, and how to get it.
 
-    With the Related Work task, also how many papers its corpus holds and how many of the
-    papers its tasks ask to cite can be found in it. Exits 0 when everything asked for is
-    present, 1 otherwise."""
+    Tasks may say more about their data (e.g. the Related Work task: how many papers its corpus
+    holds and how many of the papers its tasks ask to cite can be found in it). Exits 0 when
+    everything asked for is present, 1 otherwise."""
     console = Console(highlight=False)
     if not console.is_terminal:  # piped or captured: no need to wrap paths at 80 columns
         console = Console(highlight=False, width=200)
@@ -111,13 +116,13 @@ def data(data_dir: Path | None, tasks: tuple[str, ...], do_download: bool,
               f"from ${datasets.DATA_ENV_VAR}", "cache": "the default cache directory"}[
         datasets.data_dir_origin(data_dir)]
     click.echo(f"Data directory: {root} ({origin})")
-    chosen = list(tasks) or list(datasets.TASKS)
+    chosen = list(tasks) or list(task_data.tasks_with_data())
 
     errors: list[str] = []
     if do_download:
         for task in chosen:
             try:
-                fetched = datasets.download(task, root, progress=True)
+                fetched = datasets.download(task_data.data_files(task), root, progress=True)
             except datasets.DownloadError as error:
                 errors.append(str(error))
             except datasets.DataMissing:
@@ -126,14 +131,14 @@ def data(data_dir: Path | None, tasks: tuple[str, ...], do_download: bool,
                 if fetched:
                     click.echo(f"{task}: downloaded {len(fetched)} item(s).")
 
-    states = [s for task in chosen for s in datasets.status(root, task)]
+    states = [s for task in chosen for s in datasets.status(task_data.data_files(task), root)]
     _print_table(console, states)
-    if "related_work" in chosen and not skip_coverage:
-        _print_related_work_corpus(root)
+    if not skip_coverage:
+        _print_reports(root, chosen)
     command = "cogym-lab data" + (f" --data-dir {root}" if data_dir is not None else "")
     _print_missing(states, command)
-    for error in errors:
-        click.echo(f"\n{error}", err=True)
+    for failure in errors:
+        click.echo(f"\n{failure}", err=True)
 
     missing = [s for s in states if not s.present]
     if missing:

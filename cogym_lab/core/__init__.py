@@ -5,8 +5,16 @@ from cogym_lab.core.coordinator import Coordinator, Transition, default_step_lim
 from cogym_lab.core.env import ActionOutcome, CoEnv, Deferred, StepResult, action
 from cogym_lab.core.grammar import format_action, parse_action, parse_canonical
 from cogym_lab.core.messages import (
-    ChatMessage, Confirmation, Event, EventType, Member, Notification, SessionContext,
-    StepRequest, obs_channel, step_channel,
+    ChatMessage,
+    Confirmation,
+    Event,
+    EventType,
+    Member,
+    Notification,
+    SessionContext,
+    StepRequest,
+    obs_channel,
+    step_channel,
 )
 from cogym_lab.core.observation import Component, Observation, RenderType
 

@@ -46,7 +46,7 @@ class ParamSpec(BaseModel):
 
     def coerce(self, value: Any, action: str) -> Any:
         """Return ``value`` as this param's type, converting obvious LM slips (``"3"`` → 3)."""
-        if self.type == "any" or value is None and not self.required:
+        if self.type == "any" or (value is None and not self.required):
             return value
         accepted = _PYTHON_TYPES[self.type]
         # bool is an int in Python; never let True pass as an integer or a number.
@@ -164,9 +164,28 @@ class Action(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict)
 
     def __str__(self) -> str:
-        from cogym_lab.core.grammar import format_action
-
         return format_action(self)
+
+
+def format_action(action: Action, spec: ActionSpec | None = None) -> str:
+    """The canonical string ``NAME(param=value, ...)``: values as JSON literals, params in spec
+    order when a spec is given. It lives beside :class:`Action` (``Action.__str__`` needs it);
+    :mod:`cogym_lab.core.grammar`, which reads this form back, re-exports it."""
+    names = [p.name for p in spec.params if p.name in action.args] if spec else []
+    names += [name for name in action.args if name not in names]
+    if spec:  # leave out optional params left at their default: shorter, and parses the same
+        names = [n for n in names if not ((p := spec.param(n)) and not p.required
+                                          and _same_json(action.args[n], p.default))]
+    args = ", ".join(f"{n}={json.dumps(action.args[n], ensure_ascii=False)}" for n in names)
+    return f"{action.name}({args})"
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Equal as JSON text: unlike ``==``, tells False from 0 and 0 from 0.0."""
+    try:
+        return json.dumps(a, ensure_ascii=False) == json.dumps(b, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return a is b
 
 
 def describe_actions(specs: list[ActionSpec]) -> str:

@@ -52,7 +52,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cogym_lab.core import collaboration as acts
+import cogym_lab.core.collaboration as acts
 from cogym_lab.core.actions import Action, ActionError, ActionSpec
 from cogym_lab.core.env import CoEnv, Deferred, StepResult
 from cogym_lab.core.grammar import RawAction, format_action, parse_action
@@ -127,7 +127,7 @@ class Coordinator:
         self.chat: list[ChatMessage] = []
         self.pending: dict[str, Confirmation] = {}
         self.paused: set[str] = set()
-        self.step_counts = {role: 0 for role in roles}
+        self.step_counts = dict.fromkeys(roles, 0)
         # Whose counts (and receipt of an event) every notification shows: people's are left
         # off other people's notifications.
         self._shown_counts = [member.role for member in team if member.kind != "person"]
@@ -147,6 +147,8 @@ class Coordinator:
         self._replacements = ReplacementTracker(self._task_specs.values())
         self._base_hint: tuple[str | None, int | None] = (None, None)  # (base text, seen seq)
         self._confirm_bases: dict[str, str] = {}  # request id -> the requester's base text
+        # request id -> the pending action as parsed when it was requested: never parsed again
+        self._pending_actions: dict[str, tuple[Action, ActionSpec]] = {}
         self._replaying: Event | None = None  # the logged event being re-applied
         clash = set(self._task_specs) & {spec.name for spec in acts.ALL_ACTS}
         if clash:
@@ -162,7 +164,7 @@ class Coordinator:
         self.started_at = now
         return self._emit(now, EventType.START, None, self.team_roles(), info={"seed": seed})
 
-    def handle(self, role: str, raw: RawAction, now: float,
+    def handle(self, role: str, raw: RawAction | None, now: float,
                request_id: str | None = None, *, base: str | None = None,
                seen_seq: int | None = None) -> Transition:
         """Apply one step from ``role``. Bad input becomes an error event; nothing raises.
@@ -214,21 +216,31 @@ class Coordinator:
             return self._error(now, role, raw, "You are paused and may not act until resumed.",
                                notify=False)
         try:
+            # The one parse of this action: from here on it travels typed, with its spec, and
+            # is written as text only for the log and for prompts.
             parsed, spec = parse_action(raw, self._all_specs)
             handler = _COLLABORATION_HANDLERS.get(parsed.name)
             if handler is not None:
                 return handler(self, member, parsed, now)
-            if spec.internal and role not in (self._follow_up_of, self._observed_by):
-                raise ActionError(f"{parsed.name} is applied by the environment, not sent by a "
-                                  "member.")
+            self._admit_internal(role, spec)
             if member.kind == "agent" and self.env.needs_confirmation(role, parsed):
                 # The task wants a person to approve this first: ask on the agent's behalf.
-                return self._request_confirm(member, Action(
-                    name=acts.REQUEST_TEAMMATE_CONFIRM.name,
-                    args={"pending_action": format_action(parsed, spec)}), now)
+                pending_text = format_action(parsed, spec)
+                request = Action(name=acts.REQUEST_TEAMMATE_CONFIRM.name,
+                                 args={"pending_action": pending_text})
+                return self._open_request(member, parsed, spec, pending_text,
+                                          format_action(request, acts.REQUEST_TEAMMATE_CONFIRM),
+                                          now)
             return self._task_action(member, parsed, spec, now)
         except ActionError as error:
             return self._error(now, role, raw, str(error))
+
+    def _admit_internal(self, role: str, spec: ActionSpec) -> None:
+        """Refuse an internal action (a cell's recorded outputs) unless it is the result of
+        ``role``'s deferred work or a step the env observed ``role`` take."""
+        if spec.internal and role not in (self._follow_up_of, self._observed_by):
+            raise ActionError(f"{spec.name} is applied by the environment, not sent by a "
+                              "member.")
 
     def tick(self, now: float) -> Transition:
         """Inactivity passed the threshold: notify everyone, or end after enough in a row."""
@@ -330,8 +342,8 @@ class Coordinator:
     def _apply(self, role: str, action: Action) -> StepResult:
         """Run a task action on the env; a success counts as one of ``role``'s steps."""
         try:
-            result = self.env.step(role, action)
-        except Exception as error:  # a bug in a task must not take the session down
+            result = self.env.apply(role, action)  # parsed where it entered: not again
+        except Exception as error:  # noqa: BLE001 - a bug in a task must not end the session
             return StepResult(observation=self.env.view(role), private=True, info={
                 "error": f"The task failed on this action: {type(error).__name__}: {error}"})
         if not result.error and not self.every_act_is_a_step:
@@ -366,8 +378,8 @@ class Coordinator:
         transition = self._emit(
             now, EventType.ACTION, member.role,
             [member.role] if result.private else self.team_roles(),
-            action=result.info["action"], private=result.private, reward=result.reward,
-            info=info,
+            action=format_action(merged or action, spec), private=result.private,
+            reward=result.reward, info=info,
         )
         if result.deferred is not None:
             transition.deferred.append((member.role, result.deferred))
@@ -427,22 +439,32 @@ class Coordinator:
         return transition.extend(self.end(now, "finished", by=member.role))
 
     def _request_confirm(self, member: Member, action: Action, now: float) -> Transition:
+        """A member's REQUEST_TEAMMATE_CONFIRM: its ``pending_action`` is an action of its own,
+        sent as text inside the act, so it is parsed here, once."""
         try:
-            pending = self.env.canonical(action.args["pending_action"])
+            pending, spec = parse_action(action.args["pending_action"], self._task_specs)
         except ActionError as error:
             raise ActionError(f"REQUEST_TEAMMATE_CONFIRM needs a task action: {error}") from None
+        self._admit_internal(member.role, spec)
+        return self._open_request(member, pending, spec, format_action(pending, spec),
+                                  format_action(action, acts.REQUEST_TEAMMATE_CONFIRM), now)
+
+    def _open_request(self, member: Member, pending: Action, spec: ActionSpec,
+                      pending_text: str, act_text: str, now: float) -> Transition:
+        """Hold ``pending`` (parsed, with its spec) for a teammate's answer; the request shows
+        it as ``pending_text`` and the log records the act as ``act_text``."""
         self._confirmations_made += 1
         request_id = f"c{self._confirmations_made}"
-        base = self._sender_base(member.role, self._task_specs[pending.name])
+        base = self._sender_base(member.role, spec)
         if base is not None:
             self._confirm_bases[request_id] = base
+        self._pending_actions[request_id] = (pending, spec)
         self.pending[request_id] = Confirmation(
             request_id=request_id, requester=member.role, seq=self.seq + 1, time=now,
-            pending_action=format_action(pending, self._task_specs[pending.name]),
+            pending_action=pending_text,
         )
         return self._emit(now, EventType.CONFIRM_REQUEST, member.role, self.team_roles(),
-                          action=format_action(action, acts.REQUEST_TEAMMATE_CONFIRM),
-                          info={"request_id": request_id})
+                          action=act_text, info={"request_id": request_id})
 
     def _resolve(self, member: Member, action: Action) -> Confirmation:
         request = self.pending.get(action.args["request_id"])
@@ -456,7 +478,7 @@ class Coordinator:
 
     def _accept(self, member: Member, action: Action, now: float) -> Transition:
         request = self._resolve(member, action)
-        pending, spec = parse_action(request.pending_action, self._task_specs)
+        pending, spec = self._pending_actions.pop(request.request_id)
         base = self._confirm_bases.pop(request.request_id, None)
         if self._replaying is not None:  # the logged result of a merge, not a new merge
             applied = self._replaying.info.get("applied_action")
@@ -466,8 +488,8 @@ class Coordinator:
         result = self._apply(request.requester, merged or pending)
         # Logged as the ACCEPT act by the acceptor, so that replay re-does the acceptance.
         accept = format_action(action, acts.ACCEPT_CONFIRMATION)
-        info = {"request_id": request.request_id, "requester": request.requester,
-                "pending_action": request.pending_action}
+        info: dict[str, Any] = {"request_id": request.request_id, "requester": request.requester,
+                                "pending_action": request.pending_action}
         if merged is not None:
             info["applied_action"] = format_action(merged, spec)
         if result.error:
@@ -486,6 +508,7 @@ class Coordinator:
     def _reject(self, member: Member, action: Action, now: float) -> Transition:
         request = self._resolve(member, action)
         self._confirm_bases.pop(request.request_id, None)
+        self._pending_actions.pop(request.request_id, None)
         return self._emit(now, EventType.CONFIRM_REJECT, member.role,
                           [request.requester, member.role],
                           action=format_action(action, acts.REJECT_CONFIRMATION),

@@ -18,22 +18,37 @@ so an invalid action always leaves the state unchanged.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import inspect
 import typing
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
-from cogym_lab.core.actions import Action, ActionError, ActionSpec, ParamSpec
-from cogym_lab.core.grammar import RawAction, format_action, parse_action
+from cogym_lab.core.actions import Action, ActionError, ActionSpec, ParamSpec, ParamType
+from cogym_lab.core.grammar import RawAction, expected_forms, format_action, parse_action
 from cogym_lab.core.observation import Component, Observation
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
 
 #: One session as :meth:`CoEnv.summarise_scores` sees it: env arguments, delivered, scores.
 SessionScores = tuple[dict[str, Any], bool, dict[str, float]]
 
-_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array",
-               dict: "object"}
+_JSON_TYPES: dict[object, ParamType] = {str: "string", int: "integer", float: "number",
+                                         bool: "boolean", list: "array", dict: "object"}
+
+#: The attribute :func:`action` sets on a handler: an :class:`_ActionMark`.
+_MARK = "__cogym_action__"
+
+
+class _ActionMark(typing.NamedTuple):
+    """What :func:`action` was told about one handler."""
+
+    name: str
+    description: str
+    private: bool
+    internal: bool
+    param_descriptions: dict[str, str]
+    replaces: str | None
 
 
 @dataclass(frozen=True)
@@ -93,15 +108,17 @@ def action(description: str, *, private: bool = False, internal: bool = False,
     """
 
     def mark(method: Callable[..., Any]) -> Callable[..., Any]:
-        method.__cogym_action__ = (name or method.__name__.upper(), description, private,
-                                   internal, param_descriptions, replaces)
+        setattr(method, _MARK, _ActionMark(name or method.__name__.upper(), description, private,
+                                           internal, param_descriptions, replaces))
         return method
 
     return mark
 
 
 def _spec_from_method(method: Callable[..., Any]) -> ActionSpec:
-    name, description, private, internal, param_descriptions, replaces = method.__cogym_action__
+    mark = getattr(method, _MARK)
+    assert isinstance(mark, _ActionMark)  # only action() sets it
+    name, description, private, internal, param_descriptions, replaces = mark
     hints = typing.get_type_hints(method)
     params = []
     for parameter in list(inspect.signature(method).parameters.values())[2:]:  # self, role
@@ -139,16 +156,24 @@ class CoEnv(abc.ABC):
 
     name: ClassVar[str] = "env"
     protocol: str = DEFAULT_PROTOCOL
+    #: The team a session of this task gets when none is named (a ready team's name).
+    default_team: ClassVar[str] = "collaborative"
+    #: Whether the task runs in a person's notebook: its kernel and live document, which the
+    #: host links and passes as the ``notebook`` constructor argument.
+    runs_in_notebook: ClassVar[bool] = False
     _handlers: ClassVar[dict[str, tuple[ActionSpec, str]]] = {}
+    #: Every action's spec by name, internal ones included: what actions are parsed against.
+    _specs: ClassVar[dict[str, ActionSpec]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         handlers = dict(getattr(cls, "_handlers", {}))
         for attribute, member in vars(cls).items():
-            if hasattr(member, "__cogym_action__"):
+            if hasattr(member, _MARK):
                 spec = _spec_from_method(member)
                 handlers[spec.name] = (spec, attribute)
         cls._handlers = handlers
+        cls._specs = {name: spec for name, (spec, _) in handlers.items()}
 
     def __init__(self, *, roles: Sequence[str] | None = None) -> None:
         #: Roles allowed to act; ``None`` admits any role the session brings.
@@ -245,6 +270,8 @@ class CoEnv(abc.ABC):
 
     def reset(self, *, seed: int | None = None) -> None:
         """Start the task afresh."""
+        if "_is_reset" not in vars(self):  # say so here, not as an AttributeError in step()
+            raise TypeError(not_initialised(type(self)))
         self._reset(seed)
         self._is_reset = True
 
@@ -261,24 +288,43 @@ class CoEnv(abc.ABC):
                 for role in roles}
 
     def step(self, role: str, raw_action: RawAction) -> StepResult:
-        """Apply ``raw_action`` for ``role``.
+        """Parse ``raw_action`` and apply it for ``role``: the public entry for any caller.
 
         Never raises for bad input: an unknown action, a missing or mistyped param, a bad role
         (of any type) or a refused action returns a result whose ``info["error"]`` names the
-        expected form, and the state is unchanged.
+        expected form, and the state is unchanged. A success's ``info["action"]`` is the action
+        in canonical form.
         """
-        if not self._is_reset:  # view() may need state that only reset() creates
-            return StepResult(observation=Observation(), private=True, info={
-                "error": "The environment has not been reset; call reset() first."})
-        if not isinstance(role, str):  # handlers and views key state by role: no view for it
-            return StepResult(observation=Observation(), private=True, info={
-                "error": f"A role is a string, not {type(role).__name__}."})
+        refusal = self._refusal(role)
+        if refusal is not None:
+            return refusal
         try:
-            if self.roles is not None and role not in self.roles:
-                raise ActionError(f"Unknown role {role!r}; this task's roles are "
-                                  f"{', '.join(self.roles)}.")
-            parsed, spec = parse_action(raw_action, {s.name: s for s, _ in self._handlers.values()})
-            outcome = getattr(self, self._handlers[parsed.name][1])(role, **parsed.args)
+            parsed, spec = parse_action(raw_action, self._specs)
+        except ActionError as error:
+            return StepResult(observation=self.view(role), private=True, info={"error": str(error)})
+        result = self.apply(role, parsed)
+        if result.error:
+            return result
+        return replace(result, info={"action": format_action(parsed, spec), **result.info})
+
+    def apply(self, role: str, action: Action) -> StepResult:
+        """Apply ``action``, already parsed against this env's specs (by ``parse_action``: its
+        args bound, typed and cleaned), for ``role``. The coordinator parses each action once,
+        where it enters, and applies it through this; anything else uses :meth:`step`.
+
+        Refused like ``step``: a role the env does not know, an action it does not have, or a
+        handler's :class:`ActionError` gives an error result and leaves the state unchanged.
+        """
+        refusal = self._refusal(role)
+        if refusal is not None:
+            return refusal
+        handler = self._handlers.get(action.name)
+        try:
+            if handler is None:
+                raise ActionError(f"Unknown action {action.name!r}. "
+                                  f"{expected_forms(self._specs)}")
+            spec, attribute = handler
+            outcome = getattr(self, attribute)(role, **action.args)
         except ActionError as error:
             return StepResult(observation=self.view(role), private=True, info={"error": str(error)})
         outcome = outcome or ActionOutcome()
@@ -287,11 +333,33 @@ class CoEnv(abc.ABC):
             reward=outcome.reward,
             done=outcome.done,
             private=spec.private,
-            info={"action": format_action(parsed, spec), **outcome.info},
+            info=dict(outcome.info),
             deferred=outcome.deferred,
         )
 
     def canonical(self, raw_action: RawAction) -> Action:
         """Parse and check ``raw_action`` without applying it. Raises :class:`ActionError`."""
-        parsed, _ = parse_action(raw_action, {s.name: s for s, _ in self._handlers.values()})
+        parsed, _ = parse_action(raw_action, self._specs)
         return parsed
+
+    def _refusal(self, role: Any) -> StepResult | None:
+        """The result for a step the env cannot even look at, or ``None`` when it can."""
+        if "_is_reset" not in vars(self):
+            raise TypeError(not_initialised(type(self)))
+        if not self._is_reset:  # view() may need state that only reset() creates
+            return StepResult(observation=Observation(), private=True, info={
+                "error": "The environment has not been reset; call reset() first."})
+        if not isinstance(role, str):  # handlers and views key state by role: no view for it
+            return StepResult(observation=Observation(), private=True, info={
+                "error": f"A role is a string, not {type(role).__name__}."})
+        if self.roles is not None and role not in self.roles:
+            return StepResult(observation=self.view(role), private=True, info={
+                "error": f"Unknown role {role!r}; this task's roles are {', '.join(self.roles)}."})
+        return None
+
+
+def not_initialised(env_class: type) -> str:
+    """What to say when ``CoEnv.__init__`` never ran for an instance of ``env_class``."""
+    hook = "__post_init__" if dataclasses.is_dataclass(env_class) else "__init__"
+    return (f"{env_class.__name__}.{hook} did not call super().__init__(): CoEnv's own set-up "
+            f"never ran (call super().__init__(roles=...) in {env_class.__name__}.{hook}).")

@@ -13,7 +13,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from cogym_lab.core.actions import Action, ActionError, ActionSpec
+# format_action writes the canonical form this module reads; it lives beside Action, and is
+# re-exported here so that the grammar's two halves are imported from one place.
+from cogym_lab.core.actions import Action, ActionError, ActionSpec, format_action
 from cogym_lab.core.text import clean
 
 _NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
@@ -26,24 +28,7 @@ _DECODER = json.JSONDecoder()
 
 RawAction = str | Mapping[str, Any] | Action
 
-
-def format_action(action: Action, spec: ActionSpec | None = None) -> str:
-    """The canonical string: values as JSON literals, params in spec order when a spec is given."""
-    names = [p.name for p in spec.params if p.name in action.args] if spec else []
-    names += [name for name in action.args if name not in names]
-    if spec:  # leave out optional params left at their default: shorter, and parses the same
-        names = [n for n in names if not ((p := spec.param(n)) and not p.required
-                                          and _same_json(action.args[n], p.default))]
-    args = ", ".join(f"{n}={json.dumps(action.args[n], ensure_ascii=False)}" for n in names)
-    return f"{action.name}({args})"
-
-
-def _same_json(a: Any, b: Any) -> bool:
-    """Equal as JSON text: unlike ``==``, tells False from 0 and 0 from 0.0."""
-    try:
-        return json.dumps(a, ensure_ascii=False) == json.dumps(b, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return a is b
+__all__ = ["RawAction", "expected_forms", "format_action", "parse_action", "parse_canonical"]
 
 
 def parse_canonical(text: str) -> Action:
@@ -57,9 +42,16 @@ def parse_canonical(text: str) -> Action:
     return Action(name=match.group(1), args=args)
 
 
+def _skip_space(text: str, i: int) -> int:
+    """The index of the first non-space character of ``text`` from ``i`` on."""
+    space = _SPACE.match(text, i)
+    assert space is not None  # ``\s*`` matches anywhere, if only the empty string
+    return space.end()
+
+
 def _parse_json_args(text: str, i: int) -> tuple[dict[str, Any], int]:
     args: dict[str, Any] = {}
-    i = _SPACE.match(text, i).end()
+    i = _skip_space(text, i)
     if text.startswith(")", i):
         return args, i + 1
     while True:
@@ -73,7 +65,7 @@ def _parse_json_args(text: str, i: int) -> tuple[dict[str, Any], int]:
             args[name], i = _DECODER.raw_decode(text, param.end())
         except json.JSONDecodeError as error:
             raise ActionError(f"Value of '{name}' is not a JSON literal: {error.msg}") from None
-        i = _SPACE.match(text, i).end()
+        i = _skip_space(text, i)
         if text.startswith(")", i):
             return args, i + 1
         if not text.startswith(",", i):
@@ -184,7 +176,7 @@ def _lenient_args(text: str, start: int, spec: ActionSpec) -> dict[str, Any]:
 def _parse_loose_args(text: str, i: int, spec: ActionSpec) -> tuple[dict[str, Any], int]:
     args: dict[str, Any] = {}
     position = 0
-    i = _SPACE.match(text, i).end()
+    i = _skip_space(text, i)
     if text.startswith(")", i):
         return args, i + 1
     while True:
@@ -197,13 +189,13 @@ def _parse_loose_args(text: str, i: int, spec: ActionSpec) -> tuple[dict[str, An
             raise ActionError(f"Too many values for {spec.signature()}")
         position += 1
         args[name], i = _loose_value(text, i, spec)
-        i = _SPACE.match(text, i).end()
+        i = _skip_space(text, i)
         if text.startswith(")", i):
             return args, i + 1
         if not text.startswith(",", i):
             raise ActionError(f"Expected ',' or ')' at {text[i:i + 40]!r}. "
                               f"Form: {spec.signature()}")
-        i = _SPACE.match(text, i + 1).end()
+        i = _skip_space(text, i + 1)
 
 
 def _loose_value(text: str, i: int, spec: ActionSpec) -> tuple[Any, int]:

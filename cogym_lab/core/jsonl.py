@@ -21,7 +21,7 @@ import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,15 @@ class LogReadError(ValueError):
         self.line = line
 
 
-def read_jsonl(path: str | Path, parse: Callable[[str], T] = json.loads) -> list[T]:
+@overload
+def read_jsonl(path: str | Path) -> list[Any]: ...
+
+
+@overload
+def read_jsonl(path: str | Path, parse: Callable[[str], T]) -> list[T]: ...
+
+
+def read_jsonl(path: str | Path, parse: Callable[[str], Any] = json.loads) -> list[Any]:
     """Every record of the JSON Lines file at ``path``, each line given to ``parse`` (which
     raises ``ValueError`` on a line it cannot read; pydantic's ``model_validate_json`` does).
 
@@ -47,7 +55,7 @@ def read_jsonl(path: str | Path, parse: Callable[[str], T] = json.loads) -> list
     path = Path(path)
     lines = path.read_bytes().split(b"\n")
     numbered = [(number, line) for number, line in enumerate(lines, start=1) if line.strip()]
-    records: list[T] = []
+    records: list[Any] = []
     for index, (number, line) in enumerate(numbered):
         try:
             records.append(parse(line.decode("utf-8")))

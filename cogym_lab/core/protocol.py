@@ -98,6 +98,14 @@ def get_protocol(name: str | ScoringProtocol | None = None) -> ScoringProtocol:
     return PROTOCOLS[key]
 
 
-__all__ = ["COMPLETION_ENDINGS", "DEFAULT_PROTOCOL", "LEGACY_PROTOCOL", "PROTOCOLS",
-           "ProtocolName", "STEP_LIMIT_ENDING", "ScoringProtocol", "get_protocol",
-           "recorded_protocol"]
+__all__ = [
+    "COMPLETION_ENDINGS",
+    "DEFAULT_PROTOCOL",
+    "LEGACY_PROTOCOL",
+    "PROTOCOLS",
+    "STEP_LIMIT_ENDING",
+    "ProtocolName",
+    "ScoringProtocol",
+    "get_protocol",
+    "recorded_protocol",
+]

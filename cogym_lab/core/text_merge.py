@@ -145,7 +145,7 @@ def merge_text(base: str, ours: str, theirs: str) -> str:
     shared = set(our_edits)
     their_edits = [edit for edit in text_edits(base, theirs) if edit not in shared]
 
-    origin = Doc(client_id=_BASE_CLIENT)
+    origin: Doc[Text] = Doc(client_id=_BASE_CLIENT)
     origin["text"] = Text(base)
     base_state = origin.get_update()
     ours_doc, ours_text = _from_state(base_state, _OURS_CLIENT)
@@ -157,7 +157,7 @@ def merge_text(base: str, ours: str, theirs: str) -> str:
 
 
 def _from_state(update: bytes, client_id: int) -> tuple[Doc, Text]:
-    doc = Doc(client_id=client_id)
+    doc: Doc[Text] = Doc(client_id=client_id)
     doc.apply_update(update)
     return doc, doc.get("text", type=Text)
 

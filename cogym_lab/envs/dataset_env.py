@@ -1,14 +1,17 @@
-"""The base of tasks whose instances come from a dataset in the data directory."""
+"""The base of tasks whose instances come from a dataset in the data directory, and which declare
+the files they read there."""
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 from cogym_lab.core import CoEnv
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL, get_protocol
+from cogym_lab.datasets import DataItem
 
 
 @dataclass
@@ -16,7 +19,11 @@ class DatasetEnv(CoEnv):
     """``instance`` picks one of the dataset's instances (``self.task``); ``data_dir`` says where
     the data is (see :func:`cogym_lab.datasets.data_dir`); ``protocol`` names the scoring
     protocol, which may choose the instance set and how the outcome is scored. Subclasses provide
-    the loader."""
+    the loader and declare their :attr:`data_files`."""
+
+    #: The files the task reads from the data directory, each with where to get it: what
+    #: ``cogym-lab data`` checks and fetches, and what ``cogym_lab.datasets.require`` checks.
+    data_files: ClassVar[tuple[DataItem, ...]] = ()
 
     instance: int = 0
     data_dir: str | None = None
@@ -36,6 +43,13 @@ class DatasetEnv(CoEnv):
             raise ValueError(f"{self.name} has instances 0 to {len(items) - 1}, "
                              f"not {self.instance}.")
         self.task: Any = items[self.instance]
+
+    @classmethod
+    def data_report(cls, data_dir: Path, *, progress: bool = False) -> list[str]:
+        """Lines ``cogym-lab data`` prints about the task's data beyond present or missing (e.g.
+        how many papers a corpus holds). May be slow (``--no-coverage`` skips it); ``progress``
+        allows a progress bar on stderr. None by default."""
+        return []
 
     @classmethod
     def instances(cls, protocol: str = DEFAULT_PROTOCOL) -> list[dict[str, Any]]:

@@ -45,7 +45,11 @@ def make_env(name: str, instance: int | None = None, *, protocol: str | None = N
     protocol = get_protocol(protocol or env_args.pop("protocol", None)).name
     takes_protocol = _accepts(factory, "protocol")
     if instance is not None:
-        instances = factory.instances(protocol)  # type: ignore[attr-defined]
+        numbered = getattr(factory, "instances", None)  # CoEnv.instances, or a factory's own
+        if not callable(numbered):
+            raise TypeError(f"Task {name!r} has no numbered instances: its factory has no "
+                            f"instances()")
+        instances = numbered(protocol)
         if not 0 <= instance < len(instances):
             raise IndexError(f"Task {name!r} has instances 0 to {len(instances) - 1}; "
                              f"there is no instance {instance}.")

@@ -25,7 +25,22 @@ _EXPORTS = {
     "RunSummary": "cogym_lab.eval.runner",
 }
 
-__all__ = sorted(_EXPORTS)
+# Spelled out (not ``sorted(_EXPORTS)``) so tools that read ``__all__`` statically see it.
+__all__ = [
+    "EvalReport",
+    "Judge",
+    "RunSummary",
+    "SessionRecord",
+    "areport",
+    "find_sessions",
+    "initiative_entropy",
+    "load_session",
+    "load_sessions",
+    "make_judge",
+    "report",
+    "run",
+    "show",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -83,17 +83,20 @@ class BatchProgress:
 
     def __init__(self, total: int, *, done: int, meter: CostMeter, label: str,
                  output: bool | TextIO = True) -> None:
+        from tqdm import tqdm
+
+        bar_class: type[tqdm[Any]] = tqdm
         if output is True:  # a notebook gets its widget bar, a terminal the text one
-            from tqdm.auto import tqdm
-        else:
-            from tqdm import tqdm
+            from tqdm.auto import tqdm as auto_tqdm
+
+            bar_class = auto_tqdm
 
         self.meter = meter
         self.errors = 0
         stream = sys.stderr if output is True else (output or None)
-        self.bar = tqdm(total=total, initial=done, desc=label, unit="session",
-                        file=stream, disable=stream is None, dynamic_ncols=stream is sys.stderr,
-                        mininterval=0.2)
+        self.bar = bar_class(total=total, initial=done, desc=label, unit="session",
+                             file=stream, disable=stream is None,
+                             dynamic_ncols=stream is sys.stderr, mininterval=0.2)
         self._ticker: asyncio.Task[None] | None = None
         self.refresh()
 

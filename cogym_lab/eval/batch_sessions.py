@@ -33,7 +33,8 @@ def read_session_file(directory: Path) -> dict[str, Any] | None:
 def is_finished(directory: Path) -> bool:
     """True when the session in ``directory`` ran to its end (its session.json records one)."""
     data = read_session_file(directory)
-    return bool(data) and data.get("status") == "finished" and data.get("ended_at") is not None
+    return (data is not None and data.get("status") == "finished"
+            and data.get("ended_at") is not None)
 
 
 def clear_partial(directory: Path) -> None:

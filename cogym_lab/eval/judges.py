@@ -27,7 +27,11 @@ from pydantic import BaseModel, ValidationError
 from cogym_lab.agents.templates import render
 from cogym_lab.core import EventType
 from cogym_lab.eval.labels import (
-    FailureAnnotation, MessageLabel, MessageLabels, PairwiseVerdict, ProgressRatings,
+    FailureAnnotation,
+    MessageLabel,
+    MessageLabels,
+    PairwiseVerdict,
+    ProgressRatings,
 )
 from cogym_lab.eval.rounds import Round
 from cogym_lab.eval.trajectory import SessionRecord
@@ -199,7 +203,8 @@ class Judge:
                 "(nothing happened)"
             block = f"## Round {item.index}\n{shown}"
             if outcomes is not None and position < len(outcomes):
-                block += f"\nOutcome at the end of the round:\n{_shorten(_outcome_text(outcomes[position]), 1500)}"
+                outcome = _shorten(_outcome_text(outcomes[position]), 1500)
+                block += f"\nOutcome at the end of the round:\n{outcome}"
             blocks.append(block)
         expected = [item.index for item in rounds]
 

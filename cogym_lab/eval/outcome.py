@@ -111,6 +111,6 @@ def paired_test(system: Sequence[float], baseline: Sequence[float]) -> Significa
     if np.allclose(a - b, (a - b)[0]):  # constant differences: the t statistic is undefined
         p = 1.0 if np.isclose((a - b)[0], 0) else 0.0
         return Significance("paired t-test", int(a.size), math.nan, p, difference)
-    result = stats.ttest_rel(a, b)
-    return Significance("paired t-test", int(a.size), float(result.statistic),
-                        float(result.pvalue), difference)
+    t_test = stats.ttest_rel(a, b)
+    return Significance("paired t-test", int(a.size), float(t_test.statistic),
+                        float(t_test.pvalue), difference)

@@ -22,7 +22,9 @@ def _figure(columns: int, rows: int = 1, width: float = 4.6, height: float = 3.6
 
 
 def _system(row: pd.Series) -> str:
-    return row["agent_type"] if row["model"] in ("-", "") else f"{row['agent_type']} ({row['model']})"
+    if row["model"] in ("-", ""):
+        return str(row["agent_type"])
+    return f"{row['agent_type']} ({row['model']})"
 
 
 def scaling_curves(scaling: pd.DataFrame, baselines: dict[str, float]) -> Figure:

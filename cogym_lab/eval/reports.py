@@ -84,13 +84,13 @@ class EvalReport:
         parts = ["Co-Gym evaluation report", ""]
         summary = self.tables["summary"]
         if summary.empty:
-            return "\n".join(parts + ["No sessions found."])
+            return "\n".join([*parts, "No sessions found."])
         parts += [*self.checks(), ""]
         parts += ["Outcome and process (agent type x task)", _paper_table(summary).to_string(
             float_format=_fmt, na_rep="-"), ""]
         titles = {"summary": "All metrics per system",
-                  "task_rates": "The task's own rates (Travel Planning: TravelPlanner's pass "
-                                "rates, as its eval.py reports them)",
+                  "task_rates": "The task's own rates (as each task summarises its scores over "
+                                "the sessions)",
                   "comparison": "Against the autonomous "
                   "baseline (paired test on task performance; pairwise win rate with 95% CI)",
                   "effort": "Collaborative effort scaling", "actions": "Acts per party",
@@ -171,9 +171,12 @@ def _fmt(value: float) -> str:
 def _paper_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Rows: agent type and model; columns: task x (Delivery, Perf., Collab, H_init)."""
     table = summary.set_index(["agent_type", "model", "task"])[list(PaperColumns)]
-    table = table.rename(columns=PaperColumns).unstack("task")
-    table.columns = table.columns.swaplevel(0, 1)
-    return table.sort_index(axis=1, level=0, sort_remaining=False)
+    wide = table.rename(columns=PaperColumns).unstack("task")
+    assert isinstance(wide, pd.DataFrame)  # unstacking one level of a three-level index
+    columns = wide.columns
+    assert isinstance(columns, pd.MultiIndex)  # (column, task)
+    wide.columns = columns.swaplevel(0, 1)
+    return wide.sort_index(axis=1, level=0, sort_remaining=False)
 
 
 # -- building the tables ---------------------------------------------------------------------
@@ -304,7 +307,8 @@ def _action_rows(groups: dict[tuple[str, str, str], list[SessionMetrics]]
     for system, members in groups.items():
         table = pd.DataFrame([m.row() for m in members])
         for party in ("agent", "human"):
-            rows.append(dict(zip(SYSTEM, system, strict=True)) | {
+            row: dict[str, Any] = dict(zip(SYSTEM, system, strict=True))
+            rows.append(row | {
                 "party": party,
                 "task_actions": float(table[f"{party}_task_actions"].mean()),
                 "collaboration_acts": float(table[f"{party}_collaboration_acts"].mean())})
@@ -405,7 +409,7 @@ def report(dirs: Paths, *, judge: Any = None, baseline: Paths | None = None,
     def run() -> None:
         try:
             outcome["value"] = asyncio.run(coroutine)
-        except BaseException as error:  # handed to the caller below
+        except BaseException as error:  # noqa: BLE001 - handed to the caller below
             outcome["error"] = error
 
     thread = threading.Thread(target=run, name="cogym-eval-report")

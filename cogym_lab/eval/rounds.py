@@ -140,7 +140,7 @@ async def _grade(env: Any, index: int, previous_key: str, agent_changed: bool,
     if key not in graded:
         try:
             graded[key] = await env.aevaluate() if outcome else {"performance": 0.0}
-        except Exception as error:  # a failing judge costs this round's grade only
+        except Exception as error:  # noqa: BLE001 - a failing judge costs this round's grade only
             log.warning("grading round %d failed: %s", index, error)
             graded[key] = {}
     return RoundOutcome(index, outcome, True, agent_changed, graded[key])

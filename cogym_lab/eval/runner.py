@@ -25,11 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from cogym_lab.agents import AGENT_TYPES
 from cogym_lab.core import CoEnv
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL, get_protocol
-from cogym_lab.envs import make_env
-from cogym_lab.envs.registry import _resolve as env_factory
+from cogym_lab.envs.registry import task_class
 from cogym_lab.eval.batch_manifest import (
     Invocation,
     LMDescription,
@@ -52,9 +50,10 @@ from cogym_lab.eval.batch_sessions import (
 )
 from cogym_lab.eval.instance_spec import InstanceSpec, parse_instances
 from cogym_lab.lm import LM, LMConfig, make_lm
-from cogym_lab.nodes.session import Session, SessionConfig
+from cogym_lab.members import member_type
+from cogym_lab.sessions import TOOLS, Limits, SessionSpec, build_session, session_config
 from cogym_lab.teams import load_team
-from cogym_lab.teams.build import attach_tool_lms, build_team, session_config, tool_lm_config
+from cogym_lab.teams.build import tool_lm_config
 from cogym_lab.teams.config import TeamConfig
 
 __all__ = ["RunSummary", "arun", "run"]
@@ -65,19 +64,19 @@ PerRole = str | Mapping[str, str] | None
 
 @dataclass
 class _Batch:
-    """Everything the sessions of one batch share."""
+    """Everything the sessions of one batch share: the spec each instance's session is built
+    from (its ``instance`` set per session), and the run's accounting."""
 
-    task: str
+    spec: SessionSpec
     team: TeamConfig
-    protocol: str
     out: Path
-    env_args: dict[str, Any]
-    lm_arguments: dict[str, dict[str, Any]]
-    tools_lm: LMConfig
-    config: SessionConfig
     prices: dict[str, Price]
     meter: CostMeter
     lms: dict[str, LMDescription]
+
+    @property
+    def task(self) -> str:
+        return self.spec.task
 
 
 def run(task: str, team: str | Path | TeamConfig = "collaborative",
@@ -136,24 +135,23 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     team_config = team if isinstance(team, TeamConfig) else load_team(team)
-    people = [role for role, member in team_config.members.items() if member.kind == "person"]
+    people = [role for role, member in team_config.members.items() if member.is_person]
     if people:
         raise ValueError(f"{', '.join(people)} must be a person, who joins from a notebook "
                          "panel; a batch runs agents and simulated users only")
+    team_config.check_plays(task)
     protocol = get_protocol(protocol).name
     numbers = parse_instances(instances, _instance_count(task, protocol))
-    arguments = _lm_arguments(models, base_urls, lm_arguments)
-    all_prices = {**_team_prices(team_config, arguments), **_prices(prices)}
-    config = session_config(team_config, idle_seconds=idle_seconds, timeout=timeout,
-                            agent_step_limit=agent_step_limit)
-    if session:
-        config = dataclasses.replace(config, **session)
+    limits = {"idle_seconds": idle_seconds, "timeout": timeout,
+              "agent_step_limit": agent_step_limit, **(session or {})}
+    # The team itself goes into the spec: each session.json then holds the team it ran with.
+    spec = SessionSpec(task=task, team=team_config, env_args=dict(env_args or {}),
+                       lm=_lm_arguments(models, base_urls, lm_arguments), protocol=protocol,
+                       limits=Limits(**{k: v for k, v in limits.items() if v is not None}))
+    all_prices = {**_team_prices(spec, team_config), **_prices(prices)}
     out = Path(out)
-    batch = _Batch(task=task, team=team_config, protocol=protocol, out=out,
-                   env_args=dict(env_args or {}), lm_arguments=arguments,
-                   tools_lm=tool_lm_config(team_config, arguments), config=config,
-                   prices=all_prices,
-                   meter=CostMeter(all_prices), lms=_describe_lms(team_config, arguments))
+    batch = _Batch(spec=spec, team=team_config, out=out, prices=all_prices,
+                   meter=CostMeter(all_prices), lms=_describe_lms(spec, team_config))
     summary = _start_summary(batch, numbers, concurrency)
     todo = [n for n in numbers if summary.entry(n).status != "finished"]
     for number in numbers:
@@ -204,15 +202,10 @@ async def _run_session(batch: _Batch, number: int) -> SessionEntry:
     entry = SessionEntry(instance=number, directory=name, session_id=session_id)
     try:
         clear_partial(directory)
-        env = make_env(batch.task, instance=number, protocol=batch.protocol, **batch.env_args)
-        tools = attach_tool_lms(env, batch.tools_lm)
-        lms.update({f"env.{slot}": lm for slot, lm in tools.items()})
-        members, kinds = build_team(batch.team, env, batch.lm_arguments)
-        lms.update({role: lm for role, teammate in members.items()
-                    if isinstance(lm := getattr(teammate, "lm", None), LM)})
+        session = build_session(batch.spec.model_copy(update={"instance": number}),
+                                results_dir=directory, session_id=session_id)
+        env, lms = session.env, session.lms
         batch.meter.track(number, lms)
-        session = Session(env, members, kinds=kinds, results_dir=directory,
-                          session_id=session_id, config=batch.config, task=batch.task)
         result = await session.run()
         env = None  # the session closed it
         usage = lm_usage(lms)
@@ -225,7 +218,7 @@ async def _run_session(batch: _Batch, number: int) -> SessionEntry:
     except Exception as error:  # recorded, and the batch goes on
         usage = lm_usage(lms)
         message = record_failure(directory, error, session_id=session_id, task=batch.task,
-                                 env_args={"instance": number, **batch.env_args},
+                                 env_args={"instance": number, **batch.spec.env_args},
                                  lm_usage=usage, batch={"run": batch.out.name,
                                                         "instance": number})
         entry = entry.model_copy(update={"status": "failed", "error": message})
@@ -249,10 +242,11 @@ async def _close(env: CoEnv | None, lms: Any) -> None:
 # -- set-up ---------------------------------------------------------------------------------------
 
 def _instance_count(task: str, protocol: str) -> int:
-    try:
-        factory = env_factory(task)
-    except KeyError as error:
-        raise ValueError(str(error.args[0])) from None
+    factory = task_class(task)
+    if factory is None:
+        from cogym_lab.envs import available_envs
+
+        raise ValueError(f"Unknown task {task!r}. Available: {', '.join(available_envs())}.")
     instances = getattr(factory, "instances", None)
     return len(instances(protocol)) if callable(instances) else 1
 
@@ -270,40 +264,36 @@ def _lm_arguments(models: PerRole, base_urls: PerRole,
 
 
 def _lm_members(team: TeamConfig) -> list[str]:
+    """The roles whose member type uses an LM."""
     return [role for role, member in team.members.items()
-            if member.kind != "person" and (member.type in AGENT_TYPES
-                                            or member.type == "simulated")]
+            if not member.is_person and member_type(member.type).uses_lm]
 
 
-def _resolved_lm(team: TeamConfig, role: str,
-                 arguments: Mapping[str, Mapping[str, Any]]) -> LMConfig:
+def _resolved_lm(spec: SessionSpec, team: TeamConfig, role: str) -> LMConfig:
     """The LM settings of one member, checked now so a missing model fails before any session."""
-    merged = {**arguments.get("*", {}), **arguments.get(role, {})}
-    config = LMConfig.resolve(arguments=merged, toml=team.members[role].lm)
+    config = LMConfig.resolve(arguments=spec.lm_for(role), toml=team.members[role].lm)
     make_lm(config, member=role)  # raises LMNotConfigured with what to set
     return config
 
 
-def _describe_lms(team: TeamConfig,
-                  arguments: Mapping[str, Mapping[str, Any]]) -> dict[str, LMDescription]:
+def _describe_lms(spec: SessionSpec, team: TeamConfig) -> dict[str, LMDescription]:
     described = {}
     for role in _lm_members(team):
-        config = _resolved_lm(team, role, arguments)
+        config = _resolved_lm(spec, team, role)
         described[role] = LMDescription(model=config.model, base_url=config.base_url,
                                         provider=config.provider)
-    tools = tool_lm_config(team, arguments)
+    tools = tool_lm_config(team, spec.lm_arguments())
     if tools.model:
-        described["tools"] = LMDescription(model=tools.model, base_url=tools.base_url,
-                                           provider=tools.provider)
+        described[TOOLS] = LMDescription(model=tools.model, base_url=tools.base_url,
+                                         provider=tools.provider)
     return described
 
 
-def _team_prices(team: TeamConfig,
-                 arguments: Mapping[str, Mapping[str, Any]]) -> dict[str, Price]:
+def _team_prices(spec: SessionSpec, team: TeamConfig) -> dict[str, Price]:
     prices = {}
     for role in _lm_members(team):
         given = team.members[role].lm.get("price")
-        model = _resolved_lm(team, role, arguments).model
+        model = _resolved_lm(spec, team, role).model
         if given is not None and model:
             prices[model] = _price(given)
     return prices
@@ -326,8 +316,9 @@ def _start_summary(batch: _Batch, numbers: list[int], concurrency: int) -> RunSu
     """The run.json of this invocation: an earlier run's sessions carried over, then written."""
     batch.out.mkdir(parents=True, exist_ok=True)
     earlier = read_run(batch.out)
+    protocol = batch.spec.protocol or DEFAULT_PROTOCOL
     if earlier is not None and (earlier.task, earlier.team, earlier.protocol) != (
-            batch.task, batch.team.name, batch.protocol):
+            batch.task, batch.team.name, protocol):
         raise ValueError(f"{batch.out} holds a run of team {earlier.team!r} on "
                          f"{earlier.task!r} under protocol {earlier.protocol!r}; give another "
                          "output folder")
@@ -348,10 +339,10 @@ def _start_summary(batch: _Batch, numbers: list[int], concurrency: int) -> RunSu
         sessions[number] = entry
     now = time.time()
     summary = RunSummary(
-        task=batch.task, team=batch.team.name, protocol=batch.protocol,
+        task=batch.task, team=batch.team.name, protocol=protocol,
         team_config=batch.team.model_dump(mode="json"),
-        instances=sorted(sessions), concurrency=concurrency, env_args=batch.env_args,
-        session_config=dataclasses.asdict(batch.config),
+        instances=sorted(sessions), concurrency=concurrency, env_args=batch.spec.env_args,
+        session_config=dataclasses.asdict(session_config(batch.team, batch.spec)),
         lms=batch.lms, prices=batch.prices,
         versions=package_versions(), status="running",
         started_at=earlier.started_at if earlier else now,

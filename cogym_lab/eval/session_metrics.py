@@ -32,7 +32,7 @@ def task_description(task: str, env_args_json: str) -> str:
 
     try:
         return make_env(task, **json.loads(env_args_json)).task_description
-    except Exception as error:  # no data on this machine, an unknown task
+    except Exception as error:  # noqa: BLE001 - no data on this machine, an unknown task
         log.info("no task description for %s: %s", task, error)
         return ""
 
@@ -88,7 +88,7 @@ class SessionMetrics:
                 without_initiative=record.protocol.h_init_without_initiative)
             if counts is not None else math.nan,
             "agent_initiative_share": (sum(counts.get(r, 0) for r in agents) / initiative_total
-                                       if initiative_total else math.nan),
+                                       if counts and initiative_total else math.nan),
             "user_env_act_ratio": user_env_act_ratio(record),
             "agent_task_actions": sum(actions[r].task_actions for r in agents),
             "agent_collaboration_acts": sum(actions[r].collaboration_acts for r in agents),

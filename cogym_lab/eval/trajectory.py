@@ -268,7 +268,8 @@ def _run_agent_setting(run: dict[str, Any] | None, name: str) -> str | None:
 def _run_team_name(run: dict[str, Any] | None) -> str | None:
     if not run:
         return None
-    config = run.get("config") if isinstance(run.get("config"), dict) else run
+    nested = run.get("config")
+    config = nested if isinstance(nested, dict) else run
     team = config.get("team")
     if isinstance(team, dict):
         return team.get("name")

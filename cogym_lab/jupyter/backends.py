@@ -115,9 +115,8 @@ class LocalBackend:
             raise SessionError(error.message) from None
 
     def create(self, request: CreateRequest) -> dict[str, Any]:
-        fields = request.host_arguments()
-        fields["notebook"] = None  # no server: the task runs its own kernel
-        hosted = self._call(self.host.create(**fields))
+        spec = request.spec().model_copy(update={"notebook": None})  # no server: own kernel
+        hosted = self._call(self.host.create(spec))
         return hosted.summary()
 
     def snapshot(self, session_id: str) -> dict[str, Any]:

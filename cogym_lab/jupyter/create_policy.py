@@ -18,9 +18,10 @@ from urllib.parse import urlsplit
 
 from cogym_lab.jupyter.hosting import HostingError
 from cogym_lab.jupyter.limits import ServerLimits
-from cogym_lab.jupyter.models import CreateRequest, LMRequest
+from cogym_lab.jupyter.models import CreateRequest
 from cogym_lab.lm.config import ENV_BASE_URL
-from cogym_lab.teams.config import registered_teams
+from cogym_lab.sessions.spec import EVERY_LM, LMSettings
+from cogym_lab.teams.config import TeamConfig, registered_teams
 
 #: env_args that name a folder the env writes to; they must stay inside the results folder.
 WRITTEN_FOLDERS = ("workdir", "index_cache")
@@ -46,8 +47,8 @@ class CreatePolicy:
         self._check_seats(request)
         self._check_team(request.team)
         env_args = self._checked_env_args(request.env_args)
-        if request.lm is not None:
-            self._check_lm(request.lm)
+        for key, settings in request.lm.items():
+            self._check_lm(key, settings)
         return request.model_copy(update={"env_args": env_args})
 
     def _check_seats(self, request: CreateRequest) -> None:
@@ -61,9 +62,13 @@ class CreatePolicy:
             raise HostingError(f"seat_users/seat_tokens: {', '.join(strangers)} is not in "
                                "'people': only person seats can be shared.")
 
-    def _check_team(self, team: str | None) -> None:
+    def _check_team(self, team: str | TeamConfig | None) -> None:
         if team is None:
             return
+        if isinstance(team, TeamConfig):
+            raise HostingError("team: name a registered team; a server never runs a team given "
+                               "in a request (its administrator registers team files with "
+                               "c.CogymLab.teams).")
         known = registered_teams(self.teams)
         if team not in known:
             shown = team if len(team) <= 80 else team[:80] + "…"
@@ -95,13 +100,15 @@ class CreatePolicy:
                                            "the server's data folder"))
         return checked
 
-    def _check_lm(self, lm: LMRequest) -> None:
-        if lm.model is not None and lm.model.lower().endswith(".gguf"):
-            raise HostingError("lm.model: a local model file cannot be named in a request; "
-                               "the server's team files may name one.")
+    def _check_lm(self, key: str, lm: LMSettings) -> None:
+        where = f"lm.{key}" if key != EVERY_LM else "lm"
+        if lm.provider == "local" or (lm.model is not None
+                                      and lm.model.lower().endswith(".gguf")):
+            raise HostingError(f"{where}.model: a local model file cannot be named in a "
+                               "request; the server's team files may name one.")
         if lm.base_url is not None and not self.lm_url_allowed(lm.base_url):
-            raise HostingError(f"lm.base_url: {lm.base_url[:200]!r} is not an LM endpoint this "
-                               "server may call. Allowed: " + self.describe_lm_urls())
+            raise HostingError(f"{where}.base_url: {lm.base_url[:200]!r} is not an LM endpoint "
+                               "this server may call. Allowed: " + self.describe_lm_urls())
 
     # -- LM endpoints -------------------------------------------------------------------------
 

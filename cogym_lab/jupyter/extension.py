@@ -47,7 +47,8 @@ class CogymLab(ExtensionApp):
                  help="Team files requests may name, by name -> path, beside the ready teams. "
                       "A request never gives a path itself.").tag(config=True)
     members = Dict(key_trait=Unicode(), value_trait=Unicode(),
-                   help="Member types team files may name, by name -> 'package.module:Class', "
+                   help="Member types team files may name, by name -> 'package.module:NAME' of "
+                        "a cogym_lab MemberType, "
                         "beside the built-in ones and the 'cogym_lab.members' entry points."
                    ).tag(config=True)
     lm_base_urls = List(Unicode(), help="LM endpoints a request's lm.base_url may point at (a "
@@ -112,10 +113,10 @@ class CogymLabApp(CogymLab):
 
     def initialize_settings(self) -> None:
         from cogym_lab.datasets import data_dir
-        from cogym_lab.teams.build import register_member
+        from cogym_lab.members import register_member
 
         for name, path in self.members.items():
-            register_member(name, path)
+            register_member(path, name=name)
         # Requests come from others: team names only, never a path to a file.
         self.host = SessionHost(self.results_dir, redis_url=self.redis_url,
                                 default_team=self.default_team, teams=self.teams,

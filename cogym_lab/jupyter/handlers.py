@@ -148,7 +148,7 @@ class SessionsHandler(CogymAPIHandler):
                                    seat_tokens={role: digest for role, (_, digest)
                                                 in tokens.items()})
             with parts.quota.place(who):
-                hosted = await self.host.create(**request.host_arguments(), access=access)
+                hosted = await self.host.create(request.spec(), access=access)
         except HostingError as error:
             return self.error(error.status, error.message)
         self.set_header("Location", self.request.path.rstrip("/") + "/" + hosted.session_id)

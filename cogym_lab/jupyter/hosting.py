@@ -35,7 +35,6 @@ from cogym_lab.jupyter.models import (
     RATINGS_FILE,
     HostingRecord,
     Rating,
-    SessionSettings,
     StoredRating,
     validation_message,
 )
@@ -49,10 +48,10 @@ from cogym_lab.nodes.results import (
     update_session,
 )
 from cogym_lab.nodes.session import Session, SessionResult
+from cogym_lab.sessions.spec import SessionSpec
 
 log = logging.getLogger(__name__)
 
-NOTEBOOK_TASKS = frozenset({"tabular_analysis"})  # tasks whose env takes a ``notebook`` link
 SHUTDOWN_REASON = "the server stopped"
 
 
@@ -73,7 +72,7 @@ class HostedSession:
     team: str
     task: str
     people: list[str]
-    request: dict[str, Any] = field(default_factory=dict)
+    spec: SessionSpec
     bus: Bus | None = None
     created_at: float = field(default_factory=time.time)
     runner: asyncio.Task[SessionResult | None] | None = None
@@ -153,30 +152,24 @@ class SessionHost:
 
     # -- creating and resuming ----------------------------------------------------------------
 
-    async def create(self, task: str, instance: int | None = None,
-                     env_args: dict[str, Any] | None = None, team: str | None = None,
-                     people: list[str] | None = None, lm: dict[str, Any] | None = None,
-                     notebook: dict[str, Any] | None = None, protocol: str | None = None,
-                     access: SessionAccess | None = None, **overrides: Any) -> HostedSession:
-        """Build the env and team and start the session in the background.
+    async def create(self, spec: SessionSpec | str | None = None, *,
+                     access: SessionAccess | None = None, **fields: Any) -> HostedSession:
+        """Build the session ``spec`` describes (or the spec that a task's name and ``fields``
+        make: ``create("todo", people=["user"])``) and start it in the background.
 
-        ``people`` names roles played by a person: a team member of that role becomes a person
-        seat, any other name adds a person seat to the team. ``lm`` holds LM settings (model,
-        base_url, ...) for every LM member and the task's own tools; a member left without a
-        model joins as a guide that says in the chat what to set. ``notebook`` (``{"path",
-        "kernel_id"}``) runs the task in that notebook's kernel and live document (the first
-        person seat, "user" by default, is the notebook's person). ``protocol`` names the
-        scoring protocol (the default one when ``None``). ``access`` says whose session it is
-        and which seats are shared (a server sets it; ``None`` in a kernel). Raises
-        ``HostingError``.
+        A member left without an LM joins as a guide that says in the chat what to set. A spec
+        with a ``notebook`` runs the task in that notebook's kernel and live document (its first
+        person seat is the notebook's person). ``access`` says whose session it is and which
+        seats are shared (a server sets it; ``None`` in a kernel). Raises ``HostingError``.
         """
-        # Every argument goes into the request: `hosting.json` keeps it and `resume` rebuilds
-        # the session from it alone.
-        request = {"task": task, "instance": instance, "env_args": dict(env_args or {}),
-                   "team": team or self.default_team, "people": list(people or []),
-                   "lm": lm, "notebook": notebook, "protocol": protocol,
-                   "settings": dict(overrides)}
-        hosted = self._build(request)
+        if not isinstance(spec, SessionSpec):
+            try:
+                spec = SessionSpec.model_validate({"task": spec, **fields} if spec else fields)
+            except ValidationError as error:
+                raise HostingError(validation_message(error)) from None
+        elif fields:
+            raise TypeError("give a spec or its fields, not both")
+        hosted = self._build(spec)
         if access is not None:
             shared = sorted({*access.seat_users, *access.seat_tokens} - set(hosted.people))
             if shared:
@@ -207,7 +200,7 @@ class SessionHost:
         if stored.resuming:
             raise HostingError(f"Session {session_id!r} is being resumed.", status=409)
         try:
-            hosted = self._build(stored.record.request, session_id=session_id)
+            hosted = self._build(stored.record.spec, session_id=session_id)
         except HostingError as error:
             raise HostingError(f"Session {session_id!r} cannot be rebuilt: {error.message}",
                                status=500) from None
@@ -238,57 +231,20 @@ class SessionHost:
         await self._start(hosted)
         return hosted
 
-    def _build(self, request: dict[str, Any], session_id: str | None = None) -> HostedSession:
-        """The session a request describes, not yet started. Raises ``HostingError``."""
-        from cogym_lab.envs.registry import make_env
-        from cogym_lab.jupyter.no_lm import build_team_with_guides
-        from cogym_lab.teams.build import attach_tool_lms, session_config, tool_lm_config
-        from cogym_lab.teams.config import MemberConfig
+    def _build(self, spec: SessionSpec, session_id: str | None = None) -> HostedSession:
+        """The session ``spec`` describes, not yet started. Raises ``HostingError``."""
+        from cogym_lab.sessions import SessionBuildError, build_session
 
-        task, team, people = request.get("task"), request.get("team"), request.get("people")
-        lm = request.get("lm")
-        overrides = dict(request.get("settings") or {})
-        if not isinstance(task, str) or not task:
-            raise HostingError("'task' is required: the name of a task (see `cogym-lab tasks`).")
+        notebook = self._link_notebook(spec) if spec.notebook is not None else None
         try:
-            overrides = SessionSettings.model_validate(overrides).overrides()
-        except ValidationError as error:
-            raise HostingError(f"Bad session settings: {validation_message(error)}") from None
-        try:
-            team_config = self._load_team(team)
-        except Exception as error:
-            raise HostingError(_message(error)) from error
-        env_args = dict(request.get("env_args") or {})
-        if request.get("notebook") is not None:
-            people = list(people or []) or ["user"]  # the notebook's person needs a seat
-            env_args["notebook"] = self._link_notebook(request["notebook"], task, people[0])
-        try:
-            env = make_env(task, instance=request.get("instance"),
-                           protocol=request.get("protocol"), **env_args)
-        except Exception as error:
-            raise HostingError(_message(error)) from error
-        if team_config.name == "example" and task != "todo":
-            raise HostingError("The example team plays only the 'todo' task.")
-        members = dict(team_config.members)
-        for role in people or []:
-            if not isinstance(role, str):
-                raise HostingError(f"'people' must list role names, got {role!r}.")
-            members[role] = MemberConfig(kind="person")
-        team_config = team_config.model_copy(update={"members": members})
-        if lm is not None and not isinstance(lm, dict):
-            raise HostingError("'lm' must be an object of LM settings, e.g. {\"model\": ...}.")
-        try:
-            teammates, kinds, _ = build_team_with_guides(team_config, env, {"*": lm or {}})
-            attach_tool_lms(env, tool_lm_config(team_config, {"*": lm or {}}))
-            config = session_config(team_config, **overrides)
-            session = Session(env, teammates, kinds=kinds, task=task, config=config,
-                              session_id=session_id)
-        except Exception as error:  # unknown member types, a missing LM, a bad role name
-            raise HostingError(_message(error)) from error
+            session = build_session(spec, session_id=session_id, guides=True,
+                                    notebook=notebook, load_team=self._load_team)
+        except SessionBuildError as error:
+            raise HostingError(f"{error.field}: {error.message}", status=error.status) from None
         session.results_dir = self.results_dir / session.session_id
         seats = [member.role for member in session.team if member.kind == "person"]
-        return HostedSession(session=session, team=team_config.name, task=task, people=seats,
-                             request=request)
+        return HostedSession(session=session, team=session.spec.team_name, task=spec.task,
+                             people=seats, spec=session.spec)
 
     def _load_team(self, team: Any) -> Any:
         from cogym_lab.teams.config import load_registered_team, load_team
@@ -297,18 +253,15 @@ class SessionHost:
             return load_team(team)
         return load_registered_team(team, self.teams)
 
-    def _link_notebook(self, notebook: Any, task: str, person: str) -> Any:
-        """A (not yet connected) link to the notebook a request names."""
+    def _link_notebook(self, spec: SessionSpec) -> Any:
+        """A (not yet connected) link to the notebook ``spec`` names, for its first seat."""
         from cogym_lab.jupyter.notebook import NotebookError
 
-        if task not in NOTEBOOK_TASKS:
-            raise HostingError(f"Only {', '.join(sorted(NOTEBOOK_TASKS))} runs in a notebook's "
-                               f"kernel, not {task!r}.")
         if self.notebooks is None:
-            raise HostingError("Sessions from a notebook need the cogym_lab server extension "
-                               "running in the notebook's Jupyter server.", status=409)
+            raise HostingError("notebook: sessions from a notebook need the cogym_lab server "
+                               "extension running in the notebook's Jupyter server.", status=409)
         try:
-            return self.notebooks.link(notebook, person)
+            return self.notebooks.link(spec.notebook.model_dump(), spec.people[0])
         except NotebookError as error:
             raise HostingError(error.message, status=error.status) from None
 
@@ -326,11 +279,7 @@ class SessionHost:
                                status=409) from error
 
     def _save_record(self, hosted: HostedSession) -> None:
-        request = dict(hosted.request)
-        if isinstance(request.get("lm"), dict):  # secrets stay off the disk; resume reads the env
-            request["lm"] = {k: v for k, v in request["lm"].items()
-                             if "key" not in k.lower() and "token" not in k.lower()}
-        record = HostingRecord(session_id=hosted.session_id, request=request,
+        record = HostingRecord(session_id=hosted.session_id, spec=hosted.spec.without_secrets(),
                                team=hosted.team, people=hosted.people,
                                created_at=hosted.created_at, access=hosted.access,
                                **this_process())
@@ -403,7 +352,7 @@ class SessionHost:
                     stored.record_of_run = update_session(directory, **marks)
                 else:  # it never started: a session.json says so for every reader
                     stored.record_of_run = {"session_id": record.session_id,
-                                            "task": record.request.get("task"), **marks}
+                                            "task": record.spec.task, **marks}
                     write_json(directory / SESSION_FILE, stored.record_of_run)
             self.stored[record.session_id] = stored
             found.append(stored)

@@ -50,7 +50,7 @@ class StoredSession:
         run = self.record_of_run
         return {
             "session_id": self.session_id,
-            "task": run.get("task") or self.record.request.get("task"),
+            "task": run.get("task") or self.record.spec.task,
             "team": self.record.team,
             "members": run.get("team", []),
             "people": list(self.people),

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LM",
-    "configured_lm",
     "Completion",
     "LMConfig",
     "LMError",
@@ -29,6 +28,7 @@ __all__ = [
     "OpenAILM",
     "Usage",
     "UsageMeter",
+    "configured_lm",
     "make_lm",
 ]
 

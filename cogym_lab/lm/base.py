@@ -1,8 +1,20 @@
 """The LM interface every agent, simulated user and judge talks to.
 
-One async method, :meth:`LM.complete`, with retries, token and latency accounting, and a call log
-handled by the implementation. Callers handle :class:`LMError`, raised once retries are spent or
-the call's deadline (``LMConfig.deadline``) has passed, whichever comes first.
+One async method, :meth:`LM.complete`, with retries, token and latency accounting and a call log.
+Callers handle :class:`LMError`, raised once retries are spent or the call's deadline
+(``LMConfig.deadline``) has passed, whichever comes first.
+
+The retry loop lives here, once for every provider; a provider implements only
+:meth:`LM._attempt`, one try at an answer, and says how it failed by raising
+:class:`AttemptFailed` (or ``TimeoutError``). The loop:
+
+* bounds each attempt by ``asyncio.timeout`` for ``min(attempt_timeout, time left before the
+  deadline)``, which cancels it wherever it is (connecting, waiting, reading a trickled body);
+* retries a failure that is not final after ``backoff * 2 ** (attempt - 1)`` seconds plus up to
+  10 % jitter (so concurrent callers spread out), or after the wait the server asked for
+  (``Retry-After``, at most :data:`MAX_RETRY_AFTER`) when that is longer;
+* makes no retry that could only start at or after the deadline, and fails at once instead. So
+  ``complete`` returns or raises :class:`LMError` within ``config.deadline`` seconds.
 
 Every reply text is made valid Unicode here (:func:`cogym_lab.core.text.clean_text`), in one place
 for every provider, before the caller, the meter or the call log sees it: a reply may carry a lone
@@ -12,7 +24,9 @@ surrogate (a JSON ``"\\ud83d"``), which no UTF-8 file or CRDT document can hold.
 from __future__ import annotations
 
 import abc
+import asyncio
 import logging
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +45,26 @@ Messages = list[dict[str, str]]
 
 #: What an :class:`LMError` says to a teammate when its raiser gave no plainer reason.
 DEFAULT_REASON = "it gave no usable answer"
+#: The plain reason for replies that came back but could not be used (no text, not JSON ...).
+REASON_UNREADABLE = "its answers could not be read"
+#: Seconds: the longest wait between attempts that a server may ask for (``Retry-After``) and
+#: have honoured; a longer one is cut to this (and the deadline still holds).
+MAX_RETRY_AFTER = 30.0
+
+
+def timeout_reason(seconds: float) -> str:
+    """The plain reason for a timeout: 'it did not answer within 120 seconds'."""
+    unit = "second" if seconds == 1 else "seconds"
+    return f"it did not answer within {seconds:g} {unit}"
+
+
+def _attempts(count: int) -> str:
+    return "attempt" if count == 1 else "attempts"
+
+
+def _seconds(value: float) -> str:
+    """A duration for a message: tenths of a second, or two digits when shorter than that."""
+    return f"{round(value, 1):g}" if value >= 0.05 else f"{max(value, 0.0):.2g}"
 
 
 class LMError(RuntimeError):
@@ -50,6 +84,25 @@ class LMNotConfigured(LMError):
 
     def __init__(self, message: str, *, reason: str = "it is not set up") -> None:
         super().__init__(message, reason=reason)
+
+
+class AttemptFailed(Exception):
+    """One attempt gave no usable answer: what a provider's :meth:`LM._attempt` raises.
+
+    ``error`` says what went wrong, for logs ("HTTP 500: upstream exploded"); ``reason`` says it
+    in plain words for a teammate. A failure that is not ``final`` is retried and ``error``
+    becomes the "last error" of the call's message. A ``final`` one (a refused request, a model
+    that cannot be loaded) ends the call at once, and its ``error`` is then the whole message
+    of the :class:`LMError`. ``retry_after`` is the wait the server asked for, in seconds.
+    """
+
+    def __init__(self, error: str, reason: str = DEFAULT_REASON, *, final: bool = False,
+                 retry_after: float | None = None) -> None:
+        super().__init__(error)
+        self.error = error
+        self.reason = reason
+        self.final = final
+        self.retry_after = retry_after
 
 
 @dataclass
@@ -122,12 +175,89 @@ class LM(abc.ABC):
         rotated at ``config.log_max_bytes`` (see :mod:`cogym_lab.lm.calllog`)."""
         self.log_path = Path(path) if path else None
 
-    @abc.abstractmethod
+    # -- the call: the retry loop, once for every provider -------------------------------------
+
     async def complete(self, messages: Messages, *, purpose: str = "",
                        max_tokens: int | None = None, stop: list[str] | None = None) -> Completion:
-        """One chat completion. Raises :class:`LMError` when every retry failed."""
+        """One chat completion. Raises :class:`LMError` when every retry failed or the deadline
+        passed (see the module docstring for the rules)."""
+        config = self.config
+        max_tokens = config.max_tokens if max_tokens is None else max_tokens
+        started = time.monotonic()
+        deadline_at = started + config.deadline
+        attempts_allowed = config.max_retries + 1
+        last_error, reason, attempt = "", DEFAULT_REASON, 0
+        while attempt < attempts_allowed:
+            attempt += 1
+            retry_after: float | None = None
+            limit = self.attempt_timeout
+            budget = deadline_at - time.monotonic()
+            # The attempt's own limit when it ends before the deadline; else None.
+            attempt_limit = limit if limit is not None and budget >= limit else None
+            if attempt_limit is not None:
+                budget = attempt_limit
+            try:
+                async with asyncio.timeout(budget):
+                    text, usage = await self._attempt(messages, max_tokens, stop)
+            except TimeoutError:
+                last_error = f"no answer within {_seconds(budget)} s (timeout)"
+                # Cut by the deadline: say the deadline, not the sliver of it this attempt had.
+                reason = timeout_reason(config.deadline if attempt_limit is None else attempt_limit)
+            except AttemptFailed as failure:
+                if failure.final:
+                    raise self._fail(messages, purpose, started, attempt, failure.error,
+                                     failure.reason) from failure.__cause__ or failure
+                last_error, reason = failure.error, failure.reason
+                retry_after = failure.retry_after
+            else:
+                return self._succeed(messages, purpose, text, usage, started, attempt)
+            if attempt >= attempts_allowed:
+                break
+            delay = self._backoff(attempt, retry_after)
+            if time.monotonic() + delay >= deadline_at:
+                # The retry could only start at or after the deadline: say so now, not then.
+                raise self._fail_at_deadline(messages, purpose, started, attempt, last_error,
+                                             reason)
+            log.debug("%s attempt %d failed (%s); retrying in %.2f s", config.describe(),
+                      attempt, last_error, delay)
+            await asyncio.sleep(delay)
+        raise self._fail(messages, purpose, started, attempt,
+                         f"{config.describe()} gave no usable answer after {attempt} "
+                         f"{_attempts(attempt)}; last error: {last_error}", reason)
+
+    # -- what a provider implements ------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def _attempt(self, messages: Messages, max_tokens: int | None,
+                       stop: list[str] | None) -> tuple[str, Usage]:
+        """One try at an answer: its text and usage.
+
+        Raises :class:`AttemptFailed` saying what went wrong and whether to retry, or
+        ``TimeoutError`` for a provider's own timeout. The loop cancels an attempt that runs
+        past its time: a provider releases what it holds on ``asyncio.CancelledError``.
+        """
+
+    @property
+    def attempt_timeout(self) -> float | None:
+        """Seconds one attempt may take (``config.timeout``); ``None``: only the deadline."""
+        return self.config.timeout
 
     # -- what every provider does around a call ------------------------------------------------
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait after failed attempt number ``attempt``."""
+        delay = self.config.backoff * 2 ** (attempt - 1)
+        delay += random.uniform(0, 0.1 * delay)  # jitter: concurrent callers spread out
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, MAX_RETRY_AFTER))
+        return delay
+
+    def _fail_at_deadline(self, messages: Messages, purpose: str, started: float, attempts: int,
+                          last_error: str, reason: str) -> LMError:
+        return self._fail(messages, purpose, started, attempts,
+                          f"{self.config.describe()} gave no usable answer within its "
+                          f"{self.config.deadline:g} s deadline ({attempts} "
+                          f"{_attempts(attempts)}); last error: {last_error}", reason)
 
     @property
     def secrets(self) -> list[str]:

@@ -10,14 +10,15 @@ only when the first completion is asked for.
 :data:`DEFAULT_N_CTX`.
 
 Inference runs in a worker thread so the event loop stays free; calls on one model take turns, as
-a ``Llama`` object serves one at a time. ``config.deadline`` holds for the caller: at the deadline
-``complete`` raises :class:`LMError`, whether the call was still waiting for its turn or
+a ``Llama`` object serves one at a time. This module makes one attempt; the retry loop and the
+deadline are :class:`~cogym_lab.lm.base.LM`'s. ``config.deadline`` holds for the caller: at the
+deadline ``complete`` raises :class:`LMError`, whether the call was still waiting for its turn or
 generating. A generation under way cannot be stopped from outside (llama-cpp-python swallows
 exceptions raised in its callbacks), so it runs on to ``max_tokens`` in the background and its
 answer is dropped; a call abandoned before its turn came is never run. ``config.timeout`` (per
 attempt) is not used: a local attempt is one uninterruptible generation. An error from the model
 (a prompt longer than the context, say) is final; an unusable reply (no choices, no text) is
-retried like :class:`~cogym_lab.lm.openai_client.OpenAILM` does.
+retried.
 """
 
 from __future__ import annotations
@@ -25,16 +26,20 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import inspect
-import logging
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
-from cogym_lab.lm.base import LM, Completion, LMError, LMNotConfigured, Messages, Usage
+from cogym_lab.lm.base import (
+    LM,
+    REASON_UNREADABLE,
+    AttemptFailed,
+    LMError,
+    LMNotConfigured,
+    Messages,
+    Usage,
+)
 from cogym_lab.lm.config import LMConfig
-
-log = logging.getLogger(__name__)
 
 DEFAULT_N_CTX = 4096
 INSTALL_HINT = "pip install 'cogym_lab[local]'"
@@ -75,7 +80,7 @@ class LlamaCppLM(LM):
 
     def _split_extra(self, llama_class: type) -> tuple[dict[str, Any], dict[str, Any]]:
         """``config.extra`` as (arguments to load the model, arguments for each completion)."""
-        load_params = set(inspect.signature(llama_class.__init__).parameters) - {"self"}
+        load_params = set(inspect.signature(llama_class).parameters)  # its __init__'s, less self
         load: dict[str, Any] = {"n_ctx": DEFAULT_N_CTX}
         per_call: dict[str, Any] = {}
         for name, value in self.config.extra.items():
@@ -127,59 +132,42 @@ class LlamaCppLM(LM):
         if not isinstance(choices, list) or not choices:
             return None, usage, "the reply has no choices"
         first = choices[0] if isinstance(choices[0], dict) else {}
-        message = first.get("message") if isinstance(first.get("message"), dict) else {}
+        raw_message = first.get("message")
+        message = raw_message if isinstance(raw_message, dict) else {}
         content = message.get("content")
         if not isinstance(content, str):
             reason = first.get("finish_reason")
             return None, usage, f"the reply has no text (finish_reason {reason!r})"
         return content, usage, ""
 
-    # -- the call ------------------------------------------------------------------------------
+    # -- one attempt (the retry loop is LM.complete's) -------------------------------------
 
-    async def complete(self, messages: Messages, *, purpose: str = "",
-                       max_tokens: int | None = None, stop: list[str] | None = None) -> Completion:
-        config = self.config
-        max_tokens = config.max_tokens if max_tokens is None else max_tokens
-        attempts_allowed = config.max_retries + 1
-        started = time.monotonic()
-        deadline_at = started + config.deadline
-        last_error = ""
-        attempt = 0
-        while attempt < attempts_allowed:
-            attempt += 1
-            abandoned = threading.Event()
-            try:
-                async with asyncio.timeout(deadline_at - time.monotonic()):
-                    response = await asyncio.to_thread(self._generate, messages, max_tokens, stop,
-                                                       abandoned)
-            except TimeoutError as exc:
-                abandoned.set()
-                raise self._fail(messages, purpose, started, attempt,
-                                 f"{config.describe()} gave no answer within its "
-                                 f"{config.deadline:g} s deadline",
-                                 f"it did not answer within {config.deadline:g} seconds") from exc
-            except LMNotConfigured:
-                raise
-            except LMError as exc:
-                raise self._fail(messages, purpose, started, attempt, str(exc),
-                                 "the model could not be loaded") from exc
-            except Exception as exc:  # llama.cpp's errors are final
-                raise self._fail(messages, purpose, started, attempt,
-                                 f"{config.describe()} failed: {type(exc).__name__}: "
-                                 f"{exc}", "the model failed") from exc
-            text, usage, problem = self._read(response)
-            if text is not None:
-                return self._succeed(messages, purpose, text, usage, started, attempt)
-            last_error = f"unusable reply: {problem}"
-            if attempt < attempts_allowed and config.backoff:
-                delay = config.backoff * 2 ** (attempt - 1)
-                if time.monotonic() + delay >= deadline_at:
-                    break  # the retry could only start after the deadline
-                await asyncio.sleep(delay)
-        plural = "attempt" if attempt == 1 else "attempts"
-        raise self._fail(messages, purpose, started, attempt,
-                         f"{config.describe()} gave no usable answer after {attempt} {plural}; "
-                         f"last error: {last_error}", "its answers could not be read")
+    @property
+    def attempt_timeout(self) -> float | None:
+        """None: a local attempt is one generation that cannot be cut short; only the deadline
+        bounds it."""
+        return None
+
+    async def _attempt(self, messages: Messages, max_tokens: int | None,
+                       stop: list[str] | None) -> tuple[str, Usage]:
+        abandoned = threading.Event()
+        try:
+            response = await asyncio.to_thread(self._generate, messages, max_tokens, stop,
+                                               abandoned)
+        except asyncio.CancelledError:
+            abandoned.set()  # the deadline passed: if its turn has not come, it never runs
+            raise
+        except LMNotConfigured:
+            raise  # says what to install; not a failure of the model
+        except LMError as exc:
+            raise AttemptFailed(str(exc), "the model could not be loaded", final=True) from exc
+        except Exception as exc:  # llama.cpp's errors are final
+            raise AttemptFailed(f"{self.config.describe()} failed: {type(exc).__name__}: {exc}",
+                                "the model failed", final=True) from exc
+        text, usage, problem = self._read(response)
+        if text is None:
+            raise AttemptFailed(f"unusable reply: {problem}", REASON_UNREADABLE)
+        return text, usage
 
     async def aclose(self) -> None:
         """Free the model's memory; it is loaded again if asked for another completion."""

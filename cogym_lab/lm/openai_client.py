@@ -4,21 +4,18 @@ Works with the OpenAI API itself (``base_url`` unset, an API key required) and w
 that speak the same protocol: vLLM, Ollama, the llama.cpp server, LM Studio and the like
 (``base_url`` set; the key may be left out, a placeholder is sent).
 
-The ``openai`` client's own retries are switched off (``max_retries=0``); this module retries with
-exponential backoff itself, so that every attempt is counted, timed and logged in one place.
+The ``openai`` client's own retries are switched off (``max_retries=0``): the retry loop of
+:class:`~cogym_lab.lm.base.LM` makes every attempt, so that each is counted, timed and logged in
+one place. This module makes one attempt and says how it failed.
 
-Retried: rate limits (429, honouring ``Retry-After``), timeouts, connection errors, 408/409, every
-5xx, and replies that cannot be used (a body that is not JSON, no choices, no text). Other 4xx
-(bad request, authentication, not found ...) fail at once.
+Retried: rate limits (429, with the server's ``Retry-After`` or ``retry-after-ms``), timeouts,
+connection errors, 408/409, every 5xx, and replies that cannot be used (a body that is not JSON,
+no choices, no text). Other 4xx (bad request, authentication, not found ...) fail at once.
 
 Time limits. httpx's timeouts (which the ``openai`` client uses) bound each network operation, not
 the request: its read timeout is the longest gap between two chunks, so a server that sends one
-byte every few seconds keeps a call alive for ever. So each attempt also runs inside
-``asyncio.timeout`` for ``min(config.timeout, time left before config.deadline)``, which cancels
-it wherever it is (connecting, waiting, or reading a trickled body); httpx closes the connection
-on cancellation. Backoff waits count against the deadline too, and a retry that could only start
-after it is not made. So ``complete`` returns or raises :class:`LMError` within
-``config.deadline`` seconds, whatever the server does.
+byte every few seconds would keep a call alive for ever. The base loop's ``asyncio.timeout``
+around each attempt cuts it wherever it is, and httpx closes the connection on cancellation.
 """
 
 from __future__ import annotations
@@ -28,36 +25,34 @@ import contextlib
 import email.utils
 import functools
 import inspect
-import logging
-import random
 import ssl
 import time
 from typing import Any
 
 import openai
 
-from cogym_lab.lm.base import DEFAULT_REASON, LM, Completion, LMNotConfigured, Messages, Usage
+from cogym_lab.lm.base import (
+    DEFAULT_REASON,
+    LM,
+    REASON_UNREADABLE,
+    AttemptFailed,
+    LMNotConfigured,
+    Messages,
+    Usage,
+)
 from cogym_lab.lm.config import ENV_API_KEY, LMConfig
 
-log = logging.getLogger(__name__)
-
 PLACEHOLDER_API_KEY = "not-needed"  # sent to servers other than OpenAI's when no key is set
-MAX_RETRY_AFTER = 30.0  # seconds: the longest server-asked wait we honour
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 
 
-# What went wrong last, in plain words for a teammate (LMError.reason): no status codes, no URLs.
+# What went wrong, in plain words for a teammate (LMError.reason): no status codes, no URLs.
 REASON_SERVER_ERRORS = "its server kept reporting errors"
 REASON_BUSY = "its server says it is too busy"
 REASON_CONNECTION = "I cannot connect to it"
 REASON_REFUSED = "its server refused my request"
-REASON_UNREADABLE = "its answers could not be read"
-
-
-def _timeout_reason(seconds: float) -> str:
-    """The plain reason for a timeout: 'it did not answer within 120 seconds'."""
-    unit = "second" if seconds == 1 else "seconds"
-    return f"it did not answer within {seconds:g} {unit}"
+__all__ = ["REASON_BUSY", "REASON_CONNECTION", "REASON_REFUSED", "REASON_SERVER_ERRORS",
+           "REASON_UNREADABLE", "OpenAILM"]
 
 
 @functools.cache
@@ -110,10 +105,6 @@ def _server_text(exc: openai.APIStatusError) -> str:
     if body:
         return str(body)[:500]
     return exc.message or str(exc)
-
-
-def _attempts(count: int) -> str:
-    return "attempt" if count == 1 else "attempts"
 
 
 class OpenAILM(LM):
@@ -208,80 +199,41 @@ class OpenAILM(LM):
         return content, Usage(prompt_tokens=_as_int(getattr(usage, "prompt_tokens", None)),
                               completion_tokens=_as_int(getattr(usage, "completion_tokens", None)))
 
-    # -- the call -----------------------------------------------------------------------------
+    # -- one attempt (the retry loop is LM.complete's) -------------------------------------
 
-    async def complete(self, messages: Messages, *, purpose: str = "",
-                       max_tokens: int | None = None, stop: list[str] | None = None) -> Completion:
-        config = self.config
+    async def _attempt(self, messages: Messages, max_tokens: int | None,
+                       stop: list[str] | None) -> tuple[str, Usage]:
         client = self._client_for_this_loop()
-        kwargs = self._request(client, messages,
-                               config.max_tokens if max_tokens is None else max_tokens, stop)
-        attempts_allowed = config.max_retries + 1
-        started = time.monotonic()
-        deadline_at = started + config.deadline
-        last_error, reason = "", DEFAULT_REASON
-        attempt = 0
-        while attempt < attempts_allowed:
-            attempt += 1
-            server_wait: float | None = None
-            budget = min(config.timeout, deadline_at - time.monotonic())
-            try:
-                # The whole attempt, body included: httpx alone would let a trickle run on.
-                async with asyncio.timeout(budget):
-                    response = await client.chat.completions.create(**kwargs)
-                text, usage = self._read(response)
-            except (TimeoutError, openai.APITimeoutError):
-                last_error = f"no answer within {round(budget, 1):g} s (timeout)"
-                # Cut by the deadline: say the deadline, not the sliver of it this attempt had.
-                reason = _timeout_reason(config.deadline if budget < config.timeout
-                                         else config.timeout)
-            except openai.APIStatusError as exc:
-                status = exc.status_code
-                last_error = f"HTTP {status}: {_server_text(exc)}"
-                if status not in RETRYABLE_STATUS and status < 500:
-                    raise self._fail(messages, purpose, started, attempt,
-                                     f"{config.describe()} refused the request with "
-                                     f"{last_error}", REASON_REFUSED) from exc
-                reason = REASON_BUSY if status == 429 else REASON_SERVER_ERRORS
-                if status == 429:
-                    server_wait = _retry_after(exc)
-            except openai.APIConnectionError as exc:
-                cause = exc.__cause__ or exc.__context__
-                last_error = f"connection failed: {exc.message}" + (
-                    f" ({type(cause).__name__}: {cause})" if cause else "")
-                reason = REASON_CONNECTION
-            except (openai.APIResponseValidationError, ValueError) as exc:
-                # A 2xx body the client could not decode: it raises json.JSONDecodeError for
-                # text that is not JSON, UnicodeDecodeError for bytes that are not UTF-8.
-                last_error = f"unusable reply: {type(exc).__name__}: {exc}"
-                reason = REASON_UNREADABLE
-            except _UnusableReplyError as exc:
-                last_error = f"unusable reply: {exc}"
-                reason = REASON_UNREADABLE
-            except openai.OpenAIError as exc:
-                raise self._fail(messages, purpose, started, attempt,
-                                 f"{config.describe()} failed: {type(exc).__name__}: "
-                                 f"{exc}") from exc
-            else:
-                return self._succeed(messages, purpose, text, usage, started, attempt)
-            if attempt >= attempts_allowed:
-                break
-            delay = config.backoff * 2 ** (attempt - 1)
-            delay += random.uniform(0, 0.1 * delay)  # jitter: concurrent callers spread out
-            if server_wait is not None:
-                delay = max(delay, min(server_wait, MAX_RETRY_AFTER))
-            if time.monotonic() + delay >= deadline_at:
-                # The retry could only start at or after the deadline: say so now, not then.
-                raise self._fail(messages, purpose, started, attempt,
-                                 f"{config.describe()} gave no usable answer within its "
-                                 f"{config.deadline:g} s deadline ({attempt} "
-                                 f"{_attempts(attempt)}); last error: {last_error}", reason)
-            log.debug("%s attempt %d failed (%s); retrying in %.2f s", config.describe(),
-                      attempt, last_error, delay)
-            await asyncio.sleep(delay)
-        raise self._fail(messages, purpose, started, attempt,
-                         f"{config.describe()} gave no usable answer after {attempt} "
-                         f"{_attempts(attempt)}; last error: {last_error}", reason)
+        try:
+            response = await client.chat.completions.create(
+                **self._request(client, messages, max_tokens, stop))
+            return self._read(response)
+        except openai.APITimeoutError as exc:  # httpx's own timeout: the loop says how long
+            raise TimeoutError from exc
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            error = f"HTTP {status}: {_server_text(exc)}"
+            if status not in RETRYABLE_STATUS and status < 500:
+                raise AttemptFailed(f"{self.config.describe()} refused the request with {error}",
+                                    REASON_REFUSED, final=True) from exc
+            busy = status == 429
+            raise AttemptFailed(error, REASON_BUSY if busy else REASON_SERVER_ERRORS,
+                                retry_after=_retry_after(exc) if busy else None) from exc
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__ or exc.__context__
+            raise AttemptFailed(f"connection failed: {exc.message}" + (
+                f" ({type(cause).__name__}: {cause})" if cause else ""),
+                REASON_CONNECTION) from exc
+        except (openai.APIResponseValidationError, ValueError) as exc:
+            # A 2xx body the client could not decode: it raises json.JSONDecodeError for text
+            # that is not JSON, UnicodeDecodeError for bytes that are not UTF-8.
+            raise AttemptFailed(f"unusable reply: {type(exc).__name__}: {exc}",
+                                REASON_UNREADABLE) from exc
+        except _UnusableReplyError as exc:
+            raise AttemptFailed(f"unusable reply: {exc}", REASON_UNREADABLE) from exc
+        except openai.OpenAIError as exc:
+            raise AttemptFailed(f"{self.config.describe()} failed: {type(exc).__name__}: {exc}",
+                                DEFAULT_REASON, final=True) from exc
 
     async def aclose(self) -> None:
         if self._client is not None:

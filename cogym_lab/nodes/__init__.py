@@ -2,7 +2,11 @@
 
 from cogym_lab.nodes.env_node import EnvNode
 from cogym_lab.nodes.member_node import (
-    AgentNode, MemberNode, Teammate, UserNode, merge_notifications,
+    AgentNode,
+    MemberNode,
+    Teammate,
+    UserNode,
+    merge_notifications,
 )
 from cogym_lab.nodes.replay import Replay, ReplayFrame, ReplayMismatch, replay
 from cogym_lab.nodes.session import Session, SessionConfig, SessionResult

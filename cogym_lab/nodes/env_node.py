@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cogym_lab.bus import Bus
+from cogym_lab.bus import Bus, Subscription
 from cogym_lab.core import (
     Coordinator,
     Deferred,
@@ -94,7 +94,7 @@ class EnvNode:
         self.last_logged_seq = 0  # the last event every recorder took
         self._seen_ids = _RecentIds(4096)
         self._stop_reason: str | None = None
-        self._subscription = None
+        self._subscription: Subscription | None = None
         self._deferred: set[asyncio.Task[None]] = set()
         self.restored = restored
         self._end_on_stop = True
@@ -315,7 +315,7 @@ class EnvNode:
             follow_up = await deferred.work()
         except asyncio.CancelledError:
             raise
-        except Exception as error:  # an LM that fails must not take the session down
+        except Exception as error:  # noqa: BLE001 - a failing LM must not end the session
             log.warning("deferred %s for %s failed: %s", deferred.label, role, error)
             if self.log_failure:
                 return

@@ -12,6 +12,7 @@ show its own last step (which would make it repeat itself).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import logging
@@ -24,8 +25,16 @@ from pydantic import ValidationError
 
 from cogym_lab.bus import Bus
 from cogym_lab.core import (
-    Action, ActionError, ActionSpec, EventType, Notification, SessionContext, StepRequest,
-    obs_channel, parse_action, step_channel,
+    Action,
+    ActionError,
+    ActionSpec,
+    EventType,
+    Notification,
+    SessionContext,
+    StepRequest,
+    obs_channel,
+    parse_action,
+    step_channel,
 )
 from cogym_lab.core.collaboration import NOT_ECHOED, WAIT_TEAMMATE_CONTINUE
 from cogym_lab.core.messages import AgentState, AgentStatus, MemberKind, status_channel
@@ -230,10 +239,8 @@ class MemberNode:
                 await self.request_sync()
                 return
             self._wake.clear()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), remaining)
-            except TimeoutError:
-                pass
 
     async def _send(self, request: StepRequest) -> None:
         await self.bus.publish(step_channel(self.session_id), request)

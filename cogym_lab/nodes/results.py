@@ -6,14 +6,15 @@ described in ``docs/event-log.md``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
 from cogym_lab.core import Event
-from cogym_lab.core.text import clean
 from cogym_lab.core.jsonl import read_jsonl
+from cogym_lab.core.text import clean
 
 SESSION_FILE = "session.json"
 EVENTS_FILE = "events.jsonl"
@@ -69,10 +70,9 @@ class ResultsWriter:
             while written:  # a write may stop short (a file-size limit): go on until it fails
                 written = written[os.write(descriptor, written):]
         except OSError as error:
-            try:
+            # If this fails too, nothing more can be done; the reader skips a torn tail anyway.
+            with contextlib.suppress(OSError):
                 os.ftruncate(descriptor, size_before)
-            except OSError:  # nothing more can be done; the reader skips a torn tail anyway
-                pass
             raise LogWriteError(error.errno, f"event {event.seq} could not be appended to "
                                              f"{path}: {error.strerror or error}") from error
 

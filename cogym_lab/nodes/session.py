@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-import cogym_lab
+from cogym_lab._version import __version__
 from cogym_lab.bus import Bus, MemoryBus
 from cogym_lab.core import CoEnv, Coordinator, Event, Member, default_step_limits
 from cogym_lab.core.messages import MemberKind, obs_channel, status_channel, step_channel
@@ -72,6 +72,22 @@ class SessionResult(BaseModel):
     results_dir: str | None
 
 
+def _kind_of(role: str, member: Any, kinds: Mapping[str, MemberKind]) -> MemberKind:
+    """A member's kind, as ``kinds`` or the member's own ``kind`` attribute says; a seat with
+    no object is a person's. Missing or contradictory kinds are errors: a simulated user taken
+    for an agent would be given an agent's limits and the agent's place in every metric."""
+    given, declared = kinds.get(role), getattr(member, "kind", None)
+    if given is not None and declared is not None and given != declared:
+        raise ValueError(f"Member {role!r} is said to be {given!r} but declares itself "
+                         f"{declared!r}.")
+    kind = given or declared or ("person" if member is None else None)
+    if kind is None:
+        raise ValueError(f"Say what member {role!r} is: pass kinds={{{role!r}: 'agent'}} (or "
+                         "'user' for a simulated user), or give its class a kind attribute. "
+                         "Team files get kinds from their member types.")
+    return kind
+
+
 def new_session_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
 
@@ -111,12 +127,10 @@ class Session:
                  results_dir: str | Path | None = None, session_id: str | None = None,
                  config: SessionConfig | None = None, task: str | None = None,
                  observers: Iterable[EventObserver] = ()) -> None:
-        kinds = dict(kinds or {})
         self.env = env
         self.task = task or env.name
         self.members = dict(members)
-        self.team = [Member(role=role, kind=kinds.get(role) or getattr(teammate, "kind", None)
-                            or ("person" if teammate is None else "agent"))
+        self.team = [Member(role=role, kind=_kind_of(role, teammate, dict(kinds or {})))
                      for role, teammate in self.members.items()]
         self.bus = bus
         self.session_id = session_id or new_session_id()
@@ -132,6 +146,11 @@ class Session:
         self._watch_agent_prompts()
         self.restored: Restored | None = None
         self.interrupted: str | None = None  # why the session stopped without ending
+        #: What ``build_session`` set: the spec this session was built from (``session.json``
+        #: stores it), the LMs its members and tools use, and the roles given a setup guide.
+        self.spec: Any = None
+        self.lms: dict[str, LM] = {}
+        self.guided: list[str] = []
 
     def restore(self, events: Iterable[Event]) -> Restored:
         """Rebuild the state an earlier run's log ends in, so that ``run`` carries on from it:
@@ -304,5 +323,6 @@ class Session:
             "team": [member.model_dump() for member in self.team],
             "protocol": self.env.protocol,
             "config": asdict(self.config) | {"step_limits": self.coordinator.step_limits},
-            "cogym_lab_version": cogym_lab.__version__,
+            "cogym_lab_version": __version__,
+            **({"spec": self.spec.stored()} if self.spec is not None else {}),
         }

@@ -2,103 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import fields
-from importlib.metadata import EntryPoint, entry_points
+from collections.abc import Mapping
 from typing import Any
 
-from cogym_lab.agents import AGENT_TYPES
 from cogym_lab.core import CoEnv
+from cogym_lab.core.member import MemberSetup, TaskDescription
 from cogym_lab.core.messages import MemberKind
-from cogym_lab.envs.registry import load_object
 from cogym_lab.lm import LM, LMConfig, LMNotConfigured, make_lm
-from cogym_lab.nodes.session import SessionConfig
+from cogym_lab.members import member_type
 from cogym_lab.teams.config import MemberConfig, TeamConfig
-from cogym_lab.users import Persona, SimulatedUser
-
-EXAMPLE_TEAMMATES = {
-    "example-agent": "cogym_lab.envs.todo:ExampleAgent",
-    "example-user": "cogym_lab.envs.todo:ExampleUser",
-}
-
-_BUILT_IN_TYPES = frozenset([*AGENT_TYPES, "simulated"])
-
-#: The entry-point group through which installed packages add member types.
-MEMBERS_GROUP = "cogym_lab.members"
-
-#: A member type's factory: an import path ``package.module:Class``, an entry point, or the
-#: callable itself.
-MemberFactory = str | EntryPoint | Callable[..., Any]
-
-_registered_members: dict[str, MemberFactory] = {}
-
-
-def register_member(name: str, factory: str | Callable[..., Any]) -> None:
-    """Let team files name ``name`` as a member type (a Jupyter server does this for each entry
-    of ``c.CogymLab.members``). ``factory`` is ``package.module:Class`` or the class itself."""
-    if name in _BUILT_IN_TYPES:
-        raise ValueError(f"{name!r} is a built-in member type; register yours under another name.")
-    _registered_members[name] = factory
-
-
-def unregister_member(name: str) -> None:
-    """Undo :func:`register_member` (nothing happens for a name never registered)."""
-    _registered_members.pop(name, None)
-
-
-def member_types() -> dict[str, MemberFactory]:
-    """Every member type a team file may name besides the agent types and ``simulated``: the
-    example teammates, entry points of the ``cogym_lab.members`` group, and registered ones."""
-    found: dict[str, MemberFactory] = dict(EXAMPLE_TEAMMATES)
-    found.update({point.name: point for point in entry_points(group=MEMBERS_GROUP)})
-    found.update(_registered_members)
-    return found
-
-
-def _member_factory(role: str, type_name: str) -> Callable[..., Any]:
-    """The factory of a registered member type, named by its name or by its import path.
-
-    Team files never import arbitrary code: ``os:system`` or any other ``package.module:name``
-    that nobody registered is refused, because a team file may come from someone else."""
-    known = member_types()
-    factory = known.get(type_name)
-    if factory is None:  # a registered type may also be named by its import path
-        factory = next((f for f in known.values() if _import_path(f) == type_name), None)
-    if factory is None:
-        names = sorted([*AGENT_TYPES, "simulated", *known])
-        raise ValueError(
-            f"Member {role!r} has unknown type {type_name!r}: it is not a registered member "
-            f"type. Use one of {', '.join(names)}, or register yours (an entry point in the "
-            f"{MEMBERS_GROUP!r} group, or c.CogymLab.members on a Jupyter server).")
-    if isinstance(factory, EntryPoint):
-        return factory.load()
-    return load_object(factory) if isinstance(factory, str) else factory
-
-
-def _import_path(factory: MemberFactory) -> str | None:
-    if isinstance(factory, EntryPoint):
-        return factory.value
-    return factory if isinstance(factory, str) else None
 
 
 def build_member(role: str, member: MemberConfig, env: CoEnv,
                  lm_arguments: Mapping[str, Any] | None = None) -> Any:
-    """The teammate object for one member (``None`` for a person, who joins from a UI).
+    """The member object for one role (``None`` for a person, who joins from a UI), built by
+    its registered type from the role, the task's public description, its LM (when the type
+    uses one) and, for a simulated user, the task's hidden information.
 
     Raises ``LMNotConfigured`` when an LM member has no model, and ``ValueError`` for a type
-    that is not registered (see :func:`member_types`).
+    nobody registered (see :mod:`cogym_lab.members`).
     """
-    if member.kind == "person":
+    if member.is_person:
         return None
-    options = dict(member.options)
-    if member.type in AGENT_TYPES:
-        return AGENT_TYPES[member.type](_lm(role, member, lm_arguments), **options)
-    if member.type == "simulated":
-        persona_fields = {f.name for f in fields(Persona)}
-        persona = Persona(**{k: options.pop(k) for k in list(options) if k in persona_fields})
-        return SimulatedUser(_lm(role, member, lm_arguments), env.hidden_information(),
-                             persona=persona, **options)
-    return _member_factory(role, member.type)(**options)
+    registered = member_type(member.type)
+    lm = _lm(role, member, lm_arguments) if registered.uses_lm else None
+    hidden = env.hidden_information() if registered.kind == "user" else None
+    return registered.build(MemberSetup(role=role, task=TaskDescription.of(env), lm=lm,
+                                        hidden_information=hidden,
+                                        options=dict(member.options)))
 
 
 def build_team(team: TeamConfig, env: CoEnv,
@@ -110,10 +41,11 @@ def build_team(team: TeamConfig, env: CoEnv,
     environment and the team file.
     """
     lm_arguments = lm_arguments or {}
+    kinds = team.kinds()  # checked first: a contradictory kind is an error before any LM
     members = {role: build_member(role, member, env,
                                   {**lm_arguments.get("*", {}), **lm_arguments.get(role, {})})
                for role, member in team.members.items()}
-    return members, {role: member.kind for role, member in team.members.items()}
+    return members, kinds
 
 
 #: The pseudo-role whose LM settings (``--model tools=...``) go to the task's own tools only.
@@ -147,12 +79,6 @@ def attach_tool_lms(env: CoEnv, config: LMConfig) -> dict[str, LM]:
         if isinstance(value, LM):
             attached[slot] = value
     return attached
-
-
-def session_config(team: TeamConfig, **overrides: Any) -> SessionConfig:
-    """The team's ``[session]`` settings with ``overrides`` on top."""
-    return SessionConfig(**{**team.session, **{k: v for k, v in overrides.items()
-                                               if v is not None}})
 
 
 def _lm(role: str, member: MemberConfig, arguments: Mapping[str, Any] | None) -> Any:

@@ -9,8 +9,7 @@ A team is a TOML file::
     idle_seconds = 30
 
     [members.agent]
-    kind = "agent"            # agent | user | person
-    type = "collaborative-planning"
+    type = "collaborative-planning"   # a registered member type (its kind comes with it)
     [members.agent.lm]        # any LMConfig field: model, base_url, temperature, timeout, ...
     model = "gpt-4o"
     [members.agent.options]   # keyword arguments of the member's class
@@ -32,18 +31,33 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cogym_lab.core.messages import MemberKind
 
 
 class MemberConfig(BaseModel):
+    """One member of a team: a registered member ``type`` (whose registration says its kind),
+    or ``kind = "person"`` for a seat a person takes from a panel."""
+
     model_config = ConfigDict(extra="forbid")
 
-    kind: MemberKind = "agent"
-    type: str = ""  # an agent type, "simulated", "example-agent", or package.module:Class
+    kind: MemberKind | None = None  # optional: a type's kind comes from its registration
+    type: str = ""  # a registered member type: collaborative, simulated, example-agent, ...
     lm: dict[str, Any] = Field(default_factory=dict)
     options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _type_or_person(self) -> MemberConfig:
+        if self.kind == "person" and self.type:
+            raise ValueError(f"a person seat has no type (got {self.type!r})")
+        if self.kind != "person" and not self.type:
+            raise ValueError('give the member a registered type, or kind = "person"')
+        return self
+
+    @property
+    def is_person(self) -> bool:
+        return self.kind == "person"
 
 
 class ToolsConfig(BaseModel):
@@ -59,16 +73,45 @@ class TeamConfig(BaseModel):
 
     name: str
     description: str = ""
+    tasks: list[str] | None = None  # the tasks it can play; None: any
     session: dict[str, Any] = Field(default_factory=dict)
     members: dict[str, MemberConfig]
     tools: ToolsConfig | None = None
+
+    def kinds(self) -> dict[str, MemberKind]:
+        """Each role's kind: ``person``, or the one its member type is registered with. A
+        ``kind`` the file gives that contradicts the registration is an error."""
+        from cogym_lab.members import member_type
+
+        kinds: dict[str, MemberKind] = {}
+        for role, member in self.members.items():
+            if member.is_person:
+                kinds[role] = "person"
+                continue
+            registered = member_type(member.type).kind
+            if member.kind is not None and member.kind != registered:
+                raise ValueError(f"Member {role!r} of team {self.name!r} says kind "
+                                 f"{member.kind!r}, but its type {member.type!r} is registered "
+                                 f"as {registered!r}.")
+            kinds[role] = registered
+        return kinds
+
+    def plays(self, task: str) -> bool:
+        return self.tasks is None or task in self.tasks
+
+    def check_plays(self, task: str) -> None:
+        """Raise ``ValueError`` when this team cannot play ``task``."""
+        if not self.plays(task):
+            raise ValueError(f"Team {self.name!r} plays only {', '.join(self.tasks or [])}, "
+                             f"not {task!r}.")
 
     def tools_lm_table(self) -> dict[str, Any]:
         """The team file's LM settings for the task's tools: ``[tools.lm]``, else the first
         agent's ``[members.ROLE.lm]`` (the team's main model), else none."""
         if self.tools is not None:
             return dict(self.tools.lm)
-        agent = next((m for m in self.members.values() if m.kind == "agent"), None)
+        kinds = self.kinds()
+        agent = next((m for role, m in self.members.items() if kinds[role] == "agent"), None)
         return dict(agent.lm) if agent is not None else {}
 
 

@@ -175,8 +175,9 @@ class ScriptedOpenAIServer:
     def _choose(self, body: dict[str, Any]) -> Reply | None:
         with self._lock:
             for rule in self._conditional:
+                assert rule.when is not None  # add() puts only rules with a predicate here
                 try:
-                    matched = bool(rule.when(body))  # type: ignore[misc]
+                    matched = bool(rule.when(body))
                 except Exception:  # noqa: BLE001 - a predicate that cannot read this request
                     matched = False
                 if matched:
@@ -205,7 +206,7 @@ class ScriptedOpenAIServer:
         """``http://127.0.0.1:PORT/v1``."""
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> ScriptedOpenAIServer:
+    def start(self) -> Self:
         if self._httpd is not None:
             return self
         self._stopping.clear()

@@ -108,7 +108,8 @@ class RedisServer:
 
     def version(self) -> str:
         """The server's version, as ``redis-server --version`` prints it."""
-        out = subprocess.run([self.binary, "--version"], capture_output=True, text=True).stdout
+        out = subprocess.run([self.binary, "--version"], capture_output=True, text=True,
+                             check=True).stdout
         return next((w.removeprefix("v=") for w in out.split() if w.startswith("v=")), out.strip())
 
     def _ping(self) -> bool:

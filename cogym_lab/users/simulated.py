@@ -29,8 +29,14 @@ from cogym_lab.agents.choice import UnusableChoice, read_choice
 from cogym_lab.agents.render import render_chat, render_observation
 from cogym_lab.agents.templates import render
 from cogym_lab.core import (
-    Action, ActionError, ActionSpec, Notification, SessionContext, describe_actions,
-    format_action, parse_action,
+    Action,
+    ActionError,
+    ActionSpec,
+    Notification,
+    SessionContext,
+    describe_actions,
+    format_action,
+    parse_action,
 )
 from cogym_lab.lm import LM, LMError, Messages
 
@@ -60,8 +66,6 @@ def _prompt(name: str, **values: object) -> str:
 
 class SimulatedUser:
     """An LM playing a person with hidden preferences. Implements start, act, end."""
-
-    kind = "user"
 
     def __init__(self, lm: LM, hidden_information: str, *, persona: Persona = Persona(),
                  max_turns: int = 30, history_window: int = 10, chat_window: int = 30) -> None:

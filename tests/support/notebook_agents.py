@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from cogym_lab.core.member import MemberType
+
 GREETING = "print('hello from the agent')\n6 * 7"
 SUM_SALES = "total = int(sales['amount'].sum())\nprint('total', total)"
 
@@ -60,3 +62,7 @@ class ScriptedAnalyst:
 
     def end(self, final: Any) -> None:
         self.final = final
+
+
+SCRIPTED_ANALYST = MemberType(name="scripted-analyst", kind="agent", uses_lm=False,
+                              build=lambda setup: ScriptedAnalyst(**setup.options))

@@ -100,7 +100,7 @@ class ServerDocumentsServer(JupyterServerProcess):
         paths = {}
         for name, greet in self.TEAMS.items():
             path = self.root.parent / f"{name}.toml"
-            path.write_text(f'name = "{name}"\n[members.agent]\nkind = "agent"\n'
+            path.write_text(f'name = "{name}"\n[members.agent]\n'
                             'type = "scripted-analyst"\n'
                             f'[members.agent.options]\ngreet = {str(greet).lower()}\n')
             paths[name] = str(path)
@@ -117,7 +117,7 @@ class ServerDocumentsServer(JupyterServerProcess):
             "IdentityProvider": {"token": self.token},
             "CogymLabApp": {"results_dir": str(self.results_dir), "teams": self._write_teams(),
                             "members": {"scripted-analyst":
-                                        "tests.support.notebook_agents:ScriptedAnalyst"}},
+                                        "tests.support.notebook_agents:SCRIPTED_ANALYST"}},
             "BaseFileIdManager": {"db_path": str(self.state / "file-ids.db")}}))
         command = [str(self.python), "-m", "jupyter", "server", f"--config={config}"]
         with self.log_path.open("wb") as log:

@@ -64,3 +64,8 @@ class Finisher:
 
     def end(self, final: Notification) -> None:
         pass
+
+
+#: Kinds for ``Session(..., kinds=...)``: a session built by hand says what each member is.
+AGENT = {"agent": "agent"}
+AGENT_AND_USER = {"agent": "agent", "user": "user"}

@@ -33,17 +33,19 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 from tqdm import tqdm
 
 from cogym_lab.datasets import require
+from cogym_lab.envs.related_work.data_files import DATA_FILES
 from cogym_lab.envs.related_work.papers import Paper, normalize_categories
 
 __all__ = [
@@ -66,7 +68,7 @@ T = TypeVar("T")
 def corpus_files(data_dir: str | Path | None = None) -> tuple[Path, ...]:
     """The corpus files of the data directory, in reading order. Raises
     :class:`cogym_lab.datasets.DataMissing` (saying how to get them) when any is missing."""
-    folder = require("related_work", data_dir)
+    folder = require(DATA_FILES, data_dir)
     return tuple(folder / name for name in CORPUS_FILES)
 
 
@@ -96,10 +98,10 @@ def corpus_fingerprint(files: CorpusFiles, limit: int | None = None) -> str:
 
 # --- lines -----------------------------------------------------------------------------------
 
-def _open(path: Path) -> IO[bytes]:
+def _open(path: Path) -> io.BufferedIOBase:
     with open(path, "rb") as probe:
         gzipped = probe.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rb") if gzipped else open(path, "rb")  # type: ignore[return-value]
+    return gzip.open(path, "rb") if gzipped else open(path, "rb")
 
 
 def read_lines(path: str | Path, limit: int | None = None) -> Iterator[bytes]:
@@ -113,10 +115,8 @@ def read_lines(path: str | Path, limit: int | None = None) -> Iterator[bytes]:
                 return
             if not line.strip():
                 continue
-            if not line.endswith(b"\n"):
-                line += b"\n"
             count += 1
-            yield line
+            yield line if line.endswith(b"\n") else line + b"\n"
 
 
 # --- pass 1: which records survive -----------------------------------------------------------
@@ -198,8 +198,8 @@ def _first_pass(stamps: tuple[tuple[str, int, int], ...], progress: bool,
                     removed_ids.append(other)
                     removed_at.append(len(own))
                 own.append(key)
-                if projected is not None:
-                    projected.append(project(line))  # type: ignore[misc]
+                if project is not None and projected is not None:  # both or neither
+                    projected.append(project(line))
                 meter.update()
     return _last_touch_wins(own, removed_ids, removed_at), projected
 

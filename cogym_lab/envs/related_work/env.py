@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 from cogym_lab.core import (
     Action,
@@ -33,7 +34,10 @@ from cogym_lab.core import (
     format_action,
 )
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
+from cogym_lab.datasets import DataItem
 from cogym_lab.envs.dataset_env import DatasetEnv
+from cogym_lab.envs.related_work.data_files import DATA_FILES
+from cogym_lab.envs.related_work.data_report import corpus_report
 from cogym_lab.envs.related_work.drafting import draft_from_library, unresolved_citations
 from cogym_lab.envs.related_work.grader import grade_section, section_facts
 from cogym_lab.envs.related_work.instances import load_tasks
@@ -61,6 +65,11 @@ class RelatedWorkEnv(DatasetEnv):
     _unfindable: list[str] | None = field(default=None, init=False, repr=False)  # computed once
 
     name = "related_work"
+    data_files: ClassVar[tuple[DataItem, ...]] = DATA_FILES
+
+    @classmethod
+    def data_report(cls, data_dir: Path, *, progress: bool = False) -> list[str]:
+        return corpus_report(data_dir, progress=progress)
 
     @classmethod
     def load_dataset(cls, data_dir: str | None,
@@ -179,12 +188,13 @@ class RelatedWorkEnv(DatasetEnv):
         if not wanted or unknown:
             raise ActionError(f"Only papers from a search result can be added; not seen: "
                               f"{', '.join(unknown) or '(no ids)'}.")
-        papers = [self._index().get(i) for i in wanted]
-        missing = [i for i, p in zip(wanted, papers, strict=True) if p is None]
-        if missing:
+        found = {i: self._index().get(i) for i in wanted}
+        papers = [paper for paper in found.values() if paper is not None]
+        if len(papers) < len(found):
+            missing = [i for i, paper in found.items() if paper is None]
             raise ActionError(f"No paper with id {', '.join(missing)}.")
         for paper in papers:
-            self.library.add(paper, role)  # type: ignore[arg-type]
+            self.library.add(paper, role)
 
     @action("Remove a paper from the library. Its number is not reused.", id="The paper id")
     def library_drop_paper(self, role: str, id: str) -> None:

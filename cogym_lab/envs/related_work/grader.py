@@ -34,7 +34,8 @@ from typing import Any
 
 from cogym_lab.agents.templates import render
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL, get_protocol
-from cogym_lab.datasets import DataMissing, items_for
+from cogym_lab.datasets import DataMissing
+from cogym_lab.envs.related_work.data_files import data_file
 from cogym_lab.envs.related_work.drafting import citations_in
 from cogym_lab.envs.related_work.instances import related_work_dir
 from cogym_lab.lm import LM
@@ -55,7 +56,7 @@ def load_rubric(data_dir: str | Path | None = None) -> str:
     """The text of ``<data dir>/related_work/rubric.txt``; DataMissing when it is not there."""
     path = related_work_dir(data_dir) / RUBRIC_FILE
     if not path.is_file():
-        item = next(i for i in items_for("related_work") if i.path.endswith(RUBRIC_FILE))
+        item = data_file(RUBRIC_FILE)
         raise DataMissing(f"The related_work rubric is missing: {path} ({item.how_to_get()}). "
                           "Choose another data directory with --data-dir or the COGYM_DATA "
                           "environment variable, or pass the rubric text to grade_section.")
@@ -511,7 +512,8 @@ async def grade_section(text: str, task: Any, lm: LM, rubric: str | None = None,
         parsed, reasoning = parse_score_details(first.text), first.text
     except ScoreParseError as error:
         notes.append(f"first judge reply unreadable ({error.problem}); asked again")
-        retry = messages + [
+        retry = [
+            *messages,
             {"role": "assistant", "content": first.text or ""},
             {"role": "user", "content": render(PACKAGE, "judge_retry", problem=error.problem)},
         ]

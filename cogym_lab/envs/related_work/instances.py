@@ -39,8 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cogym_lab.datasets import DataMissing, items_for
+from cogym_lab.datasets import DataMissing
 from cogym_lab.datasets import data_dir as resolve_data_dir
+from cogym_lab.envs.related_work.data_files import data_file
 from cogym_lab.envs.related_work.titles import normalize_title
 
 __all__ = ["HIDDEN_STRING_MIN_WORDS", "REQUIREMENT_CODES", "TASKS_FILE", "UNFINDABLE_NOTE",
@@ -107,9 +108,9 @@ class RelatedWorkTask:
         lines = []
         for sentence, (code, value) in zip(self.requirements, self.raw_requirements,
                                            strict=True):
-            if missing and _code(code) == "RP" and normalize_title(_title_text(value)) in missing:
-                sentence = f"{sentence} {UNFINDABLE_NOTE}"
-            lines.append(f"- {sentence}")
+            unfindable_paper = (bool(missing) and _code(code) == "RP"
+                                and normalize_title(_title_text(value)) in missing)
+            lines.append(f"- {sentence} {UNFINDABLE_NOTE}" if unfindable_paper else f"- {sentence}")
         return "\n".join(lines)
 
     def hidden_strings(self) -> list[str]:
@@ -214,9 +215,9 @@ def _pair(requirement: Any, task_index: int) -> tuple[str, Any]:
         rest = tuple(requirement[1:])
         return code, (rest[0] if len(rest) == 1 else rest)
     if isinstance(requirement, dict):
-        code = requirement.get("code", requirement.get("type"))
-        if code is not None:
-            return str(code), requirement.get("value")
+        named = requirement.get("code", requirement.get("type"))
+        if named is not None:
+            return str(named), requirement.get("value")
     if isinstance(requirement, str):
         match = re.fullmatch(r"\s*([A-Za-z]{1,4})\s*[=:]\s*(.*)", requirement, re.DOTALL)
         if match:
@@ -251,7 +252,7 @@ def related_work_dir(data_dir: str | Path | None = None) -> Path:
 
 
 def _missing(path: Path) -> DataMissing:
-    item = next(i for i in items_for("related_work") if i.path.endswith(path.name))
+    item = data_file(path.name)
     return DataMissing(f"The related_work data is incomplete: {path} is missing "
                        f"({item.how_to_get()}). Choose another data directory with --data-dir "
                        "or the COGYM_DATA environment variable.")

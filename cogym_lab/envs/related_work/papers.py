@@ -189,8 +189,10 @@ class Paper:
             return text
         pattern = _query_pattern(" ".join(query.split())) if query else None
         hits: list[tuple[int, int, int]] = []  # (start, end, which query word)
+        words = 0  # how many query words there are
         if pattern is not None:
             hits = [(m.start(), m.end(), m.lastindex or 0) for m in pattern.finditer(text)]
+            words = pattern.groups
         start = 0
         if hits:
             lead = length // 5
@@ -200,7 +202,7 @@ class Paper:
                 covered = {t for s, e, t in hits if s >= begin and e <= begin + length}
                 if len(covered) > best[0]:
                     best = (len(covered), begin)
-                    if best[0] == pattern.groups:  # type: ignore[union-attr]
+                    if best[0] == words:  # every word in the window: none better
                         break
             start = best[1]
         start = min(start, max(0, len(text) - length))

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+import numpy.typing as npt
 from tqdm import tqdm
 
 from cogym_lab.datasets import disk_size
@@ -146,6 +147,17 @@ class _Analyzer:
 
 # --- the local BM25 index --------------------------------------------------------------------
 
+#: One field's BM25 weights, a sparse matrix in CSC form: data, indices, indptr.
+_CscArrays = tuple[npt.NDArray[np.float64], npt.NDArray[np.integer], npt.NDArray[np.integer]]
+
+
+def _csc_arrays(scores: dict[str, Any]) -> _CscArrays:
+    """Plain ndarray views of a bm25s model's memory maps: same pages, without np.memmap's
+    slicing cost."""
+    return (np.asarray(scores["data"]), np.asarray(scores["indices"]),
+            np.asarray(scores["indptr"]))
+
+
 class BM25PaperIndex:
     """BM25 search over the local corpus (see the module doc for the scoring).
 
@@ -184,10 +196,7 @@ class BM25PaperIndex:
         self._title_rows = np.load(bm25_dir / "title_rows.npy", mmap_mode="r")
         self._title_terms = np.load(bm25_dir / "title_terms.npy", mmap_mode="r")
         self._title_terms_indptr = np.load(bm25_dir / "title_terms_indptr.npy", mmap_mode="r")
-        # Plain ndarray views of the memory maps: same pages, without np.memmap's slicing cost.
-        self._fields = [tuple(np.asarray(model.scores[name])
-                              for name in ("data", "indices", "indptr"))
-                        for model in (self._text, self._title)]
+        self._fields = [_csc_arrays(model.scores) for model in (self._text, self._title)]
         self._title_terms = np.asarray(self._title_terms)
         self._title_terms_indptr = np.asarray(self._title_terms_indptr)
         self._analyzer = _Analyzer()
@@ -360,8 +369,7 @@ class BM25PaperIndex:
         return [int(r) for r in self._title_rows[lo:hi]]
 
     @staticmethod
-    def _field_scores(field: tuple[np.ndarray, np.ndarray, np.ndarray], terms: list[int],
-                      n: int) -> np.ndarray:
+    def _field_scores(field: _CscArrays, terms: list[int], n: int) -> npt.NDArray[np.float64]:
         """Sum of the BM25 weights of ``terms`` for every document (one bincount)."""
         data, indices, indptr = field
         pieces_i, pieces_w = [], []
@@ -372,8 +380,9 @@ class BM25PaperIndex:
                 pieces_w.append(data[start:end])
         if not pieces_i:
             return np.zeros(n, dtype=np.float64)
-        return np.bincount(np.concatenate(pieces_i), weights=np.concatenate(pieces_w),
-                           minlength=n)
+        sums = np.bincount(np.concatenate(pieces_i), weights=np.concatenate(pieces_w), minlength=n)
+        # Weighted, the counts are float64 already (numpy's stubs say intp): no copy is made.
+        return sums.astype(np.float64, copy=False)
 
     def search(self, query: str, k: int = 10) -> list[SearchHit]:
         if not isinstance(query, str) or not query.strip() or k <= 0 or not self._n:
@@ -475,7 +484,7 @@ class ArxivLiveSearch:
             primary = entry.find(f"{_ARXIV}primary_category")
             if primary is not None and primary.get("term") in categories:
                 first = primary.get("term", "")
-                categories = (first,) + tuple(c for c in categories if c != first)
+                categories = (first, *(c for c in categories if c != first))
             papers.append(Paper(
                 id=f"arxiv:{match.group('id')}",
                 title=" ".join((entry.findtext(f"{_ATOM}title") or "").split()),
@@ -493,7 +502,7 @@ class ArxivLiveSearch:
         if not isinstance(query, str) or not query.strip() or k <= 0:
             return []
         query = " ".join(query.split())
-        words = [w for w in re.findall(r"\w+", query)]
+        words = re.findall(r"\w+", query)
         expression = " AND ".join(f"all:{w}" for w in words) if words else f'all:"{query}"'
         papers = self.parse_feed(self._fetch({
             "search_query": expression, "start": 0, "max_results": int(k),

@@ -6,7 +6,7 @@ from typing import Any
 __all__ = ["TabularAnalysisEnv"]
 
 
-def __getattr__(name: str) -> Any:  # the executor and the data need no env (nor each other)
+def __getattr__(name: str) -> Any:  # the data and the grader need no env
     if name == "TabularAnalysisEnv":
         from cogym_lab.envs.tabular_analysis.env import TabularAnalysisEnv
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 __all__ = ["RELATION_OPTIONS", "UNSEGMENTED_CONTEXT", "ContextJudge", "DiscoveryBenchScore",
            "SubHypothesis", "VariableCounts", "VariableScore", "contexts_match",
@@ -107,11 +108,9 @@ def variable_score(counts: VariableCounts | None) -> VariableScore:
         precision = counts.intersection / counts.size_generated
     if counts.size_gold:
         recall = counts.intersection / counts.size_gold
-    if precision > 0.0 and recall > 0.0:
-        f1 = (2 * precision * recall) / (precision + recall)
-    else:
-        f1 = 0.0
-    return VariableScore(precision, recall, f1)
+    if not (precision > 0.0 and recall > 0.0):
+        return VariableScore(precision, recall, 0.0)
+    return VariableScore(precision, recall, (2 * precision * recall) / (precision + recall))
 
 
 def relation_score(answer: str) -> float:
@@ -148,8 +147,7 @@ def match_sub_hypotheses(gold: Sequence[SubHypothesis], generated: Sequence[SubH
         for gold_index, reference in enumerate(gold):
             if gold_index in covered:
                 continue
-            if contexts_match(reference, candidate,
-                              lambda g=gold_index, p=generated_index: contexts(g, p)):
+            if contexts_match(reference, candidate, partial(contexts, gold_index, generated_index)):
                 partner = gold_index
                 covered.add(gold_index)
                 break

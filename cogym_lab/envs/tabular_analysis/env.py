@@ -12,17 +12,17 @@ HMS (``hms``, which may fall outside [0, 1]) and cogym_lab's ``context_f1_relati
 reports) and ``context_f1_relation`` under ``cogym_lab``. The protocol also picks the instance
 set: 110 multi-table queries under ``cogym``, 117 under ``cogym_lab`` (``instances.py``).
 
-The standalone kernel is isolated (``sandbox.py``): it starts in a folder holding only the
-instance's data files, with a fresh empty home, a private temp folder and an environment that
-names no data directory, so no cell can follow a path it was given to the answer key or the
-metadata files.
+The standalone kernel is isolated (``cogym_lab.kernels.sandbox``): it starts in a folder
+holding only the instance's data files, with a fresh empty home, a private temp folder and an
+environment that names no data directory, so no cell can follow a path it was given to the
+answer key or the metadata files.
 
 Besides the DiscoveryBench instances, a session can analyse a person's own data: a free
 ``query`` with ``data`` (a variable already in the kernel, or a file path); such sessions are not
 graded, their outcome is the findings, and their kernel is not isolated (nothing is hidden). From
-a notebook (``notebook``, see ``live.py``), cells run in the notebook's own kernel, agent cells
-appear in the live notebook, and the person's cells are recorded as theirs. ``autonomy="ask"``
-makes every agent cell wait for a person's approval.
+a notebook (``notebook``, see ``cogym_lab.kernels.notebook_link``), cells run in the notebook's
+own kernel, agent cells appear in the live notebook, and the person's cells are recorded as
+theirs. ``autonomy="ask"`` makes every agent cell wait for a person's approval.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from cogym_lab.core import (
     Action,
@@ -47,12 +47,13 @@ from cogym_lab.core import (
 )
 from cogym_lab.core.grammar import RawAction
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL, get_protocol
+from cogym_lab.datasets import DataItem
 from cogym_lab.datasets import data_dir as resolve_data_dir
 from cogym_lab.envs.dataset_env import DatasetEnv
-from cogym_lab.envs.tabular_analysis.executor import KernelExecutor, LocalKernelExecutor
+from cogym_lab.envs.tabular_analysis.data_files import DATA_FILES
 from cogym_lab.envs.tabular_analysis.grader import HypothesisGrade, judge_hypothesis
 from cogym_lab.envs.tabular_analysis.instances import copy_files, load_instances
-from cogym_lab.envs.tabular_analysis.live import NotebookLink, PersonCell
+from cogym_lab.kernels import KernelExecutor, LocalKernelExecutor, NotebookLink, PersonCell
 from cogym_lab.lm import LM, configured_lm
 
 AUTONOMY_LEVELS = ("free", "ask")
@@ -109,6 +110,8 @@ class TabularAnalysisEnv(DatasetEnv):
     or ``"ask"`` (each agent cell waits for a person's approval).
     """
 
+    runs_in_notebook = True  # a session from a notebook analyses in its kernel
+
     workdir: str | None = None
     cell_timeout: float = 60.0
     executor: KernelExecutor | None = field(default=None, repr=False)
@@ -119,6 +122,7 @@ class TabularAnalysisEnv(DatasetEnv):
     notebook: NotebookLink | None = field(default=None, repr=False)
 
     name = "tabular_analysis"
+    data_files: ClassVar[tuple[DataItem, ...]] = DATA_FILES
 
     def __post_init__(self) -> None:
         self._scratch: Path | None = None  # the private folder made by _reset, if any

@@ -62,6 +62,7 @@ from typing import Any
 
 from cogym_lab.datasets import DatasetError, require
 from cogym_lab.datasets import data_dir as resolve_data_dir
+from cogym_lab.envs.tabular_analysis.data_files import DATA_FILES
 
 __all__ = ["EXPECTED_COUNT", "EXPECTED_MULTI_TABLE_COUNT", "HIDDEN_MIN_CHARS", "HIDDEN_MIN_WORDS",
            "TEST_SUBDIR", "ColumnInfo", "DatasetInfo", "TabularInstance", "copy_files",
@@ -179,7 +180,12 @@ def distinctive_fragments(text: str) -> list[str]:
 
 def split_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
     """The DiscoveryBench-Real test folder; raises :class:`DataMissing` when it is absent."""
-    return require("tabular_analysis", data_dir) / TEST_SUBDIR
+    return require(DATA_FILES, _as_str(data_dir)) / TEST_SUBDIR
+
+
+def _as_str(path: str | os.PathLike[str] | None) -> str | None:
+    """``path`` as the ``cogym_lab.datasets`` functions take it (an empty string stays empty)."""
+    return None if path is None else os.fspath(path)
 
 
 def is_selected(domain: str, metadata: dict[str, Any], *, multi_table_only: bool = False) -> bool:
@@ -271,7 +277,7 @@ def load_instances(data_dir: str | os.PathLike[str] | None = None, *,
     ``data_dir`` defaults to :func:`cogym_lab.datasets.data_dir`. ``multi_table_only`` keeps only
     the queries over more than one table (110, Co-Gym's set) instead of cogym_lab's rule (117).
     """
-    root = split_dir(resolve_data_dir(data_dir)).resolve()
+    root = split_dir(resolve_data_dir(_as_str(data_dir))).resolve()
     return list(_load(root, multi_table_only))
 
 
@@ -281,7 +287,7 @@ def copy_files(instance: TabularInstance, workdir: str | os.PathLike[str],
     copies in the order of ``instance.files``. A name already taken (by another file of this
     instance, or by a different file already in ``workdir``) gets a ``_2``, ``_3``, ... suffix
     before its extension; an identical file already there is overwritten in place."""
-    root = split_dir(resolve_data_dir(data_dir))
+    root = split_dir(resolve_data_dir(_as_str(data_dir)))
     target_dir = Path(workdir)
     target_dir.mkdir(parents=True, exist_ok=True)
     copied: list[Path] = []

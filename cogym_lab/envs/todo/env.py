@@ -7,7 +7,6 @@ hidden preference for the simulated user side.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,9 +36,10 @@ class TodoEnv(CoEnv):
     trip: str = "camping"
     min_items: int = 6
     must_have: list[str] = field(default_factory=lambda: ["rain jacket", "headlamp"])
-    roles: Sequence[str] | None = None
+    roles: tuple[str, ...] | None = None  # CoEnv keeps roles as a tuple
 
     name = "todo"
+    default_team = "example"  # the rule-based team: todo runs without an LM
 
     def __post_init__(self) -> None:
         super().__init__(roles=self.roles)

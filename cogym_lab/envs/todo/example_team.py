@@ -10,8 +10,8 @@ import asyncio
 from typing import Any
 
 from cogym_lab.core import Notification, SessionContext
-from cogym_lab.core.grammar import format_action
 from cogym_lab.core.actions import Action
+from cogym_lab.core.grammar import format_action
 
 
 def _act(name: str, **args: Any) -> str:
@@ -78,8 +78,6 @@ def _requested_items(text: str) -> list[str]:
 class ExampleUser:
     """States its must-haves once, approves requests, and finishes once the list is good and the
     agent has reported."""
-
-    kind = "user"
 
     def __init__(self, must_have: list[str] | None = None, min_items: int = 6) -> None:
         self.must_have = must_have or ["rain jacket", "headlamp"]

@@ -59,7 +59,7 @@ def _listing(row: dict[str, Any]) -> Accommodation:
     return Accommodation(
         name=str(row["NAME"]), room_type=str(row["room type"]), price=float(row["price"]),
         minimum_nights=int(row["minimum nights"]),
-        review=None if _missing(review) else float(review),
+        review=None if review is None or _missing(review) else float(review),
         house_rules="" if _missing(rules) else str(rules),
         maximum_occupancy=int(row["maximum occupancy"]), city=str(row["city"]))
 
@@ -74,7 +74,7 @@ def read_accommodations(path: str | Path, table: AccommodationTable = "official"
     # pandas, as TravelPlanner's loader: what it reads as empty decides what "official" drops
     frame = pd.read_csv(path)
     kept = frame.dropna() if table == "official" else frame.dropna(subset=list(GRADED_FIELDS))
-    rows = [{key: (None if pd.isna(value) else value) for key, value in record.items()}
+    rows = [{str(key): (None if pd.isna(value) else value) for key, value in record.items()}
             for record in kept.to_dict("records")]
     return ListingTable(name=table, listings=[_listing(row) for row in rows],
                         rows=len(frame), dropped=len(frame) - len(kept))

@@ -11,8 +11,9 @@ corrected mode departs; the rest is the official behaviour, quirks included.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from itertools import groupby
+from typing import Any
 
 from cogym_lab.envs.travel_planning.field_reading import (
     attraction_entries,
@@ -172,7 +173,7 @@ def is_valid_transportation(trip: Trip) -> Verdict:
         if is_filled(value):
             kinds.add(transport_kind(value))
     if "self-driving" in kinds and kinds & {"flight", "taxi"}:
-        other = " and ".join(sorted(kinds & {"flight", "taxi"}))
+        other = " and ".join(sorted(k for k in kinds if k in ("flight", "taxi")))
         return Verdict(False, f"Self-driving is mixed with {other}: a car driven out must be "
                               f"driven back.")
     used = ", ".join(sorted(k for k in kinds if k)) or "none named"
@@ -218,7 +219,7 @@ def is_valid_information_in_current_city(trip: Trip) -> Verdict:
                 if city not in transportation:
                     return Verdict(False, f"Day {n} transportation {quote(transportation)} "
                                           f"does not name {city!r}.")
-        entries = [(meal, day.get(meal)) for meal in MEALS if is_filled(day.get(meal))]
+        entries = _filled_meals(day)
         value = day.get("attraction")
         if is_filled(value):  # every piece, even a blank one, as the official code reads them
             entries += [("attraction", entry) for entry in _attractions(trip, value)]
@@ -274,17 +275,32 @@ def _transport_in_sandbox(trip: Trip, index: int, value: str) -> Verdict | None:
     return None
 
 
-def _named_entries(trip: Trip, day: dict) -> list[tuple[str, str, Callable]]:
+def _filled_meals(day: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(meal, entry)`` of the day's given meals, in order."""
+    filled = []
+    for meal in MEALS:
+        entry = day.get(meal)
+        if is_filled(entry):
+            filled.append((meal, entry))
+    return filled
+
+
+#: A sandbox look-up: the records in a city whose name contains the name written.
+_Lookup = Callable[[str, str], list[Any]]
+
+
+def _named_entries(trip: Trip, day: Mapping[str, Any]) -> list[tuple[str, str, _Lookup]]:
     """``(what, entry, look-up)`` of the day's meals, attractions and accommodation, in the
     official order."""
-    entries = [(meal, day.get(meal), trip.sandbox.restaurants) for meal in MEALS
-               if is_filled(day.get(meal))]
+    entries: list[tuple[str, str, _Lookup]] = [
+        (meal, entry, trip.sandbox.restaurants) for meal, entry in _filled_meals(day)]
     value = day.get("attraction")
     if is_filled(value):  # every piece, even a blank one, as the official code reads them
         entries += [("attraction", entry, trip.sandbox.attractions)
                     for entry in _attractions(trip, value)]
-    if is_filled(day.get("accommodation")):
-        entries.append(("accommodation", day["accommodation"], trip.sandbox.accommodations))
+    accommodation = day.get("accommodation")
+    if is_filled(accommodation):
+        entries.append(("accommodation", accommodation, trip.sandbox.accommodations))
     return entries
 
 
@@ -297,7 +313,7 @@ def is_valid_information_in_sandbox(trip: Trip) -> Verdict:
             failed = _transport_in_sandbox(trip, index, transportation)
             if failed is not None:
                 return failed
-        for what, entry, lookup in _named_entries(trip, dict(day)):
+        for what, entry, lookup in _named_entries(trip, day):
             name, city = name_and_city(entry)
             if not lookup(name, city):
                 return Verdict(False, f"Day {index + 1} {what} {quote(entry)}: no "

@@ -49,6 +49,7 @@ from cogym_lab.envs.travel_planning.accommodation_table import (
     AccommodationTable,
     read_accommodations,
 )
+from cogym_lab.envs.travel_planning.data_files import DATA_FILES
 from cogym_lab.envs.travel_planning.records import (
     Accommodation,
     Attraction,
@@ -73,6 +74,9 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _TIME = re.compile(r"^\d{1,2}:\d{2}$")
 _DAYS = re.compile(r"\bdays?\b", re.IGNORECASE)
 _FLIGHT_DESCRIPTION = re.compile(r"^Flight from (.+) to (.+) on (\d{4}-\d{2}-\d{2})$")
+
+#: Records by normalized city, by normalized name, and by city exactly as stored.
+_Index = tuple[dict[str, list[Any]], dict[str, list[Any]], dict[str, list[Any]]]
 
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 
@@ -143,7 +147,7 @@ def travel_dir(data_dir: str | Path | None = None) -> Path:
     root = datasets.data_dir(data_dir)
     if root.name == "travel_planning" and (root / VALIDATION_CSV).is_file():
         root = root.parent
-    return datasets.require("travel_planning", root)
+    return datasets.require(DATA_FILES, root)
 
 
 def _int(text: Any, default: int) -> int:
@@ -204,13 +208,13 @@ class TravelDatabase:
         self._flights_exact: dict[str, list[Flight]] = defaultdict(list)  # in file order
         seen: dict[tuple[str, str], Flight] = {}
         for flight in flights:
-            key = (flight.number.upper(), flight.date)
-            if key in seen:
+            flight_key = (flight.number.upper(), flight.date)
+            if flight_key in seen:
                 self.stats["flight_duplicates"] = self.stats.get("flight_duplicates", 0) + 1
-                if seen[key] != flight:
+                if seen[flight_key] != flight:
                     self.stats["flight_conflicts"] = self.stats.get("flight_conflicts", 0) + 1
                 continue
-            seen[key] = flight
+            seen[flight_key] = flight
             route = (normalize(flight.origin), normalize(flight.destination))
             self._flights[(*route, flight.date)].append(flight)
             self._flight_dates[route].add(flight.date)
@@ -253,10 +257,11 @@ class TravelDatabase:
         for origin, destination, duration, km in routes:
             self._route_rows.setdefault((origin, destination),
                                         RouteRow(duration.strip() or None, km))
-            key = (normalize(origin), normalize(destination))
-            known = self._routes.get(key)
+            route_key = (normalize(origin), normalize(destination))
+            known = self._routes.get(route_key)
             if known is None or (known[3] is None and km is not None):
-                self._routes[key] = (_clean(origin), _clean(destination), duration.strip(), km)
+                self._routes[route_key] = (_clean(origin), _clean(destination), duration.strip(),
+                                           km)
 
         self._places: dict[str, str] = dict(self._city_names)
         for table in (self._accommodations, self._restaurants, self._attractions):
@@ -270,8 +275,7 @@ class TravelDatabase:
             self._places.setdefault(normalize(destination), destination)
 
     @staticmethod
-    def _index(records: Iterable[Any]) -> tuple[dict[str, list[Any]], dict[str, list[Any]],
-                                                dict[str, list[Any]]]:
+    def _index(records: Iterable[Any]) -> _Index:
         """Records by normalized city, by normalized name, and by city exactly as stored; each
         list in file order."""
         by_city: dict[str, list[Any]] = defaultdict(list)
@@ -466,8 +470,7 @@ class TravelDatabase:
     # --- accommodations, restaurants, attractions -----------------------------------------
 
     @staticmethod
-    def _named(table: tuple[dict[str, list[Any]], dict[str, list[Any]]], name: str,
-               city: str | None) -> Any | None:
+    def _named(table: _Index, name: str, city: str | None) -> Any | None:
         for record in table[1].get(normalize(name), ()):
             if city is None or normalize(record.city) == normalize(city):
                 return record
@@ -569,9 +572,11 @@ class TravelDatabase:
         if canonical is None:
             raise ValueError(f"mode must be 'self-driving' or 'taxi', not {mode!r}")
         row = self._routes.get((normalize(origin), normalize(destination)))
-        if row is None or row[3] is None:
+        if row is None:
             return None
         origin_name, destination_name, duration, km = row
+        if km is None:
+            return None
         if not long_drives and _DAYS.search(duration):
             return None
         return Route(origin=origin_name, destination=destination_name, mode=canonical,

@@ -20,12 +20,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from cogym_lab.core import ActionError, Component, RenderType, action
 from cogym_lab.core.env import SessionScores
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
+from cogym_lab.datasets import DataItem
 from cogym_lab.envs.dataset_env import DatasetEnv
+from cogym_lab.envs.travel_planning.data_files import DATA_FILES
 from cogym_lab.envs.travel_planning.database import TravelDatabase
 from cogym_lab.envs.travel_planning.grader import (
     Grade,
@@ -67,6 +69,7 @@ class TravelPlanningEnv(DatasetEnv):
     parser_lm: LM | None = field(default=None, repr=False)  # reads free-text plans for grading
 
     name = "travel_planning"
+    data_files: ClassVar[tuple[DataItem, ...]] = DATA_FILES
 
     @classmethod
     def load_dataset(cls, data_dir: str | None,

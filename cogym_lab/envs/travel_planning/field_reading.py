@@ -23,7 +23,7 @@ with a few regular expressions; these functions give the same results, quirks in
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = ["FLIGHT_LABEL", "attraction_entries", "before_parenthesis", "flight_number_in",
            "is_filled", "name_and_city", "route_in", "transport_kind"]
@@ -32,9 +32,10 @@ FLIGHT_LABEL = "Flight Number: "
 _ROUTE = re.compile(r"from\s+(.+?)\s+to\s+([^,]+)")
 
 
-def is_filled(value: Any) -> bool:
-    """Whether a field counts as given: not missing, not empty, not ``-``."""
-    return bool(value) and value != "-"
+def is_filled(value: Any) -> TypeGuard[str]:
+    """Whether a field counts as given: not missing, not empty, not ``-``. A submitted day's
+    fields are strings (``read_submission`` checks them), so a given one is a string."""
+    return isinstance(value, str) and value not in ("", "-")
 
 
 def route_in(text: str) -> tuple[str | None, str | None]:

@@ -191,16 +191,22 @@ def grade_plan(plan: str | ParsedPlan | Sequence[DayPlan] | Sequence[Mapping[str
                mode: str | GradingRules = "official", parsed_with: str = "structured") -> Grade:
     """Grade a plan: the editor's text, a parse of it, its days, or a submission (a list of
     day objects). A text whose days are all blank is not delivered."""
-    if plan and not isinstance(plan, str | ParsedPlan) \
-            and all(isinstance(day, Mapping) for day in plan):
-        return grade_submission(list(plan), instance, db, mode=mode)  # type: ignore[arg-type]
+    if plan and not isinstance(plan, str | ParsedPlan):
+        submitted = [day for day in plan if isinstance(day, Mapping)]
+        if len(submitted) == len(plan):
+            return grade_submission(submitted, instance, db, mode=mode)
     if isinstance(plan, str) or plan is None:
         parsed = parse_plan(plan or "")
         days, problems = parsed.days, parsed.problems
     elif isinstance(plan, ParsedPlan):
         days, problems = plan.days, list(plan.problems)
     else:
-        days, problems = list(plan), []  # type: ignore[arg-type]
+        days, problems = [], []
+        for day in plan:
+            if not isinstance(day, DayPlan):
+                raise TypeError(f"a plan's days are DayPlans or day objects, not "
+                                f"{type(day).__name__}")
+            days.append(day)
     if all(day.is_empty() for day in days):  # no day at all, or only days left blank ("-")
         return _undelivered(instance, get_rules(mode), parsed_with, problems)
     return grade_submission(to_submission(days), instance, db, mode=mode, parser=parsed_with,

@@ -40,9 +40,9 @@ extra spaces around values and around the comma before a city, ``Attractions`` f
 ``Attraction``, ``Accommodations``, a trailing ``;``, blank lines, code fences and any text before
 the first day are all accepted. Spaces INSIDE a restaurant, attraction or listing name are kept
 as written (some stored names have double spaces, and the grader compares names as stored);
-city names and Transportation lines have their runs of spaces collapsed. :func:`parse_plan` never raises: what it
-cannot read is listed in :attr:`ParsedPlan.problems`. :func:`format_plan` writes days back in the
-canonical form above, and ``parse_plan(format_plan(days)).days == days``.
+city names and Transportation lines have their runs of spaces collapsed. :func:`parse_plan`
+never raises: what it cannot read is listed in :attr:`ParsedPlan.problems`. :func:`format_plan`
+writes days back in the canonical form above, and ``parse_plan(format_plan(days)).days == days``.
 """
 
 from __future__ import annotations
@@ -278,6 +278,22 @@ def _strip_decoration(line: str) -> str:
 _NAME_FIELDS = {"breakfast", "lunch", "dinner", "accommodation"}
 
 
+def _day_plan(number: int, fields: dict[str, str | list[str]]) -> DayPlan:
+    """Day ``number`` from the fields read for it (as :func:`_normalise` left them)."""
+
+    def text(name: str) -> str:
+        value = fields.get(name, NONE)
+        assert isinstance(value, str)  # only attractions is a list
+        return value
+
+    attractions = fields.get("attractions", [])
+    assert isinstance(attractions, list)
+    return DayPlan(day=number, current_city=text("current_city"),
+                   transportation=text("transportation"), breakfast=text("breakfast"),
+                   attractions=attractions, lunch=text("lunch"), dinner=text("dinner"),
+                   accommodation=text("accommodation"))
+
+
 def _normalise(name: str, value: str) -> str | list[str]:
     if name == "attractions":
         return [_entry(part) for part in value.split(";") if not is_none(part)]
@@ -335,7 +351,7 @@ def parse_plan(text: str | None) -> ParsedPlan:
         if number in seen:
             parsed.problems.append(f"Day {number} appears more than once.")
         seen.add(number)
-        parsed.days.append(DayPlan(day=number, **fields))  # type: ignore[arg-type]
+        parsed.days.append(_day_plan(number, fields))
     expected = list(range(1, len(parsed.days) + 1))
     if parsed.days and [d.day for d in parsed.days] != expected and len(seen) == len(parsed.days):
         parsed.problems.append(f"The days are numbered {[d.day for d in parsed.days]}, "

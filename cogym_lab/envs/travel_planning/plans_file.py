@@ -133,7 +133,7 @@ class PlansFileGrader:
                 raise LineError(f"'instance' {number} and 'query' (instance {found[0]}) "
                                 f"disagree")
             return self.instances[found[0]]
-        if "instance" not in line:
+        if number is None:  # no 'instance' (one given was checked above)
             raise LineError("the line names no 'instance' (or 'query')")
         return self.instances[number]
 

@@ -19,7 +19,7 @@ import inspect
 import uuid
 from typing import Any
 
-from cogym_lab.envs.tabular_analysis.executor import CellOutput, CellResult
+from cogym_lab.kernels import CellOutput, CellResult
 
 DOCUMENT_SETTING = "jupyter_server_ydoc"
 COLLABORATION = "jupyter-collaboration"

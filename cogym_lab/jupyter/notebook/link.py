@@ -10,11 +10,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from cogym_lab.envs.tabular_analysis.executor import CellResult
-from cogym_lab.envs.tabular_analysis.live import Happening
 from cogym_lab.jupyter.notebook.document import LiveNotebook, NotebookDocumentError
 from cogym_lab.jupyter.notebook.server_kernel import ServerKernelExecutor
 from cogym_lab.jupyter.notebook.watch import KernelWatcher
+from cogym_lab.kernels import CellResult, Happening
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +40,7 @@ class NotebookError(Exception):
 
 
 class ServerNotebookLink:
-    """A :class:`~cogym_lab.envs.tabular_analysis.live.NotebookLink` inside the Jupyter server.
+    """A :class:`~cogym_lab.kernels.NotebookLink` inside the Jupyter server.
 
     Nothing connects until :meth:`start`, so a link that is never started needs no closing.
     """

@@ -15,7 +15,7 @@ from typing import Any
 from jupyter_client.session import Session
 from jupyter_server.utils import ensure_async
 
-from cogym_lab.envs.tabular_analysis.executor import CellResult, LocalKernelExecutor
+from cogym_lab.kernels import CellResult, LocalKernelExecutor
 
 log = logging.getLogger(__name__)
 

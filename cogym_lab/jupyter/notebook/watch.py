@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from queue import Empty
 from typing import Any
 
-from cogym_lab.envs.tabular_analysis.executor import CellResult, _OutputCollector
-from cogym_lab.envs.tabular_analysis.live import Happening, KernelRestarted, PersonCell
 from cogym_lab.jupyter.notebook.server_kernel import kernel_pid, open_client
+from cogym_lab.kernels import CellResult, Happening, KernelRestarted, PersonCell
+from cogym_lab.kernels.cells import OutputCollector
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 class _Running:
     code: str
     started: float
-    collector: _OutputCollector
+    collector: OutputCollector
     execution_count: int | None = None
     error: str | None = None
     status: str = "ok"
@@ -133,7 +133,7 @@ class KernelWatcher:
         content = message.get("content", {})
         if kind == "execute_input":
             running[msg_id] = _Running(code=content.get("code", ""), started=time.monotonic(),
-                                       collector=_OutputCollector(self.max_output_chars),
+                                       collector=OutputCollector(self.max_output_chars),
                                        execution_count=content.get("execution_count"))
             return None
         cell = running.get(msg_id)

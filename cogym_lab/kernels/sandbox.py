@@ -1,10 +1,9 @@
-"""What a standalone tabular kernel is told about the machine: nothing that leads to hidden data.
+"""What a task's private kernel is told about the machine: nothing that leads to hidden data.
 
-The task data holds what the agent must not read: the gold hypotheses (``answer_key_real.csv``)
-and the simulated user's domain knowledge (``metadata_*.json``). A kernel inherits its parent's
-environment and starts in a folder of the parent's choosing, so without care a cell could follow
-``COGYM_DATA``, ``~/.cache`` or ``$TMPDIR`` to those files. A :class:`KernelSandbox` gives the
-kernel instead
+The task data holds what the agent must not read (e.g. gold answers, or what only the simulated
+user may know). A kernel inherits its parent's environment and starts in a folder of the
+parent's choosing, so without care a cell could follow ``COGYM_DATA``, ``~/.cache`` or
+``$TMPDIR`` to those files. A :class:`KernelSandbox` gives the kernel instead
 
 * a private root folder (mode 0700) holding a fresh, empty ``home/`` (``HOME``) and ``tmp/``
   (``TMPDIR``, ``TEMP``, ``TMP``), so ``~``, ``~/.cache`` and ``tempfile`` lead nowhere;
@@ -15,10 +14,11 @@ kernel instead
   cache, or any folder the caller adds; "names" means it contains the location's text, or
   resolves to it, into it, or to a folder that holds it.
 
-The working directory is the caller's to keep clean: the tabular env copies the instance's data
-files alone into ``<root>/work``, so the kernel's folder, its parent, its home and its temp
-folder hold nothing else. ``docs/tabular-scoring.md`` lists what this does not hide (the whole
-file system is still readable to a kernel that searches it on purpose).
+The working directory is the caller's to keep clean: a task copies the instance's data files
+alone into ``<root>/work`` (e.g. the tabular task does), so the kernel's folder, its parent, its
+home and its temp folder hold nothing else. This does not hide the whole file system: a kernel
+that searches it on purpose can still read it (e.g. ``docs/tabular-scoring.md`` says what the
+tabular task's kernel can still reach).
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class KernelSandbox:
         """Make ``home/`` and ``tmp/`` (mode 0700) in ``root``, or in a fresh private temporary
         folder when ``root`` is None."""
         owns_root = root is None
-        folder = Path(tempfile.mkdtemp(prefix="cogym-kernel-")) if owns_root else Path(root)
+        folder = Path(tempfile.mkdtemp(prefix="cogym-kernel-")) if root is None else Path(root)
         folder.mkdir(parents=True, exist_ok=True)
         home, tmp = folder / "home", folder / "tmp"
         for private in (home, tmp):

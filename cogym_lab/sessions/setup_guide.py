@@ -1,14 +1,12 @@
-"""Hosted teams when no LM is configured.
+"""The member that stands in for one whose LM is not configured.
 
 A person who opens a panel without having set up a model should still get a working workspace,
-and should learn in the chat what to set. So each member that needs an LM and has none is
-replaced by a :class:`SetupGuide`, which explains the missing settings and otherwise waits.
+and should learn in the chat what to set. So a hosted session replaces each member that needs an
+LM and has none by a :class:`SetupGuide` (``build_session(spec, guides=True)``), which explains
+the missing settings and otherwise waits.
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping
-from typing import Any
 
 from cogym_lab.core import Action, Notification, SessionContext, format_action
 from cogym_lab.core.messages import MemberKind
@@ -56,27 +54,3 @@ class SetupGuide:
 
 def _message(text: str) -> str:
     return format_action(Action(name="SEND_TEAMMATE_MESSAGE", args={"message": text}))
-
-
-def build_team_with_guides(team: Any, env: Any,
-                           lm_arguments: Mapping[str, Mapping[str, Any]] | None = None,
-                           ) -> tuple[dict[str, Any], dict[str, MemberKind], list[str]]:
-    """Like ``build_team``, but a member whose LM is missing becomes a :class:`SetupGuide`.
-
-    Returns the teammates, their kinds, and the roles that got a guide. Other errors (an
-    unknown member type) still raise.
-    """
-    from cogym_lab.lm import LMNotConfigured
-    from cogym_lab.teams.build import build_member
-
-    lm_arguments = lm_arguments or {}
-    members: dict[str, Any] = {}
-    guided: list[str] = []
-    for role, member in team.members.items():
-        arguments = {**lm_arguments.get("*", {}), **lm_arguments.get(role, {})}
-        try:
-            members[role] = build_member(role, member, env, arguments)
-        except LMNotConfigured as error:
-            members[role] = SetupGuide(str(error), kind=member.kind)
-            guided.append(role)
-    return members, {role: member.kind for role, member in team.members.items()}, guided

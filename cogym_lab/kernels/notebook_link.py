@@ -1,8 +1,9 @@
-"""What the tabular task needs from a person's own notebook, without depending on Jupyter.
+"""What a task needs from a person's own notebook, without depending on Jupyter.
 
-The Jupyter server extension implements :class:`NotebookLink` (``cogym_lab.jupyter.notebook``):
-the agent's code runs in the notebook's kernel, each agent cell is shown in the live notebook
-document, and what the person runs there is reported back as :class:`PersonCell`.
+A task that runs in a notebook (``CoEnv.runs_in_notebook``) is given a :class:`NotebookLink`: the
+agent's code runs in the notebook's kernel, each agent cell is shown in the live notebook
+document, and what the person runs there is reported back as :class:`PersonCell`. The Jupyter
+server extension implements it (``cogym_lab.jupyter.notebook``); tasks only use this protocol.
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from cogym_lab.envs.tabular_analysis.executor import CellResult, KernelExecutor
+from cogym_lab.kernels.cells import CellResult
+from cogym_lab.kernels.executor import KernelExecutor
+
+__all__ = ["Happening", "KernelRestarted", "NotebookLink", "PersonCell"]
 
 
 @dataclass(frozen=True)
@@ -32,7 +36,7 @@ Happening = PersonCell | KernelRestarted
 
 @runtime_checkable
 class NotebookLink(Protocol):
-    """A person's notebook as the tabular task uses it."""
+    """A person's notebook as a task uses it."""
 
     #: Runs the agent's cells in the notebook's kernel.
     executor: KernelExecutor

@@ -1,0 +1,28 @@
+"""The paper's three agents as member types (Co-Gym §5.1)."""
+
+from __future__ import annotations
+
+from cogym_lab.agents.autonomous import AutonomousAgent
+from cogym_lab.agents.base import LMAgent
+from cogym_lab.agents.collaborative import CollaborativeAgent
+from cogym_lab.agents.planning import PlanningAgent
+from cogym_lab.core.member import MemberSetup, MemberType
+
+
+def _builder(agent_class: type[LMAgent]):
+    def build(setup: MemberSetup) -> LMAgent:
+        assert setup.lm is not None  # the registry gives every LM type its LM
+        return agent_class(setup.lm, **setup.options)
+
+    return build
+
+
+AUTONOMOUS = MemberType(
+    name="autonomous", kind="agent", build=_builder(AutonomousAgent),
+    summary="Fully Autonomous Agent: task actions and FINISH only; it never sees the chat.")
+COLLABORATIVE = MemberType(
+    name="collaborative", kind="agent", build=_builder(CollaborativeAgent),
+    summary="Collaborative Agent: task actions and collaboration acts in one ReAct step.")
+COLLABORATIVE_PLANNING = MemberType(
+    name="collaborative-planning", kind="agent", build=_builder(PlanningAgent),
+    summary="Collaborative Agent with Situational Planning: decide the kind of step, then act.")

@@ -1,0 +1,93 @@
+"""The member contract: what a team member is, and what its factory is given.
+
+A *member* is any object with ``start(context)``, ``async act(notification) -> action | None``
+and ``end(final)``: an LM agent, a simulated user, a rule-based script. A person is a member too,
+who acts from a panel instead of through such an object.
+
+A *member type* is how a team file names one (``type = "collaborative"``). It is registered
+once, with its kind, and builds the member from a :class:`MemberSetup`:
+
+* the role the member plays;
+* the env's public description (what every member may know of the task);
+* its LM, when the type uses one;
+* for a simulated user (kind ``"user"``), the hidden information of the task.
+
+Nothing else: a member never gets the env itself, so it cannot read what the task hides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from cogym_lab.core.actions import Action, ActionSpec
+
+if TYPE_CHECKING:
+    from cogym_lab.core.env import CoEnv
+    from cogym_lab.core.messages import Notification, SessionContext
+    from cogym_lab.lm import LM
+
+#: The kinds a member type may have; a person (``"person"``) joins from a panel, not a type.
+MemberTypeKind = Literal["agent", "user"]
+ActionLike = str | dict[str, Any] | Action
+
+
+@runtime_checkable
+class Member(Protocol):
+    """What every team member implements. ``act`` returns an action, or ``None`` to wait."""
+
+    def start(self, context: SessionContext) -> Any: ...
+
+    async def act(self, notification: Notification) -> ActionLike | None: ...
+
+    def end(self, final: Notification) -> Any: ...
+
+
+@dataclass(frozen=True)
+class TaskDescription:
+    """The public description of a task: what every member may know of it."""
+
+    name: str
+    description: str
+    action_specs: tuple[ActionSpec, ...]
+
+    @classmethod
+    def of(cls, env: CoEnv) -> TaskDescription:
+        return cls(name=env.name, description=env.task_description,
+                   action_specs=tuple(env.action_specs()))
+
+
+@dataclass(frozen=True)
+class MemberSetup:
+    """What a member factory is given."""
+
+    role: str
+    task: TaskDescription
+    lm: LM | None = None  # the member's LM, when its type uses one
+    hidden_information: str | None = None  # given to simulated users only
+    options: Mapping[str, Any] = field(default_factory=dict)  # the team file's options table
+
+
+@dataclass(frozen=True)
+class MemberType:
+    """A member type that team files may name: its name, its kind, and its factory.
+
+    Register one with an entry point in the ``cogym_lab.members`` group that names a
+    ``MemberType`` object, or with ``cogym_lab.members.register_member``.
+    """
+
+    name: str
+    kind: MemberTypeKind
+    build: Callable[[MemberSetup], Member]
+    uses_lm: bool = True
+    summary: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("agent", "user"):
+            raise ValueError(f"Member type {self.name!r} must be of kind 'agent' or 'user', not "
+                             f"{self.kind!r} (a person joins from a panel).")
+
+
+__all__ = ["ActionLike", "Member", "MemberSetup", "MemberType", "MemberTypeKind",
+           "TaskDescription"]

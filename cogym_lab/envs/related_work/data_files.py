@@ -1,0 +1,39 @@
+"""The files the Related Work task reads from the data directory, and where each comes from."""
+
+from __future__ import annotations
+
+from cogym_lab.datasets import DataItem
+
+__all__ = ["DATA_FILES"]
+
+_TASK = "related_work"
+
+_COGYM = "the Collaborative Gym release"
+_COGYM_HOME = "https://github.com/SALT-NLP/collaborative-gym"
+
+DATA_FILES: tuple[DataItem, ...] = (
+    DataItem(_TASK, f"{_TASK}/test.json",
+             "100 related-work writing tasks with hidden requirements", _COGYM, _COGYM_HOME,
+             "MIT"),
+    DataItem(_TASK, f"{_TASK}/rubric.txt",
+             "the 1-5 rubric used to grade a related-work section", _COGYM, _COGYM_HOME, "MIT"),
+    DataItem(_TASK, f"{_TASK}/papers.jsonl.gz",
+             "computer-science papers for the offline paper search, built from arXiv "
+             "metadata (CC0) and the ACL Anthology (CC BY 4.0); there is no single "
+             "download, build it from their public dumps",
+             "arXiv metadata / ACL Anthology",
+             "https://info.arxiv.org/help/bulk_data.html and https://aclanthology.org/",
+             "CC0 / CC BY 4.0"),
+    # Read after papers.jsonl.gz: its records replace those with the same id and remove the
+    # ids they supersede (corpus.py).
+    DataItem(_TASK, f"{_TASK}/papers-2020-2024-supplement.jsonl.gz",
+             "2020-2024 computer-science papers and corrected records that extend and "
+             "supersede papers.jsonl.gz, built from public arXiv metadata (CC0); there is "
+             "no single download, build it from their public dumps",
+             "arXiv metadata", "https://info.arxiv.org/help/bulk_data.html", "CC0"),
+)
+
+
+def data_file(name: str) -> DataItem:
+    """The declared item whose file is called ``name`` (``rubric.txt``, say)."""
+    return next(item for item in DATA_FILES if item.name.rsplit("/", 1)[-1] == name)

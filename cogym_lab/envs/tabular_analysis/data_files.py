@@ -1,0 +1,26 @@
+"""The files the Tabular Analysis task reads from the data directory, and where each comes from."""
+
+from __future__ import annotations
+
+from cogym_lab.datasets import DataItem
+
+__all__ = ["DATA_FILES"]
+
+_TASK = "tabular_analysis"
+
+_DB = "DiscoveryBench"
+_DB_HOME = "https://github.com/allenai/discoverybench"
+_DB_COMMIT_TEST = "6955693ea863c78d881f136aef5a3133fb46d8a6"
+_DB_COMMIT_KEY = "77af7d6514bd45da4b2d11fe014a0e57b4803d5a"
+
+DATA_FILES: tuple[DataItem, ...] = (
+    DataItem(_TASK, f"{_TASK}/discoverybench/real/test/",
+             "DiscoveryBench-Real test split: one folder a domain (tables + metadata)",
+             _DB, _DB_HOME, "ODC-By",
+             f"https://github.com/allenai/discoverybench/archive/{_DB_COMMIT_TEST}.zip",
+             archive_member="discoverybench/real/test/"),
+    DataItem(_TASK, f"{_TASK}/discoverybench/real/test/answer_key_real.csv",
+             "gold hypotheses for grading", _DB, _DB_HOME, "ODC-By",
+             "https://raw.githubusercontent.com/allenai/discoverybench/"
+             f"{_DB_COMMIT_KEY}/eval/answer_key_real.csv"),
+)

@@ -1,0 +1,220 @@
+"""``build_session(spec)``: the one place where a session is assembled from its spec.
+
+The env (task, instance, env args, protocol), the team (its file, the people's seats), each
+member (built by its registered type, with its LM), the task's own LMs, and the limits: every
+entry point builds a session here, so each rule is written once and every problem is reported
+the same way, as a :class:`SessionBuildError` naming the spec field at fault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from cogym_lab.bus import Bus
+from cogym_lab.core import CoEnv
+from cogym_lab.core.messages import MemberKind
+from cogym_lab.core.protocol import get_protocol
+from cogym_lab.envs import make_env
+from cogym_lab.envs.registry import task_class
+from cogym_lab.lm import LM, LMNotConfigured
+from cogym_lab.members import UnknownMemberType
+from cogym_lab.nodes.env_node import EventObserver
+from cogym_lab.nodes.session import Session, SessionConfig
+from cogym_lab.sessions.setup_guide import SetupGuide
+from cogym_lab.sessions.spec import TOOLS, SessionSpec
+from cogym_lab.teams.build import attach_tool_lms, build_member, tool_lm_config
+from cogym_lab.teams.config import MemberConfig, TeamConfig, load_team
+
+TeamLoader = Callable[[str], TeamConfig]
+
+
+class SessionBuildError(ValueError):
+    """A spec that cannot be built. ``field`` names the spec field at fault (``task``,
+    ``instance``, ``env_args``, ``team``, ``people``, ``lm``, ``protocol``, ``limits`` or
+    ``notebook``), so that each entry point can point at its own option; ``status`` is the
+    HTTP status that fits (400 for a bad spec, 409 when this host cannot do what it asks)."""
+
+    def __init__(self, message: str, field: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.status = status
+
+
+def build_session(spec: SessionSpec, *, session_id: str | None = None,
+                  results_dir: str | Path | None = None, bus: Bus | None = None,
+                  observers: Iterable[EventObserver] = (), remote: bool = False,
+                  guides: bool = False, notebook: Any = None,
+                  load_team: TeamLoader = load_team) -> Session:
+    """The session ``spec`` describes, ready to ``run()``.
+
+    ``remote``: every member joins from another process (``cogym-lab node``), so none is built
+    here. ``guides``: a member whose LM is not configured becomes a :class:`SetupGuide` that
+    says in the chat what to set, instead of an error (a hosted session). ``notebook``: the
+    live link to the notebook ``spec.notebook`` names, which only a server can make.
+    ``load_team`` reads ``spec.team`` when it is a name (a server passes one that refuses
+    paths). Raises :class:`SessionBuildError`.
+
+    The returned session carries the spec it was built from, resolved (``session.spec``: the
+    default team filled in), the LMs it uses (``session.lms``: members' by role, the task's
+    tools' as ``env.<slot>``) and the roles given a guide (``session.guided``).
+    """
+    env_class = _task(spec.task)
+    protocol = _protocol(spec.protocol)
+    team = _team(spec, env_class, load_team)
+    kinds = _kinds(team)
+    env = _env(spec, env_class, protocol, notebook, kinds)
+    members, guided = _members(spec, team, env, remote=remote, guides=guides)
+    tools = attach_tool_lms(env, tool_lm_config(team, spec.lm_arguments()))
+    config = session_config(team, spec)
+    try:
+        session = Session(env, members, kinds=kinds, bus=bus, results_dir=results_dir,
+                          session_id=session_id, config=config, task=spec.task,
+                          observers=observers)
+    except ValueError as error:  # a role the env does not have, say
+        raise SessionBuildError(str(error), "team") from None
+    session.spec = spec.model_copy(update={"team": spec.team or team.name,
+                                           "protocol": protocol})
+    session.lms = {**{role: lm for role, member in members.items()
+                      if isinstance(lm := getattr(member, "lm", None), LM)},
+                   **{f"env.{slot}": lm for slot, lm in tools.items()}}
+    session.guided = guided
+    return session
+
+
+def build_one_member(spec: SessionSpec, role: str, *,
+                     load_team: TeamLoader = load_team) -> tuple[Any, MemberKind]:
+    """The member that plays ``role`` in the session ``spec`` describes, and its kind: for a
+    member that runs in a process of its own (``cogym-lab node agent``). The env is built to
+    learn what the task tells its members (and, for a simulated user, what it hides)."""
+    env_class = _task(spec.task)
+    protocol = _protocol(spec.protocol)
+    team = _team(spec, env_class, load_team)
+    kinds = _kinds(team)
+    if role not in team.members or kinds[role] == "person":
+        members = ", ".join(r for r, kind in kinds.items() if kind != "person") or "none"
+        raise SessionBuildError(f"Team {team.name!r} has no member {role!r} to run here; its "
+                                f"members are {members}.", "team")
+    env = _env(spec, env_class, protocol, None, kinds)
+    members, _ = _members(spec, team.model_copy(update={"members": {role: team.members[role]}}),
+                          env, remote=False, guides=False)
+    return members[role], kinds[role]
+
+
+def session_config(team: TeamConfig, spec: SessionSpec) -> SessionConfig:
+    """The team's ``[session]`` settings with the spec's limits on top."""
+    try:
+        return SessionConfig(**{**team.session, **spec.limits.overrides()})
+    except TypeError as error:  # the team file's [session] names a setting that does not exist
+        raise SessionBuildError(f"Team {team.name!r} has a bad [session] table: {error}",
+                                "team") from None
+
+
+def task_default_team(task: str) -> str:
+    """The team a session of ``task`` gets when its spec names none."""
+    return _task(task).default_team
+
+
+# -- the parts, each with its own error ---------------------------------------------------------
+
+def _task(task: str) -> type[CoEnv]:
+    from cogym_lab.envs import available_envs
+
+    factory = task_class(task)
+    if factory is None:
+        raise SessionBuildError(f"Unknown task {task!r}. Available: "
+                                f"{', '.join(available_envs())}.", "task")
+    # A factory that is not a CoEnv class (a function) has the base class's declarations.
+    return factory if isinstance(factory, type) and issubclass(factory, CoEnv) else CoEnv
+
+
+def _protocol(name: str | None) -> str:
+    try:
+        return get_protocol(name).name
+    except ValueError as error:
+        raise SessionBuildError(str(error), "protocol") from None
+
+
+def _team(spec: SessionSpec, env_class: type[CoEnv], load_team: TeamLoader) -> TeamConfig:
+    """The team file, checked against the task, with the people's seats in it."""
+    if isinstance(spec.team, TeamConfig):
+        team = spec.team
+    else:
+        name = spec.team or env_class.default_team
+        try:
+            team = load_team(name)
+        except FileNotFoundError as error:
+            raise SessionBuildError(str(error), "team") from None
+        except ValueError as error:  # TOML or schema errors
+            raise SessionBuildError(f"Cannot read team {name!r}: {error}", "team") from None
+    try:
+        team.check_plays(spec.task)
+    except ValueError as error:
+        raise SessionBuildError(str(error), "team") from None
+    members = dict(team.members)
+    for role in spec.people:
+        members[role] = MemberConfig(kind="person")
+    return team.model_copy(update={"members": members})
+
+
+def _kinds(team: TeamConfig) -> dict[str, MemberKind]:
+    try:
+        return team.kinds()
+    except ValueError as error:  # an unknown member type, a contradictory kind
+        raise SessionBuildError(str(error), "team") from None
+
+
+def _env(spec: SessionSpec, env_class: type[CoEnv], protocol: str, notebook: Any,
+         kinds: dict[str, MemberKind]) -> CoEnv:
+    env_args = dict(spec.env_args)
+    if spec.notebook is not None:
+        if not env_class.runs_in_notebook:
+            raise SessionBuildError(f"Task {spec.task!r} does not run in a notebook's kernel.",
+                                    "notebook")
+        if notebook is None:
+            raise SessionBuildError("A session in a notebook needs the cogym_lab server "
+                                    "extension running in the notebook's Jupyter server.",
+                                    "notebook", status=409)
+        env_args["notebook"] = notebook
+    try:
+        return make_env(spec.task, instance=spec.instance, protocol=protocol, **env_args)
+    except KeyError as error:
+        raise SessionBuildError(str(error.args[0]) if error.args else str(error),
+                                "task") from None
+    except IndexError as error:
+        raise SessionBuildError(str(error), "instance") from None
+    except (TypeError, ValueError) as error:
+        raise SessionBuildError(f"Task {spec.task!r} cannot be made with these arguments: "
+                                f"{error}", "env_args") from None
+
+
+def _members(spec: SessionSpec, team: TeamConfig, env: CoEnv, *, remote: bool,
+             guides: bool) -> tuple[dict[str, Any], list[str]]:
+    """Each role's member object (``None`` for a seat filled from elsewhere), and the roles
+    that got a :class:`SetupGuide`."""
+    kinds = team.kinds()
+    members: dict[str, Any] = {}
+    guided: list[str] = []
+    for role, member in team.members.items():
+        if member.is_person or remote:
+            members[role] = None
+            continue
+        try:
+            members[role] = build_member(role, member, env, spec.lm_for(role))
+        except LMNotConfigured as error:
+            if not guides:
+                raise SessionBuildError(str(error), "lm") from None
+            members[role] = SetupGuide(str(error), kind=kinds[role])
+            guided.append(role)
+        except UnknownMemberType as error:
+            raise SessionBuildError(str(error), "team") from None
+        except (TypeError, ValueError) as error:  # options the member type does not take
+            raise SessionBuildError(f"Member {role!r} of team {team.name!r} cannot be built: "
+                                    f"{error}", "team") from None
+    return members, guided
+
+
+__all__ = ["TOOLS", "SessionBuildError", "build_one_member", "build_session", "session_config",
+           "task_default_team"]

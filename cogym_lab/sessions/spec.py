@@ -1,0 +1,181 @@
+"""``SessionSpec``: everything a session is built from, as one pydantic model.
+
+The command line, the batch runner, the server extension (its REST create request, a resume,
+its stored records), ``%cogym`` and ``new_session()`` all describe a session this way and build
+it with :func:`cogym_lab.sessions.build_session`; ``session.json`` stores it, so a results
+directory is enough to run its session again (``cogym-lab run --spec DIR/session.json``).
+
+A spec is strict: ``"30"`` is not a number, and an unknown field is refused with its name.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from cogym_lab.teams.config import TeamConfig
+
+#: A seat's name: what the panel puts in a URL, so letters, digits, '_', '.' and '-'.
+RoleName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
+#: The key of :attr:`SessionSpec.lm` whose settings go to every LM (members and tools).
+EVERY_LM = "*"
+#: The key of :attr:`SessionSpec.lm` whose settings go to the task's own tools only (its
+#: drafting assistant, judges and parsers).
+TOOLS = "tools"
+
+_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class LMSettings(BaseModel):
+    """LM settings for some of a session's LMs; each is optional and overrides the environment
+    (``COGYM_MODEL``, ``OPENAI_BASE_URL`` ...) and the team file."""
+
+    model_config = _STRICT
+
+    provider: Literal["openai", "local"] | None = None
+    model: str | None = Field(default=None, max_length=500)
+    base_url: str | None = Field(default=None, max_length=2_000)
+    api_key: str | None = Field(default=None, max_length=1_000)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    timeout: float | None = Field(default=None, gt=0, le=3_600)
+    max_retries: int | None = Field(default=None, ge=0, le=20)
+    deadline: float | None = Field(default=None, gt=0, le=86_400)
+    backoff: float | None = Field(default=None, ge=0, le=600)
+
+    def settings(self) -> dict[str, Any]:
+        """The settings given, by name (``LMConfig.resolve`` takes them as arguments)."""
+        return self.model_dump(exclude_none=True)
+
+
+class Limits(BaseModel):
+    """Overrides of a session's timing and limits: each field is one of
+    :class:`cogym_lab.nodes.SessionConfig`'s, and one left out keeps the team file's value (its
+    ``[session]`` table), else ``SessionConfig``'s default."""
+
+    model_config = _STRICT
+
+    idle_seconds: float | None = Field(default=None, gt=0, le=86_400)
+    timeout: float | None = Field(default=None, gt=0, le=7 * 86_400)
+    max_idle_ticks: int | None = Field(default=None, ge=1, le=10_000)
+    max_events: int | None = Field(default=None, ge=1, le=1_000_000)
+    agent_step_limit: int | None = Field(default=None, ge=0, le=100_000)
+    user_step_limit: int | None = Field(default=None, ge=0, le=100_000)
+    step_limits: dict[str, Annotated[int, Field(ge=0, le=100_000)]] | None = None
+    join_timeout: float | None = Field(default=None, gt=0, le=3_600)
+    seed: int | None = Field(default=None, ge=-(2**63), lt=2**63)
+    channel_ttl: float | None = Field(default=None, gt=0, le=30 * 86_400)
+
+    def overrides(self) -> dict[str, Any]:
+        """The limits given, by name."""
+        return self.model_dump(exclude_none=True)
+
+
+class NotebookRef(BaseModel):
+    """A person's notebook, for a task that runs in one: its path under the server's root and
+    its kernel's id. Only a Jupyter server with the cogym_lab extension can link one."""
+
+    model_config = _STRICT
+
+    path: str = Field(min_length=1, max_length=4_096)
+    kernel_id: str = Field(min_length=1, max_length=200)
+
+
+#: Fields of :class:`Limits` that a flat request may give at the top level (see
+#: :meth:`SessionSpec._accept_shorthands`).
+_LIMIT_FIELDS = frozenset(Limits.model_fields)
+_LM_FIELDS = frozenset(LMSettings.model_fields)
+
+
+class SessionSpec(BaseModel):
+    """One session: its task, the team that plays it, its LMs, rules and limits.
+
+    * ``task``, ``instance`` and ``env_args`` make the env (``make_env``).
+    * ``team`` names a ready team, a registered one, or (on your own machine) a team file; it
+      may also be the team itself. ``None``: the task's default team (``CoEnv.default_team``).
+    * ``people`` are the seats that people take from a panel: a team member of that role
+      becomes a person seat, another name adds one.
+    * ``lm`` maps ``"*"`` (every LM), a role, or ``"tools"`` (the task's own LMs) to settings.
+    * ``protocol`` names the scoring protocol (``None``: the default, ``cogym``).
+    * ``limits`` override the team's session settings.
+    * ``notebook``: run in this notebook's kernel and document (a server links it).
+    """
+
+    model_config = _STRICT
+
+    task: str = Field(min_length=1, max_length=200)
+    instance: int | None = Field(default=None, ge=0)
+    env_args: dict[str, Any] = Field(default_factory=dict)
+    team: Annotated[str, Field(min_length=1, max_length=4_096)] | TeamConfig | None = None
+    people: list[RoleName] = Field(default_factory=list)
+    lm: dict[Annotated[str, Field(min_length=1, max_length=64)], LMSettings] = Field(
+        default_factory=dict)
+    protocol: str | None = Field(default=None, max_length=200)
+    limits: Limits = Field(default_factory=Limits)
+    notebook: NotebookRef | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_shorthands(cls, data: Any) -> Any:
+        """Two shorthands that requests and older records use: limits at the top level
+        (``{"idle_seconds": 5}``; ``"settings"`` in records), and one LM table for every LM
+        (``"lm": {"model": ...}``)."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        flat = {name: data.pop(name) for name in list(data) if name in _LIMIT_FIELDS}
+        stored = data.pop("settings", None)
+        if isinstance(stored, dict):
+            flat = {**stored, **flat}
+        if flat:
+            limits = data.get("limits")
+            data["limits"] = {**flat, **(limits if isinstance(limits, dict) else {})}
+        lm = data.get("lm")
+        if isinstance(lm, dict) and lm and set(lm) <= _LM_FIELDS \
+                and not any(isinstance(value, dict) for value in lm.values()):
+            data["lm"] = {EVERY_LM: lm}
+        elif lm is None and "lm" in data:
+            del data["lm"]
+        return data
+
+    @model_validator(mode="after")
+    def _seats_are_named_once(self) -> SessionSpec:
+        repeated = sorted({role for role in self.people if self.people.count(role) > 1})
+        if repeated:
+            raise ValueError(f"people lists {', '.join(repeated)} more than once")
+        if self.notebook is not None and not self.people:
+            self.people = ["user"]  # the notebook's person needs a seat
+        return self
+
+    # -- reading it ----------------------------------------------------------------------------
+
+    @property
+    def team_name(self) -> str | None:
+        """The team as named (its own name when the spec holds the team itself)."""
+        return self.team.name if isinstance(self.team, TeamConfig) else self.team
+
+    def lm_arguments(self) -> dict[str, dict[str, Any]]:
+        """The LM settings given, by key (``"*"``, a role, ``"tools"``)."""
+        return {key: settings.settings() for key, settings in self.lm.items()}
+
+    def lm_for(self, role: str) -> dict[str, Any]:
+        """The LM settings of ``role`` (or ``"tools"``): its own over those for every LM."""
+        return {**self.lm_arguments().get(EVERY_LM, {}), **self.lm_arguments().get(role, {})}
+
+    def without_secrets(self) -> SessionSpec:
+        """This spec with every API key left out: what is written to disk. A run from it
+        reads keys from the environment."""
+        return self.model_copy(update={"lm": {
+            key: settings.model_copy(update={"api_key": None})
+            for key, settings in self.lm.items()}})
+
+    def stored(self) -> dict[str, Any]:
+        """The spec as ``session.json`` and ``hosting.json`` hold it: JSON, no secrets, and no
+        field left at its default."""
+        return self.without_secrets().model_dump(mode="json", exclude_none=True,
+                                                 exclude_defaults=True)
+
+
+__all__ = ["EVERY_LM", "TOOLS", "LMSettings", "Limits", "NotebookRef", "RoleName",
+           "SessionSpec"]

@@ -1,0 +1,153 @@
+"""Cheap structural checks of the session panel's ES module (``js/session_panel.js``).
+
+The browser tests (tests/test_widgets.py, tests/browser/) prove how the panel behaves; these
+checks keep its shape: lines of at most 120 characters, one small view class per part of the
+panel, JSDoc types with no ``any``, and, where ``node`` is installed, a module that parses and
+exports what the widget and the tests import. Where ``tsc`` is installed, the module also
+type-checks with ``js/jsconfig.json`` (strict).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+MODULE = REPO / "js" / "session_panel.js"
+JSCONFIG = REPO / "js" / "jsconfig.json"
+MAX_LINE = 120
+
+# One class per part of the panel; each owns its part of the DOM and its own state.
+PANEL_VIEWS = [
+    "HeaderView",  # the status line: task, role, connection, step counts, last event
+    "ErrorBanner",  # refusals (e.g. rate limits) and errors, until dismissed
+    "WorkspaceView",  # one box per component of the seat's view
+    "EditorView",  # the shared editor
+    "AgentStatusView",  # each agent's status, Pause/Resume, Finish
+    "ConfirmationsView",  # pending confirmations with Accept/Reject
+    "ChatView",  # the chat log, the outbox and the message box
+    "ActionFormView",  # the task-action form
+    "RatingView",  # the rating form at the end
+]
+# One class per read-only render type; JsonView for any other.
+CONTENT_VIEWS = [
+    "JsonView",
+    "TextView",
+    "TableView",
+    "SearchResultsView",
+    "LibraryView",
+    "NotebookView",
+    "PlanView",
+    "ChecklistView",
+]
+EXPORTS = {
+    "Panel": "function",
+    "escapeHtml": "function",
+    "renderMarkdown": "function",
+    "parseAction": "function",
+    "lineDiff": "function",
+    "serverTransport": "function",
+    "localTransport": "function",
+    "TRANSPORTS": "object",
+    "OUTCOME_RUBRIC": "object",
+    "SATISFACTION_RUBRIC": "object",
+    "default": "object",
+}
+
+
+def _source() -> str:
+    return MODULE.read_text(encoding="utf-8")
+
+
+def _classes(source: str) -> dict[str, int]:
+    """Each top-level class of the module, with the line it starts on."""
+    found = {}
+    for number, line in enumerate(source.splitlines(), start=1):
+        match = re.match(r"(?:export )?class (\w+)\b", line)
+        if match:
+            found[match.group(1)] = number
+    return found
+
+
+def test_no_line_is_over_120_characters() -> None:
+    long_lines = [(number, len(line)) for number, line in enumerate(_source().splitlines(), 1)
+                  if len(line) > MAX_LINE]
+    assert long_lines == [], f"lines over {MAX_LINE} characters (line, length): {long_lines}"
+
+
+@pytest.mark.parametrize("name", PANEL_VIEWS + CONTENT_VIEWS + ["Panel"])
+def test_each_view_is_a_class_with_a_jsdoc_comment(name: str) -> None:
+    source = _source()
+    classes = _classes(source)
+    assert name in classes, f"no class {name} in {MODULE.name}"
+    lines = source.splitlines()
+    above = lines[classes[name] - 2].strip()
+    assert above.endswith("*/"), f"class {name} has no JSDoc comment right above it"
+
+
+def test_the_content_views_share_the_json_fallback() -> None:
+    classes = set(re.findall(r"^class (\w+) extends JsonView\b", _source(), flags=re.M))
+    assert classes == set(CONTENT_VIEWS) - {"JsonView"}
+
+
+def test_the_panel_only_composes_the_views() -> None:
+    source = _source()
+    start = source.index("export class Panel")
+    body = source[start:source.index("\n}\n", start)]
+    for view in PANEL_VIEWS:
+        if view == "EditorView":  # the workspace makes the editors, one per component
+            continue
+        assert f"new {view}(" in body, f"Panel does not build a {view}"
+    # The panel builds no controls of its own: only the layout's containers.
+    tags = set(re.findall(r'\bh\("(\w+)"', body))
+    assert tags <= {"div"}, f"Panel builds elements of its own: {sorted(tags)}"
+
+
+def test_jsdoc_types_name_no_any() -> None:
+    loose = []
+    for number, line in enumerate(_source().splitlines(), 1):
+        if not re.search(r"@(type|param|returns|property|typedef|template)\b", line):
+            continue
+        for braces in re.findall(r"\{([^{}]*(?:\{[^{}]*\}[^{}]*)*)\}", line):
+            if re.search(r"\bany\b", braces):
+                loose.append((number, line.strip()))
+    assert loose == [], f"JSDoc types that turn checking off: {loose}"
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_node_parses_the_module() -> None:
+    checked = subprocess.run(["node", "--input-type=module", "--check"], input=_source(),
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert checked.returncode == 0, checked.stderr
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_node_imports_the_module_and_finds_its_exports() -> None:
+    # Importing needs no DOM: the module touches document and window only when it renders.
+    script = (
+        f"const module = await import({json.dumps(MODULE.as_uri())});\n"
+        "const kinds = Object.fromEntries(Object.entries(module).map(([k, v]) => [k, typeof v]));\n"
+        "console.log(JSON.stringify({ kinds, render: typeof module.default.render,\n"
+        "  escaped: module.escapeHtml('<a href=\"x\">&'),\n"
+        "  transports: Object.keys(module.TRANSPORTS) }));\n"
+    )
+    ran = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(ran.stdout)
+    assert result["kinds"] == EXPORTS
+    assert result["render"] == "function"
+    assert result["escaped"] == "&lt;a href=&quot;x&quot;&gt;&amp;"
+    assert result["transports"] == ["server", "local"]
+
+
+@pytest.mark.skipif(shutil.which("tsc") is None, reason="tsc (TypeScript) is not installed")
+def test_tsc_finds_nothing() -> None:
+    checked = subprocess.run(["tsc", "-p", str(JSCONFIG), "--pretty", "false"],
+                             capture_output=True, text=True, timeout=300, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -44,10 +44,9 @@ from typing import Any
 import cogym_lab
 from cogym_lab import Session, SessionConfig
 from cogym_lab.bus import Bus, MemoryBus
-from cogym_lab.core import (
-    CoEnv, Component, Coordinator, Member, Notification, RenderType, SessionContext, StepRequest,
-    action, obs_channel, step_channel,
-)
+from cogym_lab.core import CoEnv, Component, Notification, RenderType, SessionContext, action
+from cogym_lab.core.coordinator import Coordinator
+from cogym_lab.core.messages import StepRequest, TeamMember, obs_channel, step_channel
 from cogym_lab.envs.todo.env import TodoEnv
 from cogym_lab.nodes.env_node import EnvNode
 from cogym_lab.testing import RedisServer
@@ -154,7 +153,7 @@ def _env_process(session_id: str, roles: list[str], max_events: int, redis_url: 
     async def serve() -> None:
         bus = RedisBus(redis_url)
         await bus.connect()
-        coordinator = Coordinator(BoardEnv(), [Member(role=r, kind="agent") for r in roles],
+        coordinator = Coordinator(BoardEnv(), [TeamMember(role=r, kind="agent") for r in roles],
                                   session_id=session_id, step_limits={r: BIG for r in roles},
                                   max_events=max_events, max_idle_ticks=BIG)
         try:
@@ -180,7 +179,7 @@ async def bench_latency(kind: str, n_members: int, rounds: int, warmup: int,
                         redis_url: str | None) -> LatencyResult:
     session_id = f"bench-{kind}-{n_members}-{os.getpid()}-{time.monotonic_ns()}"
     roles = [f"m{i}" for i in range(n_members)]
-    team = [Member(role=role, kind="agent") for role in roles]
+    team = [TeamMember(role=role, kind="agent") for role in roles]
     coordinator = Coordinator(BoardEnv(), team, session_id=session_id,
                               step_limits={role: BIG for role in roles},
                               max_events=warmup + rounds + 1000, max_idle_ticks=BIG)

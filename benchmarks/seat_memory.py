@@ -42,7 +42,7 @@ def peak_rss_mb() -> float:
 async def one_session(seats: int) -> dict[str, float]:
     from cogym_lab import Session
     from cogym_lab.bus import MemoryBus
-    from cogym_lab.core import StepRequest, step_channel
+    from cogym_lab.core.messages import StepRequest, step_channel
     from cogym_lab.envs.todo import TodoEnv
     from tests.support.teammates import Recorder
 

@@ -92,13 +92,13 @@ def __dir__() -> list[str]:
 
 def load_ipython_extension(shell: object) -> None:
     """``%load_ext cogym_lab`` registers the ``%cogym`` magic."""
-    from cogym_lab.jupyter.magics import load_ipython_extension as load
+    from cogym_lab.magics import load_ipython_extension as load
 
     load(shell)
 
 
 def _jupyter_server_extension_points() -> list[dict]:
     """Lets ``jpserver_extensions: {"cogym_lab": true}`` find the server extension."""
-    from cogym_lab.jupyter import _jupyter_server_extension_points as points
+    from cogym_lab.server import _jupyter_server_extension_points as points
 
     return points()

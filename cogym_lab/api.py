@@ -25,9 +25,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from cogym_lab.envs.registry import task_class
-from cogym_lab.jupyter.backends import Backend, CreateRequest, SessionError, backend
-from cogym_lab.jupyter.data_arg import resolve_data
-from cogym_lab.jupyter.models import validation_message
+from cogym_lab.notebook.backends import Backend, CreateRequest, SessionError, backend
+from cogym_lab.notebook.data_arg import resolve_data
+from cogym_lab.runtime.models import validation_message
 from cogym_lab.sessions.spec import EVERY_LM, Limits, LMSettings, NotebookRef, SessionSpec
 
 __all__ = ["SessionError", "SessionHandle", "SessionList", "attach", "list_sessions",
@@ -49,8 +49,8 @@ def new_session(task: str | SessionSpec, *, instance: int | None = None,
     ``task`` is a task's name, or a whole :class:`~cogym_lab.sessions.SessionSpec` (then the
     other session arguments are not used; ``role``, ``mode`` and ``results_dir`` still are).
     ``role`` is your seat (``"user"`` by default; ``None`` to only watch a team of agents and
-    simulated users). ``team`` defaults to the task's own default (the rule-based ``example``
-    team for ``todo``, else ``collaborative``). ``model``/``base_url`` set the LM of every LM
+    simulated users). ``team`` defaults to the task's own (``CoEnv.default_team``:
+    ``collaborative`` unless the task says otherwise). ``model``/``base_url`` set the LM of every LM
     member and of the task's own tools (drafting assistant, judges, plan parser); else
     ``COGYM_MODEL``, ``OPENAI_BASE_URL`` and the team file decide. For a task that runs in a
     notebook, ``query`` is your question and ``data`` a DataFrame, the name of one in this
@@ -93,11 +93,11 @@ def _spec(where: Backend, task: str, *, instance: int | None, team: str | None,
             arguments["data"] = resolve_data(data, share_kernel=notebook is not None)
         except ValueError as error:
             raise SessionError(str(error)) from None
-    lm = {key: value for key, value in (("model", model), ("base_url", base_url)) if value}
+    lm = LMSettings(model=model or None, base_url=base_url or None)
     try:
         return SessionSpec(task=task, instance=instance, team=team,
                            people=[role] if role else [], env_args=arguments,
-                           lm={EVERY_LM: LMSettings(**lm)} if lm else {},
+                           lm={EVERY_LM: lm} if lm.settings() else {},
                            notebook=NotebookRef(**notebook) if notebook else None,
                            protocol=protocol,
                            limits=Limits(**{k: v for k, v in limits.items() if v is not None}))
@@ -323,8 +323,8 @@ class SessionHandle:
         """Every event so far, one line each, from the results directory's event log."""
         from rich.console import Console
 
-        from cogym_lab.cli.transcript import Transcript
         from cogym_lab.nodes.results import read_events
+        from cogym_lab.nodes.transcript import Transcript
 
         folder = self.results_dir
         if folder is None or not (folder / "events.jsonl").is_file():

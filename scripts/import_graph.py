@@ -20,9 +20,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cogym_lab"
 
 #: Lowest first. A part may import only the parts before it.
 LAYERS: list[str] = [
-    "core", "datasets", "kernels", "bus", "lm", "prompts", "envs", "nodes", "agents", "users", "members",
-    "teams", "sessions", "testing", "eval", "runtime", "widgets", "jupyter", "api", "cli",
-    "__init__", "__main__",
+    "_version", "core", "datasets", "kernels", "bus", "lm", "prompts", "envs", "nodes", "agents",
+    "users", "members", "teams", "sessions", "testing", "eval", "runtime", "widgets", "server",
+    "notebook", "api", "magics", "cli", "__init__", "__main__",
 ]
 
 
@@ -55,8 +55,11 @@ def _runtime_imports(tree: ast.AST, module: str, is_package: bool) -> set[str]:
             else:
                 target = node.module or ""
             if target.startswith("cogym_lab"):
-                found.add(target)
+                # `from cogym_lab import datasets` imports the submodule (and, as Python must,
+                # runs the package's __init__ first: a package's own __init__ counts only when
+                # a name is taken from it)
                 found.update(f"{target}.{a.name}" for a in node.names)
+                found.add(target + "#names")
         for child in ast.iter_child_nodes(node):
             visit(child)
 
@@ -70,7 +73,12 @@ def module_graph() -> dict[str, set[str]]:
     for module, path in paths.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         imported = _runtime_imports(tree, module, path.name == "__init__.py")
-        graph[module] = {name for name in imported if name in paths and name != module}
+        names = {name for name in imported if not name.endswith("#names")}
+        for marker in imported - names:  # `from PACKAGE import x`: x may be a name, not a module
+            package = marker.removesuffix("#names")
+            if any(name.rpartition(".")[0] == package and name not in paths for name in names):
+                names.add(package)
+        graph[module] = {name for name in names if name in paths and name != module}
     return graph
 
 

@@ -6,32 +6,24 @@ import json
 
 import pytest
 
-from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.agents import AutonomousAgent, CollaborativeAgent, PlanningAgent
 from cogym_lab.agents.render import render_chat, render_component
-from cogym_lab.core import (
-    ActionError,
-    ChatMessage,
-    CoEnv,
-    Component,
-    Coordinator,
-    EventType,
-    Member,
-    RenderType,
-    action,
-)
+from cogym_lab.core import ActionError, CoEnv, Component, RenderType, action
+from cogym_lab.core.coordinator import Coordinator
+from cogym_lab.core.messages import ChatMessage, EventType, TeamMember
 from cogym_lab.envs import make_env
 from cogym_lab.envs.todo import TodoEnv
 from cogym_lab.eval.trajectory import load_session
 from cogym_lab.lm import LMConfig, make_lm
 from cogym_lab.lm.calllog import log_files, read_calls
+from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.nodes.results import read_events
 from cogym_lab.teams import load_team
 from cogym_lab.teams.build import build_team
 from cogym_lab.testing import Reply, ScriptedOpenAIServer
 from tests.support.lm_scripts import TodoRolePlay, classify
 
-TEAM = [Member(role="agent", kind="agent"), Member(role="user", kind="user")]
+TEAM = [TeamMember(role="agent", kind="agent"), TeamMember(role="user", kind="user")]
 
 
 pytestmark = pytest.mark.usefixtures("no_ambient_lm")

@@ -119,7 +119,7 @@ def test_importing_the_package_loads_no_nodes_jupyter_or_lm_client():
         import sys
         import cogym_lab
         dir(cogym_lab)
-        heavy = ("cogym_lab.nodes", "cogym_lab.jupyter", "openai")
+        heavy = ("cogym_lab.nodes", "cogym_lab.server", "openai")
         print(sorted(m for m in sys.modules
                      if any(m == h or m.startswith(h + ".") for h in heavy)))
     """)

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from cogym_lab.core import ActionError, CoEnv, Component, RenderType, StepResult, action
+from cogym_lab.core import ActionError, CoEnv, Component, RenderType, action
 from cogym_lab.core.check_env import CHECK_SEED, EnvCheckError, check_env
+from cogym_lab.core.env import StepResult
 from cogym_lab.core.protocol import PROTOCOLS
 from cogym_lab.envs import available_envs, make_env
 from cogym_lab.envs.registry import task_class

@@ -28,12 +28,8 @@ PHOENIX_QUERY = (  # instance 61
 
 
 def _command() -> list[str]:
-    """``cogym-lab grade`` once the CLI registers it; until then the module itself."""
-    from cogym_lab.cli.main import main
-
-    if "grade" in main.commands:  # type: ignore[attr-defined]
-        return [str(Path(sys.executable).parent / "cogym-lab"), "grade"]
-    return [sys.executable, "-m", "cogym_lab.cli.grade_command"]
+    """``cogym-lab grade``, as a person runs it."""
+    return [str(Path(sys.executable).parent / "cogym-lab"), "grade"]
 
 
 def _run(*args: str, data: Path | None = None) -> subprocess.CompletedProcess[str]:

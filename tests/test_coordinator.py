@@ -16,26 +16,22 @@ from cogym_lab.core import (
     ActionOutcome,
     CoEnv,
     Component,
-    Coordinator,
     Deferred,
-    Event,
-    EventType,
-    Member,
     Notification,
     RenderType,
-    Transition,
     action,
-    default_step_limits,
 )
 from cogym_lab.core import collaboration as acts
+from cogym_lab.core.coordinator import Coordinator, Transition, default_step_limits
 from cogym_lab.core.grammar import parse_action
+from cogym_lab.core.messages import Event, EventType, TeamMember
 from cogym_lab.envs.todo import TodoEnv
 from cogym_lab.envs.todo.env import IDEAS
 from tests.support.notes_env import NotesEnv
 
-AGENT = Member(role="agent", kind="agent")
-USER = Member(role="user", kind="user")
-HELPER = Member(role="helper", kind="agent")
+AGENT = TeamMember(role="agent", kind="agent")
+USER = TeamMember(role="user", kind="user")
+HELPER = TeamMember(role="helper", kind="agent")
 DUO = (AGENT, USER)
 TRIO = (AGENT, USER, HELPER)
 START_TIME = 1000.0
@@ -44,7 +40,7 @@ START_TIME = 1000.0
 class Session:
     """A coordinator, a fake clock, and the log of everything it produced."""
 
-    def __init__(self, team: Sequence[Member] = DUO, **kwargs: Any) -> None:
+    def __init__(self, team: Sequence[TeamMember] = DUO, **kwargs: Any) -> None:
         self.env = TodoEnv()
         self.coord = Coordinator(self.env, list(team), session_id="s-1", **kwargs)
         self.clock = START_TIME
@@ -133,7 +129,7 @@ def test_start_notifies_everyone_with_context() -> None:
 
 
 def test_default_step_limits() -> None:
-    team = [AGENT, USER, HELPER, Member(role="pat", kind="person")]
+    team = [AGENT, USER, HELPER, TeamMember(role="pat", kind="person")]
     assert default_step_limits(team) == {"agent": 30, "helper": 30}
     assert default_step_limits(team, agent_limit=5) == {"agent": 5, "helper": 5}
     assert default_step_limits([USER]) == {}
@@ -577,7 +573,7 @@ def test_only_the_human_side_may_pause_or_resume() -> None:
     assert session.coord.paused == set()
     transition = session.do("user", 'PAUSE_AGENT(agent="user")')
     assert types(transition) == [EventType.ERROR] and "agent, helper" in transition.events[0].error
-    person = Session((AGENT, Member(role="pat", kind="person")))
+    person = Session((AGENT, TeamMember(role="pat", kind="person")))
     assert types(person.ok("pat", "PAUSE_AGENT()")) == [EventType.PAUSE]
 
 
@@ -791,7 +787,7 @@ def comparable(event: Event) -> dict[str, Any]:
     return data
 
 
-def replay_matches(session: Session, team: Sequence[Member], **kwargs: Any) -> None:
+def replay_matches(session: Session, team: Sequence[TeamMember], **kwargs: Any) -> None:
     fresh = Coordinator(TodoEnv(), list(team), session_id="s-1", **kwargs)
     replayed: list[Event] = []
     for event in session.events:
@@ -888,7 +884,7 @@ def test_replay_is_deterministic_for_any_session(steps: list[tuple[str, Any]]) -
 
 # -- input admitted at the boundary ------------------------------------------------------------
 
-def replay_from_json(session: Session, team: Sequence[Member], **kwargs: Any) -> Coordinator:
+def replay_from_json(session: Session, team: Sequence[TeamMember], **kwargs: Any) -> Coordinator:
     """A fresh coordinator fed the session's events as the log holds them (JSON text)."""
     fresh = Coordinator(TodoEnv(), list(team), session_id="s-1", **kwargs)
     for event in session.events:
@@ -982,7 +978,7 @@ def test_a_base_or_seen_seq_of_the_wrong_type_is_ignored() -> None:
 # -- what a notification carries does not grow with the seats ------------------------------------
 
 def test_people_are_shown_their_own_count_and_the_non_peoples_not_each_others() -> None:
-    team = [AGENT, USER, Member(role="ann", kind="person"), Member(role="bob", kind="person")]
+    team = [AGENT, USER, TeamMember(role="ann", kind="person"), TeamMember(role="bob", kind="person")]
     session = Session(team)
     by_role = {n.recipient: n for n in session.start.notifications}
     assert set(by_role["ann"].step_counts) == {"agent", "user", "ann"}

@@ -12,9 +12,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cogym_lab.core import (
-    Action, ActionError, ActionOutcome, CoEnv, Component, Observation, RenderType, StepResult,
+    Action,
+    ActionError,
+    ActionOutcome,
+    CoEnv,
+    Component,
+    Observation,
+    RenderType,
     action,
 )
+from cogym_lab.core.env import StepResult
 from cogym_lab.core.grammar import parse_canonical
 from cogym_lab.envs.todo import TodoEnv
 from cogym_lab.envs.todo.env import IDEAS

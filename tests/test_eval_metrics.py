@@ -338,7 +338,8 @@ async def test_rounds_are_graded_by_a_real_tasks_own_grader(tmp_path: Path,
                                                             use_shared_data: Path) -> None:
     # Travel Planning, instance 0: the agent writes a plan, the user asks for a change, the
     # agent rewrites it. Each round's utility must be what the task's grader gives that plan.
-    from cogym_lab.core import Action, format_action
+    from cogym_lab.core import Action
+    from cogym_lab.core.grammar import format_action
     from cogym_lab.envs import make_env
     from tests.support.travel_scripts import simple_plan
 

@@ -19,7 +19,12 @@ from cogym_lab.eval import EvalReport, report, show
 from cogym_lab.lm import LMConfig, make_lm
 from cogym_lab.testing import ScriptedOpenAIServer
 from tests.support.trajectories import (
-    AUTONOMOUS_RUN, FOUR_ROUNDS, TODO_ARGS, add, say, write_session,
+    AUTONOMOUS_RUN,
+    FOUR_ROUNDS,
+    TODO_ARGS,
+    add,
+    say,
+    write_session,
 )
 
 pytestmark = pytest.mark.usefixtures("no_ambient_lm")

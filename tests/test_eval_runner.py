@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cogym_lab.core import EventType
+from cogym_lab.core.messages import EventType
 from cogym_lab.envs import registry
 from cogym_lab.envs.related_work.search import BM25PaperIndex
 from cogym_lab.envs.travel_planning import TravelPlanningEnv

@@ -18,15 +18,16 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cogym_lab.nodes import Session, SessionConfig, replay
 from cogym_lab.bus import Bus
 from cogym_lab.bus.redis import KEY_PREFIX, RedisBus
 from cogym_lab.cli.main import main as cli
-from cogym_lab.core import ActionOutcome, EventType, StepRequest, action, obs_channel, step_channel
+from cogym_lab.core import ActionOutcome, action
+from cogym_lab.core.jsonl import LogReadError, read_jsonl
+from cogym_lab.core.messages import EventType, StepRequest, obs_channel, step_channel
 from cogym_lab.core.text import REPLACEMENT, is_clean
 from cogym_lab.envs.todo import TodoEnv
 from cogym_lab.eval.trajectory import load_session
-from cogym_lab.core.jsonl import LogReadError, read_jsonl
+from cogym_lab.nodes import Session, SessionConfig, replay
 from cogym_lab.nodes.results import EVENTS_FILE, read_events, read_session
 from tests.support.teammates import AGENT, AGENT_AND_USER, Recorder
 

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cogym_lab.core import Action, ActionError, ActionSpec, ParamSpec, describe_actions
+from cogym_lab.core import Action, ActionError
 from cogym_lab.core import collaboration as acts
+from cogym_lab.core.actions import ActionSpec, ParamSpec, describe_actions
 from cogym_lab.core.grammar import format_action, parse_action, parse_canonical
 from cogym_lab.core.text import clean
 from cogym_lab.envs.todo import TodoEnv

@@ -36,10 +36,10 @@ from cogym_lab.core import (
 )
 from cogym_lab.core.messages import EventType, Notification
 from cogym_lab.envs.registry import register_env
-from cogym_lab.jupyter.hosting import HostingError, SessionHost
 from cogym_lab.members import MemberType, register_member, unregister_member
 from cogym_lab.nodes import replay
 from cogym_lab.nodes.results import read_events, read_session
+from cogym_lab.runtime.hosting import HostingError, SessionHost
 from tests.support.jupyter_api import API, receive_until, session_api, wait_until
 
 KAZOO = "Please bring a kazoo"

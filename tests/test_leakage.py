@@ -6,13 +6,12 @@ import json
 
 import pytest
 
-from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.core import CoEnv, Component, RenderType, action
 from cogym_lab.eval import load_session, report
 from cogym_lab.lm import LMConfig, make_lm
+from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.nodes.leakage import LeakageGuard, normalise
 from cogym_lab.nodes.results import read_session
-
 from tests.support.teammates import AGENT, AGENT_AND_USER
 
 SECRET = "The gold answer is that sales fall\nwhen prices rise by ten percent."

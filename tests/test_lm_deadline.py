@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.bus import MemoryBus
 from cogym_lab.core.grammar import parse_canonical
 from cogym_lab.core.messages import status_channel
 from cogym_lab.envs import make_env
 from cogym_lab.lm import LMConfig, LMError, OpenAILM, make_lm
+from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.nodes.results import read_events
 from cogym_lab.teams import load_team
 from cogym_lab.teams.build import build_team

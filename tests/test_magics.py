@@ -98,13 +98,13 @@ def chat_texts(snapshot: dict[str, Any], sender: str | None = None) -> list[str]
 
 def test_the_kernel_finds_the_server_that_launched_it(jupyter, server_kernel):
     kernel_id, kernel = server_kernel
-    kernel.run("from cogym_lab.jupyter.client import KernelIdentity, find_server\n"
+    kernel.run("from cogym_lab.notebook.client import KernelIdentity, find_server\n"
                "me, server = KernelIdentity.current(), find_server()")
     assert kernel.value("me.kernel_id") == kernel_id
     assert kernel.value("me.session_name") == str(jupyter.root / "analysis.ipynb")
     assert kernel.value("[server.url, server.token]") == [jupyter.url, jupyter.token]
     assert kernel.value("server.notebook_path(me.kernel_id)") == "analysis.ipynb"
-    kernel.run("from cogym_lab.jupyter.backends import backend")
+    kernel.run("from cogym_lab.notebook.backends import backend")
     assert kernel.value("backend().notebook()") == {"path": "analysis.ipynb",
                                                     "kernel_id": kernel_id}
 
@@ -305,7 +305,7 @@ def test_a_watched_team_runs_to_its_end_and_cannot_be_acted_for(tmp_path, no_amb
 def test_data_for_a_tabular_session_is_a_variable_a_frame_or_a_file(tmp_path):
     import pandas as pd
 
-    from cogym_lab.jupyter.data_arg import resolve_data
+    from cogym_lab.notebook.data_arg import resolve_data
 
     frame = pd.DataFrame({"a": [1, 2], "b": [3, 4]})
     written = Path(resolve_data(frame, share_kernel=False))
@@ -320,7 +320,7 @@ def test_data_for_a_tabular_session_is_a_variable_a_frame_or_a_file(tmp_path):
 async def test_start_now_finishes_at_once_what_never_waits_and_hands_on_the_rest():
     import asyncio
 
-    from cogym_lab.jupyter.local import start_now
+    from cogym_lab.notebook.local import start_now
 
     loop = asyncio.get_running_loop()
 

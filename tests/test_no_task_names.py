@@ -13,26 +13,11 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from cogym_lab.envs.registry import available_envs, task_class
 
 PACKAGE = Path(__file__).resolve().parents[1] / "cogym_lab"
 TASKS_HOME = PACKAGE / "envs"
 TEXT_SUFFIXES = {".md", ".toml", ".json", ".js", ".css", ".html", ".txt", ".yaml", ".yml"}
-
-#: Files that still name tasks while their owner moves that knowledge into the tasks. Being
-#: moved: remove each entry once its file is clean (the test fails for an entry that is).
-ALLOWED: frozenset[str] = frozenset({
-    "cli/grade_command.py",  # being moved
-    "cli/main.py",  # being moved
-    "cli/options.py",  # being moved
-    "eval/runner.py",  # being moved
-    "jupyter/magics.py",  # being moved
-    "members/registry.py",  # being moved
-    "teams/example.toml",  # being moved
-})
-
 
 def _shipped_tasks() -> dict[str, str]:
     """Each task that ships in ``cogym_lab.envs``, by name, with its class's name."""
@@ -143,14 +128,9 @@ def f(related_work=1):
 
 
 def test_no_generic_module_names_a_task() -> None:
-    hits = {path: found for path, found in task_name_hits().items() if path not in ALLOWED}
+    hits = task_name_hits()
     report = "\n".join(f"cogym_lab/{path}:{line}: {name}" for path, found in hits.items()
                        for line, name in found)
     assert not hits, ("Generic modules name tasks; move that knowledge into the task (a class "
                       f"attribute or method the generic code asks for):\n{report}")
 
-
-@pytest.mark.parametrize("path", sorted(ALLOWED))
-def test_each_allowed_file_still_needs_its_entry(path: str) -> None:
-    assert (PACKAGE / path).is_file(), f"{path} is gone: remove it from ALLOWED"
-    assert path in task_name_hits(), f"{path} names no task any more: remove it from ALLOWED"

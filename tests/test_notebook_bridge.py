@@ -28,7 +28,7 @@ from tornado.httpclient import HTTPClientError
 
 from cogym_lab.core import Notification
 from cogym_lab.core.member import MemberType
-from cogym_lab.jupyter.notebook import AGENT_CELL_KEY
+from cogym_lab.server.live_notebooks import AGENT_CELL_KEY
 from tests.support.kernel_messages import collect_output, execute_request
 
 pytestmark = pytest.mark.timeout(240)
@@ -513,7 +513,8 @@ def recorded_cells_of(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def test_without_a_notebook_a_custom_query_runs_in_a_standalone_kernel(tmp_path):
-    from cogym_lab.core import Coordinator, Member
+    from cogym_lab.core.coordinator import Coordinator
+    from cogym_lab.core.messages import TeamMember
     from cogym_lab.envs import make_env
     from cogym_lab.envs.tabular_analysis import TabularAnalysisEnv
     from cogym_lab.kernels import LocalKernelExecutor
@@ -521,7 +522,7 @@ async def test_without_a_notebook_a_custom_query_runs_in_a_standalone_kernel(tmp
     (tmp_path / "sales.csv").write_text("amount\n3\n4\n5\n")
     env = TabularAnalysisEnv(query="How much did we sell?", data="sales.csv",
                              workdir=str(tmp_path))
-    coordinator = Coordinator(env, [Member(role="agent"), Member(role="user", kind="person")],
+    coordinator = Coordinator(env, [TeamMember(role="agent"), TeamMember(role="user", kind="person")],
                               session_id="own-data")
     start = {n.recipient: n for n in coordinator.start(0.0).notifications}
     assert "`sales.csv`" in start["agent"].context.task_description

@@ -10,11 +10,10 @@ from __future__ import annotations
 import asyncio
 import time
 
-from cogym_lab.core import EventType
+from cogym_lab.core.messages import EventType
 from cogym_lab.envs.todo import TodoEnv
 from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.nodes.results import read_events
-
 from tests.support.teammates import AGENT_AND_USER
 
 FEEDBACK = 'SEND_TEAMMATE_MESSAGE(message="Please pack a rain jacket.")'

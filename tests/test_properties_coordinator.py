@@ -33,14 +33,16 @@ from hypothesis.stateful import (
     rule,
 )
 
-from cogym_lab.core import Coordinator, Deferred, Event, Member, Notification, Transition
+from cogym_lab.core import Deferred, Notification
+from cogym_lab.core.coordinator import Coordinator, Transition
+from cogym_lab.core.messages import Event, TeamMember
 from cogym_lab.nodes.restore import replay_events
 from cogym_lab.nodes.results import ResultsWriter, read_events
 from tests.support.hostile import forged_roles, hostile_text, member_inputs
 from tests.support.notes_env import NotesEnv
 
-TEAM = [Member(role="agent", kind="agent"), Member(role="helper", kind="agent"),
-        Member(role="user", kind="user"), Member(role="person", kind="person")]
+TEAM = [TeamMember(role="agent", kind="agent"), TeamMember(role="helper", kind="agent"),
+        TeamMember(role="user", kind="user"), TeamMember(role="person", kind="person")]
 ROLES = [member.role for member in TEAM]
 NOT_PEOPLE = {member.role for member in TEAM if member.kind != "person"}
 

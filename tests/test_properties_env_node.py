@@ -28,23 +28,17 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from cogym_lab.bus import MemoryBus, Subscription
-from cogym_lab.core import (
-    Action,
-    Coordinator,
-    Event,
-    Member,
-    StepRequest,
-    obs_channel,
-    step_channel,
-)
+from cogym_lab.core import Action
+from cogym_lab.core.coordinator import Coordinator
+from cogym_lab.core.messages import Event, StepRequest, TeamMember, obs_channel, step_channel
 from cogym_lab.nodes import EnvNode
 from cogym_lab.nodes.restore import replay_events
 from cogym_lab.nodes.results import ResultsWriter, read_events
 from tests.support.hostile import forged_roles, hostile_text, member_inputs
 from tests.support.notes_env import NotesEnv
 
-TEAM = [Member(role="agent", kind="agent"), Member(role="user", kind="user"),
-        Member(role="person", kind="person")]
+TEAM = [TeamMember(role="agent", kind="agent"), TeamMember(role="user", kind="user"),
+        TeamMember(role="person", kind="person")]
 ROLES = [member.role for member in TEAM]
 SESSION = "node-props"
 

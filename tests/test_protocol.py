@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from cogym_lab.core import EventType, Member, obs_channel, step_channel
+from cogym_lab.core.messages import EventType, TeamMember, obs_channel, step_channel
 from tests.support.harness import Harness
 
-THREE = [Member(role="agent", kind="agent"), Member(role="user", kind="user"),
-         Member(role="helper", kind="agent")]
+THREE = [TeamMember(role="agent", kind="agent"), TeamMember(role="user", kind="user"),
+         TeamMember(role="helper", kind="agent")]
 
 
 @pytest.fixture

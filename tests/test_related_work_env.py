@@ -14,7 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from cogym_lab.cli.main import main
-from cogym_lab.core import Coordinator, EventType, Member
+from cogym_lab.core.coordinator import Coordinator
+from cogym_lab.core.messages import EventType, TeamMember
 from cogym_lab.envs import make_env
 from cogym_lab.envs.related_work import RelatedWorkEnv
 from cogym_lab.envs.related_work.corpus import BASE_FILE, SUPPLEMENT_FILE
@@ -30,7 +31,7 @@ from tests.support.related_scripts import RelatedWorkRolePlay, judge_replies
 
 pytestmark = pytest.mark.usefixtures("use_shared_data", "no_ambient_lm")
 SLICE = 3000  # papers in the test index
-TEAM = [Member(role="agent"), Member(role="user", kind="user")]
+TEAM = [TeamMember(role="agent"), TeamMember(role="user", kind="user")]
 
 
 @pytest.fixture(scope="module")

@@ -6,20 +6,21 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.bus import MemoryBus
-from cogym_lab.core import Coordinator, EventType, Member, StepRequest, step_channel
+from cogym_lab.core.coordinator import Coordinator
+from cogym_lab.core.messages import EventType, StepRequest, TeamMember, step_channel
 from cogym_lab.envs.todo import TodoEnv
+from cogym_lab.nodes import Session, SessionConfig
 from tests.support.teammates import Recorder
 
 
-def people(count: int) -> list[Member]:
-    return [Member(role=f"p{index:05d}", kind="person") for index in range(count)]
+def people(count: int) -> list[TeamMember]:
+    return [TeamMember(role=f"p{index:05d}", kind="person") for index in range(count)]
 
 
 def start_notifications(seats: int) -> dict[str, str]:
     """Each member's START notification, as the JSON a transport would carry."""
-    team = [Member(role="agent", kind="agent"), *people(seats)]
+    team = [TeamMember(role="agent", kind="agent"), *people(seats)]
     coordinator = Coordinator(TodoEnv(), team, session_id="seats")
     return {n.recipient: n.model_dump_json()
             for n in coordinator.start(0.0).notifications}
@@ -34,7 +35,7 @@ def test_a_seats_notification_is_the_same_size_with_ten_seats_or_a_thousand():
 
 
 def test_a_person_is_told_its_own_steps_and_the_agents():
-    team = [Member(role="agent", kind="agent"), *people(3)]
+    team = [TeamMember(role="agent", kind="agent"), *people(3)]
     coordinator = Coordinator(TodoEnv(), team, session_id="seats")
     coordinator.start(0.0)
     coordinator.handle("p00001", 'ADD_ITEM(text="tent")', 1.0)

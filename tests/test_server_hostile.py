@@ -104,7 +104,7 @@ def test_a_team_is_a_registered_name_and_names_registered_members(run, alice, ma
             assert status == 400 and "is not a registered team" in refused["message"], refused
         status, refused = await alice("POST", body={"task": "todo", "team": "evil"})
         assert status == 400, refused
-        assert "unknown type 'subprocess:run'" in refused["message"]
+        assert "'subprocess:run' is not a registered member type" in refused["message"]
         assert "not a registered member type" in refused["message"]
         assert not marker.exists()
         await still_answers(alice)

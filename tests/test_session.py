@@ -11,19 +11,12 @@ import uuid
 
 import pytest
 
-from cogym_lab.nodes import Session, SessionConfig, replay
 from cogym_lab.bus.redis import RedisBus
-from cogym_lab.core import (
-    ActionOutcome,
-    Deferred,
-    EventType,
-    StepRequest,
-    action,
-    obs_channel,
-    step_channel,
-)
+from cogym_lab.core import ActionOutcome, Deferred, action
+from cogym_lab.core.messages import EventType, StepRequest, obs_channel, step_channel
 from cogym_lab.envs.todo import ExampleAgent, ExampleUser, TodoEnv
 from cogym_lab.envs.todo.env import Item
+from cogym_lab.nodes import Session, SessionConfig, replay
 from cogym_lab.nodes.results import read_events, read_session
 from tests.support.teammates import AGENT, AGENT_AND_USER, Counter, Finisher, Recorder
 
@@ -269,12 +262,13 @@ async def test_a_sync_asked_before_a_step_does_not_end_the_wait_for_that_step():
     the agent's next step. That answer shows the state before the step, so the agent must keep
     waiting for its step rather than act on the older state (it would repeat the step)."""
     from cogym_lab.bus import MemoryBus
-    from cogym_lab.core import Coordinator, Member
+    from cogym_lab.core.coordinator import Coordinator
+    from cogym_lab.core.messages import TeamMember
     from cogym_lab.nodes import AgentNode
 
     bus, session_id = MemoryBus(), "sync-race"
-    coordinator = Coordinator(TodoEnv(), [Member(role="agent", kind="agent"),
-                                          Member(role="user", kind="person")],
+    coordinator = Coordinator(TodoEnv(), [TeamMember(role="agent", kind="agent"),
+                                          TeamMember(role="user", kind="person")],
                               session_id=session_id)
     release = asyncio.Event()
     seen: list[int] = []

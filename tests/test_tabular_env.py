@@ -9,20 +9,21 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from cogym_lab.nodes import replay
 from cogym_lab.agents.render import render_component
 from cogym_lab.cli.main import main
-from cogym_lab.core import Coordinator, Member
+from cogym_lab.core.coordinator import Coordinator
+from cogym_lab.core.messages import TeamMember
 from cogym_lab.envs import make_env
 from cogym_lab.envs.tabular_analysis import TabularAnalysisEnv
 from cogym_lab.lm import LMConfig, make_lm
+from cogym_lab.nodes import replay
 from cogym_lab.nodes.results import read_session
 from cogym_lab.testing import ScriptedOpenAIServer
 from tests.support.tabular_scripts import TabularRolePlay
 
 pytestmark = [pytest.mark.usefixtures("use_shared_data", "no_ambient_lm"),
               pytest.mark.timeout(180)]
-TEAM = [Member(role="agent"), Member(role="user", kind="user")]
+TEAM = [TeamMember(role="agent"), TeamMember(role="user", kind="user")]
 
 
 def judge_reply(answer: str, same_context: bool = True) -> str:

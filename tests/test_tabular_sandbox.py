@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from cogym_lab.core import Coordinator, Member
+from cogym_lab.core.coordinator import Coordinator
+from cogym_lab.core.messages import TeamMember
 from cogym_lab.datasets import DATA_ENV_VAR
 from cogym_lab.envs.tabular_analysis import TabularAnalysisEnv
 from cogym_lab.kernels.sandbox import KernelSandbox, kernel_environment
 
 pytestmark = [pytest.mark.usefixtures("no_ambient_lm"), pytest.mark.timeout(180)]
-TEAM = [Member(role="agent"), Member(role="user", kind="user")]
+TEAM = [TeamMember(role="agent"), TeamMember(role="user", kind="user")]
 HIDDEN_NAMES = ("answer_key_real.csv", "metadata_*.json")
 
 #: What a curious cell would try: walk (os.walk and glob) every folder the kernel knows of.

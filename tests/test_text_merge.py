@@ -11,10 +11,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cogym_lab.bus import MemoryBus
-from cogym_lab.core import (
-    CoEnv, Component, Coordinator, EventType, Member, Notification, RenderType, StepRequest,
-    action, obs_channel, step_channel,
-)
+from cogym_lab.core import CoEnv, Component, Notification, RenderType, action
+from cogym_lab.core.coordinator import Coordinator
+from cogym_lab.core.messages import EventType, StepRequest, TeamMember, obs_channel, step_channel
 from cogym_lab.core.text_merge import merge_text, text_edits
 from cogym_lab.envs.related_work import RelatedWorkEnv
 from cogym_lab.envs.tabular_analysis import TabularAnalysisEnv
@@ -175,7 +174,7 @@ class Notes(CoEnv):
         self.text += line + "\n"
 
 
-TEAM = [Member(role="agent", kind="agent"), Member(role="person", kind="person")]
+TEAM = [TeamMember(role="agent", kind="agent"), TeamMember(role="person", kind="person")]
 BASE = "Opening line.\nClosing line.\n"
 PERSON_TEXT = "Opening line.\nThe person's middle line.\nClosing line.\n"
 AGENT_TEXT = "Opening line, polished by the agent.\nClosing line.\n"

@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from cogym_lab.cli.main import main
-from cogym_lab.core import Coordinator, EventType, Member
+from cogym_lab.core.coordinator import Coordinator
+from cogym_lab.core.messages import EventType, TeamMember
 from cogym_lab.envs import make_env
 from cogym_lab.envs.travel_planning import TravelPlanningEnv
 from cogym_lab.testing import ScriptedOpenAIServer
@@ -17,7 +18,7 @@ from tests.support.travel_scripts import TravelRolePlay, simple_plan
 from tests.test_travel_grader import BURBANK, variant
 
 pytestmark = pytest.mark.usefixtures("use_shared_data", "no_ambient_lm")
-TEAM = [Member(role="agent"), Member(role="user", kind="user")]
+TEAM = [TeamMember(role="agent"), TeamMember(role="user", kind="user")]
 
 
 def test_every_instance_is_reachable_by_number():

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from cogym_lab.nodes import Session, SessionConfig
-from cogym_lab.core import Coordinator, EventType, Member
+from cogym_lab.core.coordinator import Coordinator
+from cogym_lab.core.messages import EventType, TeamMember
 from cogym_lab.envs import make_env
 from cogym_lab.envs.todo import TodoEnv
 from cogym_lab.lm import LMConfig, make_lm
+from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.nodes.results import read_events
 from cogym_lab.teams import load_team
 from cogym_lab.teams.build import build_team
@@ -26,7 +27,7 @@ def user_for(server, persona: Persona | None = None, **options):
     lm = make_lm(LMConfig(model="user-lm", base_url=server.base_url, backoff=0.01,
                           max_retries=0))
     user = SimulatedUser(lm, HIDDEN, persona=persona or Persona(), **options)
-    coordinator = Coordinator(TodoEnv(), [Member(role="agent"), Member(role="user", kind="user")],
+    coordinator = Coordinator(TodoEnv(), [TeamMember(role="agent"), TeamMember(role="user", kind="user")],
                               session_id="u")
     first = {n.recipient: n for n in coordinator.start(0.0).notifications}
     user.start(first["user"].context)

@@ -35,8 +35,10 @@ from pytest_jupyter.jupyter_server import *  # noqa: F403 - its fixtures, withou
 from tornado.httpclient import AsyncHTTPClient
 from tornado.websocket import websocket_connect
 
-from cogym_lab.core import CoEnv, Component, Coordinator, Member, RenderType, action
-from cogym_lab.jupyter.hosting import HostingError, SessionHost
+from cogym_lab.core import CoEnv, Component, RenderType, action
+from cogym_lab.core.coordinator import Coordinator
+from cogym_lab.core.messages import TeamMember
+from cogym_lab.runtime.hosting import HostingError, SessionHost
 from cogym_lab.widgets import CSS_PATH, ESM_PATH, SessionPanel, panel_css, panel_esm
 
 REPO = Path(__file__).resolve().parents[1]
@@ -360,8 +362,8 @@ def _for_user(transition) -> dict[str, Any]:
 
 def _gallery_notifications() -> dict[str, dict[str, Any]]:
     """Real notifications to the person, from a real coordinator."""
-    coordinator = Coordinator(Gallery(), [Member(role="agent", kind="agent"),
-                                          Member(role="user", kind="person")],
+    coordinator = Coordinator(Gallery(), [TeamMember(role="agent", kind="agent"),
+                                          TeamMember(role="user", kind="person")],
                               session_id="gallery-1")
     notes = {"start": _for_user(coordinator.start(1000.0))}
     notes["message"] = _for_user(coordinator.handle("agent", {
@@ -687,7 +689,7 @@ def kernel():
 def test_local_mode_in_a_real_kernel_runs_between_cells(kernel, tmp_path) -> None:
     kernel(f"""
 import asyncio
-from cogym_lab.jupyter.hosting import SessionHost
+from cogym_lab.runtime.hosting import SessionHost
 from cogym_lab.widgets import SessionPanel
 host = SessionHost({str(tmp_path)!r})
 creating = asyncio.ensure_future(host.create("todo", team="example", people=["user"],

@@ -27,18 +27,10 @@ from cogym_lab.agents import render as show
 from cogym_lab.agents.scratchpad import SPECS as SCRATCHPAD_SPECS
 from cogym_lab.agents.scratchpad import Scratchpad
 from cogym_lab.agents.templates import agent_prompt
-from cogym_lab.core import (
-    Action,
-    ActionError,
-    ActionSpec,
-    Event,
-    EventType,
-    Notification,
-    SessionContext,
-    describe_actions,
-    format_action,
-    parse_action,
-)
+from cogym_lab.core import Action, ActionError, Notification, SessionContext
+from cogym_lab.core.actions import ActionSpec, describe_actions
+from cogym_lab.core.grammar import format_action, parse_action
+from cogym_lab.core.messages import Event, EventType
 from cogym_lab.lm import LM, LMError, Messages
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from cogym_lab.core import ChatMessage, Component, Observation, RenderType
+from cogym_lab.core import Component, Observation, RenderType
+from cogym_lab.core.messages import ChatMessage
 
 Renderer = Callable[[Any], str]
 

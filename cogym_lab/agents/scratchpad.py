@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from cogym_lab.core import Action, ActionError, ActionSpec, ParamSpec, parse_action
+from cogym_lab.core import Action, ActionError
+from cogym_lab.core.actions import ActionSpec, ParamSpec
+from cogym_lab.core.grammar import parse_action
 
 SPECS: dict[str, ActionSpec] = {spec.name: spec for spec in (
     ActionSpec(name="ADD_NOTE", description="Add a note.",

@@ -1,24 +1,10 @@
-"""Prompt templates are data files next to the code that uses them (``prompts/*.md``).
-
-They use ``$name`` placeholders (``string.Template``), so JSON examples need no escaping.
-"""
+"""The agents' prompt templates (``cogym_lab/agents/prompts/*.md``)."""
 
 from __future__ import annotations
 
-from functools import cache
-from importlib.resources import files
-from string import Template
-
-
-@cache
-def _load(package: str, name: str) -> Template:
-    return Template((files(package) / "prompts" / f"{name}.md").read_text(encoding="utf-8"))
-
-
-def render(package: str, name: str, **values: object) -> str:
-    """Fill template ``prompts/NAME.md`` of ``package``. A missing value is an error."""
-    return _load(package, name).substitute({k: str(v) for k, v in values.items()}).strip()
+from cogym_lab.prompts import render
 
 
 def agent_prompt(name: str, **values: object) -> str:
+    """Fill the agents' template ``prompts/NAME.md``."""
     return render("cogym_lab.agents", name, **values)

@@ -8,6 +8,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from cogym_lab.cli.options import env_args, lm_settings, load_team_option
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 
 console = Console(highlight=False)
@@ -70,15 +71,14 @@ def run_command(task: str, team: str, instances: str, concurrency: int, out: Pat
                 idle_seconds: float | None, timeout: float, agent_step_limit: int | None,
                 prices: tuple[str, ...], protocol: str, no_progress: bool) -> None:
     """Run TEAM on many instances of TASK at once and write their results under OUT."""
-    from cogym_lab.cli.main import _env_args, _lm_arguments, _load_team
     from cogym_lab.eval.runner import run
     from cogym_lab.lm import LMNotConfigured
 
-    team_config = _load_team(team)
+    team_config = load_team_option(team)
     try:
         summary = run(task, team_config, instances, out=out, concurrency=concurrency,
-                      lm_arguments=_lm_arguments(list(team_config.members), models, base_urls),
-                      env_args=_env_args(env_arg), idle_seconds=idle_seconds, timeout=timeout,
+                      lm_arguments=lm_settings(models, base_urls),
+                      env_args=env_args(env_arg), idle_seconds=idle_seconds, timeout=timeout,
                       agent_step_limit=agent_step_limit, prices=_prices(prices),
                       protocol=protocol, progress=not no_progress)
     except LMNotConfigured as error:

@@ -25,7 +25,7 @@ from cogym_lab.cli.options import (
     read_spec,
     task_options,
 )
-from cogym_lab.cli.transcript import Transcript
+from cogym_lab.nodes.transcript import Transcript
 from cogym_lab.sessions import SessionBuildError
 
 console = Console(highlight=False)
@@ -48,7 +48,7 @@ def main() -> None:
 @task_options
 @click.option("--team", default=None,
               help="A ready team (see `teams`) or the path of a team file (default: the task's "
-                   "own, `example` for todo).")
+                   "own).")
 @lm_options
 @click.option("--spec", "spec_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=None, help="Run the session a spec file describes: a session.json from "

@@ -17,7 +17,9 @@ import click
 from pydantic import ValidationError
 
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL, PROTOCOLS
+from cogym_lab.envs.registry import EXAMPLE_TASK
 from cogym_lab.sessions import EVERY_LM, SessionBuildError, SessionSpec
+from cogym_lab.teams.config import TeamConfig, load_team
 
 #: What may stand before ``=`` in ``--model ROLE=MODEL``: a role's name (or ``tools``).
 ROLE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -95,6 +97,17 @@ def read_spec(path: Path) -> SessionSpec:
                                  param_hint="--spec") from None
 
 
+def load_team_option(name: str) -> TeamConfig:
+    """The team ``--team`` names (a ready team or a file), or a usage error saying why not."""
+    try:
+        return load_team(name)
+    except FileNotFoundError as error:
+        raise click.BadParameter(str(error), param_hint="--team") from None
+    except ValueError as error:  # TOML or schema errors
+        raise click.BadParameter(f"cannot read team {name!r}: {error}",
+                                 param_hint="--team") from None
+
+
 def build_failed(error: SessionBuildError) -> click.ClickException:
     """The CLI's form of a build error: a usage error on the option at fault, or, for an LM
     that is not configured (which no option of this command made wrong), a plain error."""
@@ -108,7 +121,7 @@ def task_options(func: Command) -> Command:
                         help="Argument for the task, on top of the instance.")(func)
     func = click.option("--instance", type=click.IntRange(min=0), default=None,
                         help="Instance number of the task (default: the task's defaults).")(func)
-    return click.option("--task", default="todo", show_default=True,
+    return click.option("--task", default=EXAMPLE_TASK, show_default=True,
                         help="Task to run (see `tasks`).")(func)
 
 

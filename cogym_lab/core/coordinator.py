@@ -61,9 +61,9 @@ from cogym_lab.core.messages import (
     Confirmation,
     Event,
     EventType,
-    Member,
     Notification,
     SessionContext,
+    TeamMember,
 )
 from cogym_lab.core.observation import Observation
 from cogym_lab.core.replacements import ReplacementTracker
@@ -72,7 +72,7 @@ from cogym_lab.core.text import clean, clean_text
 DEFAULT_AGENT_STEP_LIMIT = 30
 
 
-def default_step_limits(team: Iterable[Member], agent_limit: int = DEFAULT_AGENT_STEP_LIMIT
+def default_step_limits(team: Iterable[TeamMember], agent_limit: int = DEFAULT_AGENT_STEP_LIMIT
                         ) -> dict[str, int]:
     """Agents get ``agent_limit`` task actions each; the human side is not limited."""
     return {member.role: agent_limit for member in team if member.kind == "agent"}
@@ -100,7 +100,7 @@ class Coordinator:
     def __init__(
         self,
         env: CoEnv,
-        team: Sequence[Member],
+        team: Sequence[TeamMember],
         *,
         session_id: str,
         task: str | None = None,
@@ -362,7 +362,7 @@ class Coordinator:
             transition.extend(self.end(now, "step_limit", role=role))
         return transition
 
-    def _task_action(self, member: Member, action: Action, spec: ActionSpec,
+    def _task_action(self, member: TeamMember, action: Action, spec: ActionSpec,
                      now: float) -> Transition:
         merged = self._merge_replacement(member.role, action, spec, self._sender_base(
             member.role, spec))
@@ -416,7 +416,7 @@ class Coordinator:
                           status="error", error=clean_text(str(error)), private=True,
                           info={"deferred": True})
 
-    def _message(self, member: Member, action: Action, now: float) -> Transition:
+    def _message(self, member: TeamMember, action: Action, now: float) -> Transition:
         to = action.args["to"] or None
         if to is not None and (to not in self.members or to == member.role):
             others = [role for role in self.members if role != member.role]
@@ -430,15 +430,15 @@ class Coordinator:
         return self._emit(now, EventType.MESSAGE, member.role, recipients,
                           action=format_action(action, acts.SEND_TEAMMATE_MESSAGE))
 
-    def _wait(self, member: Member, action: Action, now: float) -> Transition:
+    def _wait(self, member: TeamMember, action: Action, now: float) -> Transition:
         return self._emit(now, EventType.WAIT, member.role, [], action=format_action(action))
 
-    def _finish(self, member: Member, action: Action, now: float) -> Transition:
+    def _finish(self, member: TeamMember, action: Action, now: float) -> Transition:
         transition = self._emit(now, EventType.FINISH, member.role, [],
                                 action=format_action(action))
         return transition.extend(self.end(now, "finished", by=member.role))
 
-    def _request_confirm(self, member: Member, action: Action, now: float) -> Transition:
+    def _request_confirm(self, member: TeamMember, action: Action, now: float) -> Transition:
         """A member's REQUEST_TEAMMATE_CONFIRM: its ``pending_action`` is an action of its own,
         sent as text inside the act, so it is parsed here, once."""
         try:
@@ -449,7 +449,7 @@ class Coordinator:
         return self._open_request(member, pending, spec, format_action(pending, spec),
                                   format_action(action, acts.REQUEST_TEAMMATE_CONFIRM), now)
 
-    def _open_request(self, member: Member, pending: Action, spec: ActionSpec,
+    def _open_request(self, member: TeamMember, pending: Action, spec: ActionSpec,
                       pending_text: str, act_text: str, now: float) -> Transition:
         """Hold ``pending`` (parsed, with its spec) for a teammate's answer; the request shows
         it as ``pending_text`` and the log records the act as ``act_text``."""
@@ -466,7 +466,7 @@ class Coordinator:
         return self._emit(now, EventType.CONFIRM_REQUEST, member.role, self.team_roles(),
                           action=act_text, info={"request_id": request_id})
 
-    def _resolve(self, member: Member, action: Action) -> Confirmation:
+    def _resolve(self, member: TeamMember, action: Action) -> Confirmation:
         request = self.pending.get(action.args["request_id"])
         if request is None:
             open_ids = ", ".join(self.pending) or "none"
@@ -476,7 +476,7 @@ class Coordinator:
             raise ActionError("You cannot answer your own confirmation request.")
         return self.pending.pop(request.request_id)
 
-    def _accept(self, member: Member, action: Action, now: float) -> Transition:
+    def _accept(self, member: TeamMember, action: Action, now: float) -> Transition:
         request = self._resolve(member, action)
         pending, spec = self._pending_actions.pop(request.request_id)
         base = self._confirm_bases.pop(request.request_id, None)
@@ -505,7 +505,7 @@ class Coordinator:
             transition.deferred.append((request.requester, result.deferred))
         return self._after_task_action(request.requester, result, transition, now)
 
-    def _reject(self, member: Member, action: Action, now: float) -> Transition:
+    def _reject(self, member: TeamMember, action: Action, now: float) -> Transition:
         request = self._resolve(member, action)
         self._confirm_bases.pop(request.request_id, None)
         self._pending_actions.pop(request.request_id, None)
@@ -515,7 +515,7 @@ class Coordinator:
                           info={"request_id": request.request_id, "requester": request.requester,
                                 "pending_action": request.pending_action})
 
-    def _pause_or_resume(self, member: Member, action: Action, now: float) -> Transition:
+    def _pause_or_resume(self, member: TeamMember, action: Action, now: float) -> Transition:
         pausing = action.name == acts.PAUSE_AGENT.name
         if not member.is_human:
             raise ActionError(f"{action.name} is for the human side of the team.")

@@ -161,6 +161,9 @@ class CoEnv(abc.ABC):
     #: Whether the task runs in a person's notebook: its kernel and live document, which the
     #: host links and passes as the ``notebook`` constructor argument.
     runs_in_notebook: ClassVar[bool] = False
+    #: ``package.module:command``: a click command that grades a file of this task's outcomes
+    #: (``cogym-lab grade TASK ...``), or ``None`` when the task has no batch grader.
+    grade_command: ClassVar[str | None] = None
     _handlers: ClassVar[dict[str, tuple[ActionSpec, str]]] = {}
     #: Every action's spec by name, internal ones included: what actions are parsed against.
     _specs: ClassVar[dict[str, ActionSpec]] = {}

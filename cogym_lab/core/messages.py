@@ -14,7 +14,7 @@ from cogym_lab.core.observation import Observation
 MemberKind = Literal["agent", "user", "person"]
 
 
-class Member(BaseModel):
+class TeamMember(BaseModel):
     """A team member: an LM agent, a simulated user, or a real person."""
 
     model_config = ConfigDict(frozen=True)
@@ -93,7 +93,7 @@ class SessionContext(BaseModel):
     kind: MemberKind
     # Every member for an agent or a simulated user; for a person, the members who are not
     # people and the person itself (a session may seat thousands of people).
-    team: list[Member]
+    team: list[TeamMember]
     action_specs: list[ActionSpec]  # the task's actions
     collaboration_specs: list[ActionSpec]  # the collaboration acts open to this member
     step_limit: int | None = None
@@ -130,11 +130,15 @@ class Notification(BaseModel):
     merged_events: list[Event] = Field(default_factory=list)  # filled by AgentNode when merging
 
 
+#: What a step request asks: to act, to join the session, or for the current state.
+StepKind = Literal["action", "join", "sync"]
+
+
 class StepRequest(BaseModel):
     """What a member sends on ``{session}/step``."""
 
     role: str
-    kind: Literal["action", "join", "sync"] = "action"
+    kind: StepKind = "action"
     action: str | dict[str, Any] | None = None
     id: str = Field(default_factory=lambda: uuid.uuid4().hex)  # lets the env drop duplicates
     # Where a whole-text replacement started from, so edits made meanwhile are merged, not lost:

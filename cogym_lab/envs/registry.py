@@ -20,6 +20,8 @@ _BUILTIN = {
     "tabular_analysis": "cogym_lab.envs.tabular_analysis:TabularAnalysisEnv",
 }
 _registered: dict[str, EnvFactory] = {}
+#: The task a command runs when none is named: the example, which needs no LM and no data.
+EXAMPLE_TASK = "todo"
 
 
 def register_env(name: str, factory: EnvFactory) -> None:

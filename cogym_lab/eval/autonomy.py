@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cogym_lab.core import EventType
+from cogym_lab.core.messages import EventType
 from cogym_lab.eval.labels import MessageLabel
 from cogym_lab.eval.trajectory import COLLABORATION_EVENTS, SessionRecord
 

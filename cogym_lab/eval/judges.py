@@ -24,8 +24,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from cogym_lab.agents.templates import render
-from cogym_lab.core import EventType
+from cogym_lab.core.messages import EventType
 from cogym_lab.eval.labels import (
     FailureAnnotation,
     MessageLabel,
@@ -36,6 +35,7 @@ from cogym_lab.eval.labels import (
 from cogym_lab.eval.rounds import Round
 from cogym_lab.eval.trajectory import SessionRecord
 from cogym_lab.lm import LM, LMConfig, LMError, Messages, make_lm
+from cogym_lab.prompts import render
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from cogym_lab.core import Event, EventType
 from cogym_lab.core.env import is_non_empty
+from cogym_lab.core.messages import Event, EventType
 from cogym_lab.eval.trajectory import SessionRecord
 from cogym_lab.lm import LM
 

@@ -51,7 +51,14 @@ from cogym_lab.eval.batch_sessions import (
 from cogym_lab.eval.instance_spec import InstanceSpec, parse_instances
 from cogym_lab.lm import LM, LMConfig, make_lm
 from cogym_lab.members import member_type
-from cogym_lab.sessions import TOOLS, Limits, SessionSpec, build_session, session_config
+from cogym_lab.sessions import (
+    TOOLS,
+    Limits,
+    LMSettings,
+    SessionSpec,
+    build_session,
+    session_config,
+)
 from cogym_lab.teams import load_team
 from cogym_lab.teams.build import tool_lm_config
 from cogym_lab.teams.config import TeamConfig
@@ -146,19 +153,21 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
               "agent_step_limit": agent_step_limit, **(session or {})}
     # The team itself goes into the spec: each session.json then holds the team it ran with.
     spec = SessionSpec(task=task, team=team_config, env_args=dict(env_args or {}),
-                       lm=_lm_arguments(models, base_urls, lm_arguments), protocol=protocol,
+                       lm={key: LMSettings(**settings) for key, settings
+                           in _lm_arguments(models, base_urls, lm_arguments).items()},
+                       protocol=protocol,
                        limits=Limits(**{k: v for k, v in limits.items() if v is not None}))
     all_prices = {**_team_prices(spec, team_config), **_prices(prices)}
     out = Path(out)
     batch = _Batch(spec=spec, team=team_config, out=out, prices=all_prices,
                    meter=CostMeter(all_prices), lms=_describe_lms(spec, team_config))
     summary = _start_summary(batch, numbers, concurrency)
-    todo = [n for n in numbers if summary.entry(n).status != "finished"]
+    pending = [n for n in numbers if summary.entry(n).status != "finished"]
     for number in numbers:
-        if number not in todo:
+        if number not in pending:
             batch.meter.add(summary.entry(number).tokens.by_model)
     invocation = summary.invocations[-1]
-    bar = BatchProgress(len(numbers), done=len(numbers) - len(todo), meter=batch.meter,
+    bar = BatchProgress(len(numbers), done=len(numbers) - len(pending), meter=batch.meter,
                         label=f"{task} · {team_config.name}", output=progress)
     semaphore = asyncio.Semaphore(concurrency)
 
@@ -171,7 +180,7 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
         summary.write(out)
         bar.session_ended(failed=entry.status == "failed")
 
-    tasks = [asyncio.create_task(one(number)) for number in todo]
+    tasks = [asyncio.create_task(one(number)) for number in pending]
     bar.start_ticking()
     try:
         await asyncio.gather(*tasks)
@@ -215,7 +224,7 @@ async def _run_session(batch: _Batch, number: int) -> SessionEntry:
             "status": "finished", "end_reason": result.end_reason,
             "delivered": result.delivered, "scores": result.scores,
             "duration": round(result.duration, 3)})
-    except Exception as error:  # recorded, and the batch goes on
+    except Exception as error:  # noqa: BLE001 - recorded, and the batch goes on
         usage = lm_usage(lms)
         message = record_failure(directory, error, session_id=session_id, task=batch.task,
                                  env_args={"instance": number, **batch.spec.env_args},

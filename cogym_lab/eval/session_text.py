@@ -1,7 +1,7 @@
 """A readable trajectory of one finished session, for the terminal or a notebook.
 
 The event lines come from the same renderer as the live ``cogym-lab run`` view
-(:class:`cogym_lab.cli.transcript.Transcript`); this adds the header, the final outcome, the
+(:class:`cogym_lab.nodes.transcript.Transcript`); this adds the header, the final outcome, the
 scores and any ratings.
 """
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from cogym_lab.cli.transcript import Transcript
 from cogym_lab.eval.trajectory import load_session
+from cogym_lab.nodes.transcript import Transcript
 
 
 def show(session_dir: str | Path, *, width: int = 110) -> str:

@@ -18,9 +18,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from cogym_lab.core import ActionError, ChatMessage, Event, EventType, Member, parse_canonical
+from cogym_lab.core import ActionError
 from cogym_lab.core.env import is_non_empty
+from cogym_lab.core.grammar import parse_canonical
 from cogym_lab.core.jsonl import read_jsonl_or_empty
+from cogym_lab.core.messages import ChatMessage, Event, EventType, TeamMember
 from cogym_lab.core.protocol import ScoringProtocol, get_protocol, recorded_protocol
 from cogym_lab.lm.calllog import log_files
 from cogym_lab.nodes.results import EVENTS_FILE, SESSION_FILE
@@ -91,8 +93,8 @@ class SessionRecord:
         return json.dumps({k: v for k, v in args.items() if k != "data_dir"}, sort_keys=True)
 
     @cached_property
-    def team(self) -> list[Member]:
-        return [Member.model_validate(m) for m in self.session.get("team") or []]
+    def team(self) -> list[TeamMember]:
+        return [TeamMember.model_validate(m) for m in self.session.get("team") or []]
 
     @property
     def kinds(self) -> dict[str, str]:

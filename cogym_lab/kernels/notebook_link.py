@@ -3,7 +3,7 @@
 A task that runs in a notebook (``CoEnv.runs_in_notebook``) is given a :class:`NotebookLink`: the
 agent's code runs in the notebook's kernel, each agent cell is shown in the live notebook
 document, and what the person runs there is reported back as :class:`PersonCell`. The Jupyter
-server extension implements it (``cogym_lab.jupyter.notebook``); tasks only use this protocol.
+server extension implements it (``cogym_lab.server.live_notebooks``); tasks only use this protocol.
 """
 
 from __future__ import annotations

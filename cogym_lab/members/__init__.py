@@ -2,7 +2,11 @@
 
 from cogym_lab.core.member import Member, MemberSetup, MemberType, TaskDescription
 from cogym_lab.members.registry import (
-    MEMBERS_GROUP, UnknownMemberType, member_type, member_type_names, register_member,
+    MEMBERS_GROUP,
+    UnknownMemberType,
+    member_type,
+    member_type_names,
+    register_member,
     unregister_member,
 )
 

@@ -15,13 +15,13 @@ from cogym_lab.core.member import MemberType
 #: The entry-point group through which installed packages add member types.
 MEMBERS_GROUP = "cogym_lab.members"
 
+#: The agents' and the simulated user's types. A task's own members (the example task's
+#: rule-based team) come through entry points, like any other package's.
 _BUILTIN = {
     "autonomous": "cogym_lab.agents.members:AUTONOMOUS",
     "collaborative": "cogym_lab.agents.members:COLLABORATIVE",
     "collaborative-planning": "cogym_lab.agents.members:COLLABORATIVE_PLANNING",
     "simulated": "cogym_lab.users.members:SIMULATED_USER",
-    "example-agent": "cogym_lab.envs.todo.members:EXAMPLE_AGENT",
-    "example-user": "cogym_lab.envs.todo.members:EXAMPLE_USER",
 }
 _registered: dict[str, MemberType | str] = {}
 

@@ -12,17 +12,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from cogym_lab.bus import Bus, Subscription
-from cogym_lab.core import (
-    Coordinator,
-    Deferred,
-    Event,
-    EventType,
-    Notification,
-    StepRequest,
-    Transition,
-    obs_channel,
-    step_channel,
-)
+from cogym_lab.core import Deferred, Notification
+from cogym_lab.core.coordinator import Coordinator, Transition
+from cogym_lab.core.messages import Event, EventType, StepRequest, obs_channel, step_channel
 from cogym_lab.nodes.restore import Restored
 
 log = logging.getLogger(__name__)

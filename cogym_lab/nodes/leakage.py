@@ -20,8 +20,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from cogym_lab.core import Event, Notification, parse_canonical
+from cogym_lab.core import Notification
 from cogym_lab.core.actions import ActionError
+from cogym_lab.core.grammar import parse_canonical
+from cogym_lab.core.messages import Event
 
 _SPACE = re.compile(r"\s+")
 _EXCERPT = 120

@@ -24,20 +24,20 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from pydantic import ValidationError
 
 from cogym_lab.bus import Bus
-from cogym_lab.core import (
-    Action,
-    ActionError,
-    ActionSpec,
+from cogym_lab.core import Action, ActionError, Notification, SessionContext
+from cogym_lab.core.actions import ActionSpec
+from cogym_lab.core.collaboration import NOT_ECHOED, WAIT_TEAMMATE_CONTINUE
+from cogym_lab.core.grammar import parse_action
+from cogym_lab.core.messages import (
+    AgentState,
+    AgentStatus,
     EventType,
-    Notification,
-    SessionContext,
+    MemberKind,
     StepRequest,
     obs_channel,
-    parse_action,
+    status_channel,
     step_channel,
 )
-from cogym_lab.core.collaboration import NOT_ECHOED, WAIT_TEAMMATE_CONTINUE
-from cogym_lab.core.messages import AgentState, AgentStatus, MemberKind, status_channel
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cogym_lab.core import Coordinator, Event, Member
+from cogym_lab.core.coordinator import Coordinator
+from cogym_lab.core.messages import Event, TeamMember
 from cogym_lab.core.protocol import recorded_protocol
 from cogym_lab.core.state_diff import first_difference
 from cogym_lab.core.text import clean
@@ -67,7 +68,7 @@ def rebuild_coordinator(session: dict[str, Any]) -> Coordinator:
     """A fresh coordinator (and env) set up as the session recorded in ``session.json`` was."""
     config = SessionConfig(**{k: v for k, v in (session.get("config") or {}).items()
                               if k in SessionConfig.__dataclass_fields__})
-    team = [Member.model_validate(m) for m in session["team"]]
+    team = [TeamMember.model_validate(m) for m in session["team"]]
     env_args = {k: v for k, v in (session.get("env_args") or {}).items() if k != "protocol"}
     env = make_env(session["task"], protocol=recorded_protocol(session), **env_args)
     return build_coordinator(env, team, session["session_id"], config, session["task"])

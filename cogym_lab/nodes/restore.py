@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from cogym_lab.core import Coordinator, Deferred, Event, EventType, Transition
+from cogym_lab.core import Deferred
+from cogym_lab.core.coordinator import Coordinator, Transition
+from cogym_lab.core.messages import Event, EventType
 
 
 class ReplayMismatch(RuntimeError):

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from cogym_lab.core import Event
 from cogym_lab.core.jsonl import read_jsonl
+from cogym_lab.core.messages import Event
 from cogym_lab.core.text import clean
 
 SESSION_FILE = "session.json"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import uuid
@@ -15,8 +16,16 @@ from pydantic import BaseModel
 
 from cogym_lab._version import __version__
 from cogym_lab.bus import Bus, MemoryBus
-from cogym_lab.core import CoEnv, Coordinator, Event, Member, default_step_limits
-from cogym_lab.core.messages import MemberKind, obs_channel, status_channel, step_channel
+from cogym_lab.core import CoEnv
+from cogym_lab.core.coordinator import Coordinator, default_step_limits
+from cogym_lab.core.messages import (
+    Event,
+    MemberKind,
+    TeamMember,
+    obs_channel,
+    status_channel,
+    step_channel,
+)
 from cogym_lab.core.protocol import ScoringProtocol, get_protocol
 from cogym_lab.lm import LM
 from cogym_lab.nodes.env_node import LOG_FAILED, EnvNode, EventObserver
@@ -48,7 +57,7 @@ class SessionConfig:
     seed: int | None = None
     channel_ttl: float | None = 3600.0
 
-    def limits_for(self, team: Iterable[Member],
+    def limits_for(self, team: Iterable[TeamMember],
                    protocol: ScoringProtocol | str | None = None) -> dict[str, int]:
         team = list(team)
         limits = default_step_limits(team, self.agent_step_limit)
@@ -99,7 +108,7 @@ def is_delivered(env: CoEnv, end_reason: str | None) -> bool:
     return get_protocol(env.protocol).delivers(end_reason) and env.delivered()
 
 
-def build_coordinator(env: CoEnv, team: list[Member], session_id: str, config: SessionConfig,
+def build_coordinator(env: CoEnv, team: list[TeamMember], session_id: str, config: SessionConfig,
                       task: str | None = None) -> Coordinator:
     protocol = get_protocol(env.protocol)
     return Coordinator(env, team, session_id=session_id, task=task or env.name,
@@ -130,7 +139,7 @@ class Session:
         self.env = env
         self.task = task or env.name
         self.members = dict(members)
-        self.team = [Member(role=role, kind=_kind_of(role, teammate, dict(kinds or {})))
+        self.team = [TeamMember(role=role, kind=_kind_of(role, teammate, dict(kinds or {})))
                      for role, teammate in self.members.items()]
         self.bus = bus
         self.session_id = session_id or new_session_id()
@@ -289,9 +298,10 @@ class Session:
         for role, teammate in self.members.items():
             lm = getattr(teammate, "lm", None)
             if role in self.leakage.agents and isinstance(lm, LM):
-                lm.prompt_watchers.append(
-                    lambda messages, purpose, role=role: self.leakage.watch_prompt(
-                        role, messages, purpose))
+                lm.prompt_watchers.append(functools.partial(self._watch_prompt, role))
+
+    def _watch_prompt(self, role: str, messages: Any, purpose: str = "") -> None:
+        self.leakage.watch_prompt(role, messages, purpose)
 
     def run_sync(self) -> SessionResult:
         """``run`` for scripts and the CLI, outside an event loop."""
@@ -300,7 +310,7 @@ class Session:
     async def _scores(self) -> dict[str, float]:
         try:
             return await self.env.aevaluate()
-        except Exception as error:  # a failing judge costs the score, not the results
+        except Exception as error:  # noqa: BLE001 - a failing judge costs the score only
             log.warning("grading session %s failed: %s", self.session_id, error)
             return {}
 

@@ -94,9 +94,9 @@ def build_one_member(spec: SessionSpec, role: str, *,
     team = _team(spec, env_class, load_team)
     kinds = _kinds(team)
     if role not in team.members or kinds[role] == "person":
-        members = ", ".join(r for r, kind in kinds.items() if kind != "person") or "none"
+        runnable = ", ".join(r for r, kind in kinds.items() if kind != "person") or "none"
         raise SessionBuildError(f"Team {team.name!r} has no member {role!r} to run here; its "
-                                f"members are {members}.", "team")
+                                f"members are {runnable}.", "team")
     env = _env(spec, env_class, protocol, None, kinds)
     members, _ = _members(spec, team.model_copy(update={"members": {role: team.members[role]}}),
                           env, remote=False, guides=False)

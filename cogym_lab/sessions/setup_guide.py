@@ -8,7 +8,8 @@ the missing settings and otherwise waits.
 
 from __future__ import annotations
 
-from cogym_lab.core import Action, Notification, SessionContext, format_action
+from cogym_lab.core import Action, Notification, SessionContext
+from cogym_lab.core.grammar import format_action
 from cogym_lab.core.messages import MemberKind
 
 NOTEBOOK_HINT = ("From a notebook you can also pass the model when you start a session: "

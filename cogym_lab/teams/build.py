@@ -72,11 +72,12 @@ def attach_tool_lms(env: CoEnv, config: LMConfig) -> dict[str, LM]:
             continue
         if value is None:
             try:
-                value = make_lm(config, member=f"the {slot.removesuffix('_lm')} of {env.name}")
+                built = make_lm(config, member=f"the {slot.removesuffix('_lm')} of {env.name}")
             except LMNotConfigured:
                 continue
-            setattr(env, slot, value)
-        if isinstance(value, LM):
+            setattr(env, slot, built)
+            attached[slot] = built
+        elif isinstance(value, LM):
             attached[slot] = value
     return attached
 

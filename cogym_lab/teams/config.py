@@ -18,8 +18,9 @@ A team is a TOML file::
     [tools.lm]                # optional: the LM of the task's own tools (drafting assistant,
     model = "gpt-4o"          # judges, plan parser); without it they use the first agent's
 
-Ready teams ship with the package (``cogym-lab teams`` lists them); a path to your own file works
-wherever a team name does on your own machine (the command line, a kernel). A Jupyter server takes
+Ready teams ship with the package, or with a task through the ``cogym_lab.teams`` entry points
+(``cogym-lab teams`` lists them); a path to your own file works wherever a team name does on your
+own machine (the command line, a kernel). A Jupyter server takes
 names only: :func:`load_registered_team` knows the ready teams and those its configuration adds.
 """
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
+from importlib.metadata import entry_points
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -115,11 +117,20 @@ class TeamConfig(BaseModel):
         return dict(agent.lm) if agent is not None else {}
 
 
+#: The entry-point group through which a package (a task's, say) ships ready teams: each entry
+#: names a module attribute that holds the path of a team file.
+TEAMS_GROUP = "cogym_lab.teams"
+
+
 def ready_teams() -> dict[str, Path]:
-    """The team files that ship with the package, by name."""
+    """The ready team files, by name: those of this package and those installed packages ship
+    through the ``cogym_lab.teams`` entry-point group."""
     folder = files("cogym_lab.teams")
-    return {entry.name.removesuffix(".toml"): Path(str(entry))
-            for entry in folder.iterdir() if entry.name.endswith(".toml")}
+    ready = {entry.name.removesuffix(".toml"): Path(str(entry))
+             for entry in folder.iterdir() if entry.name.endswith(".toml")}
+    for entry_point in entry_points(group=TEAMS_GROUP):
+        ready.setdefault(entry_point.name, Path(entry_point.load()))
+    return ready
 
 
 def load_team(name_or_path: str | Path) -> TeamConfig:

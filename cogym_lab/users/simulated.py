@@ -27,18 +27,11 @@ from pathlib import Path
 from cogym_lab.agents.base import extract_field
 from cogym_lab.agents.choice import UnusableChoice, read_choice
 from cogym_lab.agents.render import render_chat, render_observation
-from cogym_lab.agents.templates import render
-from cogym_lab.core import (
-    Action,
-    ActionError,
-    ActionSpec,
-    Notification,
-    SessionContext,
-    describe_actions,
-    format_action,
-    parse_action,
-)
+from cogym_lab.core import Action, ActionError, Notification, SessionContext
+from cogym_lab.core.actions import ActionSpec, describe_actions
+from cogym_lab.core.grammar import format_action, parse_action
 from cogym_lab.lm import LM, LMError, Messages
+from cogym_lab.prompts import render
 
 log = logging.getLogger(__name__)
 

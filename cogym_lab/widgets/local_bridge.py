@@ -9,6 +9,7 @@ come back the same way and go to the host.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from cogym_lab.core.messages import obs_channel, status_channel
-from cogym_lab.jupyter.hosting import HostingError, SessionHost
+from cogym_lab.runtime.hosting import HostingError, SessionHost
 from cogym_lab.widgets import wire
 
 log = logging.getLogger(__name__)
@@ -173,7 +174,5 @@ class LocalBridge:
             for subscription in self._subscriptions:
                 await subscription.close()
 
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop is closed already
             self._spawn(stop())
-        except RuntimeError:  # the loop is closed already
-            pass

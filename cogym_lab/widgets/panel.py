@@ -18,7 +18,7 @@ from urllib.parse import quote
 import anywidget
 from traitlets import Enum, Int, Unicode
 
-from cogym_lab.jupyter.hosting import SessionHost
+from cogym_lab.runtime.hosting import SessionHost
 from cogym_lab.widgets.assets import CSS_PATH, ESM_PATH
 from cogym_lab.widgets.local_bridge import LocalBridge
 
@@ -103,8 +103,9 @@ class SessionPanel(anywidget.AnyWidget):
             self.last_seq = seq
 
     def close(self) -> None:
-        if getattr(self, "bridge", None) is not None:
-            self.bridge.close()
+        bridge = getattr(self, "bridge", None)
+        if bridge is not None:
+            bridge.close()
         super().close()
 
 

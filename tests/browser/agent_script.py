@@ -11,7 +11,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from cogym_lab.core import Action, format_action
+from cogym_lab.core import Action
+from cogym_lab.core.grammar import format_action
 from cogym_lab.testing import Reply
 from tests.support.lm_scripts import classify, system_text
 

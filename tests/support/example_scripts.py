@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from cogym_lab.core import Action, format_action
+from cogym_lab.core import Action
+from cogym_lab.core.grammar import format_action
 from cogym_lab.testing import Reply
 from tests.support.lm_scripts import chat_lines, classify, system_text
 

@@ -6,19 +6,19 @@ import asyncio
 from typing import Any
 
 from cogym_lab.bus import Bus, Subscription
-from cogym_lab.core import (
-    Coordinator, Event, Member, Notification, StepRequest, obs_channel, step_channel,
-)
+from cogym_lab.core import Notification
+from cogym_lab.core.coordinator import Coordinator
+from cogym_lab.core.messages import Event, StepRequest, TeamMember, obs_channel, step_channel
 from cogym_lab.envs.todo import TodoEnv
 from cogym_lab.nodes import EnvNode
 
-TEAM = [Member(role="agent", kind="agent"), Member(role="user", kind="user")]
+TEAM = [TeamMember(role="agent", kind="agent"), TeamMember(role="user", kind="user")]
 
 
 class Harness:
     """An EnvNode on one bus and a hand-driven subscription per member on others."""
 
-    def __init__(self, team: list[Member] = TEAM, **coordinator_args: Any) -> None:
+    def __init__(self, team: list[TeamMember] = TEAM, **coordinator_args: Any) -> None:
         self.team = team
         self.coordinator_args = coordinator_args
         self.events: list[Event] = []

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from cogym_lab.core import Member
+from cogym_lab.core.messages import TeamMember
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
 from cogym_lab.envs import make_env
 from cogym_lab.nodes.results import ResultsWriter
@@ -47,7 +47,7 @@ def write_session(directory: Path, steps: list[tuple[str, str]], *,
     scoring protocol the session follows.
     """
     env = make_env(task, protocol=protocol, **(env_args if env_args is not None else TODO_ARGS))
-    members = [Member(role=role, kind=kind) for role, kind in team]  # type: ignore[arg-type]
+    members = [TeamMember(role=role, kind=kind) for role, kind in team]  # type: ignore[arg-type]
     config = SessionConfig()
     session_id = session_id or directory.name
     coordinator = build_coordinator(env, members, session_id, config, task)

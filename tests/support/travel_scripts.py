@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cogym_lab.core import Action, format_action
+from cogym_lab.core import Action
+from cogym_lab.core.grammar import format_action
 from cogym_lab.envs.travel_planning.database import TravelDatabase
 from cogym_lab.envs.travel_planning.records import TravelInstance
 from cogym_lab.testing import Reply

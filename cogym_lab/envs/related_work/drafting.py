@@ -18,8 +18,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from cogym_lab.agents.templates import render
 from cogym_lab.lm import LM, LMError
+from cogym_lab.prompts import render
 
 __all__ = ["ABSTRACT_LIMIT", "DraftError", "LibraryEntry", "citations_in", "draft_from_library",
            "format_library", "unresolved_citations"]

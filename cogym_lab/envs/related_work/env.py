@@ -31,8 +31,8 @@ from cogym_lab.core import (
     Deferred,
     RenderType,
     action,
-    format_action,
 )
+from cogym_lab.core.grammar import format_action
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
 from cogym_lab.datasets import DataItem
 from cogym_lab.envs.dataset_env import DatasetEnv

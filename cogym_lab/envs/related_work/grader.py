@@ -32,13 +32,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from cogym_lab.agents.templates import render
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL, get_protocol
 from cogym_lab.datasets import DataMissing
 from cogym_lab.envs.related_work.data_files import data_file
 from cogym_lab.envs.related_work.drafting import citations_in
 from cogym_lab.envs.related_work.instances import related_work_dir
 from cogym_lab.lm import LM
+from cogym_lab.prompts import render
 
 __all__ = ["RUBRIC_FILE", "ParsedScore", "RelatedWorkGrade", "ScoreParseError", "SectionFacts",
            "check_judge_temperature", "fill_rubric", "grade_section", "judge_messages",

@@ -36,7 +36,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from cogym_lab.agents.templates import render
 from cogym_lab.envs.tabular_analysis.discoverybench_score import (
     RELATION_OPTIONS,
     DiscoveryBenchScore,
@@ -48,6 +47,7 @@ from cogym_lab.envs.tabular_analysis.discoverybench_score import (
     score_hypothesis,
 )
 from cogym_lab.lm import LM
+from cogym_lab.prompts import render
 
 __all__ = ["HypothesisGrade", "HypothesisJudgment", "JudgeParseError", "ProductScore",
            "check_judge_temperature", "combine", "grade_of", "judge_hypothesis",

@@ -65,6 +65,8 @@ _AMOUNT = re.compile(r"\$\s?\d")  # ... an amount of money, which no honest text
 class TravelPlanningEnv(DatasetEnv):
     """One TravelPlanner validation instance (``instance`` = 0..101)."""
 
+    grade_command = "cogym_lab.envs.travel_planning.grade_command:grade"
+
     provider: SearchProvider | None = field(default=None, repr=False)
     parser_lm: LM | None = field(default=None, repr=False)  # reads free-text plans for grading
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cogym_lab.jupyter.access import TOKEN_HOLDER, SessionAccess
-from cogym_lab.jupyter.models import HostingRecord
+from cogym_lab.runtime.access import TOKEN_HOLDER, SessionAccess
+from cogym_lab.runtime.models import HostingRecord
 
 RESULT_FIELDS = ("end_reason", "delivered", "outcome", "scores", "step_counts", "events",
                  "duration")

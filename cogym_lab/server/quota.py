@@ -10,8 +10,8 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from cogym_lab.jupyter.hosting import HostingError
-from cogym_lab.jupyter.limits import ServerLimits, TokenBucket
+from cogym_lab.runtime.hosting import HostingError
+from cogym_lab.server.limits import ServerLimits, TokenBucket
 
 
 class SessionQuota:

@@ -3,7 +3,7 @@
 in its live document (``document``), and the person's cells are reported to the session
 (``watch``). ``link`` ties the three to one session."""
 
-from cogym_lab.jupyter.notebook.link import (
+from cogym_lab.server.live_notebooks.link import (
     AGENT_CELL_KEY,
     NotebookError,
     NotebookOpener,

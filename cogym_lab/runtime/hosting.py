@@ -17,6 +17,7 @@ way, so a restart never ends a session.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import json
 import logging
 import time
@@ -28,17 +29,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from cogym_lab.bus import Bus, connect_bus
-from cogym_lab.core.messages import StepRequest, step_channel
-from cogym_lab.jupyter.access import SessionAccess
-from cogym_lab.jupyter.models import (
-    HOSTING_FILE,
-    RATINGS_FILE,
-    HostingRecord,
-    Rating,
-    StoredRating,
-    validation_message,
-)
-from cogym_lab.jupyter.stored import StoredSession, runs_elsewhere, this_process, write_json
+from cogym_lab.core.messages import StepKind, StepRequest, step_channel
 from cogym_lab.nodes.restore import ReplayMismatch
 from cogym_lab.nodes.results import (
     SESSION_FILE,
@@ -48,6 +39,16 @@ from cogym_lab.nodes.results import (
     update_session,
 )
 from cogym_lab.nodes.session import Session, SessionResult
+from cogym_lab.runtime.access import SessionAccess
+from cogym_lab.runtime.models import (
+    HOSTING_FILE,
+    RATINGS_FILE,
+    HostingRecord,
+    Rating,
+    StoredRating,
+    validation_message,
+)
+from cogym_lab.runtime.stored import StoredSession, runs_elsewhere, this_process, write_json
 from cogym_lab.sessions.spec import SessionSpec
 
 log = logging.getLogger(__name__)
@@ -147,7 +148,7 @@ class SessionHost:
         self.sessions: dict[str, HostedSession] = {}
         self.stored: dict[str, StoredSession] = {}
         #: Links sessions to a person's notebook (its kernel and live document): a
-        #: ``cogym_lab.jupyter.notebook.NotebookOpener``, set by the server extension.
+        #: ``cogym_lab.server.live_notebooks.NotebookOpener``, set by the server extension.
         self.notebooks: Any = None
 
     # -- creating and resuming ----------------------------------------------------------------
@@ -255,15 +256,11 @@ class SessionHost:
 
     def _link_notebook(self, spec: SessionSpec) -> Any:
         """A (not yet connected) link to the notebook ``spec`` names, for its first seat."""
-        from cogym_lab.jupyter.notebook import NotebookError
-
-        if self.notebooks is None:
+        if self.notebooks is None or spec.notebook is None:
             raise HostingError("notebook: sessions from a notebook need the cogym_lab server "
                                "extension running in the notebook's Jupyter server.", status=409)
-        try:
-            return self.notebooks.link(spec.notebook.model_dump(), spec.people[0])
-        except NotebookError as error:
-            raise HostingError(error.message, status=error.status) from None
+        # The opener refuses a notebook it cannot use with a HostingError of its own.
+        return self.notebooks.link(spec.notebook.model_dump(), spec.people[0])
 
     async def _connect_notebook(self, hosted: HostedSession) -> None:
         """Connect a notebook session to its kernel before anyone acts, so that no cell the
@@ -360,7 +357,7 @@ class SessionHost:
 
     # -- looking up ---------------------------------------------------------------------------
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self) -> builtins.list[dict[str, Any]]:
         return [entry.summary() for entry in self.entries()]
 
     def get(self, session_id: str) -> HostedSession:
@@ -387,9 +384,9 @@ class SessionHost:
         """A session this server runs or an earlier one left; ``HostingError`` 404 if neither."""
         return self._find(session_id)
 
-    def entries(self) -> list[HostedSession | StoredSession]:
+    def entries(self) -> builtins.list[HostedSession | StoredSession]:
         """Every session known here, oldest first."""
-        known: list[HostedSession | StoredSession] = [*self.stored.values(),
+        known: builtins.list[HostedSession | StoredSession] = [*self.stored.values(),
                                                       *self.sessions.values()]
         return sorted(known, key=_created_at)
 
@@ -550,7 +547,7 @@ def _not_a_seat(role: Any, people: list[str]) -> str:
     return f"{role!r} is not a person seat of this session (person seats: {seats})."
 
 
-def _request(role: str, kind: str, action: Any) -> StepRequest:
+def _request(role: str, kind: StepKind, action: Any) -> StepRequest:
     if isinstance(action, dict):
         if not isinstance(action.get("name"), str):
             raise HostingError("An action object needs a 'name' (and optional 'args').")

@@ -11,6 +11,6 @@ from typing import Any
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
-    from cogym_lab.jupyter.extension import CogymLabApp
+    from cogym_lab.server.extension import CogymLabApp
 
-    return [{"module": "cogym_lab.jupyter.extension", "app": CogymLabApp}]
+    return [{"module": "cogym_lab.server.extension", "app": CogymLabApp}]

@@ -1,5 +1,5 @@
 """The server's door to its sessions: every handler reaches a session through a :class:`Gate`
-for the caller, which applies the session's :class:`~cogym_lab.jupyter.access.SessionAccess`.
+for the caller, which applies the session's :class:`~cogym_lab.runtime.access.SessionAccess`.
 
 A caller who may not see a session at all gets ``404`` (ids of others' sessions are not
 confirmed); one who sees it but asks for more than its share gets ``403``.
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from cogym_lab.jupyter.access import TOKEN_HOLDER, SessionAccess, visible_state
-from cogym_lab.jupyter.hosting import HostedSession, HostingError, SessionHost
-from cogym_lab.jupyter.stored import StoredSession
+from cogym_lab.runtime.access import TOKEN_HOLDER, SessionAccess, visible_state
+from cogym_lab.runtime.hosting import HostedSession, HostingError, SessionHost
+from cogym_lab.runtime.stored import StoredSession
 
 Entry = HostedSession | StoredSession
 

@@ -6,11 +6,12 @@ JSON), so the Python API and the magics never care which one they use.
 
 from __future__ import annotations
 
+import builtins
 from pathlib import Path
 from typing import Any, Protocol
 
-from cogym_lab.jupyter.client import CogymServer, CogymServerError, KernelIdentity, find_server
-from cogym_lab.jupyter.models import CreateRequest
+from cogym_lab.notebook.client import CogymServer, CogymServerError, KernelIdentity, find_server
+from cogym_lab.runtime.models import CreateRequest
 
 __all__ = ["Backend", "CreateRequest", "LocalBackend", "ServerBackend", "SessionError", "backend",
            "server_backend"]
@@ -22,13 +23,16 @@ class SessionError(Exception):
 
 class Backend(Protocol):
     kind: str  # "server" or "local"
-    can_block: bool  # whether a caller may wait for the session with a blocking sleep
+
+    @property
+    def can_block(self) -> bool:
+        """Whether a caller may wait for the session with a blocking sleep."""
 
     def create(self, request: CreateRequest) -> dict[str, Any]: ...
     def snapshot(self, session_id: str) -> dict[str, Any]: ...
     def act(self, session_id: str, role: str, action: str | dict[str, Any]) -> None: ...
     def end(self, session_id: str) -> dict[str, Any]: ...
-    def list(self) -> list[dict[str, Any]]: ...
+    def list(self) -> builtins.list[dict[str, Any]]: ...
     def panel(self, session_id: str, role: str) -> Any: ...
     async def asnapshot(self, session_id: str) -> dict[str, Any]: ...
 
@@ -69,7 +73,7 @@ class ServerBackend:
     def end(self, session_id: str) -> dict[str, Any]:
         return self._call("end", session_id)
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self) -> builtins.list[dict[str, Any]]:
         return self._call("sessions")
 
     def notebook(self) -> dict[str, str] | None:
@@ -88,12 +92,12 @@ class ServerBackend:
 
 
 class LocalBackend:
-    """Sessions hosted in this process (see :mod:`cogym_lab.jupyter.local`)."""
+    """Sessions hosted in this process (see :mod:`cogym_lab.notebook.local`)."""
 
     kind = "local"
 
     def __init__(self, results_dir: str | Path | None = None) -> None:
-        from cogym_lab.jupyter.local import local_runtime
+        from cogym_lab.notebook.local import local_runtime
 
         self.runtime = local_runtime(results_dir)
         self.host = self.runtime.host
@@ -107,7 +111,7 @@ class LocalBackend:
         return f"LocalBackend({str(self.host.results_dir)!r})"
 
     def _call(self, coroutine: Any) -> Any:
-        from cogym_lab.jupyter.hosting import HostingError
+        from cogym_lab.runtime.hosting import HostingError
 
         try:
             return self.runtime.call(coroutine)
@@ -123,7 +127,7 @@ class LocalBackend:
         return self._call(self._snapshot(session_id))
 
     async def asnapshot(self, session_id: str) -> dict[str, Any]:
-        from cogym_lab.jupyter.hosting import HostingError
+        from cogym_lab.runtime.hosting import HostingError
 
         try:
             return await self.runtime.wait_for(self._snapshot(session_id))
@@ -137,8 +141,8 @@ class LocalBackend:
         self._call(self.host.act(session_id, role, action))
 
     def end(self, session_id: str) -> dict[str, Any]:
-        from cogym_lab.jupyter.hosting import HostingError
-        from cogym_lab.jupyter.local import StillRunning
+        from cogym_lab.notebook.local import StillRunning
+        from cogym_lab.runtime.hosting import HostingError
 
         try:
             hosted = self.runtime.call(self.host.end(session_id))
@@ -148,10 +152,10 @@ class LocalBackend:
             hosted = self.host.get(session_id)
         return hosted.summary()
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self) -> builtins.list[dict[str, Any]]:
         return self._call(self._list())
 
-    async def _list(self) -> list[dict[str, Any]]:
+    async def _list(self) -> builtins.list[dict[str, Any]]:
         return self.host.list()
 
     def panel(self, session_id: str, role: str) -> Any:

@@ -20,7 +20,7 @@ from collections.abc import Coroutine, Generator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cogym_lab.jupyter.hosting import SessionHost
+from cogym_lab.runtime.hosting import SessionHost
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -62,7 +62,7 @@ def _connection_file() -> str | None:
         from ipykernel.connect import get_connection_file
 
         return get_connection_file()
-    except Exception:  # not inside an ipykernel: plain IPython or a script
+    except Exception:  # noqa: BLE001 - not inside an ipykernel: plain IPython or a script
         return None
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cogym_lab.core.text import clean
-from cogym_lab.jupyter.hosting import HostingError
+from cogym_lab.runtime.hosting import HostingError
 
 KIB = 1024
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from cogym_lab.core import Event, EventType
+from cogym_lab.core.messages import Event, EventType
 
 _STYLE = {
     EventType.START: "bold cyan", EventType.END: "bold cyan", EventType.MESSAGE: "green",

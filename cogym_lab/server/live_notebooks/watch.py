@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from queue import Empty
 from typing import Any
 
-from cogym_lab.jupyter.notebook.server_kernel import kernel_pid, open_client
 from cogym_lab.kernels import CellResult, Happening, KernelRestarted, PersonCell
 from cogym_lab.kernels.cells import OutputCollector
+from cogym_lab.server.live_notebooks.server_kernel import kernel_pid, open_client
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +130,8 @@ class KernelWatcher:
         if parent.get("session") == self._session_id or self.ignore(parent):
             return None
         msg_id, kind = parent.get("msg_id"), message.get("msg_type")
+        if not isinstance(msg_id, str):  # no execution request to tie it to
+            return None
         content = message.get("content", {})
         if kind == "execute_input":
             running[msg_id] = _Running(code=content.get("code", ""), started=time.monotonic(),

@@ -3,13 +3,14 @@ allowed on the ``cogym`` resource, and reaches sessions through a :class:`Gate` 
 a session is its creator's, and others reach only the seats shared with them.
 
 Bodies are read within the server's limits before anything else happens (see
-:mod:`cogym_lab.jupyter.limits`): too big is ``413``, not UTF-8, not JSON or nested too deeply is
+:mod:`cogym_lab.server.limits`): too big is ``413``, not UTF-8, not JSON or nested too deeply is
 ``400``, and a well-formed body is then validated by its pydantic model (``400`` naming the field).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from typing import Any
@@ -21,20 +22,19 @@ from jupyter_server.extension.handler import ExtensionHandlerMixin
 from jupyter_server.utils import ensure_async
 from pydantic import BaseModel, ValidationError
 from tornado import web
+from tornado.http1connection import HTTP1Connection
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
+from cogym_lab.bus.base import Subscription
 from cogym_lab.core.messages import obs_channel, status_channel
-from cogym_lab.jupyter.access import (
+from cogym_lab.runtime.access import (
     SessionAccess,
     identity_of,
     new_seat_token,
     visible_state,
 )
-from cogym_lab.jupyter.create_policy import CreatePolicy
-from cogym_lab.jupyter.gate import Gate
-from cogym_lab.jupyter.hosting import HostingError, SessionHost
-from cogym_lab.jupyter.limits import ServerLimits, TokenBucket, read_json
-from cogym_lab.jupyter.models import (
+from cogym_lab.runtime.hosting import HostingError, SessionHost
+from cogym_lab.runtime.models import (
     ActionBody,
     ActionFrame,
     CreateRequest,
@@ -42,7 +42,10 @@ from cogym_lab.jupyter.models import (
     SeatClaim,
     validation_message,
 )
-from cogym_lab.jupyter.quota import ActionRates, SessionQuota
+from cogym_lab.server.create_policy import CreatePolicy
+from cogym_lab.server.gate import Gate
+from cogym_lab.server.limits import ServerLimits, TokenBucket, read_json
+from cogym_lab.server.quota import ActionRates, SessionQuota
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +100,9 @@ class CogymAPIHandler(ExtensionHandlerMixin, APIHandler):
             raise web.HTTPError(413, f"The body is {int(declared)} bytes; this endpoint takes "
                                      f"at most {limit} (c.CogymLab.{self.body_limit}).")
         # A body sent in chunks has no length to check first: tornado stops it at the limit.
-        self.request.connection.set_max_body_size(limit)
+        connection = self.request.connection
+        if isinstance(connection, HTTP1Connection):  # the only kind tornado's server makes
+            connection.set_max_body_size(limit)
 
     def data_received(self, chunk: bytes) -> None:
         self._chunks.append(chunk)
@@ -294,7 +299,7 @@ class SessionWebSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHa
         return self.parts.host
 
     @property
-    def max_message_size(self) -> int:  # type: ignore[override]
+    def max_message_size(self) -> int:
         return self.parts.limits.ws_frame_ceiling
 
     @ws_authenticated
@@ -313,40 +318,43 @@ class SessionWebSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHa
         limits = self.parts.limits
         self.session_id = session_id
         self.bucket = TokenBucket(limits.ws_actions_per_second, limits.ws_action_burst)
-        self._subscription = None
+        self._subscription: Subscription | None = None
         self._pump: asyncio.Task[None] | None = None
         await super().get(session_id)
 
-    async def open(self, session_id: str) -> None:  # type: ignore[override]
+    async def open(self, session_id: str) -> None:
         super().open()  # WebSocketMixin: keep-alive pings
         hosted = self.host.get(session_id)
-        self._subscription = await hosted.bus.subscribe(obs_channel(session_id, self.role))
-        self._pump = asyncio.create_task(self._forward())
+        if hosted.bus is None:  # ended between the handshake and now
+            await self._send(error_frame("refused", f"Session {session_id!r} has ended."))
+            return
+        subscription = await hosted.bus.subscribe(obs_channel(session_id, self.role))
+        self._subscription = subscription
+        self._pump = asyncio.create_task(self._forward(subscription))
         # From the beginning: a panel that (re)connects learns each agent's latest status.
-        self._statuses = await hosted.bus.subscribe(status_channel(session_id),
-                                                    from_beginning=True)
-        self._status_pump = asyncio.create_task(self._forward_statuses())
+        statuses = await hosted.bus.subscribe(status_channel(session_id), from_beginning=True)
+        self._statuses = statuses
+        self._status_pump = asyncio.create_task(self._forward_statuses(statuses))
         try:
             await self.host.sync(session_id, self.role)
         except HostingError as error:
             await self._send(error_frame("refused", error.message))
 
-    async def _forward(self) -> None:
-        subscription = self._subscription
+    async def _forward(self, subscription: Subscription) -> None:
         async for message in subscription:
             try:  # awaited: a browser that reads slowly slows its own feed, not the server
                 await self.write_message(json.dumps(message, default=str))
             except WebSocketClosedError:
                 return
 
-    async def _forward_statuses(self) -> None:
-        async for status in self._statuses:
+    async def _forward_statuses(self, statuses: Subscription) -> None:
+        async for status in statuses:
             try:
                 await self.write_message(json.dumps({"type": "status", **status}, default=str))
             except WebSocketClosedError:
                 return
 
-    async def on_message(self, message: str | bytes) -> None:  # type: ignore[override]
+    async def on_message(self, message: str | bytes) -> None:
         try:
             reply = await self._handle(message)
         except Exception:  # tornado would drop the socket: the person gets an answer instead
@@ -385,20 +393,24 @@ class SessionWebSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHa
         return None
 
     async def _send(self, data: dict[str, Any]) -> None:
-        try:
+        with contextlib.suppress(WebSocketClosedError):
             await self.write_message(json.dumps(data))
-        except WebSocketClosedError:
-            pass
 
     def on_close(self) -> None:
         for name in ("_subscription", "_statuses"):
             subscription = getattr(self, name, None)
             if subscription is not None:
-                asyncio.ensure_future(subscription.close())
+                closing = asyncio.ensure_future(subscription.close())
+                _CLOSING.add(closing)  # held until done: the loop keeps only a weak reference
+                closing.add_done_callback(_CLOSING.discard)
         for name in ("_pump", "_status_pump"):
             pump = getattr(self, name, None)
             if pump is not None:
                 pump.cancel()
+
+
+#: Subscriptions of closed sockets still closing.
+_CLOSING: set[asyncio.Future[Any]] = set()
 
 
 def error_frame(code: str, message: str, frame_id: Any = None) -> dict[str, Any]:

@@ -8,8 +8,9 @@ from pathlib import Path
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Dict, Float, Int, List, Unicode, default
 
-from cogym_lab.jupyter.create_policy import CreatePolicy
-from cogym_lab.jupyter.handlers import (
+from cogym_lab.runtime.hosting import SessionHost
+from cogym_lab.server.create_policy import CreatePolicy
+from cogym_lab.server.handlers import (
     ActionsHandler,
     InterruptHandler,
     RatingHandler,
@@ -19,10 +20,9 @@ from cogym_lab.jupyter.handlers import (
     SessionsHandler,
     SessionWebSocketHandler,
 )
-from cogym_lab.jupyter.hosting import SessionHost
-from cogym_lab.jupyter.limits import KIB, ServerLimits
-from cogym_lab.jupyter.notebook import NotebookOpener
-from cogym_lab.jupyter.quota import ActionRates, SessionQuota
+from cogym_lab.server.limits import KIB, ServerLimits
+from cogym_lab.server.live_notebooks import NotebookOpener
+from cogym_lab.server.quota import ActionRates, SessionQuota
 
 _DEFAULTS = ServerLimits()
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from urllib.parse import urlsplit
 
-from cogym_lab.jupyter.hosting import HostingError
-from cogym_lab.jupyter.limits import ServerLimits
-from cogym_lab.jupyter.models import CreateRequest
 from cogym_lab.lm.config import ENV_BASE_URL
+from cogym_lab.runtime.hosting import HostingError
+from cogym_lab.runtime.models import CreateRequest
+from cogym_lab.server.limits import ServerLimits
 from cogym_lab.sessions.spec import EVERY_LM, LMSettings
 from cogym_lab.teams.config import TeamConfig, registered_teams
 

@@ -10,10 +10,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from cogym_lab.jupyter.notebook.document import LiveNotebook, NotebookDocumentError
-from cogym_lab.jupyter.notebook.server_kernel import ServerKernelExecutor
-from cogym_lab.jupyter.notebook.watch import KernelWatcher
 from cogym_lab.kernels import CellResult, Happening
+from cogym_lab.runtime.hosting import HostingError
+from cogym_lab.server.live_notebooks.document import LiveNotebook, NotebookDocumentError
+from cogym_lab.server.live_notebooks.server_kernel import ServerKernelExecutor
+from cogym_lab.server.live_notebooks.watch import KernelWatcher
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +31,9 @@ class NotebookRef(BaseModel):
     kernel_id: str = Field(min_length=1, description="The id of the notebook's running kernel.")
 
 
-class NotebookError(Exception):
-    """A notebook a session cannot use; ``status`` is the HTTP status that fits."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
+class NotebookError(HostingError):
+    """A notebook a session cannot use; ``status`` is the HTTP status that fits. A host refusal
+    like any other, so the host passes it on as it is."""
 
 
 class ServerNotebookLink:
@@ -71,7 +68,7 @@ class ServerNotebookLink:
         metadata = {AGENT_CELL_KEY: {"author": role, "session": self.session_id}}
         try:
             return await self.document.append_code_cell(code, metadata)
-        except Exception as error:  # the cell still runs: the notebook view is a courtesy
+        except Exception as error:  # noqa: BLE001 - the cell runs anyway: the view is a courtesy
             log.warning("could not add %s's cell to %s: %s", role, self.path, error)
             return None
 
@@ -80,7 +77,7 @@ class ServerNotebookLink:
             return
         try:
             await self.document.set_outputs(handle, result)
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - the log has them; showing them is a courtesy
             log.warning("could not show a cell's outputs in %s: %s", self.path, error)
 
     def happenings(self) -> AsyncIterator[Happening]:
@@ -93,7 +90,7 @@ class ServerNotebookLink:
 
 class NotebookOpener:
     """Checks a create request's ``notebook`` against a running server and links sessions to
-    it. The server extension gives one to the :class:`~cogym_lab.jupyter.hosting.SessionHost`."""
+    it. The server extension gives one to the :class:`~cogym_lab.runtime.hosting.SessionHost`."""
 
     def __init__(self, serverapp: Any) -> None:
         self.serverapp = serverapp

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from cogym_lab.jupyter.access import SessionAccess
+from cogym_lab.runtime.access import SessionAccess
 from cogym_lab.sessions.spec import RoleName, SessionSpec
 
 HOSTING_FILE = "hosting.json"

@@ -21,6 +21,8 @@ from typing import Any
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.display import display
 
+from cogym_lab.core.protocol import PROTOCOLS
+
 HANDLE_VARIABLE = "cogym_session"
 
 
@@ -62,12 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     new = commands.add_parser("new", help="Start a session and show its panel.",
                               description="Start a session of TASK with you in one seat.")
-    new.add_argument("task", help="The task: todo, travel_planning, related_work, "
-                                  "tabular_analysis, or any installed task.")
+    new.add_argument("task", help="The task: any installed one (`cogym-lab tasks` lists "
+                                  "them).")
     new.add_argument("--instance", type=int, help="Which benchmark instance of the task.")
-    new.add_argument("--team", help="A ready team (collaborative, collaborative-planning, "
-                                    "autonomous, example) or a team file's path. Default: "
-                                    "collaborative (example for todo).")
+    new.add_argument("--team", help="A ready team (`cogym-lab teams` lists them) or a team "
+                                    "file's path. Default: the task's own.")
     new.add_argument("--role", default="user",
                      help="Your seat in the team (default: user). Use --watch to take none.")
     new.add_argument("--watch", action="store_true",
@@ -76,13 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
                                      "(drafting, judges); else COGYM_MODEL and the team file "
                                      "decide.")
     new.add_argument("--base-url", help="An OpenAI-compatible endpoint for that model.")
-    new.add_argument("--query", help="tabular_analysis: your question about the data.")
-    new.add_argument("--data", help="tabular_analysis: a DataFrame variable or a file path.")
+    new.add_argument("--query", help="For a task that analyses data: your question about it.")
+    new.add_argument("--data", help="For a task that analyses data: a DataFrame variable or a "
+                                    "file path.")
     new.add_argument("--autonomy", choices=("ask", "free"),
                      help="ask: the agent asks before it runs code; free: it just runs it.")
     new.add_argument("--env-arg", action="append", type=_key_value, default=[],
                      metavar="KEY=VALUE", help="Another argument for the task (repeatable).")
-    new.add_argument("--protocol", choices=("cogym", "cogym_lab"),
+    new.add_argument("--protocol", choices=sorted(PROTOCOLS),
                      help="Scoring protocol (default: cogym, the Co-Gym paper's).")
     new.add_argument("--idle-seconds", type=float,
                      help="Quiet time before everyone is nudged (the team's default otherwise).")
@@ -130,6 +132,7 @@ class CogymMagics(Magics):
             return None
 
     def _keep(self, handle: Any) -> None:
+        assert self.shell is not None  # a magic runs in a shell
         self.shell.user_ns[HANDLE_VARIABLE] = handle
         display(handle)
 
@@ -156,7 +159,7 @@ class CogymMagics(Magics):
         self._keep(attach(arguments.session_id, arguments.role, mode=arguments.mode))
 
     def _end(self, arguments: argparse.Namespace) -> None:
-        from cogym_lab.jupyter.backends import backend
+        from cogym_lab.notebook.backends import backend
 
         summary = backend(arguments.mode).end(arguments.session_id)
         if summary.get("status") == "running":

@@ -1,0 +1,42 @@
+"""The architecture holds: no import cycle between parts or modules, and no part imports one
+above it in ``scripts/import_graph.py``'s layer order. The script prints the graph for a person
+(`python scripts/import_graph.py --modules`); this test runs the same checks."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "import_graph.py"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("import_graph", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("import_graph", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_no_cycle_and_no_upward_import_in_the_package() -> None:
+    graph = _script()
+    modules = graph.module_graph()
+    parts = graph.part_graph(modules)
+    assert graph.cycles(parts) == []
+    assert graph.cycles(modules) == []
+    assert graph.upward(parts) == []
+    assert sorted(set(parts) - set(graph.LAYERS)) == [], "give every part a layer"
+
+
+def test_the_checks_see_a_cycle_and_an_upward_import() -> None:
+    graph = _script()
+    assert graph.cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+    assert graph.upward({"core": {"cli"}, "cli": {"core"}}) == [("core", "cli")]
+
+
+def test_the_script_prints_the_graph_and_exits_zero(capsys) -> None:
+    assert _script().main(["--modules"]) == 0
+    printed = capsys.readouterr().out
+    assert "sessions   -> " in printed and printed.rstrip().endswith("0 problem(s)")

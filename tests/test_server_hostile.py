@@ -209,7 +209,7 @@ def test_every_create_field_is_validated(run, alice):
             assert status == 400, (name, value, refused)
             assert name in refused["message"], (name, value, refused)
         status, refused = await alice("POST", body={"task": "todo", "idle_seconds": "abc"})
-        assert refused["message"].startswith("idle_seconds: Input should be a valid number")
+        assert refused["message"].startswith("limits.idle_seconds: Input should be a valid number")
         assert (await alice("GET"))[1] == {"sessions": []}  # nothing was started
 
     run(body())

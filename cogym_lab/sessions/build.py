@@ -23,7 +23,7 @@ from cogym_lab.members import UnknownMemberType
 from cogym_lab.nodes.env_node import EventObserver
 from cogym_lab.nodes.session import Session, SessionConfig
 from cogym_lab.sessions.setup_guide import SetupGuide
-from cogym_lab.sessions.spec import TOOLS, SessionSpec
+from cogym_lab.sessions.spec import EVERY_LM, TOOLS, SessionSpec
 from cogym_lab.teams.build import attach_tool_lms, build_member, tool_lm_config
 from cogym_lab.teams.config import MemberConfig, TeamConfig, load_team
 
@@ -65,6 +65,7 @@ def build_session(spec: SessionSpec, *, session_id: str | None = None,
     protocol = _protocol(spec.protocol)
     team = _team(spec, env_class, load_team)
     kinds = _kinds(team)
+    _check_lm_keys(spec, team)
     env = _env(spec, env_class, protocol, notebook, kinds)
     members, guided = _members(spec, team, env, remote=remote, guides=guides)
     tools = attach_tool_lms(env, tool_lm_config(team, spec.lm_arguments()))
@@ -157,6 +158,16 @@ def _team(spec: SessionSpec, env_class: type[CoEnv], load_team: TeamLoader) -> T
     for role in spec.people:
         members[role] = MemberConfig(kind="person")
     return team.model_copy(update={"members": members})
+
+
+def _check_lm_keys(spec: SessionSpec, team: TeamConfig) -> None:
+    """LM settings go to every LM, to the task's tools, or to a member: a key that is none of
+    these is a typo that would otherwise be ignored."""
+    unknown = sorted(set(spec.lm) - {EVERY_LM, TOOLS, *team.members})
+    if unknown:
+        raise SessionBuildError(f"LM settings for {', '.join(map(repr, unknown))}, which is not "
+                                f"a member of team {team.name!r} (give them for '*', 'tools' "
+                                f"or one of {', '.join(team.members)}).", "lm")
 
 
 def _kinds(team: TeamConfig) -> dict[str, MemberKind]:

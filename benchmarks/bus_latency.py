@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import cogym_lab
-from cogym_lab import Session, SessionConfig
+from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.bus import Bus, MemoryBus
 from cogym_lab.core import CoEnv, Component, Notification, RenderType, SessionContext, action
 from cogym_lab.core.coordinator import Coordinator
@@ -322,7 +322,7 @@ async def bench_startup(kind: str, runs: int, redis_url: str | None
             t0 = time.perf_counter()
             session = Session(env, {"agent": QuickFinisher("agent", starts),
                                     "user": QuickFinisher("user", starts)},
-                              bus=bus, config=SessionConfig(idle_seconds=60, timeout=30))
+                              kinds={"agent": "agent", "user": "user"}, bus=bus, config=SessionConfig(idle_seconds=60, timeout=30))
             await session.run()
             t_end = time.perf_counter()
         finally:

@@ -40,7 +40,7 @@ def peak_rss_mb() -> float:
 
 
 async def one_session(seats: int) -> dict[str, float]:
-    from cogym_lab import Session
+    from cogym_lab.nodes import Session
     from cogym_lab.bus import MemoryBus
     from cogym_lab.core.messages import StepRequest, step_channel
     from cogym_lab.envs.todo import TodoEnv
@@ -49,7 +49,8 @@ async def one_session(seats: int) -> dict[str, float]:
     people = [f"p{index:05d}" for index in range(seats)]
     bus = MemoryBus()
     session = Session(TodoEnv(), {"agent": Recorder([]), **dict.fromkeys(people)},
-                      kinds=dict.fromkeys(people, "person"), bus=bus, session_id="seats")
+                      kinds={"agent": "agent", **dict.fromkeys(people, "person")}, bus=bus,
+                      session_id="seats")
     for role in people:  # the host holds every seat before the session runs
         await bus.publish(step_channel(session.session_id),
                           StepRequest(role=role, kind="join").model_dump(mode="json"))

@@ -5,7 +5,7 @@ first round starts with the session, and each collaboration act of a person or s
 (a message, an answer to a confirmation request, a pause or a resume) that follows some agent
 activity starts the next one. Several human acts in a row stay in one round.
 
-Grading replays the event log on a fresh env (as :func:`cogym_lab.replay` does) and calls the
+Grading replays the event log on a fresh env (as :func:`cogym_lab.nodes.replay` does) and calls the
 task's own grader, ``CoEnv.aevaluate``, on the state at each round's end, so it works for every
 task whose log replays.
 """

@@ -52,6 +52,7 @@ from cogym_lab.eval.instance_spec import InstanceSpec, parse_instances
 from cogym_lab.lm import LM, LMConfig, make_lm
 from cogym_lab.members import member_type
 from cogym_lab.sessions import (
+    EVERY_LM,
     TOOLS,
     Limits,
     LMSettings,
@@ -100,7 +101,8 @@ def run(task: str, team: str | Path | TeamConfig = "collaborative",
     ``instances`` is a spec such as ``"0:102"`` or ``"0,3,5"``, a list, or ``None`` for all.
     ``models`` and ``base_urls`` set every LM member's model and endpoint (a string) or some
     roles' (``{"agent": "gpt-4o", "user": "gpt-4o-mini"}``; ``"*"`` means every member, and
-    ``"tools"`` the task's own tools); ``lm_arguments`` gives any other LM setting by role. Task
+    ``"tools"`` the task's own tools; settings for a role the team lacks are left out, so one
+call may serve several teams); ``lm_arguments`` gives any other LM setting by role. Task
     tools (judges, drafting, plan parsing) use the settings for ``"*"`` and ``"tools"``, then the
     environment (``COGYM_MODEL`` ...), then the team file's ``[tools.lm]`` (else its first
     agent's LM). ``protocol`` names the scoring protocol (``cogym``, the paper's, by default; it
@@ -153,8 +155,7 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
               "agent_step_limit": agent_step_limit, **(session or {})}
     # The team itself goes into the spec: each session.json then holds the team it ran with.
     spec = SessionSpec(task=task, team=team_config, env_args=dict(env_args or {}),
-                       lm={key: LMSettings(**settings) for key, settings
-                           in _lm_arguments(models, base_urls, lm_arguments).items()},
+                       lm=_team_lm(team_config, _lm_arguments(models, base_urls, lm_arguments)),
                        protocol=protocol,
                        limits=Limits(**{k: v for k, v in limits.items() if v is not None}))
     all_prices = {**_team_prices(spec, team_config), **_prices(prices)}
@@ -270,6 +271,15 @@ def _lm_arguments(models: PerRole, base_urls: PerRole,
     for role, settings in (extra or {}).items():
         arguments.setdefault(role, {}).update(settings)
     return arguments
+
+
+def _team_lm(team: TeamConfig,
+             arguments: Mapping[str, Mapping[str, Any]]) -> dict[str, LMSettings]:
+    """The LM settings that apply to ``team``: one batch call may give settings by role for
+    several teams (an autonomous team has no ``user``), so those for roles it lacks are left
+    out rather than refused."""
+    keys = {EVERY_LM, TOOLS, *team.members}
+    return {key: LMSettings(**settings) for key, settings in arguments.items() if key in keys}
 
 
 def _lm_members(team: TeamConfig) -> list[str]:

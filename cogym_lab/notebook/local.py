@@ -47,8 +47,7 @@ class LocalRuntime:
     """A :class:`SessionHost` in this process, and the loop it runs on."""
 
     def __init__(self, results_dir: str | Path | None = None) -> None:
-        self.host = SessionHost(results_dir or default_results_dir(), redis_url=None,
-                                default_team="example")
+        self.host = SessionHost(results_dir or default_results_dir(), redis_url=None)
         try:
             self.loop = asyncio.get_running_loop()
             self.thread: threading.Thread | None = None

@@ -135,7 +135,7 @@ class SessionHost:
     (the server's, or a kernel's)."""
 
     def __init__(self, results_dir: str | Path, redis_url: str | None = None,
-                 default_team: str = "example", *, teams: Mapping[str, str] | None = None,
+                 default_team: str | None = None, *, teams: Mapping[str, str] | None = None,
                  team_paths: bool = True) -> None:
         """``teams`` registers team files by name beside the ready ones; ``team_paths`` says
         whether a team may also be a file path (yes in a kernel or a script, which run their
@@ -236,6 +236,8 @@ class SessionHost:
         """The session ``spec`` describes, not yet started. Raises ``HostingError``."""
         from cogym_lab.sessions import SessionBuildError, build_session
 
+        if spec.team is None and self.default_team:
+            spec = spec.model_copy(update={"team": self.default_team})
         notebook = self._link_notebook(spec) if spec.notebook is not None else None
         try:
             session = build_session(spec, session_id=session_id, guides=True,

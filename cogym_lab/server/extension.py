@@ -39,7 +39,9 @@ class CogymLab(ExtensionApp):
     redis_url = Unicode(None, allow_none=True,
                         help="Bus for hosted sessions: redis://HOST:PORT/DB, or None for an "
                              "in-process bus per session.").tag(config=True)
-    default_team = Unicode("example", help="Team used when a request names none.").tag(
+    default_team = Unicode(None, allow_none=True,
+                           help="Team used when a request names none; unset: the task's own "
+                                "(CoEnv.default_team).").tag(
         config=True)
 
     # -- what requests may name -----------------------------------------------------------------

@@ -7,10 +7,8 @@ from cogym_lab.sessions.build import (
     build_one_member,
     build_session,
     session_config,
-    task_default_team,
 )
 from cogym_lab.sessions.spec import EVERY_LM, TOOLS, Limits, LMSettings, NotebookRef, SessionSpec
 
 __all__ = ["EVERY_LM", "TOOLS", "LMSettings", "Limits", "NotebookRef", "SessionBuildError",
-           "SessionSpec", "build_one_member", "build_session", "session_config",
-           "task_default_team"]
+           "SessionSpec", "build_one_member", "build_session", "session_config"]

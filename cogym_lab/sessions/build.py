@@ -113,11 +113,6 @@ def session_config(team: TeamConfig, spec: SessionSpec) -> SessionConfig:
                                 "team") from None
 
 
-def task_default_team(task: str) -> str:
-    """The team a session of ``task`` gets when its spec names none."""
-    return _task(task).default_team
-
-
 # -- the parts, each with its own error ---------------------------------------------------------
 
 def _task(task: str) -> type[CoEnv]:
@@ -227,5 +222,4 @@ def _members(spec: SessionSpec, team: TeamConfig, env: CoEnv, *, remote: bool,
     return members, guided
 
 
-__all__ = ["TOOLS", "SessionBuildError", "build_one_member", "build_session", "session_config",
-           "task_default_team"]
+__all__ = ["TOOLS", "SessionBuildError", "build_one_member", "build_session", "session_config"]

@@ -9,6 +9,8 @@ missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 # The browser tests drive Debian's Chromium through Playwright (never a downloaded browser).
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+# The panel's module is checked by node and TypeScript.
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 if ((${#missing[@]})); then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "Installing from Debian's packages: ${missing[*]}"
@@ -19,6 +21,10 @@ fi
 # A project-local virtual environment, so the suite never depends on what else is installed.
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,local]'
+
+# TypeScript checks the panel's JSDoc types (tests/test_panel_js_checks.py): a project-local copy.
+[ -x .cache/typescript/node_modules/.bin/tsc ] || \
+  npm install --silent --no-audit --no-fund --prefix .cache/typescript typescript@5
 
 # Lint and type checks over the package (rules and settings in pyproject.toml): any finding
 # fails the run before a test starts.

@@ -328,9 +328,8 @@ def test_env_args_that_forget_the_roles():
            "null" in message
 
 
-@pytest.mark.xfail(reason="TodoEnv.env_args() leaves out roles, a constructor argument: "
-                          "replay rebuilds the env admitting every role")
 def test_todo_with_its_roles_named_passes():
+    """It did not: env_args() left out roles, so replay rebuilt an env admitting every role."""
     assert check_env(TodoEnv, roles=["agent", "user"]) == []
 
 

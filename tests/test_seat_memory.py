@@ -52,7 +52,8 @@ async def test_every_seat_a_host_joins_before_the_session_runs_is_counted(caplog
     bus = MemoryBus()
     agent = Recorder(["FINISH()"])
     session = Session(TodoEnv(), {"agent": agent, **dict.fromkeys(m.role for m in people(seats))},
-                      kinds=dict.fromkeys((m.role for m in people(seats)), "person"), bus=bus,
+                      kinds={"agent": "agent",
+                             **dict.fromkeys((m.role for m in people(seats)), "person")}, bus=bus,
                       session_id="many-seats", config=SessionConfig(join_timeout=20))
     for member in people(seats):
         await bus.publish(step_channel(session.session_id),

@@ -118,7 +118,7 @@ def test_bad_team_files_get_clear_errors(tmp_path):
     assert result.exit_code == 2 and "must be a person" in result.output
     broken = tmp_path / "broken.toml"
     broken.write_text("name = \n")
-    assert "cannot read team" in runner.invoke(main, ["run", "--team", str(broken)]).output
+    assert "Cannot read team" in runner.invoke(main, ["run", "--team", str(broken)]).output
     assert runner.invoke(main, ["run", "--task", "todo", "--team", "example",
                                 "--instance", "1", "--quiet"]).exit_code == 0
 

@@ -61,6 +61,7 @@ from cogym_lab.core.actions import ActionSpec
 from cogym_lab.core.env import CoEnv, _spec_from_method, is_non_empty, not_initialised
 from cogym_lab.core.observation import Component, Observation
 from cogym_lab.core.state_diff import first_difference, show
+from cogym_lab.core.text import string_leaves
 
 __all__ = ["CHECK_SEED", "DEFAULT_ROLES", "EnvCheckError", "check_env"]
 
@@ -408,25 +409,13 @@ def check_hidden_strings_stay_hidden(env: CoEnv) -> list[str]:
     public = env.public_components()
     for hidden in env.hidden_strings():
         for component in public:
-            if any(hidden in text for text in _strings([component.title, component.content])):
+            shown = string_leaves([component.title, component.content])
+            if any(hidden in text for text in shown):
                 findings.append(f"Hidden strings: {show(hidden)} shows in the public component "
                                 f"{component.name!r}, which agents see. Fix: keep hidden "
                                 f"information out of public components; the human side gets it "
                                 f"from hidden_information().")
     return findings
-
-
-def _strings(value: Any) -> Iterator[str]:
-    """Every string in ``value``, dict keys included."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from _strings(key)
-            yield from _strings(item)
-    elif isinstance(value, list | tuple | set | frozenset):
-        for item in value:
-            yield from _strings(item)
 
 
 # -- step -----------------------------------------------------------------------------------

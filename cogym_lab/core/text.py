@@ -16,6 +16,7 @@ but which no UTF-8 file, Redis stream or CRDT document can hold. So at every bou
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 REPLACEMENT = "\ufffd"
@@ -48,4 +49,18 @@ def is_clean(text: str) -> bool:
     return _SURROGATE.search(text) is None
 
 
-__all__ = ["REPLACEMENT", "clean", "clean_text", "is_clean"]
+__all__ = ["REPLACEMENT", "clean", "clean_text", "is_clean", "string_leaves"]
+
+
+def string_leaves(value: Any) -> Iterator[str]:
+    """Every string inside ``value`` (dict keys and values, items of lists, tuples and sets),
+    depth first: what a search for a text in a view or a prompt must look through."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from string_leaves(key)
+            yield from string_leaves(item)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for item in value:
+            yield from string_leaves(item)

@@ -4,7 +4,6 @@ from cogym_lab.nodes.env_node import EnvNode
 from cogym_lab.nodes.member_node import (
     AgentNode,
     MemberNode,
-    Teammate,
     UserNode,
     merge_notifications,
 )
@@ -13,5 +12,5 @@ from cogym_lab.nodes.session import Session, SessionConfig, SessionResult
 
 __all__ = [
     "AgentNode", "EnvNode", "MemberNode", "Replay", "ReplayFrame", "ReplayMismatch", "Session",
-    "SessionConfig", "SessionResult", "Teammate", "UserNode", "merge_notifications", "replay",
+    "SessionConfig", "SessionResult", "UserNode", "merge_notifications", "replay",
 ]

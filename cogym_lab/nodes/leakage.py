@@ -24,6 +24,7 @@ from cogym_lab.core import Notification
 from cogym_lab.core.actions import ActionError
 from cogym_lab.core.grammar import parse_canonical
 from cogym_lab.core.messages import Event
+from cogym_lab.core.text import string_leaves
 
 _SPACE = re.compile(r"\s+")
 _EXCERPT = 120
@@ -32,19 +33,6 @@ _EXCERPT = 120
 def normalise(text: str) -> str:
     """Case-folded, with every run of whitespace as one space."""
     return _SPACE.sub(" ", text.casefold()).strip()
-
-
-def string_leaves(value: Any) -> Iterator[str]:
-    """Every string inside ``value`` (dict keys and values, list items), depth first."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from string_leaves(key)
-            yield from string_leaves(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from string_leaves(item)
 
 
 class LeakHit(BaseModel):

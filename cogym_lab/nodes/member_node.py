@@ -19,15 +19,16 @@ import logging
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
 from cogym_lab.bus import Bus
-from cogym_lab.core import Action, ActionError, Notification, SessionContext
+from cogym_lab.core import Action, ActionError, Notification
 from cogym_lab.core.actions import ActionSpec
 from cogym_lab.core.collaboration import NOT_ECHOED, WAIT_TEAMMATE_CONTINUE
 from cogym_lab.core.grammar import parse_action
+from cogym_lab.core.member import Member
 from cogym_lab.core.messages import (
     AgentState,
     AgentStatus,
@@ -40,20 +41,6 @@ from cogym_lab.core.messages import (
 )
 
 log = logging.getLogger(__name__)
-
-ActionLike = str | dict[str, Any] | Action
-
-
-@runtime_checkable
-class Teammate(Protocol):
-    """What any team member implements. ``act`` returns an action, or ``None`` to wait."""
-
-    def start(self, context: SessionContext) -> Any: ...
-
-    async def act(self, notification: Notification) -> ActionLike | None: ...
-
-    def end(self, final: Notification) -> Any: ...
-
 
 def merge_notifications(batch: list[Notification]) -> Notification:
     """One notification standing for ``batch``: newest state, all unseen messages, all events."""
@@ -87,7 +74,7 @@ class MemberNode:
     kind: ClassVar[MemberKind] = "agent"
     publishes_status: ClassVar[bool] = False  # agents tell the people's panels what they do
 
-    def __init__(self, bus: Bus, session_id: str, role: str, teammate: Teammate, *,
+    def __init__(self, bus: Bus, session_id: str, role: str, teammate: Member, *,
                  results_dir: str | Path | None = None, ack_timeout: float = 10.0) -> None:
         self.bus = bus
         self.session_id = session_id

@@ -18,6 +18,7 @@ from cogym_lab._version import __version__
 from cogym_lab.bus import Bus, MemoryBus
 from cogym_lab.core import CoEnv
 from cogym_lab.core.coordinator import Coordinator, default_step_limits
+from cogym_lab.core.member import Member
 from cogym_lab.core.messages import (
     Event,
     MemberKind,
@@ -30,7 +31,7 @@ from cogym_lab.core.protocol import ScoringProtocol, get_protocol
 from cogym_lab.lm import LM
 from cogym_lab.nodes.env_node import LOG_FAILED, EnvNode, EventObserver
 from cogym_lab.nodes.leakage import LeakageGuard, LeakageReport
-from cogym_lab.nodes.member_node import AgentNode, MemberNode, Teammate, UserNode
+from cogym_lab.nodes.member_node import AgentNode, MemberNode, UserNode
 from cogym_lab.nodes.restore import Restored, restore
 from cogym_lab.nodes.results import ResultsWriter
 
@@ -131,7 +132,7 @@ class Session:
     give its kind in ``kinds``.
     """
 
-    def __init__(self, env: CoEnv, members: Mapping[str, Teammate | None], *,
+    def __init__(self, env: CoEnv, members: Mapping[str, Member | None], *,
                  kinds: Mapping[str, MemberKind] | None = None, bus: Bus | None = None,
                  results_dir: str | Path | None = None, session_id: str | None = None,
                  config: SessionConfig | None = None, task: str | None = None,

@@ -64,13 +64,10 @@ class ServerParts:
         self.rates: ActionRates = settings["cogym_lab_rates"]
 
 
-@web.stream_request_body
-class CogymAPIHandler(ExtensionHandlerMixin, APIHandler):
-    """Streams its body so that one too big is refused from its headers, before it is read."""
+class _UsesServerParts:
+    """The extension's shared parts, for a handler (its ``settings`` are tornado's)."""
 
-    auth_resource = AUTH_RESOURCE
-    #: The setting that limits this endpoint's body.
-    body_limit = "max_request_bytes"
+    settings: dict[str, Any]
 
     @property
     def parts(self) -> ServerParts:
@@ -79,6 +76,15 @@ class CogymAPIHandler(ExtensionHandlerMixin, APIHandler):
     @property
     def host(self) -> SessionHost:
         return self.parts.host
+
+
+@web.stream_request_body
+class CogymAPIHandler(_UsesServerParts, ExtensionHandlerMixin, APIHandler):
+    """Streams its body so that one too big is refused from its headers, before it is read."""
+
+    auth_resource = AUTH_RESOURCE
+    #: The setting that limits this endpoint's body.
+    body_limit = "max_request_bytes"
 
     @property
     def who(self) -> str:
@@ -274,8 +280,8 @@ class RatingHandler(CogymAPIHandler):
         self.send({"session_id": session_id, "ratings": ratings}, status=201)
 
 
-class SessionWebSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler,
-                              JupyterHandler):
+class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocketMixin,
+                              WebSocketHandler, JupyterHandler):
     """Follows one person seat of the caller's: streams its notifications, takes its actions.
 
     Open ``.../sessions/<id>/ws?role=<role>``. Each notification arrives as a JSON text message;
@@ -289,14 +295,6 @@ class SessionWebSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHa
     """
 
     auth_resource = AUTH_RESOURCE
-
-    @property
-    def parts(self) -> ServerParts:
-        return ServerParts(self.settings)
-
-    @property
-    def host(self) -> SessionHost:
-        return self.parts.host
 
     @property
     def max_message_size(self) -> int:

@@ -64,7 +64,11 @@ class TodoEnv(CoEnv):
         ]
 
     def env_args(self) -> dict[str, Any]:
-        return {"trip": self.trip, "min_items": self.min_items, "must_have": list(self.must_have)}
+        args: dict[str, Any] = {"trip": self.trip, "min_items": self.min_items,
+                                "must_have": list(self.must_have)}
+        if self.roles is not None:  # replay must admit the same roles, no others
+            args["roles"] = list(self.roles)
+        return args
 
     def _reset(self, seed: int | None) -> None:
         self.items: list[Item] = []

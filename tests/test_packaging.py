@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -66,9 +67,15 @@ def test_a_clean_install_imports_every_module_and_builds_an_lm_client(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
+    # From a copy of the sources: a build inside the checkout would leave a build/ folder whose
+    # stale modules (moved since) a later install would pick up.
+    source = tmp_path / "source"
+    shutil.copytree(REPO, source, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv*", ".cache", "build", "dist", "*.egg-info", "__pycache__",
+        "test-artifacts", "results", "node_modules"))
     installed = subprocess.run(
         [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         str(REPO)], capture_output=True, text=True, timeout=900)
+         str(source)], capture_output=True, text=True, timeout=900)
     assert installed.returncode == 0, installed.stderr[-3000:]
     checked = subprocess.run([str(python), "-c", CHECK], capture_output=True, text=True,
                              timeout=300, cwd=tmp_path)  # not the repo: import what was installed

@@ -66,8 +66,8 @@ def build_session(spec: SessionSpec, *, session_id: str | None = None,
     team = _team(spec, env_class, load_team)
     kinds = _kinds(team)
     _check_lm_keys(spec, team)
-    env = _env(spec, env_class, protocol, notebook, kinds)
-    members, guided = _members(spec, team, env, remote=remote, guides=guides)
+    env = _env(spec, env_class, protocol, notebook)
+    members, guided = _members(spec, team, kinds, env, remote=remote, guides=guides)
     tools = attach_tool_lms(env, tool_lm_config(team, spec.lm_arguments()))
     config = session_config(team, spec)
     try:
@@ -98,9 +98,9 @@ def build_one_member(spec: SessionSpec, role: str, *,
         runnable = ", ".join(r for r, kind in kinds.items() if kind != "person") or "none"
         raise SessionBuildError(f"Team {team.name!r} has no member {role!r} to run here; its "
                                 f"members are {runnable}.", "team")
-    env = _env(spec, env_class, protocol, None, kinds)
+    env = _env(spec, env_class, protocol, None)
     members, _ = _members(spec, team.model_copy(update={"members": {role: team.members[role]}}),
-                          env, remote=False, guides=False)
+                          kinds, env, remote=False, guides=False)
     return members[role], kinds[role]
 
 
@@ -172,8 +172,7 @@ def _kinds(team: TeamConfig) -> dict[str, MemberKind]:
         raise SessionBuildError(str(error), "team") from None
 
 
-def _env(spec: SessionSpec, env_class: type[CoEnv], protocol: str, notebook: Any,
-         kinds: dict[str, MemberKind]) -> CoEnv:
+def _env(spec: SessionSpec, env_class: type[CoEnv], protocol: str, notebook: Any) -> CoEnv:
     env_args = dict(spec.env_args)
     if spec.notebook is not None:
         if not env_class.runs_in_notebook:
@@ -196,11 +195,10 @@ def _env(spec: SessionSpec, env_class: type[CoEnv], protocol: str, notebook: Any
                                 f"{error}", "env_args") from None
 
 
-def _members(spec: SessionSpec, team: TeamConfig, env: CoEnv, *, remote: bool,
-             guides: bool) -> tuple[dict[str, Any], list[str]]:
+def _members(spec: SessionSpec, team: TeamConfig, kinds: dict[str, MemberKind], env: CoEnv, *,
+             remote: bool, guides: bool) -> tuple[dict[str, Any], list[str]]:
     """Each role's member object (``None`` for a seat filled from elsewhere), and the roles
     that got a :class:`SetupGuide`."""
-    kinds = team.kinds()
     members: dict[str, Any] = {}
     guided: list[str] = []
     for role, member in team.members.items():

@@ -1677,6 +1677,28 @@ class RatingView {
 
 // -- the panel ------------------------------------------------------------------------------
 
+/** The fields a person types in: their keys are theirs, never the notebook's. */
+const TEXT_FIELDS = "input, textarea, select, [contenteditable]";
+
+/**
+ * Keys typed in the panel stay in the panel. JupyterLab reads keys at the document (after the
+ * field, since 4.1) for its notebook shortcuts: without this, Shift+Enter in the chat box ran
+ * the cell again and started a second session, and Enter in an editor did nothing. The
+ * attribute is JupyterLab's documented way to keep its shortcuts out of a region; stopping the
+ * key at the panel covers hosts that do not read it. Escape leaves the field (its text kept),
+ * so the keyboard can always get back to the notebook.
+ * @param {HTMLElement} root
+ */
+function keepKeysInPanel(root) {
+  root.setAttribute("data-lm-suppress-shortcuts", "true");
+  root.addEventListener("keydown", (event) => {
+    const target = event.target;
+    if (!(target instanceof HTMLElement) || !target.matches(TEXT_FIELDS)) return;
+    if (event.key === "Escape") target.blur();
+    event.stopPropagation();
+  });
+}
+
 /**
  * The panel: builds the layout from the views and routes what the transport delivers to them;
  * it keeps only what several views share (the latest notification, the session's context,
@@ -1721,6 +1743,7 @@ export class Panel {
     h("div", { class: "cogym-body" }, this.workspace.root,
       h("div", { class: "cogym-side" }, this.agents.root, this.confirmations.root,
         this.chat.root, this.actions.root)));
+    keepKeysInPanel(this.root);
     el.replaceChildren(this.root);
   }
 

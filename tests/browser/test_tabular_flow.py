@@ -28,7 +28,7 @@ GREETING = "Hello! I will start with how advertising and price relate to sales."
 AGENT_CODE = ("slopes = df[['advertising', 'price']].apply(lambda col: df['sales'].cov(col) "
               "/ col.var())\nprint('agent slopes:', slopes.round(1).to_dict())")
 AGENT_FINDING = "Agent: sales rise by about 2.5 per unit of advertising."
-PERSON_FINDING = "Person: a higher price lowers sales."
+PERSON_FINDING = "Person: a higher price lowers sales.\nAdvertising raises them."
 
 
 def agent_for_this_flow() -> CueAgent:
@@ -106,7 +106,11 @@ def test_a_person_and_an_agent_analyse_a_dataframe(lab: LabPage, shots: StepShot
     # 5. both edit the findings at once; saving keeps both
     findings = panel.editor("findings")
     findings.click()
-    findings.press_sequentially(PERSON_FINDING)
+    first_line, second_line = PERSON_FINDING.split("\n")
+    findings.press_sequentially(first_line)
+    page.keyboard.press("Enter")  # a new line in the editor, never a notebook shortcut
+    findings.press_sequentially(second_line)
+    expect(findings).to_have_value(PERSON_FINDING)
     panel.send_chat("Please add your finding to the findings.")
     expect(panel.editor_state("findings")).to_have_attribute("data-state", "behind",
                                                              timeout=UI_TIMEOUT_MS)

@@ -39,6 +39,7 @@ def test_keys_typed_in_the_panel_never_reach_the_notebook(
 
     for width, height in ((1600, 1200), (800, 700)):
         lab.page.set_viewport_size({"width": width, "height": height})
+        _check_layout(panel, one_column=width < 1000, screen_height=height)
         chat.click()
         keyboard.type("Bring snacks")
         keyboard.press("Shift+Enter")  # a new line, as the box says
@@ -64,3 +65,16 @@ def test_keys_typed_in_the_panel_never_reach_the_notebook(
         shots.take(f"message-sent-at-{width}px", focus=start_cell, where="start")
         nothing_ran_in_the_notebook()
         chat.fill("")
+
+
+def _check_layout(panel: SessionPanelPage, *, one_column: bool, screen_height: int) -> None:
+    """The layout follows the panel's own width (in a narrow notebook the workspace takes the
+    whole width, not a 100 px strip), and the panel's body is never taller than the screen."""
+    body = panel.root.locator(".cogym-body")
+    expect(body).to_be_visible()
+    panel_box, workspace_box = panel.root.bounding_box(), panel.testid("workspace").bounding_box()
+    body_box = body.bounding_box()
+    assert panel_box and workspace_box and body_box
+    share = workspace_box["width"] / panel_box["width"]
+    assert (share > 0.85) if one_column else (share < 0.75), (one_column, share)
+    assert body_box["height"] <= 0.8 * screen_height, (body_box, screen_height)

@@ -88,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="Scoring protocol (default: cogym, the Co-Gym paper's).")
     new.add_argument("--idle-seconds", type=float,
                      help="Quiet time before everyone is nudged (the team's default otherwise).")
+    new.add_argument("--again", action="store_true",
+                     help="Start another session even if this cell's last one still runs "
+                          "(by default, running the cell again shows that one again).")
     new.add_argument("--mode", choices=("auto", "server", "local"), default="auto",
                      help="Where the session runs (default: the server when reachable).")
 
@@ -108,6 +111,11 @@ def build_parser() -> argparse.ArgumentParser:
 @magics_class
 class CogymMagics(Magics):
     """The ``%cogym`` line magic."""
+
+    def __init__(self, shell: Any = None) -> None:
+        super().__init__(shell)
+        #: The session each notebook cell started last, by the cell's id.
+        self.started_in_cell: dict[str, str] = {}
 
     @line_magic
     def cogym(self, line: str) -> Any:
@@ -139,6 +147,9 @@ class CogymMagics(Magics):
     def _new(self, arguments: argparse.Namespace) -> None:
         from cogym_lab.api import new_session
 
+        cell = self._cell_id()
+        if cell is not None and not arguments.again and self._show_again(cell, arguments):
+            return
         data: Any = arguments.data
         handle = new_session(
             arguments.task, instance=arguments.instance, team=arguments.team,
@@ -151,7 +162,39 @@ class CogymMagics(Magics):
               f"{'in the Jupyter server' if handle.backend.kind == 'server' else 'in this kernel'}"
               f"; your seat: {handle.role or 'none (watching)'}. "
               f"The handle is in `{HANDLE_VARIABLE}`.")
+        if cell is not None:
+            self.started_in_cell[cell] = handle.session_id
         self._keep(handle)
+
+    def _show_again(self, cell: str, arguments: argparse.Namespace) -> bool:
+        """Running a ``%cogym new`` cell again (Shift+Enter out of habit) must not start a
+        second session beside the first, unseen: while the cell's last session runs, show it
+        again instead. Returns whether it did."""
+        from cogym_lab.api import SessionError, attach
+
+        session_id = self.started_in_cell.get(cell)
+        if session_id is None:
+            return False
+        try:
+            handle = attach(session_id, None if arguments.watch else arguments.role,
+                            mode=arguments.mode)
+        except SessionError:  # gone (a restarted server) or no longer yours: start afresh
+            return False
+        if handle.status != "running":
+            return False
+        print(f"Session {session_id} ({handle.task}), started by this cell, is still running: "
+              "here it is again. Add --again to start another one.")
+        self._keep(handle)
+        return True
+
+    def _cell_id(self) -> str | None:
+        """The id JupyterLab gives the running cell (in the request's metadata), if any."""
+        kernel = getattr(self.shell, "kernel", None)
+        get_parent = getattr(kernel, "get_parent", None)
+        parent = get_parent() if callable(get_parent) else None
+        metadata = parent.get("metadata") if isinstance(parent, dict) else None
+        cell = metadata.get("cellId") if isinstance(metadata, dict) else None
+        return cell if isinstance(cell, str) and cell else None
 
     def _attach(self, arguments: argparse.Namespace) -> None:
         from cogym_lab.api import attach

@@ -78,3 +78,28 @@ def _check_layout(panel: SessionPanelPage, *, one_column: bool, screen_height: i
     share = workspace_box["width"] / panel_box["width"]
     assert (share > 0.85) if one_column else (share < 0.75), (one_column, share)
     assert body_box["height"] <= 0.8 * screen_height, (body_box, screen_height)
+
+
+def test_running_the_start_cell_again_shows_its_running_session_again(
+        lab: LabPage, shots: StepShots, jupyter_lab: JupyterLabServer) -> None:
+    """Shift+Enter on the `%cogym new` cell a second time (out of habit) shows the session the
+    cell started, still running, instead of starting a second one beside it, unseen."""
+    notebook = lab.new_notebook_from_launcher()
+    lab.type_in_cell(notebook, 0, "%load_ext cogym_lab\n%cogym new todo --idle-seconds 60")
+    start_cell = lab.run_cell(notebook, 0)
+    first = SessionPanelPage.find(lab.page, start_cell).session_id
+    status, listing = jupyter_lab.request("GET", "cogym/api/sessions")
+    assert status == 200
+    known = [summary["session_id"] for summary in listing["sessions"]]
+
+    again = lab.run_cell(notebook, 0)
+    expect(lab.outputs(again).first).to_contain_text("is still running: here it is again",
+                                                     timeout=UI_TIMEOUT_MS)
+    assert SessionPanelPage.find(lab.page, again).session_id == first
+    status, listing = jupyter_lab.request("GET", "cogym/api/sessions")
+    assert [summary["session_id"] for summary in listing["sessions"]] == known
+    shots.take("the-same-session-shown-again", focus=again, where="start")
+
+    lab.type_in_cell(notebook, 0, "%cogym new todo --idle-seconds 60 --again")
+    another = lab.run_cell(notebook, 0)
+    assert SessionPanelPage.find(lab.page, another).session_id != first

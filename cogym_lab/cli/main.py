@@ -83,12 +83,7 @@ def run(ctx: click.Context, task: str, instance: int | None, env_arg: tuple[str,
             "limits": spec.limits.overrides() | {k: v for k, v in limits.items() if v}})
     else:
         spec = make_spec(task=task, instance=instance, env_args=env_args(env_arg), team=team,
-                         lm=lm, protocol=protocol,
-                         limits={"idle_seconds": idle_seconds, "timeout": timeout or 600.0})
-    if spec.people:
-        raise click.BadParameter(f"{', '.join(spec.people)} must be a person, who joins from "
-                                 "a notebook panel; `run` needs agents and simulated users "
-                                 "only", param_hint="--spec")
+                         lm=lm, protocol=protocol, limits=limits | {"timeout": timeout or 600.0})
     try:
         session = build_session(spec, bus=_bus(bus_url),
                                 observers=[] if quiet else [Transcript(console)])
@@ -98,7 +93,7 @@ def run(ctx: click.Context, task: str, instance: int | None, env_arg: tuple[str,
     if people:
         raise click.BadParameter(f"{', '.join(people)} must be a person, who joins from the "
                                  "notebook panel; `run` needs agents and simulated users only",
-                                 param_hint="--team")
+                                 param_hint="--spec" if spec_path else "--team")
     session.results_dir = out / session.session_id
     if not quiet:
         console.print(f"[bold]Task:[/] {session.env.task_description}")

@@ -1464,9 +1464,10 @@ class ChatView {
     const time = new Date(message.time * 1000).toLocaleTimeString();
     const dataset = { sender: message.sender, mine: String(message.sender === this.role),
       seq: String(message.seq) };
+    const text = h("div", { class: "cogym-message-text" });
+    text.innerHTML = renderMarkdown(message.text); // escaped first: no HTML of the sender's
     return h("div", { class: "cogym-message", testid: "chat-message", dataset },
-      h("div", { class: "cogym-message-meta", text: `${message.sender}${to} · ${time}` }),
-      h("div", { class: "cogym-message-text", text: message.text }));
+      h("div", { class: "cogym-message-meta", text: `${message.sender}${to} · ${time}` }), text);
   }
 
   /**

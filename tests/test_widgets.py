@@ -367,7 +367,9 @@ def _gallery_notifications() -> dict[str, dict[str, Any]]:
                               session_id="gallery-1")
     notes = {"start": _for_user(coordinator.start(1000.0))}
     notes["message"] = _for_user(coordinator.handle("agent", {
-        "name": "SEND_TEAMMATE_MESSAGE", "args": {"message": f"Hello {XSS}"}}, 1001.0))
+        "name": "SEND_TEAMMATE_MESSAGE", "args": {"message": f"Hello **there** {XSS}\n\n"
+                                                  "- one\n- two\n[bad](javascript:alert(1))"}},
+        1001.0))
     notes["library"] = _for_user(coordinator.handle("agent", 'ADD_PAPER(title="BERT")', 1002.0))
     notes["confirm"] = _for_user(coordinator.handle("agent", {
         "name": "REQUEST_TEAMMATE_CONFIRM", "args": {
@@ -469,6 +471,10 @@ async def test_the_panel_renders_every_view_safely_and_sends_actions(browser) ->
     await page.evaluate(deliver, {"type": "notification", "data": notes["message"]})
     await page.wait_for_selector(_by("chat-message", sender="agent"), timeout=30_000)
     assert XSS in await page.inner_text(_by("chat-message", sender="agent"))
+    # chat renders the same safe markdown as the preview: formatting, never the sender's HTML
+    chat_html = await page.inner_html(_by("chat-message", sender="agent"))
+    assert "<strong>there</strong>" in chat_html and "<li>two</li>" in chat_html
+    assert "&lt;script&gt;" in chat_html and 'href="javascript' not in chat_html
     counts = await page.evaluate("""() => ({
         scripts: document.querySelectorAll('[data-testid=cogym-panel] script').length,
         images: document.querySelectorAll('[data-testid=cogym-panel] img').length,

@@ -469,6 +469,47 @@ function shorten(text, limit = 160) {
   return value.length > limit ? value.slice(0, limit - 1) + "…" : value;
 }
 
+/** @typedef {(raw: string) => string} DescribeAction */
+
+/**
+ * An action in plain words for a person: what its spec says it does, then its arguments, each
+ * on one line ("Add an item to the checklist: text “first aid kit”"). Text that is not an
+ * action, or an action the session does not know, is shown as it is, on one line.
+ * @param {string} raw  the action as the log holds it
+ * @param {ActionSpec[]} specs  the session's action specs
+ * @returns {string}
+ */
+export function describeAction(raw, specs) {
+  const oneLine = (/** @type {unknown} */ value) => asText(value).replace(/\s*\n\s*/g, " ⏎ ");
+  const parsed = parseAction(raw);
+  if (!parsed) return shorten(oneLine(raw), 200);
+  const spec = specs.find((candidate) => candidate.name === parsed.name);
+  const what = (spec?.description || parsed.name.toLowerCase().replace(/_/g, " "))
+    .replace(/[.\s]+$/, "");
+  const args = Object.entries(parsed.args).map(([name, value]) =>
+    `${name} “${shorten(oneLine(typeof value === "string" ? value : JSON.stringify(value)), 60)}”`);
+  return args.length ? `${what}: ${args.join(", ")}` : what;
+}
+
+/**
+ * Shows an action in plain words; a click shows the raw action, and another the words again.
+ * @param {HTMLElement} el
+ * @param {string} raw
+ * @param {string} plain
+ * @param {string} [prefix]  kept in front of either form ("#11 agent: ")
+ */
+function showAction(el, raw, plain, prefix = "") {
+  el.textContent = prefix + plain;
+  el.title = "Click for the action as written: " + shorten(raw, 300);
+  el.dataset.raw = raw;
+  el.dataset.shown = "plain";
+  el.onclick = () => {
+    const plainShown = el.dataset.shown === "plain";
+    el.textContent = prefix + (plainShown ? raw : plain);
+    el.dataset.shown = plainShown ? "raw" : "plain";
+  };
+}
+
 /** @type {WeakMap<HTMLElement, ReturnType<typeof setTimeout>>} */
 const FLASH_TIMERS = new WeakMap();
 
@@ -1039,8 +1080,12 @@ const CONNECTION_LABELS = { open: "connected", connecting: "connecting…", clos
 
 /** The header: the task, the person's role, the connection, step counts and the last event. */
 class HeaderView {
-  /** @param {string} role */
-  constructor(role) {
+  /**
+   * @param {string} role
+   * @param {DescribeAction} describe  an action in plain words
+   */
+  constructor(role, describe) {
+    this.describe = describe;
     this.title = h("span", { class: "cogym-title", text: "Co-Gym session" });
     this.connection = h("span", { class: "cogym-connection cogym-muted",
       testid: "connection-status", dataset: { state: "connecting" }, text: "connecting…" });
@@ -1070,11 +1115,15 @@ class HeaderView {
       .map(([role, n]) => limits[role] ? `${role} ${n}/${limits[role]}` : `${role} ${n}`)
       .join(" · ");
     const event = notification.event || {};
-    const what = event.action ? shorten(event.action, 80) : event.type;
     const actor = event.actor ? event.actor + ": " : "";
-    this.lastEvent.textContent = event.type === "sync"
-      ? ""
-      : `#${notification.seq} ${actor}${what || ""}`;
+    const prefix = `#${notification.seq} ${actor}`;
+    if (event.type === "sync") {
+      this.lastEvent.textContent = "";
+    } else if (event.action) {
+      showAction(this.lastEvent, event.action, shorten(this.describe(event.action), 120), prefix);
+    } else {
+      this.lastEvent.textContent = prefix + (event.type || "");
+    }
   }
 }
 
@@ -1190,9 +1239,13 @@ class WorkspaceView {
  * it ended come with each notification.
  */
 class AgentStatusView {
-  /** @param {SendAction} send */
-  constructor(send) {
+  /**
+   * @param {SendAction} send
+   * @param {DescribeAction} describe  an action in plain words
+   */
+  constructor(send, describe) {
     this.send = send;
+    this.describe = describe;
     /** @type {Record<string, AgentStatus>} */
     this.statuses = {};
     /** @type {Member[]} */
@@ -1258,13 +1311,15 @@ class AgentStatusView {
     let status = update.status || "waiting";
     if (this.paused.has(role)) status = "paused";
     if (this.done) status = "finished";
-    const last = update.last_action
-      ? `last action: ${shorten(update.last_action, 200)}`
-      : "no action yet";
+    const last = h("div", { class: "cogym-muted", testid: "agent-last-action",
+      text: "no action yet" });
+    if (update.last_action) {
+      showAction(last, update.last_action, this.describe(update.last_action), "last action: ");
+    }
     return h("div", { class: "cogym-agent", testid: "agent-status", dataset: { role, status } },
       h("div", {}, h("strong", { text: role + " " }),
         h("span", { class: "cogym-status", dataset: { status }, text: status })),
-      h("div", { class: "cogym-muted", testid: "agent-last-action", text: last }));
+      last);
   }
 
   togglePause() {
@@ -1723,7 +1778,9 @@ export class Panel {
     this.done = false;
     /** @type {SendAction} */
     const send = (action, extra, id) => this.sendAction(action, extra, id);
-    this.header = new HeaderView(this.role);
+    /** @type {DescribeAction} */
+    const describe = (raw) => describeAction(raw, this.actionSpecs());
+    this.header = new HeaderView(this.role, describe);
     this.errors = new ErrorBanner();
     this.rating = new RatingView(this.role,
       (rating) => /** @type {Transport} */ (this.transport).rate(rating));
@@ -1732,7 +1789,7 @@ export class Panel {
       done: () => this.done,
       send,
     });
-    this.agents = new AgentStatusView(send);
+    this.agents = new AgentStatusView(send, describe);
     this.confirmations = new ConfirmationsView(this.role, send);
     this.chat = new ChatView(this.role, send);
     this.actions = new ActionFormView(send);

@@ -51,6 +51,7 @@ EXPORTS = {
     "escapeHtml": "function",
     "renderMarkdown": "function",
     "parseAction": "function",
+    "describeAction": "function",
     "lineDiff": "function",
     "serverTransport": "function",
     "localTransport": "function",
@@ -151,3 +152,23 @@ def test_tsc_finds_nothing() -> None:
     checked = subprocess.run([str(TSC), "-p", str(JSCONFIG), "--pretty", "false"],
                              capture_output=True, text=True, timeout=300, check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_actions_are_described_in_plain_words_on_one_line() -> None:
+    script = (
+        f"const {{ describeAction }} = await import({json.dumps(MODULE.as_uri())});\n"
+        "const specs = [{ name: 'ADD_ITEM', description: 'Add an item to the list.' }];\n"
+        "console.log(JSON.stringify([\n"
+        "  describeAction('ADD_ITEM(text=\"snacks\\\\nand water\")', specs),\n"
+        "  describeAction('EDITOR_UPDATE(text=\"' + 'x'.repeat(500) + '\")', specs),\n"
+        "  describeAction('FINISH()', specs),\n"
+        "  describeAction('not an action\\nat all', specs),\n"
+        "]));\n"
+    )
+    ran = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert ran.returncode == 0, ran.stderr
+    added, long_edit, finish, prose = json.loads(ran.stdout)
+    assert added == "Add an item to the list: text “snacks ⏎ and water”"
+    assert long_edit.startswith("editor update: text “xxx") and len(long_edit) < 100
+    assert finish == "finish" and prose == "not an action ⏎ at all"

@@ -522,7 +522,13 @@ async def test_the_panel_renders_every_view_safely_and_sends_actions(browser) ->
         "role": "agent", "status": "thinking", "last_action": 'ADD_PAPER(title="BERT")',
         "ts": time.time()}})
     await page.wait_for_selector(_by("agent-status", role="agent", status="thinking"))
-    assert "ADD_PAPER" in await page.inner_text(_by("agent-last-action"))
+    # the action in plain words, from its spec; a click shows it as written
+    last_action = _by("agent-last-action")
+    assert await page.inner_text(last_action) == 'last action: Add a library entry: title “BERT”'
+    await page.click(last_action)
+    assert await page.inner_text(last_action) == 'last action: ADD_PAPER(title="BERT")'
+    await page.click(last_action)
+    assert "Add a library entry" in await page.inner_text(last_action)
     await page.click(_by("pause-button"))
     assert (await page.evaluate("window.sent"))[-1]["action"]["name"] == "PAUSE_AGENT"
 

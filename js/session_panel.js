@@ -72,6 +72,7 @@
 /**
  * @typedef {object} SessionContext
  * @property {string} [task]
+ * @property {string} [task_description]
  * @property {Member[]} [team]
  * @property {ActionSpec[]} [action_specs]
  */
@@ -1091,14 +1092,27 @@ class HeaderView {
       testid: "connection-status", dataset: { state: "connecting" }, text: "connecting…" });
     this.steps = h("span", { class: "cogym-muted", testid: "step-counts" });
     this.lastEvent = h("span", { class: "cogym-muted", testid: "last-event" });
+    // The task in its own words: its first line always shown, the rest one click away.
+    this.briefSummary = h("summary", { class: "cogym-task-summary" });
+    this.briefText = h("div", { class: "cogym-markdown" });
+    this.brief = h("details", { class: "cogym-task", testid: "task-brief", hidden: true },
+      this.briefSummary, this.briefText);
     this.root = h("div", { class: "cogym-header" }, this.title,
-      h("span", { class: "cogym-muted", text: `you are ${role}` }),
-      this.connection, this.steps, this.lastEvent);
+      h("span", { class: "cogym-muted", testid: "your-role", text: `you are ${role}` }),
+      this.connection, this.steps, this.lastEvent, this.brief);
   }
 
-  /** @param {string | undefined} task */
-  setTask(task) {
+  /**
+   * @param {string | undefined} task  the task's name
+   * @param {string} [description]  what the task asks, as it tells every member
+   */
+  setTask(task, description) {
     this.title.textContent = task ? `Co-Gym · ${task}` : "Co-Gym session";
+    const text = asText(description).trim();
+    this.brief.hidden = !text;
+    if (!text) return;
+    this.briefSummary.textContent = "Task: " + shorten(text.split("\n")[0], 160);
+    this.briefText.innerHTML = renderMarkdown(text); // escaped first: see renderMarkdown
   }
 
   /** @param {ConnectionState} state */
@@ -1844,7 +1858,7 @@ export class Panel {
     if (notification.context) {
       const firstContext = !this.context;
       this.context = notification.context;
-      this.header.setTask(this.context.task);
+      this.header.setTask(this.context.task, this.context.task_description);
       if (firstContext) this.actions.build(this.actionSpecs());
     }
     this.done = Boolean(notification.done);

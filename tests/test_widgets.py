@@ -461,6 +461,9 @@ async def test_the_panel_renders_every_view_safely_and_sends_actions(browser) ->
     assert await page.inner_text(_by("view-search_results")) and \
         "only you" in await page.inner_text(_by("view-search_results"))
     assert await page.get_attribute(_by("checklist-item"), "data-done") == "true"
+    # the panel states the task, in the task's own words, and the person's role
+    assert await page.inner_text(f'{_by("task-brief")} summary') == "Task: Show every view."
+    assert await page.inner_text(_by("your-role")) == "you are user"
     assert await page.evaluate("window.modelState.last_seq") == 1
 
     # Hostile text stays text: in the editor, its preview, the library, chat, notebook, table.

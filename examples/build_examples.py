@@ -195,8 +195,8 @@ import cogym_lab.eval as cogym_eval"""),
                  "Sessions run concurrently, and running again skips those already finished."),
     ("code", """\
 instances = "0:2"
-runs = {team: cogym_eval.run("travel_planning", team, instances, out=f"eval-runs/{team}",
-                             concurrency=4)
+runs = {team: cogym_eval.run("travel_planning", team, instances,
+                             out=f"cogym-results/eval-runs/{team}", concurrency=4)
         for team in ("autonomous", "collaborative")}
 for team, summary in runs.items():
     counts = summary.counts
@@ -207,7 +207,7 @@ for team, summary in runs.items():
     ("code", """\
 report = cogym_eval.report([runs["collaborative"].out, runs["autonomous"].out],
                            baseline=runs["autonomous"].out,
-                           judge=os.environ.get("COGYM_MODEL"), out="eval-report")
+                           judge=os.environ.get("COGYM_MODEL"), out="cogym-results/eval-report")
 report"""),
     ("code", "print(report.to_text())"),
     ("markdown", "Any one session, as a readable trajectory:"),

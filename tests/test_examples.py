@@ -131,5 +131,10 @@ def test_evaluation_demo_notebook(notebook_env, monkeypatch):
     assert "collaborative" in outputs[3] and "autonomous" in outputs[3]
     assert judge.asked["pairwise"] == 2 and judge.asked["messages"] >= 2
     assert "FLIGHT_SEARCH" in outputs[4]
-    saved = notebook_env / "eval-report"
+    # results go to cogym-results/, which git ignores: running the examples leaves the checkout
+    # clean (eval-runs/ and eval-report/ used to appear beside the notebooks)
+    assert not (notebook_env / "eval-runs").exists() and not (notebook_env / "eval-report").exists()
+    repo = Path(__file__).resolve().parents[1]
+    assert "cogym-results/" in (repo / ".gitignore").read_text().split()
+    saved = notebook_env / "cogym-results" / "eval-report"
     assert (saved / "summary.csv").is_file() and list(saved.rglob("*.png"))

@@ -22,6 +22,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.display import display
 
 from cogym_lab.core.protocol import PROTOCOLS
+from cogym_lab.notebook.client import running_cell_id
 
 HANDLE_VARIABLE = "cogym_session"
 
@@ -147,7 +148,7 @@ class CogymMagics(Magics):
     def _new(self, arguments: argparse.Namespace) -> None:
         from cogym_lab.api import new_session
 
-        cell = self._cell_id()
+        cell = running_cell_id()
         if cell is not None and not arguments.again and self._show_again(cell, arguments):
             return
         data: Any = arguments.data
@@ -186,15 +187,6 @@ class CogymMagics(Magics):
               "here it is again. Add --again to start another one.")
         self._keep(handle)
         return True
-
-    def _cell_id(self) -> str | None:
-        """The id JupyterLab gives the running cell (in the request's metadata), if any."""
-        kernel = getattr(self.shell, "kernel", None)
-        get_parent = getattr(kernel, "get_parent", None)
-        parent = get_parent() if callable(get_parent) else None
-        metadata = parent.get("metadata") if isinstance(parent, dict) else None
-        cell = metadata.get("cellId") if isinstance(metadata, dict) else None
-        return cell if isinstance(cell, str) and cell else None
 
     def _attach(self, arguments: argparse.Namespace) -> None:
         from cogym_lab.api import attach

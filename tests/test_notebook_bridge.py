@@ -272,16 +272,42 @@ def text_of(outputs: list[dict[str, Any]]) -> str:
     return "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in outputs)
 
 
-async def create(api, kernel_id: str, team: str, **env_args: Any) -> dict[str, Any]:
+async def create(api, kernel_id: str, team: str, cell_id: str | None = None,
+                 **env_args: Any) -> dict[str, Any]:
+    anchor = {"cell_id": cell_id} if cell_id else {}
     status, created = await api("POST", *API, body={
         "task": "tabular_analysis", "team": team, "people": ["user"], "idle_seconds": 60,
-        "notebook": {"path": NOTEBOOK, "kernel_id": kernel_id},
+        "notebook": {"path": NOTEBOOK, "kernel_id": kernel_id, **anchor},
         "env_args": {"query": "What do the sales say?", "data": "sales", **env_args}})
     assert status == 201, created
     return created
 
 
 # -- the tests ----------------------------------------------------------------------------------
+
+def test_the_agents_cell_goes_below_the_cell_that_started_the_session(
+        run, api, notebook, team_file, live_cells, jp_root_dir):
+    """Not at the notebook's end, away from the panel: right below the session's own cell."""
+    person = nbformat.v4.new_notebook()
+    person.cells = [nbformat.v4.new_markdown_cell("# My analysis"),
+                    nbformat.v4.new_code_cell("%cogym new tabular_analysis", id="startcell"),
+                    nbformat.v4.new_markdown_cell("# The end")]
+    (jp_root_dir / NOTEBOOK).write_text(nbformat.writes(person))
+
+    async def body():
+        kernel_id = await notebook()
+        created = await create(api, kernel_id, team_file("one_cell"), cell_id="startcell")
+        await until(lambda: _finished_agent_cell(live_cells), "the agent's cell")
+        cells = await live_cells()
+        order = [cell.get("id") if AGENT_CELL_KEY not in cell["metadata"] else "agent"
+                 for cell in cells]
+        assert order[1:] == ["startcell", "agent", order[-1]], order
+        assert cells[-1]["source"] == "# The end"
+        assert cells[2]["source"].startswith(
+            f"# written by agent (cogym agent, session {created['session_id']})\n")
+
+    run(body())
+
 
 def test_an_agent_cell_appears_in_the_live_notebook_with_its_outputs(
         run, api, notebook, team_file, live_cells, jp_serverapp, jp_root_dir):
@@ -292,8 +318,10 @@ def test_an_agent_cell_appears_in_the_live_notebook_with_its_outputs(
         assert created["people"] == ["user"]
 
         shown = await until(lambda: _finished_agent_cell(live_cells), "the agent's cell")
-        assert shown["source"] == "print('hello from the agent')\n6 * 7"
+        assert shown["source"] == (f"# written by agent (cogym agent, session {session_id})\n"
+                                   "print('hello from the agent')\n6 * 7")
         assert shown["metadata"][AGENT_CELL_KEY] == {"author": "agent", "session": session_id}
+        assert shown["metadata"]["tags"] == ["cogym-agent"]
         assert isinstance(shown["execution_count"], int) and shown["execution_count"] >= 1
         kinds = [o["output_type"] for o in shown["outputs"]]
         assert kinds == ["stream", "execute_result"]

@@ -143,7 +143,8 @@ async def test_an_agent_cell_lands_in_the_notebook_with_its_outputs(server):
     # Read back from the server: the backend saved the live document to the file.
     shown = await until(lambda: saved_agent_cell(server, path, "42"),
                         "the agent's cell in the saved notebook", server)
-    assert shown["source"] == GREETING
+    assert shown["source"] == (f"# written by agent (cogym agent, session {session_id})\n"
+                               + GREETING)
     assert shown["metadata"][AGENT_CELL_KEY] == {"author": "agent", "session": session_id}
     assert isinstance(shown["execution_count"], int) and shown["execution_count"] >= 1
     assert [o["output_type"] for o in shown["outputs"]] == ["stream", "execute_result"]
@@ -177,7 +178,8 @@ async def test_the_persons_cells_reach_the_agent_both_ways_jupyterlab_runs_them(
     # ...and the agent uses the person's variable in a cell that lands in the notebook.
     summed = await until(lambda: saved_agent_cell(server, path, "total 12"),
                          "the agent's cell in the saved notebook", server)
-    assert summed["source"] == SUM_SALES
+    assert summed["source"].split("\n", 1) == [
+        f"# written by agent (cogym agent, session {session_id})", SUM_SALES]
 
     # 2. Server-side execution, the way JupyterLab runs a cell with this backend: the backend
     # runs the document's cell and writes its outputs; the agent hears of it all the same.

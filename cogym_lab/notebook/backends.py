@@ -10,7 +10,13 @@ import builtins
 from pathlib import Path
 from typing import Any, Protocol
 
-from cogym_lab.notebook.client import CogymServer, CogymServerError, KernelIdentity, find_server
+from cogym_lab.notebook.client import (
+    CogymServer,
+    CogymServerError,
+    KernelIdentity,
+    find_server,
+    running_cell_id,
+)
 from cogym_lab.runtime.models import CreateRequest
 
 __all__ = ["Backend", "CreateRequest", "LocalBackend", "ServerBackend", "SessionError", "backend",
@@ -77,12 +83,16 @@ class ServerBackend:
         return self._call("sessions")
 
     def notebook(self) -> dict[str, str] | None:
-        """This kernel's notebook (path relative to the server's root) and kernel id."""
+        """This kernel's notebook (path relative to the server's root), kernel id, and the cell
+        running now (the agent's cells go below it)."""
         kernel_id = self.identity.kernel_id
         if not kernel_id:
             return None
         path = self.server.notebook_path(kernel_id) or self.identity.session_name
-        return {"path": path, "kernel_id": kernel_id} if path else None
+        if not path:
+            return None
+        cell = running_cell_id()
+        return {"path": path, "kernel_id": kernel_id, **({"cell_id": cell} if cell else {})}
 
     def panel(self, session_id: str, role: str) -> Any:
         from cogym_lab.widgets import SessionPanel

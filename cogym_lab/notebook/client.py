@@ -57,6 +57,21 @@ class KernelIdentity:
                    parent_pid=int(parent) if parent.isdigit() else None)
 
 
+def running_cell_id() -> str | None:
+    """The id JupyterLab gives the cell now running (it sends it in the execute request's
+    metadata), or ``None`` outside such a cell."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    kernel = getattr(get_ipython(), "kernel", None)
+    get_parent = getattr(kernel, "get_parent", None)
+    parent = get_parent() if callable(get_parent) else None
+    metadata = parent.get("metadata") if isinstance(parent, dict) else None
+    cell = metadata.get("cellId") if isinstance(metadata, dict) else None
+    return cell if isinstance(cell, str) and cell else None
+
+
 def _connection_file() -> str | None:
     try:
         from ipykernel.connect import get_connection_file

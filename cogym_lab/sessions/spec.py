@@ -80,6 +80,8 @@ class NotebookRef(BaseModel):
 
     path: str = Field(min_length=1, max_length=4_096)
     kernel_id: str = Field(min_length=1, max_length=200)
+    #: The cell that started the session (its panel's cell): the agent's cells go below it.
+    cell_id: str | None = Field(default=None, min_length=1, max_length=200)
 
 
 #: Fields of :class:`Limits` that a flat request may give at the top level (see

@@ -89,6 +89,11 @@ def test_a_person_and_an_agent_analyse_a_dataframe(lab: LabPage, shots: StepShot
     # 4. the agent's cell appears in the live notebook with its output
     agent_cell = lab.cell_with_source(notebook, "agent slopes")
     expect(agent_cell).to_be_visible(timeout=UI_TIMEOUT_MS)
+    # marked where a person looks (its first line says who wrote it), and placed right below
+    # the cell that holds the panel, not at the notebook's end
+    expect(agent_cell.locator(".jp-InputArea-editor")).to_contain_text(
+        f"# written by agent (cogym agent, session {panel.session_id})")
+    assert lab.cell_index(notebook, "agent slopes") == start + 1
     expect(lab.outputs(agent_cell)).to_contain_text("agent slopes: {'advertising'",
                                                     timeout=UI_TIMEOUT_MS)
     shots.take("agent-cell-in-notebook", focus=agent_cell)

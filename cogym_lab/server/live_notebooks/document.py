@@ -92,12 +92,20 @@ class LiveNotebook:
             raise NotebookDocumentError(f"The live document of {self.path} could not be opened.")
         return document
 
-    async def append_code_cell(self, code: str, metadata: dict[str, Any]) -> str:
-        """Add a code cell (no outputs yet) at the end; returns its cell id."""
+    async def add_code_cell(self, code: str, metadata: dict[str, Any],
+                            after: str | None = None) -> str:
+        """Add a code cell (no outputs yet) right below cell ``after``, or at the end when that
+        cell is not there (none given, or the person deleted it); returns its cell id."""
         document = await self.document()
         cell_id = uuid.uuid4().hex[:12]
-        document.append_cell({"id": cell_id, "cell_type": "code", "source": code,
-                              "metadata": metadata, "outputs": [], "execution_count": None})
+        cell: dict[str, Any] = {"id": cell_id, "cell_type": "code", "source": code,
+                                "metadata": metadata, "outputs": [], "execution_count": None}
+        below = next((index for index, ycell in enumerate(document.ycells)
+                      if after is not None and ycell.get("id") == after), None)
+        if below is None:
+            document.append_cell(cell)
+        else:
+            document.ycells.insert(below + 1, document.create_ycell(cell))
         return cell_id
 
     async def set_outputs(self, cell_id: str, result: CellResult) -> bool:

@@ -8,27 +8,26 @@ from collections.abc import AsyncIterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from cogym_lab.kernels import CellResult, Happening
 from cogym_lab.runtime.hosting import HostingError
 from cogym_lab.server.live_notebooks.document import LiveNotebook, NotebookDocumentError
 from cogym_lab.server.live_notebooks.server_kernel import ServerKernelExecutor
 from cogym_lab.server.live_notebooks.watch import KernelWatcher
+from cogym_lab.sessions.spec import NotebookRef
 
 log = logging.getLogger(__name__)
 
 AGENT_CELL_KEY = "cogym"  # cell metadata key that marks cells written by a session's member
+AGENT_CELL_TAG = "cogym-agent"  # the cell tag that JupyterLab shows on such cells
 
 
-class NotebookRef(BaseModel):
-    """The ``notebook`` field of a session create request."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    path: str = Field(min_length=1, description="The notebook's path, relative to the server's "
-                                                "root (as JupyterLab shows it).")
-    kernel_id: str = Field(min_length=1, description="The id of the notebook's running kernel.")
+def marked_source(role: str, session_id: str | None, code: str) -> str:
+    """The cell as the notebook shows it: a first line that says who wrote it (metadata alone is
+    invisible to a person), then the code, which runs unchanged."""
+    session = f", session {session_id}" if session_id else ""
+    return f"# written by {role} (cogym agent{session})\n{code}"
 
 
 class NotebookError(HostingError):
@@ -43,12 +42,15 @@ class ServerNotebookLink:
     """
 
     def __init__(self, executor: ServerKernelExecutor, watcher: KernelWatcher,
-                 document: LiveNotebook, person: str) -> None:
+                 document: LiveNotebook, person: str, anchor_cell: str | None = None) -> None:
         self.executor = executor
         self.watcher = watcher
         self.document = document
         self.person = person
         self.session_id: str | None = None
+        #: Where the next agent cell goes: below the session's own cell, then below the last
+        #: agent cell shown, so they read in order next to the panel, not at the notebook's end.
+        self.insert_below = anchor_cell
 
     @property
     def path(self) -> str:
@@ -65,12 +67,17 @@ class ServerNotebookLink:
         await self.watcher.start()
 
     async def show_cell(self, role: str, code: str) -> str | None:
-        metadata = {AGENT_CELL_KEY: {"author": role, "session": self.session_id}}
+        metadata = {AGENT_CELL_KEY: {"author": role, "session": self.session_id},
+                    "tags": [AGENT_CELL_TAG]}
         try:
-            return await self.document.append_code_cell(code, metadata)
+            cell_id = await self.document.add_code_cell(
+                marked_source(role, self.session_id, code), metadata, after=self.insert_below)
         except Exception as error:  # noqa: BLE001 - the cell runs anyway: the view is a courtesy
             log.warning("could not add %s's cell to %s: %s", role, self.path, error)
             return None
+        if self.insert_below is not None:
+            self.insert_below = cell_id
+        return cell_id
 
     async def show_outputs(self, handle: Any, result: CellResult) -> None:
         if handle is None:
@@ -119,7 +126,7 @@ class NotebookOpener:
             raise NotebookError(str(error), status=409) from None
         executor = ServerKernelExecutor(kernels, ref.kernel_id, folder, timeout=cell_timeout)
         watcher = KernelWatcher(kernels, ref.kernel_id, ignore=executor.owns)
-        return ServerNotebookLink(executor, watcher, document, person)
+        return ServerNotebookLink(executor, watcher, document, person, anchor_cell=ref.cell_id)
 
     def _api_path(self, path: str) -> str:
         """The notebook's path relative to the server's root, with ``/`` separators."""

@@ -88,6 +88,20 @@ def jupyter_lab(lab_root: Path, datasets_dir: Path, scripted_lm: ScriptedLM,
             shutil.copyfile(server.log_path, ARTIFACTS_DIR / "jupyter-lab.log")
 
 
+@pytest.fixture(autouse=True)
+def no_session_outlives_its_test(jupyter_lab: JupyterLabServer) -> Iterator[None]:
+    """End every session a test left running: the server allows each user a few running
+    sessions (c.CogymLab.max_sessions_per_user), and the tests share one server and one user."""
+    yield
+    status, listing = jupyter_lab.request("GET", "cogym/api/sessions")
+    assert status == 200, listing
+    for summary in listing["sessions"]:
+        if summary.get("status") == "running":
+            ended, answer = jupyter_lab.request("DELETE",
+                                                f"cogym/api/sessions/{summary['session_id']}")
+            assert ended == 200, answer
+
+
 @pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():

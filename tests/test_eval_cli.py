@@ -98,7 +98,14 @@ def test_a_killed_batch_resumes_skipping_finished_sessions(tmp_path, use_shared_
             env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + 180
-            while len(_finished(out)) < 2 and process.poll() is None \
+
+            def under_way() -> set[str]:  # started (a folder) but not finished
+                started = {d.name for d in out.iterdir() if d.is_dir()} if out.is_dir() else set()
+                return started - _finished(out)
+
+            # Kill once two sessions finished and another has started: a kill between the two
+            # (one session's end, the next one's start) would test nothing partial.
+            while (len(_finished(out)) < 2 or not under_way()) and process.poll() is None \
                     and time.monotonic() < deadline:
                 time.sleep(0.05)
             finished_before = _finished(out)

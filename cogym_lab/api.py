@@ -1,7 +1,7 @@
 """The Python API for notebooks: start, attach to, drive and end collaboration sessions.
 
 >>> import cogym_lab
->>> s = cogym_lab.new_session("travel_planning", instance=3)   # you are the "user" seat
+>>> s = cogym_lab.new_session(TASK, instance=3)   # any installed task; you take the "user" seat
 >>> s                                                          # shows the session panel
 >>> s.send("We are four people; keep dinners cheap.")
 >>> s.view["editor"].content                                   # what you see now

@@ -7,7 +7,7 @@ Every task reads its files from one *data directory*, chosen by :func:`data_dir`
 3. else the user cache directory: ``$XDG_CACHE_HOME/cogym_lab/datasets``, or
    ``~/.cache/cogym_lab/datasets`` when ``XDG_CACHE_HOME`` is not set.
 
-Inside it each task has a folder of its own (named after the task, e.g. ``travel_planning/``).
+Inside it each task has a folder of its own (named after the task).
 A task declares the files it needs there as :class:`DataItem` records, each with its source
 (``data_files`` on the task's class; :mod:`cogym_lab.envs.task_data` asks the registered tasks).
 Given a task's items, :func:`status` says what is present, :func:`require` raises

@@ -1,8 +1,8 @@
 """``%cogym``: start, list, attach to and end sessions from a notebook cell.
 
     %load_ext cogym_lab
-    %cogym new travel_planning --instance 3
-    %cogym new tabular_analysis --query "Which factors predict churn?" --data df
+    %cogym new TASK --instance 3        # any installed task (`cogym-lab tasks`)
+    %cogym new TASK --query "Which factors predict churn?" --data df   # one that analyses data
     %cogym list
     %cogym attach 20250101-120000-abc123
     %cogym end 20250101-120000-abc123

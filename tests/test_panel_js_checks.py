@@ -13,6 +13,7 @@ import json
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -127,6 +128,14 @@ def test_node_parses_the_module() -> None:
     assert checked.returncode == 0, checked.stderr
 
 
+def _node_json(script: str) -> Any:
+    """Run ``script`` as an ES module in node; what it printed, read as JSON."""
+    ran = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert ran.returncode == 0, ran.stderr
+    return json.loads(ran.stdout)
+
+
 def test_node_imports_the_module_and_finds_its_exports() -> None:
     # Importing needs no DOM: the module touches document and window only when it renders.
     script = (
@@ -136,10 +145,7 @@ def test_node_imports_the_module_and_finds_its_exports() -> None:
         "  escaped: module.escapeHtml('<a href=\"x\">&'),\n"
         "  transports: Object.keys(module.TRANSPORTS) }));\n"
     )
-    ran = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True,
-                         text=True, timeout=60, check=False)
-    assert ran.returncode == 0, ran.stderr
-    result = json.loads(ran.stdout)
+    result = _node_json(script)
     assert result["kinds"] == EXPORTS
     assert result["render"] == "function"
     assert result["escaped"] == "&lt;a href=&quot;x&quot;&gt;&amp;"
@@ -165,10 +171,7 @@ def test_actions_are_described_in_plain_words_on_one_line() -> None:
         "  describeAction('not an action\\nat all', specs),\n"
         "]));\n"
     )
-    ran = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True,
-                         text=True, timeout=60, check=False)
-    assert ran.returncode == 0, ran.stderr
-    added, long_edit, finish, prose = json.loads(ran.stdout)
+    added, long_edit, finish, prose = _node_json(script)
     assert added == "Add an item to the list: text “snacks ⏎ and water”"
     assert long_edit.startswith("editor update: text “xxx") and len(long_edit) < 100
     assert finish == "finish" and prose == "not an action ⏎ at all"

@@ -9,7 +9,7 @@ what is wrong and how to fix it::
     problems = check_env(PackingTask, raise_on_error=False)  # or returns the findings
 
 The first argument is a :class:`CoEnv` subclass, or any factory that returns a CoEnv; the
-keyword arguments after it are passed to it. ``functools.partial(make_env, "todo")`` checks a
+keyword arguments after it are passed to it. ``functools.partial(make_env, NAME)`` checks a
 registered task built, and rebuilt, exactly as sessions and replay build it. An env that is
 already built is refused with a ``TypeError``: the checks build fresh copies the same way (two
 resets to compare, an env rebuilt from ``env_args()``), and a built env cannot say how it was

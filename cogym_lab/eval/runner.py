@@ -8,7 +8,7 @@ goes on. ``run.json`` also holds the configuration, package versions, LM names a
 
     from cogym_lab.eval import run
 
-    summary = run("travel_planning", "collaborative", "0:10", out="results/travel-collab",
+    summary = run(TASK, "collaborative", "0:10", out="results/collaborative",
                   models={"agent": "gpt-4o", "user": "gpt-4o-mini"}, concurrency=8)
     print(summary.counts, summary.tokens.total_tokens)
 """

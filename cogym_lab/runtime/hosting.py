@@ -156,7 +156,7 @@ class SessionHost:
     async def create(self, spec: SessionSpec | str | None = None, *,
                      access: SessionAccess | None = None, **fields: Any) -> HostedSession:
         """Build the session ``spec`` describes (or the spec that a task's name and ``fields``
-        make: ``create("todo", people=["user"])``) and start it in the background.
+        make: ``create(TASK, people=["user"])``) and start it in the background.
 
         A member left without an LM joins as a guide that says in the chat what to set. A spec
         with a ``notebook`` runs the task in that notebook's kernel and live document (its first
@@ -558,9 +558,3 @@ def _request(role: str, kind: StepKind, action: Any) -> StepRequest:
     elif not isinstance(action, str) or not action.strip():
         raise HostingError("'action' must be an action string or {\"name\": ..., \"args\": {...}}.")
     return StepRequest(role=role, kind=kind, action=action)
-
-
-def _message(error: BaseException) -> str:
-    if isinstance(error, KeyError) and error.args:
-        return str(error.args[0])
-    return str(error) or type(error).__name__

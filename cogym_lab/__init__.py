@@ -2,10 +2,12 @@
 
 The names here are the ones you need to extend and run cogym_lab:
 
-* to write a task: ``CoEnv``, ``action``, ``ActionOutcome``, ``Component``, ``check_env``;
+* to write a task: ``CoEnv``, ``action``, ``ActionOutcome``, ``Component``, ``ScoreReport``,
+  ``check_env``;
 * to write a team member: ``Member``, ``MemberType``, ``MemberSetup``, ``Notification``;
 * to run a session from code: ``SessionSpec``, ``build_session``;
-* in a notebook: ``new_session``, ``attach``, ``list_sessions``.
+* in a notebook: ``new_session``, ``attach``, ``list_sessions``, ``configure`` (the model,
+  endpoint, key and data folder sent with each new session).
 
 Each loads on first use: ``import cogym_lab`` itself loads only the version, so it stays cheap.
 ``docs/extending.md`` walks through a new task and a new agent.
@@ -18,9 +20,9 @@ from importlib import import_module as _import_module
 from cogym_lab._version import __version__
 
 if _typing.TYPE_CHECKING:  # what type checkers and editors see; at run time, __getattr__
-    from cogym_lab.api import attach, list_sessions, new_session
+    from cogym_lab.api import attach, configure, list_sessions, new_session
     from cogym_lab.core.check_env import check_env
-    from cogym_lab.core.env import ActionOutcome, CoEnv, action
+    from cogym_lab.core.env import ActionOutcome, CoEnv, ScoreReport, action
     from cogym_lab.core.member import Member, MemberSetup, MemberType
     from cogym_lab.core.messages import Notification
     from cogym_lab.core.observation import Component
@@ -33,6 +35,7 @@ _EXPORTS: dict[str, str] = {
     "action": "cogym_lab.core.env",
     "ActionOutcome": "cogym_lab.core.env",
     "Component": "cogym_lab.core.observation",
+    "ScoreReport": "cogym_lab.core.env",
     "check_env": "cogym_lab.core.check_env",
     # writing a team member
     "Member": "cogym_lab.core.member",
@@ -46,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "new_session": "cogym_lab.api",
     "attach": "cogym_lab.api",
     "list_sessions": "cogym_lab.api",
+    "configure": "cogym_lab.api",
 }
 
 #: Names the notebook API's errors and handles are known by; they resolve here, unlisted.
@@ -65,8 +69,8 @@ _MOVED: dict[str, str] = {
 # The author API: _EXPORTS groups it by use. Checked by tests/test_author_api.py.
 __all__ = [
     "ActionOutcome", "CoEnv", "Component", "Member", "MemberSetup", "MemberType", "Notification",
-    "SessionSpec", "__version__", "action", "attach", "build_session", "check_env",
-    "list_sessions", "new_session",
+    "ScoreReport", "SessionSpec", "__version__", "action", "attach", "build_session",
+    "check_env", "configure", "list_sessions", "new_session",
 ]
 
 

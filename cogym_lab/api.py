@@ -10,6 +10,10 @@
 Sessions run in the Jupyter server that launched this kernel when its cogym_lab extension is
 there (the panel then talks to the server directly and stays live while the kernel is busy), and
 otherwise inside this kernel. The magics (``%cogym``) are a thin layer over these functions.
+
+Every session started here is sent this kernel's settings (:func:`configure`, which is what
+``%cogym config`` calls, over the kernel's ``COGYM_MODEL``/``OPENAI_*``/``COGYM_DATA``): see
+:mod:`cogym_lab.notebook.settings`.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import asyncio
 import html
 import io
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,11 +32,33 @@ from pydantic import ValidationError
 from cogym_lab.envs.registry import task_class
 from cogym_lab.notebook.backends import Backend, CreateRequest, SessionError, backend
 from cogym_lab.notebook.data_arg import resolve_data
+from cogym_lab.notebook.settings import (
+    NotebookSettings,
+    SettingsError,
+    with_notebook_settings,
+)
+from cogym_lab.notebook.settings import configure as _configure
+from cogym_lab.notebook.settings import current as current_settings
 from cogym_lab.runtime.models import validation_message
 from cogym_lab.sessions.spec import EVERY_LM, Limits, LMSettings, NotebookRef, SessionSpec
 
-__all__ = ["SessionError", "SessionHandle", "SessionList", "attach", "list_sessions",
-           "new_session"]
+__all__ = ["SessionError", "SessionHandle", "SessionList", "SettingsNote", "attach", "configure",
+           "current_settings", "list_sessions", "new_session"]
+
+
+class SettingsNote(UserWarning):
+    """The server did not use some of the settings sent with a session (its administrator
+    chose the LM); the message says which."""
+
+
+def configure(**values: str | None) -> NotebookSettings:
+    """Set ``model``, ``base_url``, ``api_key`` or ``data_dir`` for every session this kernel
+    starts from now on (``None`` or ``""`` unsets one): ``%cogym config`` from Python. Raises
+    :class:`SessionError` for a value that cannot be used (its message never shows a key)."""
+    try:
+        return _configure(**values)
+    except SettingsError as error:
+        raise SessionError(str(error)) from None
 
 DEFAULT_ROLE = "user"
 
@@ -58,6 +85,11 @@ def new_session(task: str | SessionSpec, *, instance: int | None = None,
     running code). ``protocol`` names the scoring protocol (``"cogym"``, the paper's, by
     default). ``mode`` is ``"auto"``, ``"server"`` or ``"local"``; ``results_dir`` is used by
     local sessions.
+
+    The spec is sent with this kernel's settings (:func:`configure`, else the kernel's
+    ``COGYM_MODEL``, ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` and ``COGYM_DATA``) in whatever it
+    leaves open. When the server does not use some of them (its administrator chose the LM),
+    a :class:`SettingsNote` warning says so, and the handle's ``notes`` keep it.
     """
     where = backend(mode, results_dir)
     if isinstance(task, SessionSpec):
@@ -70,8 +102,18 @@ def new_session(task: str | SessionSpec, *, instance: int | None = None,
                      env_args=env_args, protocol=protocol,
                      limits={"idle_seconds": idle_seconds, "timeout": timeout,
                              "agent_step_limit": agent_step_limit, "seed": seed})
-    summary = where.create(CreateRequest.model_validate(spec.model_dump(exclude_none=True)))
-    return SessionHandle(where, summary, role=role)
+    try:
+        spec = with_notebook_settings(spec)
+        request = CreateRequest.model_validate(spec.model_dump(exclude_none=True))
+    except SettingsError as error:
+        raise SessionError(str(error)) from None
+    except ValidationError as error:
+        raise SessionError(validation_message(error)) from None
+    summary = where.create(request)
+    handle = SessionHandle(where, summary, role=role)
+    for note in handle.notes:
+        warnings.warn(note, SettingsNote, stacklevel=2)
+    return handle
 
 
 def _spec(where: Backend, task: str, *, instance: int | None, team: str | None,
@@ -172,6 +214,10 @@ class SessionHandle:
         self.role = role
         self._summary = summary
         self._panel: Any = None
+        self._watching: str | None = None  # the member a seatless handle's panel watches
+        #: What the server said about the settings sent with the create request (settings
+        #: it did not use); empty when it used them all.
+        self.notes: list[str] = [str(note) for note in summary.get("notes") or []]
 
     def __repr__(self) -> str:
         return (f"<cogym_lab session {self.session_id} ({self.task}, {self.backend.kind}) "
@@ -305,8 +351,11 @@ class SessionHandle:
         return snapshot.get("result")
 
     async def wait_for_reply(self, timeout: float = 300.0) -> Any:
-        """Wait for the next chat message to your seat from someone else; returns it."""
-        seen = len(self.chat)
+        """Wait for the next chat message to your seat from someone else; returns it. For a
+        session still setting up (building a search index, say), that is its first message."""
+        starting = self.snapshot().get("state") is None
+        await self.started(timeout)
+        seen = 0 if starting else len(self.chat)
         seat = self._require_seat()
 
         def replied(snapshot: dict[str, Any]) -> bool:
@@ -331,7 +380,7 @@ class SessionHandle:
             return "(no event log yet)"
         console = Console(file=io.StringIO(), width=120, highlight=False, color_system=None,
                           force_jupyter=False)
-        show = Transcript(console)
+        show = Transcript(console, self.task)
         for event in read_events(folder):
             show(event)
         return console.file.getvalue()  # type: ignore[attr-defined]
@@ -340,14 +389,51 @@ class SessionHandle:
 
     @property
     def panel(self) -> Any:
-        """The session panel for your seat (``None`` when there is no seat to show, or the
-        panels are not installed)."""
-        if self._panel is None and self.role:
+        """The session panel for your seat; without a seat, a read-only panel watching a
+        member (see :meth:`watch`). ``None`` when the panels are not installed."""
+        if self._panel is None:
             try:
-                self._panel = self.backend.panel(self.session_id, self.role)
+                if self.role:
+                    self._panel = self.backend.panel(self.session_id, self.role)
+                elif self._watched():
+                    self._panel = self.backend.panel(self.session_id, self._watched(),
+                                                     readonly=True)
             except ImportError:
                 return None
         return self._panel
+
+    def watch(self, role: str | None = None) -> Any:
+        """A read-only panel that follows member ``role`` live, as that member sees the
+        session (chat, workspace, agent status), and acts in nothing; the handle then shows
+        it when displayed. By default the simulated user (the human side of the team), else
+        the first member. On a server, only the session's creator may watch.
+
+        ``run.watch("agent")`` as the last line of a cell shows the agent's view instead.
+        """
+        members = self.members
+        if role is not None and role not in members:
+            raise SessionError(f"{role!r} is not a member of session {self.session_id} "
+                               f"(its members: {', '.join(members) or 'none'}).")
+        self._watching = role or self._default_watch()
+        if self._panel is not None and getattr(self._panel, "readonly", False):
+            self._panel = None  # the next display follows the member just chosen
+        if self.role:  # a seated handle keeps its seat's panel: give the watch panel directly
+            try:
+                return self.backend.panel(self.session_id, self._watching, readonly=True)
+            except ImportError:
+                return None
+        return self.panel
+
+    def _default_watch(self) -> str:
+        """The simulated user (it sees what a person would), else the first member."""
+        kinds = self.members
+        return next((role for role, kind in kinds.items() if kind == "user"),
+                    next(iter(kinds), ""))
+
+    def _watched(self) -> str:
+        if not self._watching:
+            self._watching = self._default_watch()
+        return self._watching
 
     def _ipython_display_(self) -> None:
         from IPython.display import HTML, display

@@ -3,8 +3,10 @@
 Every task reads its files from one *data directory*, chosen by :func:`data_dir`:
 
 1. an explicit argument (``--data-dir`` on the command line),
-2. else the ``COGYM_DATA`` environment variable,
-3. else the user cache directory: ``$XDG_CACHE_HOME/cogym_lab/datasets``, or
+2. else the folder a session is being built for (:func:`reading_from`: a session spec's
+   ``data_dir``, such as the one ``%cogym config data_dir=...`` sends from a notebook),
+3. else the ``COGYM_DATA`` environment variable,
+4. else the user cache directory: ``$XDG_CACHE_HOME/cogym_lab/datasets``, or
    ``~/.cache/cogym_lab/datasets`` when ``XDG_CACHE_HOME`` is not set.
 
 Inside it each task has a folder of its own (named after the task).
@@ -23,6 +25,7 @@ progress report on stderr.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import shutil
 import sys
@@ -31,17 +34,22 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 __all__ = [
-    "DATA_ENV_VAR", "DataItem", "DataMissing", "DatasetError", "DownloadError", "ItemStatus",
+    "CHOOSE_ANOTHER_DIR", "DATA_ENV_VAR",
+    "DataItem", "DataMissing", "DatasetError", "DownloadError", "ItemStatus",
     "cache_root", "data_dir", "data_dir_origin", "disk_size", "download", "format_size",
-    "require", "status", "task_of",
+    "missing_message", "reading_from", "require", "status", "task_of",
 ]
 
 DATA_ENV_VAR = "COGYM_DATA"
+#: How a missing-data message ends when it is read at a command line: the ways to choose
+#: another data directory there. Messages for a notebook end differently (``missing_message``).
+CHOOSE_ANOTHER_DIR = (f"Choose another data directory with --data-dir or the {DATA_ENV_VAR} "
+                      "environment variable.")
 
 
 class DatasetError(RuntimeError):
@@ -125,22 +133,51 @@ def _cache_dir() -> Path:
     return cache_root() / "datasets"
 
 
+#: The data directory of the session being built here, if its spec names one (see
+#: :func:`reading_from`). A context variable, so that two sessions built by one server (one
+#: event loop, several requests) never see each other's folder.
+_SESSION_DIR: contextvars.ContextVar[Path | None] = contextvars.ContextVar(
+    "cogym_session_data_dir", default=None)
+
+
+@contextlib.contextmanager
+def reading_from(folder: str | Path | None) -> Iterator[None]:
+    """Within the block, :func:`data_dir` without an argument is ``folder`` (unless it is
+    ``None``): for code that builds one session's env, whose loaders look the data directory up
+    themselves (a task's list of instances)."""
+    if folder is None or not str(folder).strip():
+        yield
+        return
+    token = _SESSION_DIR.set(Path(folder).expanduser())
+    try:
+        yield
+    finally:
+        _SESSION_DIR.reset(token)
+
+
 def data_dir_origin(explicit: str | Path | None = None) -> str:
-    """Which rule :func:`data_dir` follows: ``"argument"``, ``"COGYM_DATA"`` or ``"cache"``."""
+    """Which rule :func:`data_dir` follows: ``"argument"``, ``"session"`` (inside
+    :func:`reading_from`), ``"COGYM_DATA"`` or ``"cache"``."""
     if explicit is not None and str(explicit).strip():
         return "argument"
+    if _SESSION_DIR.get() is not None:
+        return "session"
     if os.environ.get(DATA_ENV_VAR, "").strip():
         return DATA_ENV_VAR
     return "cache"
 
 
 def data_dir(explicit: str | Path | None = None) -> Path:
-    """The data directory: ``explicit``, else ``$COGYM_DATA``, else the user cache directory.
+    """The data directory: ``explicit``, else the session's (:func:`reading_from`), else
+    ``$COGYM_DATA``, else the user cache directory.
 
     The path is returned absolute; it need not exist."""
     origin = data_dir_origin(explicit)
+    session_dir = _SESSION_DIR.get()
     if origin == "argument":
         path = Path(explicit).expanduser()  # type: ignore[arg-type]
+    elif origin == "session" and session_dir is not None:
+        path = session_dir
     elif origin == DATA_ENV_VAR:
         path = Path(os.environ[DATA_ENV_VAR].strip()).expanduser()
     else:
@@ -193,20 +230,32 @@ def status(items: Iterable[DataItem], data_dir: str | Path | None = None) -> lis
     return [_status_of(item, root) for item in items]
 
 
-def _missing_message(task: str, root: Path, missing: Sequence[ItemStatus],
-                     intro: str | None = None) -> str:
+def missing_message(task: str, root: Path, missing: Sequence[ItemStatus],
+                    intro: str | None = None, *, where: str = "command line") -> str:
+    """What a person reads when ``missing`` items of ``task`` are not in ``root``: which, where
+    each comes from, and how to fix it from ``where`` they are: ``"command line"`` (options
+    and environment variables) or ``"notebook"`` (``%cogym config data_dir=...``, which
+    reaches a session however it runs, and a shell command in a cell)."""
     lines = [intro or f"The {task} data is incomplete in the data directory {root}",
              "Missing:"]
     lines += [f"  - {s.item.path}  ({s.item.how_to_get()})" for s in missing]
     downloadable = [s for s in missing if not s.item.manual]
+    if where == "notebook":
+        lines.append(f"If the data is in another folder (on the machine that runs the "
+                     f"session), run `%cogym config data_dir=/path/to/that/folder` in the "
+                     f"notebook (the folder that holds {task}/), then start the session again.")
+        if downloadable:
+            lines.append(f"To fetch what can be downloaded, run `!cogym-lab data --task {task} "
+                         f"--download --data-dir {root}` in a cell.")
+        return "\n".join(lines)
     if downloadable:
         lines.append(f"Run `cogym-lab data --task {task} --download` to fetch what can be "
                      "downloaded, or place the files by hand.")
     else:
         lines.append("Place the files by hand (see the sources above).")
-    lines.append(f"Choose another data directory with --data-dir or the {DATA_ENV_VAR} "
-                 "environment variable.")
+    lines.append(CHOOSE_ANOTHER_DIR)
     return "\n".join(lines)
+
 
 
 def require(items: Sequence[DataItem], data_dir: str | Path | None = None) -> Path:
@@ -216,7 +265,7 @@ def require(items: Sequence[DataItem], data_dir: str | Path | None = None) -> Pa
     root = _resolve_dir(data_dir)
     missing = [s for s in status(items, root) if not s.present]
     if missing:
-        raise DataMissing(_missing_message(task, root, missing))
+        raise DataMissing(missing_message(task, root, missing))
     return root / task
 
 
@@ -357,7 +406,7 @@ def download(items: Sequence[DataItem], data_dir: str | Path | None = None,
               "`cogym-lab data --download` when online.")
     still_missing = [s for s in status(items, root) if not s.present]
     if still_missing:
-        raise DataMissing(_missing_message(
+        raise DataMissing(missing_message(
             task, root, still_missing,
             intro=f"Some {task} files cannot be downloaded automatically; the data directory "
                   f"{root} still lacks them"))

@@ -6,6 +6,9 @@
     %cogym list
     %cogym attach 20250101-120000-abc123
     %cogym end 20250101-120000-abc123
+    %cogym config model=gpt-4o api_key=sk-...   # sent with every session this notebook starts
+    %cogym config                               # what is sent (the key masked)
+    %cogym config --clear                       # forget it all (or name the settings to forget)
 
 Each command that starts or attaches to a session shows its panel, and keeps the handle in the
 notebook variable ``cogym_session`` (the same object ``cogym_lab.new_session`` returns).
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import warnings
 from typing import Any
 
 from IPython.core.magic import Magics, line_magic, magics_class
@@ -106,6 +110,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     listing = commands.add_parser("list", help="List the sessions.")
     listing.add_argument("--mode", choices=("auto", "server", "local"), default="auto")
+
+    config = commands.add_parser(
+        "config", help="Set the model, endpoint, API key or data folder sent with every "
+                       "session this notebook starts.",
+        description="Settings kept in this kernel and sent with every session it starts, "
+                    "wherever the session runs (the Jupyter server's environment cannot be set "
+                    "from a notebook). They win over this kernel's COGYM_MODEL, "
+                    "OPENAI_BASE_URL, OPENAI_API_KEY and COGYM_DATA, which are sent otherwise; "
+                    "a session's own --model/--base-url win over both. Without arguments: "
+                    "show what is sent, the key masked.")
+    config.add_argument("settings", nargs="*", metavar="KEY=VALUE",
+                        help="model=NAME, base_url=URL, api_key=KEY or data_dir=PATH (a folder "
+                             "on the machine the session runs on); KEY= unsets one. A bare "
+                             "api_key asks for the key without showing it or keeping it in "
+                             "the notebook.")
+    config.add_argument("--clear", action="store_true",
+                        help="Unset the settings named (all of them when none is named).")
     return parser
 
 
@@ -129,6 +150,10 @@ class CogymMagics(Magics):
         except _HelpShown:
             return None
         except (UsageError, ValueError) as error:  # ValueError: unbalanced quotes
+            if line.split(maxsplit=1)[:1] == ["config"]:  # the line may hold a key: not echoed
+                print("%cogym config: could not read the settings; give each as KEY=VALUE "
+                      "(see %cogym config --help).")
+                return None
             print(f"%cogym: {error}\n(see %cogym --help)")
             return None
         if arguments.command is None:
@@ -151,18 +176,24 @@ class CogymMagics(Magics):
         cell = running_cell_id()
         if cell is not None and not arguments.again and self._show_again(cell, arguments):
             return
+        from cogym_lab.api import SettingsNote
+
         data: Any = arguments.data
-        handle = new_session(
-            arguments.task, instance=arguments.instance, team=arguments.team,
-            role=None if arguments.watch else arguments.role, query=arguments.query,
-            data=data, model=arguments.model, base_url=arguments.base_url,
-            autonomy=arguments.autonomy, env_args=dict(arguments.env_arg),
-            idle_seconds=arguments.idle_seconds, protocol=arguments.protocol,
-            mode=arguments.mode)
+        with warnings.catch_warnings():  # printed below, as plain lines
+            warnings.simplefilter("ignore", SettingsNote)
+            handle = new_session(
+                arguments.task, instance=arguments.instance, team=arguments.team,
+                role=None if arguments.watch else arguments.role, query=arguments.query,
+                data=data, model=arguments.model, base_url=arguments.base_url,
+                autonomy=arguments.autonomy, env_args=dict(arguments.env_arg),
+                idle_seconds=arguments.idle_seconds, protocol=arguments.protocol,
+                mode=arguments.mode)
         print(f"Session {handle.session_id} ({handle.task}) started "
               f"{'in the Jupyter server' if handle.backend.kind == 'server' else 'in this kernel'}"
               f"; your seat: {handle.role or 'none (watching)'}. "
               f"The handle is in `{HANDLE_VARIABLE}`.")
+        for note in handle.notes:
+            print(f"Note: {note}")
         if cell is not None:
             self.started_in_cell[cell] = handle.session_id
         self._keep(handle)
@@ -207,6 +238,55 @@ class CogymMagics(Magics):
         from cogym_lab.api import list_sessions
 
         display(list_sessions(mode=arguments.mode))
+
+    def _config(self, arguments: argparse.Namespace) -> None:
+        from cogym_lab.api import SessionError
+        from cogym_lab.notebook import settings
+
+        try:
+            if arguments.clear:
+                named = [name for name in arguments.settings if "=" not in name]
+                if len(named) != len(arguments.settings):
+                    raise SessionError("--clear takes setting names (model, base_url, api_key, "
+                                       "data_dir), not KEY=VALUE.")
+                settings.clear(*named)
+            elif arguments.settings:
+                settings.configure(**_settings_given(arguments.settings))
+        except settings.SettingsError as error:
+            raise SessionError(str(error)) from None
+        print(settings.describe())
+
+
+def _settings_given(texts: list[str]) -> dict[str, str]:
+    """``KEY=VALUE`` texts as settings; a bare ``api_key`` is asked for, unseen. Raises
+    ``SessionError``, whose message never holds a value."""
+    from cogym_lab.api import SessionError
+
+    values: dict[str, str] = {}
+    for text in texts:
+        key, sep, value = text.partition("=")
+        if not sep and key == "api_key":
+            value = _ask_for_key()
+        elif not sep or not key:  # not echoed: it may be a key typed without "api_key="
+            raise SessionError("expected KEY=VALUE for each setting (model=, base_url=, "
+                               "api_key=, data_dir=).")
+        values[key] = value
+    return values
+
+
+def _ask_for_key() -> str:
+    """The API key, typed into a password field of the notebook (never shown, never in a
+    cell)."""
+    import getpass
+
+    from cogym_lab.api import SessionError
+
+    try:
+        return getpass.getpass("API key: ")
+    except Exception:  # noqa: BLE001 - a front end that cannot ask (no stdin): say what to do
+        raise SessionError("This front end cannot ask for the key. Give it as "
+                           "`%cogym config api_key=KEY`, or from Python: "
+                           "`cogym_lab.api.configure(api_key=...)`.") from None
 
 
 def load_ipython_extension(shell: Any) -> None:

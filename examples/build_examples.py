@@ -17,16 +17,34 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 HERE = Path(__file__).resolve().parent
 
 SETUP = """\
-An agent needs a language model. Set these before starting JupyterLab (or in a cell, with
-`%env`), for the OpenAI API or any OpenAI-compatible server (vLLM, Ollama, llama.cpp):
+An agent needs a language model. Tell this notebook which one, after `%load_ext cogym_lab`:
+the settings are sent with every session it starts, also to sessions that run in the Jupyter
+server (whose environment a notebook cannot change):
 
 ```
-COGYM_MODEL=gpt-4o            # the model name
-OPENAI_API_KEY=...            # for the OpenAI API
-OPENAI_BASE_URL=http://...    # for another server
+%cogym config model=gpt-4o                                # the model name
+%cogym config api_key                                     # for the OpenAI API: asks for the key
+%cogym config base_url=http://localhost:11434/v1          # or another OpenAI-compatible server
 ```
 
-Without a model the panel still works for you, and the agent says in the chat what to set."""
+`%cogym config` alone shows what is sent (the key masked); from Python it is
+`cogym_lab.api.configure(model="gpt-4o")`. `COGYM_MODEL`, `OPENAI_API_KEY` and `OPENAI_BASE_URL`
+set before starting JupyterLab, or in this kernel with `%env`, are sent too when `%cogym config`
+does not set them. Without a model the panel still works for you, and the agent says in the chat
+what to run."""
+
+#: The evaluation notebook runs its batch in this kernel's own process (not in the server), so
+#: the kernel's environment is what its LMs read, and `%env` is the way to set it.
+SETUP_IN_KERNEL = """\
+The agents, simulated users and judges need a language model. The batch runs in this kernel's
+own process, so set the model in this kernel's environment (or before starting JupyterLab), for
+the OpenAI API or any OpenAI-compatible server (vLLM, Ollama, llama.cpp):
+
+```
+%env COGYM_MODEL=gpt-4o                        # the model name
+%env OPENAI_API_KEY=...                        # for the OpenAI API
+%env OPENAI_BASE_URL=http://localhost:11434/v1 # or another server
+```"""
 
 YOUR_DATAFRAME = [
     ("markdown", """\
@@ -150,15 +168,23 @@ WATCH = [
 
 A benchmark run as in the Co-Gym paper: an LM agent and an LM that plays the user (it knows
 preferences the agent does not) work on a Travel Planning instance, with no one at the keyboard.
-Then the transcript and the scores.
+You watch them in the session panel, live and read-only; then the transcript and the scores.
 
 """ + SETUP),
     ("code", "import cogym_lab"),
-    ("markdown", "`role=None` takes no seat; the `collaborative` team is an agent plus a "
-                 "simulated user (`cogym-lab teams` lists the others)."),
+    ("markdown", """\
+`role=None` takes no seat; the `collaborative` team is an agent plus a simulated user
+(`cogym-lab teams` lists the others).
+
+Showing `run` shows the session panel in watch mode: it follows the simulated user's view (the
+chat and the shared workspace, as a person in that seat would see them) and the agent's status,
+live, while the two work. It is read-only: its header says "Watching user (read-only)" and its
+controls are disabled. `run.watch("agent")` shows the agent's view instead."""),
     ("code", """\
 run = cogym_lab.new_session("travel_planning", instance=0, team="collaborative", role=None)
 run"""),
+    ("markdown", "Once the session ends, the transcript tells the whole run in plain "
+                 "sentences, one line per event."),
     ("code", """\
 result = await run.wait(timeout=1800)
 print(run.transcript())"""),
@@ -183,7 +209,7 @@ outcome (delivery, task performance, win rate) and process (initiative entropy, 
 autonomy, effort scaling). Every figure comes from the sessions' results folders alone, so the
 same report reads sessions people ran in the panels.
 
-""" + SETUP + """
+""" + SETUP_IN_KERNEL + """
 
 The judge LMs of the report use the same model."""),
     ("code", """\

@@ -10,6 +10,8 @@
 // only ever set as textContent, or escaped before any formatting. Each action carries an id; a
 // refusal (an error frame: too many actions at once, a malformed or oversized message) names it,
 // so the panel shows the person what was not applied and why.
+// Watch mode (the model's `readonly` trait) follows any member read-only: the same views, every
+// control that acts disabled, and no action ever sent (the server refuses them anyway).
 //
 // The module, top to bottom:
 //   wire messages and view state   JSDoc typedefs, checked by tsc (tsc -p js/jsconfig.json)
@@ -60,6 +62,8 @@
  * @property {string} [description]
  * @property {ParamSpec[]} [params]
  * @property {string} [replaces]  the component whose whole text the action replaces
+ * @property {{component: string, label: string} | null} [picks]  offered on each item of that
+ *   component, with the item's id as its first param
  * @property {boolean} [internal]  not offered in the task-action form
  */
 
@@ -123,8 +127,56 @@
  * @typedef {object} AgentStatus
  * @property {"status"} [type]
  * @property {string} role
- * @property {string} [status]  thinking / acting / waiting / failed / finished
+ * @property {string} [status]  thinking / acting / waiting / paused / failed / finished
+ * @property {string | null} [waiting_for]  when waiting: "teammate" (you) or "tick" (news)
  * @property {string} [last_action]
+ * @property {number} ts  seconds since the epoch, when the status changed
+ */
+
+/**
+ * How far slow set-up work got (cogym_lab.core.progress.Progress).
+ * @typedef {object} Progress
+ * @property {string} task
+ * @property {string} phase
+ * @property {number} fraction  0..1
+ * @property {number} elapsed  seconds
+ * @property {number | null} [seconds_left]
+ */
+
+/**
+ * The session's set-up (cogym_lab.core.messages.SetupStatus): null progress once it is over.
+ * @typedef {object} SetupStatus
+ * @property {"status"} [type]
+ * @property {Progress | null} setup
+ * @property {number} ts
+ */
+
+/**
+ * One score explained in plain words by the task (cogym_lab.core.env.ScoreReport).
+ * @typedef {object} ScoreReport
+ * @property {string} name  the score's key, e.g. "performance"
+ * @property {number} value
+ * @property {string} label  what the score measures
+ * @property {string[]} reasons  why it came out so, one finding each
+ */
+
+/**
+ * A session's graded end (cogym_lab.nodes.session.Grading): the scores with their reports, or
+ * why there are none (`note`, plain words) and the raw error of a grader that failed.
+ * @typedef {object} Grading
+ * @property {boolean} [delivered]
+ * @property {string | null} [end_reason]
+ * @property {Record<string, number>} [scores]
+ * @property {ScoreReport[]} [score_reports]
+ * @property {string | null} [note]
+ * @property {string | null} [error]
+ */
+
+/**
+ * Published once the session is graded (cogym_lab.nodes.session.GradingStatus).
+ * @typedef {object} GradingStatus
+ * @property {"status"} [type]
+ * @property {Grading} grading
  * @property {number} ts
  */
 
@@ -180,7 +232,8 @@
  * @typedef {object} WidgetTraits
  * @property {"server" | "local"} mode
  * @property {string} session_id
- * @property {string} role  the person seat the panel acts for
+ * @property {string} role  the person seat the panel acts for (read-only: the member it watches)
+ * @property {boolean} [readonly]  watch mode: every control disabled, no action sent
  * @property {string} ws_url  server mode: the seat's WebSocket
  * @property {string} api_url  server mode: the session's REST address
  * @property {string} token  server mode: the Jupyter token, or empty
@@ -218,10 +271,20 @@
  */
 
 /**
- * What the shared editor needs from the panel.
+ * What the shared editor (and, as a ViewHost, the other views) need from the panel.
  * @typedef {object} EditorHost
  * @property {(component: string) => ActionSpec | null} replacing  the action that replaces
  *   that component's whole text, if any
+ * @property {(component: string) => ActionSpec | null} picking  the action offered on each
+ *   item of that component, if any
+ * @property {() => boolean} done  whether the session has ended
+ * @property {SendAction} send
+ */
+
+/**
+ * What read-only views need from the panel: the action offered on each item of a component.
+ * @typedef {object} ViewHost
+ * @property {(component: string) => ActionSpec | null} picking
  * @property {() => boolean} done  whether the session has ended
  * @property {SendAction} send
  */
@@ -483,13 +546,41 @@ function shorten(text, limit = 160) {
 export function describeAction(raw, specs) {
   const oneLine = (/** @type {unknown} */ value) => asText(value).replace(/\s*\n\s*/g, " ⏎ ");
   const parsed = parseAction(raw);
-  if (!parsed) return shorten(oneLine(raw), 200);
+  if (!parsed) return describeCutAction(raw, specs) ?? shorten(oneLine(raw), 200);
   const spec = specs.find((candidate) => candidate.name === parsed.name);
+  if (!spec && parsed.name === "SEND_TEAMMATE_MESSAGE") { // a message reads as what it says
+    return `said: “${shorten(oneLine(parsed.args.message), 100)}”`;
+  }
+  const pending = parsed.args.pending_action;
+  if (!spec && parsed.name === "REQUEST_TEAMMATE_CONFIRM" && typeof pending === "string") {
+    return `asks for approval: ${describeAction(pending, specs)}`; // the action it would run
+  }
   const what = (spec?.description || parsed.name.toLowerCase().replace(/_/g, " "))
     .replace(/[.\s]+$/, "");
   const args = Object.entries(parsed.args).map(([name, value]) =>
     `${name} “${shorten(oneLine(typeof value === "string" ? value : JSON.stringify(value)), 60)}”`);
   return args.length ? `${what}: ${args.join(", ")}` : what;
+}
+
+/**
+ * An action cut short (a status carries only its start, ending in "…"), in plain words: a
+ * message by what it says so far, any other action by its name. Never the action syntax.
+ * @param {string} raw
+ * @param {ActionSpec[]} specs
+ * @returns {string | null} null when `raw` does not start like an action
+ */
+function describeCutAction(raw, specs) {
+  const cut = /^\s*([A-Z][A-Z0-9_]*)\(([\s\S]*)$/.exec(raw || "");
+  if (!cut) return null;
+  const said = cut[1] === "SEND_TEAMMATE_MESSAGE"
+    ? /message\s*=\s*"((?:[^"\\]|\\.)*)/.exec(cut[2]) : null;
+  if (said) {
+    const text = said[1].replace(/\\n/g, " ").replace(/\\(.)/g, "$1").replace(/…$/, "");
+    const start = shorten(text.replace(/\s+/g, " ").trim(), 100);
+    return `said: “${start.endsWith("…") ? start : start + "…"}”`;
+  }
+  const spec = specs.find((candidate) => candidate.name === cut[1]);
+  return `${(spec?.description || cut[1].toLowerCase().replace(/_/g, " ")).replace(/[.\s]+$/, "")}…`;
 }
 
 /**
@@ -743,8 +834,13 @@ function jsonBlock(content) {
  * @implements {ComponentView}
  */
 class JsonView {
-  /** @param {Component} component */
-  constructor(component) {
+  /**
+   * @param {Component} component
+   * @param {ViewHost | null} [host]  for views that offer actions on their items
+   */
+  constructor(component, host = null) {
+    this.name = component.name;
+    this.host = host;
     this.body = h("div");
     this.update(component);
   }
@@ -785,13 +881,36 @@ class TableView extends JsonView {
   }
 }
 
-/** `search_results`: a list of results, or a table when the content is `{columns, rows}`. */
+/**
+ * `search_results`: a list of results, or a table when the content is `{columns, rows}`. When
+ * an action picks items of this component ("Add to library"), each result with an id gets its
+ * button.
+ */
 class SearchResultsView extends JsonView {
   /** @param {Json} content */
   render(content) {
     const isTable = content && typeof content === "object" && !Array.isArray(content)
       && Array.isArray(keyed(content).rows);
-    return isTable ? tableBlock(content) : recordList(content);
+    if (isTable) return tableBlock(content);
+    const list = recordList(content);
+    const spec = this.host ? this.host.picking(this.name) : null;
+    if (!spec || !Array.isArray(content)) return list;
+    const param = (spec.params || [])[0];
+    list.querySelectorAll(":scope > li").forEach((li, index) => {
+      const item = content[index];
+      const id = item && typeof item === "object" ? keyed(item).id : undefined;
+      if (!param || (typeof id !== "string" && typeof id !== "number")) return;
+      const button = h("button", { class: "cogym-pick", testid: "item-pick",
+        dataset: { action: spec.name, item: String(id) }, text: spec.picks?.label || spec.name,
+        on: { click: () => {
+          button.disabled = true; // one click, one action: the result comes back as a change
+          /** @type {ViewHost} */ (this.host).send({ name: spec.name,
+            args: { [param.name]: String(id) } });
+        } } });
+      button.disabled = /** @type {ViewHost} */ (this.host).done();
+      li.append(button);
+    });
+    return list;
   }
 }
 
@@ -834,6 +953,27 @@ function authorList(authors) {
 
 /** `notebook`: cells with source, outputs and errors, then the cells still running. */
 class NotebookView extends JsonView {
+  /**
+   * Re-rendered on every change: the view follows the newest cell (where plots and errors
+   * land) when cells were added or the person was already at the bottom; otherwise it keeps
+   * their place.
+   * @param {Component} component
+   */
+  update(component) {
+    const before = this.body.querySelector(".cogym-scroll");
+    const count = this.body.querySelectorAll("[data-testid=notebook-cell]").length;
+    const atBottom = !before || before.scrollTop + before.clientHeight >= before.scrollHeight - 8;
+    const top = before ? before.scrollTop : 0;
+    super.update(component);
+    const after = /** @type {HTMLElement | null} */ (this.body.querySelector(".cogym-scroll"));
+    if (!after) return;
+    const grew = this.body.querySelectorAll("[data-testid=notebook-cell]").length > count;
+    const follow = grew || atBottom;
+    // Laid out only once it is in the page: scroll on the next frame.
+    requestAnimationFrame(() => { after.scrollTop = follow ? after.scrollHeight : top; });
+    after.dataset.following = String(follow);
+  }
+
   /** @param {Json} content */
   render(content) {
     const notebook = keyed(content);
@@ -1084,8 +1224,9 @@ class HeaderView {
   /**
    * @param {string} role
    * @param {DescribeAction} describe  an action in plain words
+   * @param {boolean} [readonly]  watch mode: the header says whose view it follows
    */
-  constructor(role, describe) {
+  constructor(role, describe, readonly = false) {
     this.describe = describe;
     this.title = h("span", { class: "cogym-title", text: "Co-Gym session" });
     this.connection = h("span", { class: "cogym-connection cogym-muted",
@@ -1098,7 +1239,10 @@ class HeaderView {
     this.brief = h("details", { class: "cogym-task", testid: "task-brief", hidden: true },
       this.briefSummary, this.briefText);
     this.root = h("div", { class: "cogym-header" }, this.title,
-      h("span", { class: "cogym-muted", testid: "your-role", text: `you are ${role}` }),
+      readonly
+        ? h("span", { class: "cogym-watching", testid: "your-role", dataset: { watching: role },
+          text: `Watching ${role} (read-only)` })
+        : h("span", { class: "cogym-muted", testid: "your-role", text: `you are ${role}` }),
       this.connection, this.steps, this.lastEvent, this.brief);
   }
 
@@ -1141,6 +1285,24 @@ class HeaderView {
   }
 }
 
+/** Text that is for developers: an exception's class, a traceback, an HTTP status. */
+const TECHNICAL = /\b[A-Z][A-Za-z]*(?:Error|Exception)\b|\bTraceback\b|\bHTTP \d{3}\b/;
+
+/**
+ * An error for the person: plain words as they are; technical text (an exception, an HTTP
+ * status) becomes a plain sentence, the original kept as the detail.
+ * @param {unknown} text
+ * @returns {{plain: string, detail: string}}
+ */
+function plainError(text) {
+  const raw = asText(text);
+  if (!TECHNICAL.test(raw)) return { plain: raw, detail: "" };
+  const head = /^([^:.]{1,60}) failed\b/.exec(raw);
+  const what = head ? `${head[1]} failed` : "That did not work";
+  return { plain: `${what}: something went wrong behind the panel. Try again in a moment; if it `
+    + "keeps happening, the details below help whoever runs the server.", detail: raw };
+}
+
 /**
  * The error banner: the last refusal or error for the person, in plain words. It stays until
  * the person dismisses it: a burst of actions must not hide its own refusal.
@@ -1149,10 +1311,14 @@ class ErrorBanner {
   constructor() {
     this.refusedCount = 0; // actions refused since the person last dismissed the error
     this.text = h("span", { testid: "panel-error-text" });
+    // Technical detail (an exception, an HTTP status) is kept one click away, never the text.
+    this.detailText = h("pre", { class: "cogym-pre" });
+    this.detail = h("details", { class: "cogym-error-detail", testid: "panel-error-detail",
+      hidden: true }, h("summary", { text: "Details" }), this.detailText);
     const dismiss = h("button", { class: "cogym-dismiss", testid: "panel-error-dismiss",
       title: "Dismiss", "aria-label": "Dismiss", text: "×", on: { click: () => this.dismiss() } });
     this.root = h("div", { class: "cogym-error", testid: "panel-error", role: "alert",
-      hidden: true }, this.text, dismiss);
+      hidden: true }, h("span", {}, this.text, this.detail), dismiss);
   }
 
   /**
@@ -1160,7 +1326,11 @@ class ErrorBanner {
    * @param {string} [code]  data-code, e.g. "rate_limited"
    */
   show(text, code = "error") {
-    this.text.textContent = String(text);
+    const { plain, detail } = plainError(text);
+    this.text.textContent = plain;
+    this.detailText.textContent = detail;
+    this.detail.hidden = !detail;
+    this.detail.open = false;
     this.root.dataset.code = code;
     this.root.hidden = false;
   }
@@ -1236,7 +1406,7 @@ class WorkspaceView {
   create(component, json) {
     const view = component.render_type === "editor"
       ? new EditorView(component, this.editorHost)
-      : new (contentViewFor(component.render_type))(component);
+      : new (contentViewFor(component.render_type))(component, this.editorHost);
     const badge = component.private ? "only you" : "shared";
     const box = h("div", { class: "cogym-box", testid: `view-${component.render_type}`,
       dataset: { component: component.name } },
@@ -1244,6 +1414,76 @@ class WorkspaceView {
       h("span", { class: "cogym-badge", text: badge })),
     view.body);
     return { box, view, json, renderType: component.render_type };
+  }
+}
+
+/**
+ * An agent's status in plain words.
+ * @param {string} status  thinking / acting / waiting / paused / failed / finished
+ * @param {string | null | undefined} waitingFor  "teammate" or "tick", when waiting
+ * @param {string} action  its last action in plain words ("" when none)
+ * @returns {string}
+ */
+function statusWords(status, waitingFor, action) {
+  if (status === "thinking") return "thinking";
+  if (status === "acting") return action ? `acting: ${shorten(action, 80)}` : "acting";
+  if (status === "waiting" && waitingFor === "teammate") return "waiting for you";
+  if (status === "waiting") return "waiting for a tick (news from the team or the clock)";
+  if (status === "failed") return "stuck: its language model keeps failing";
+  return status;
+}
+
+/**
+ * @param {number} seconds
+ * @returns {string} "12 s", "3 min"
+ */
+function duration(seconds) {
+  if (seconds < 90) return `${Math.max(1, Math.round(seconds))} s`;
+  return `${Math.round(seconds / 60)} min`;
+}
+
+/**
+ * @param {number} seconds
+ * @returns {string} "just now", "12 s ago", "3 min ago"
+ */
+function ago(seconds) {
+  return seconds < 2 ? "just now" : `${duration(seconds)} ago`;
+}
+
+/** What a person can do about an agent whose language model keeps failing, in plain words. */
+const AGENT_FAILED_ADVICE = "It tries again whenever something changes, and the chat says what went "
+  + "wrong. If this keeps happening, check the model name and the server address it was given "
+  + "(%cogym config in the notebook, or COGYM_MODEL and OPENAI_BASE_URL) and start a new session.";
+
+/**
+ * The session's set-up (building a search index, loading data), while it runs: a progress bar
+ * with the phase and the time left. Hidden before and after.
+ */
+class SetupView {
+  constructor() {
+    this.ts = 0;
+    this.bar = /** @type {HTMLProgressElement} */ (h("progress", { testid: "setup-progress",
+      max: "1", value: "0" }));
+    this.label = h("div", { testid: "setup-label" });
+    this.root = h("div", { class: "cogym-box cogym-setup", testid: "view-setup" },
+      this.label, this.bar);
+    this.root.hidden = true;
+  }
+
+  /** @param {SetupStatus} status  the latest by its time wins (a reconnect replays them) */
+  receive(status) {
+    if (status.ts < this.ts) return;
+    this.ts = status.ts;
+    const progress = status.setup;
+    this.root.hidden = !progress;
+    if (!progress) return;
+    this.bar.value = progress.fraction;
+    const percent = Math.floor(progress.fraction * 100);
+    const left = progress.seconds_left == null ? "estimating the time left"
+      : `about ${duration(progress.seconds_left)} left`;
+    this.label.textContent = `${progress.task}: ${progress.phase || "starting"} · ${percent}% · `
+      + `${left}. The agent starts when it is ready.`;
+    this.root.dataset.fraction = String(progress.fraction);
   }
 }
 
@@ -1309,6 +1549,7 @@ class AgentStatusView {
   render() {
     const roles = this.roles();
     this.list.replaceChildren(...roles.map((role) => this.agent(role)));
+    this.tick();
     const allPaused = roles.length > 0 && roles.every((role) => this.paused.has(role));
     this.pauseButton.textContent = allPaused ? "Resume agent" : "Pause agent";
     this.pauseButton.dataset.state = allPaused ? "paused" : "running";
@@ -1321,19 +1562,33 @@ class AgentStatusView {
    * @returns {HTMLDivElement} the agent's status (paused and finished override what it said)
    */
   agent(role) {
-    const update = this.statuses[role] || {};
+    const update = /** @type {Partial<AgentStatus>} */ (this.statuses[role] || {});
     let status = update.status || "waiting";
     if (this.paused.has(role)) status = "paused";
     if (this.done) status = "finished";
+    const plain = update.last_action ? this.describe(update.last_action) : "";
+    const words = statusWords(status, update.waiting_for, plain);
+    const since = h("span", { class: "cogym-muted", testid: "agent-status-since",
+      dataset: { since: String(update.ts || "") } });
     const last = h("div", { class: "cogym-muted", testid: "agent-last-action",
       text: "no action yet" });
-    if (update.last_action) {
-      showAction(last, update.last_action, this.describe(update.last_action), "last action: ");
-    }
+    if (update.last_action) showAction(last, update.last_action, plain, "last action: ");
     return h("div", { class: "cogym-agent", testid: "agent-status", dataset: { role, status } },
       h("div", {}, h("strong", { text: role + " " }),
-        h("span", { class: "cogym-status", dataset: { status }, text: status })),
+        h("span", { class: "cogym-status", testid: "agent-status-words", dataset: { status },
+          text: words }), " ", since),
+      status === "failed" ? h("div", { class: "cogym-agent-problem", testid: "agent-problem",
+        text: AGENT_FAILED_ADVICE }) : null,
       last);
+  }
+
+  /** Each status says how long ago it changed: refreshed every second while shown. */
+  tick() {
+    const now = Date.now() / 1000;
+    for (const since of this.list.querySelectorAll("[data-testid=agent-status-since]")) {
+      const ts = Number(/** @type {HTMLElement} */ (since).dataset.since);
+      since.textContent = ts ? `· ${ago(Math.max(0, now - ts))}` : "";
+    }
   }
 
   togglePause() {
@@ -1357,13 +1612,39 @@ class ConfirmationsView {
   /**
    * @param {string} role
    * @param {SendAction} send
+   * @param {string} [sessionId]  what "accept all" is remembered under
    */
-  constructor(role, send) {
+  constructor(role, send, sessionId = "") {
     this.role = role;
     this.send = send;
     this.list = h("div", { testid: "confirmations" });
+    // "Accept all" holds for the rest of the session in this browser tab, a reload included.
+    this.storageKey = `cogym-accept-all:${sessionId}`;
+    /** @type {Set<string>} */
+    this.answered = new Set();
+    this.acceptAll = /** @type {HTMLInputElement} */ (h("input", { type: "checkbox",
+      testid: "confirm-accept-all", on: { change: () => this.setAcceptAll() } }));
+    this.acceptAll.checked = readStored(this.storageKey) === "yes";
     this.root = h("div", { class: "cogym-box", testid: "view-confirmations", hidden: true },
-      h("h4", { text: "Waiting for your approval" }), this.list);
+      h("h4", { text: "Waiting for your approval" }), this.list,
+      h("label", { class: "cogym-row cogym-muted" }, this.acceptAll,
+        h("span", { text: "Accept everything the agent asks for the rest of this session" })));
+    /** @type {ConfirmationRequest[]} */
+    this.pending = [];
+  }
+
+  setAcceptAll() {
+    writeStored(this.storageKey, this.acceptAll.checked ? "yes" : "");
+    if (this.acceptAll.checked) this.acceptWaiting();
+  }
+
+  /** Accept each pending request of a teammate, once. */
+  acceptWaiting() {
+    for (const request of this.pending) {
+      if (request.requester === this.role || this.answered.has(request.request_id)) continue;
+      this.answered.add(request.request_id);
+      this.send({ name: "ACCEPT_CONFIRMATION", args: { request_id: request.request_id } });
+    }
   }
 
   /**
@@ -1372,6 +1653,8 @@ class ConfirmationsView {
    * @param {{done: boolean, seq: number} & PreviewContext} session
    */
   update(pending, before, session) {
+    this.pending = session.done ? [] : pending;
+    if (this.acceptAll.checked) this.acceptWaiting();
     this.root.hidden = pending.length === 0;
     const known = new Set((before || []).map((c) => c.request_id));
     this.list.replaceChildren(...pending.map((request) => {
@@ -1391,7 +1674,10 @@ class ConfirmationsView {
     /** @type {(testid: string, kind: string, text: string, name: string) => HTMLElement} */
     const answer = (testid, kind, text, name) => h("button", { class: kind, testid,
       dataset: { requestId: id }, text, disabled: session.done,
-      on: { click: () => this.send({ name, args: { request_id: id } }) } });
+      on: { click: () => {
+        this.answered.add(id);
+        this.send({ name, args: { request_id: id } });
+      } } });
     const controls = request.requester === this.role
       ? muted("Waiting for a teammate.")
       : h("div", { class: "cogym-row" },
@@ -1416,7 +1702,8 @@ function actionPreview(text, session) {
   if (!parsed) return h("pre", { class: "cogym-pre", testid: "confirmation-preview", text });
   const spec = session.specs.find((s) => s.name === parsed.name);
   /** @type {HTMLElement[]} */
-  const rows = [h("strong", { text: parsed.name })];
+  const rows = [h("strong", { title: parsed.name,
+    text: spec?.description ? spec.description.replace(/[.\s]+$/, "") : parsed.name })];
   for (const [key, value] of Object.entries(parsed.args)) {
     if (spec?.replaces && key === "text" && typeof value === "string") {
       const replaced = session.components.find((c) => c.name === spec.replaces);
@@ -1433,14 +1720,47 @@ function actionPreview(text, session) {
 /** @type {Record<DiffLine[0], string>} */
 const DIFF_CLASSES = { add: "cogym-diff-add", del: "cogym-diff-del", same: "" };
 
+/** Unchanged lines kept around each change; longer unchanged runs fold into one line. */
+const DIFF_CONTEXT = 2;
+
 /**
+ * The line diff of a whole-text replacement, led by a count of what changes: unchanged runs
+ * longer than the context fold into a "… N unchanged lines" line (a click unfolds it), so one
+ * changed line in a long plan is not buried.
  * @param {string} before
  * @param {string} after
- * @returns {HTMLDivElement} the line diff, added and deleted lines marked
+ * @returns {HTMLDivElement}
  */
 function diffBlock(before, after) {
-  return h("div", { class: "cogym-pre cogym-scroll" }, lineDiff(before, after).map(
-    ([kind, line]) => h("div", { class: DIFF_CLASSES[kind], text: line || " " })));
+  const lines = lineDiff(before, after);
+  const added = lines.filter(([kind]) => kind === "add").length;
+  const deleted = lines.filter(([kind]) => kind === "del").length;
+  const near = lines.map((_, index) => lines.slice(Math.max(0, index - DIFF_CONTEXT),
+    index + DIFF_CONTEXT + 1).some(([kind]) => kind !== "same"));
+  /** @type {HTMLElement[]} */
+  const shown = [];
+  /** @type {HTMLElement[]} */
+  let folded = [];
+  const fold = () => {
+    if (!folded.length) return;
+    const hidden = folded;
+    const marker = h("div", { class: "cogym-diff-fold", testid: "diff-fold",
+      text: `… ${hidden.length} unchanged line${hidden.length === 1 ? "" : "s"} (show)` });
+    marker.addEventListener("click", () => marker.replaceWith(...hidden));
+    shown.push(marker);
+    folded = [];
+  };
+  lines.forEach(([kind, line], index) => {
+    const row = h("div", { class: DIFF_CLASSES[kind], dataset: { diff: kind }, text: line || " " });
+    if (kind === "same" && !near[index]) folded.push(row);
+    else { fold(); shown.push(row); }
+  });
+  fold();
+  const summary = added || deleted
+    ? `${added} line${added === 1 ? "" : "s"} added, ${deleted} removed`
+    : "no change to the text";
+  return h("div", { testid: "diff" }, muted(summary),
+    h("div", { class: "cogym-pre cogym-scroll" }, shown));
 }
 
 let outboxCounter = 0;
@@ -1476,6 +1796,7 @@ class ChatView {
     this.outbox = [];
     this.lastSeq = 0; // the newest message shown so far
     this.done = false;
+    this.readonly = false; // watch mode: nothing typed here is ever sent
     this.log = h("div", { class: "cogym-chat-log", testid: "chat-log" });
     this.input = h("textarea", { class: "cogym-chat-input", testid: "chat-input",
       placeholder: "Message your teammates (Enter sends, Shift+Enter for a new line)",
@@ -1561,7 +1882,7 @@ class ChatView {
 
   sendMessage() {
     const text = this.input.value.trim();
-    if (!text || this.done) return;
+    if (!text || this.done || this.readonly) return;
     /** @type {OutboxItem} */
     const item = { id: ++outboxCounter, actionId: nextActionId(), text, state: "pending" };
     this.outbox.push(item);
@@ -1684,6 +2005,104 @@ function readArgs(params) {
   return args;
 }
 
+/** Reasons shown at once under a score; more fold into "N more reasons". */
+const REASONS_SHOWN = 3;
+/** A reason longer than this shows its start, and the rest on a click. */
+const REASON_FOLD = 240;
+
+/**
+ * @param {number} value
+ * @returns {string} a score for people: whole numbers as they are, others to two decimals
+ */
+function scoreText(value) {
+  if (typeof value !== "number" || !Number.isFinite(value)) return String(value);
+  return Number.isInteger(value) ? String(value) : value.toFixed(2);
+}
+
+/**
+ * @param {string} reason
+ * @returns {HTMLLIElement} one reason; a long one folded after its start
+ */
+function reasonItem(reason) {
+  const text = asText(reason);
+  if (text.length <= REASON_FOLD) return h("li", { testid: "score-reason", text });
+  return h("li", { testid: "score-reason" }, h("details", { class: "cogym-fold" },
+    h("summary", { text: shorten(text, REASON_FOLD) }), h("div", { text })));
+}
+
+/**
+ * The scores card at the end: each score the task explained, with what it measures and the
+ * grader's reasons (long lists and long reasons fold), then any other score by value; or, in
+ * plain words, why there are none. Until the grader is done it says that grading is under way.
+ */
+class ScoresView {
+  constructor() {
+    this.graded = false;
+    this.root = h("div", { class: "cogym-box cogym-scores", testid: "scores-card",
+      dataset: { state: "waiting" }, hidden: true });
+  }
+
+  /** The session ended: say that the grader is at work, unless its scores came first. */
+  ended() {
+    if (this.graded || !this.root.hidden) return;
+    this.root.dataset.state = "grading";
+    this.root.replaceChildren(h("h4", { text: "Scores" }),
+      h("div", { class: "cogym-muted", testid: "scores-note",
+        text: "Grading the result… The scores appear here when the grader is done." }));
+    this.root.hidden = false;
+  }
+
+  /** @param {Grading} grading  the graded end; a later one replaces an earlier one */
+  receive(grading) {
+    this.graded = true;
+    const reports = Array.isArray(grading.score_reports) ? grading.score_reports : [];
+    const scores = grading.scores && typeof grading.scores === "object" ? grading.scores : {};
+    const explained = new Set(reports.map((report) => report.name));
+    const others = Object.entries(scores).filter(([name]) => !explained.has(name));
+    /** @type {HTMLElement[]} */
+    const parts = [h("h4", { text: "Scores" })];
+    if (grading.note) parts.push(h("p", { testid: "scores-note", text: grading.note }));
+    if (grading.error) {
+      parts.push(h("details", { class: "cogym-fold", testid: "scores-error" },
+        h("summary", { class: "cogym-muted", text: "What the grader reported" }),
+        h("pre", { class: "cogym-pre", text: grading.error })));
+    }
+    parts.push(...reports.map((report) => this.report(report)));
+    if (others.length) {
+      parts.push(h("details", { class: "cogym-fold", testid: "other-scores" },
+        h("summary", { text: reports.length ? `${others.length} more scores` : "Scores" }),
+        h("ul", {}, others.map(([name, value]) => h("li", { testid: "other-score",
+          dataset: { name }, text: `${name}: ${scoreText(value)}` })))));
+    }
+    this.root.dataset.state = reports.length || others.length ? "graded" : "not-graded";
+    this.root.replaceChildren(...parts);
+    this.root.hidden = false;
+  }
+
+  /**
+   * @param {ScoreReport} report
+   * @returns {HTMLDivElement} the score: its meaning, its value and the reasons
+   */
+  report(report) {
+    const reasons = Array.isArray(report.reasons) ? report.reasons : [];
+    const shown = reasons.slice(0, REASONS_SHOWN).map(reasonItem);
+    const rest = reasons.slice(REASONS_SHOWN);
+    const list = h("ul", { class: "cogym-reasons", testid: "score-reasons" }, shown);
+    if (rest.length) {
+      list.append(h("li", { class: "cogym-more" }, h("details", { class: "cogym-fold",
+        testid: "score-more-reasons" }, h("summary", { text: `${rest.length} more reasons` }),
+      h("ul", {}, rest.map(reasonItem)))));
+    }
+    return h("div", { class: "cogym-score", testid: "score", dataset: { name: report.name } },
+      h("div", { class: "cogym-score-head" },
+        h("span", { class: "cogym-score-label", testid: "score-label", text: report.label }),
+        h("span", { class: "cogym-score-value", testid: "score-value",
+          text: scoreText(report.value) })),
+      h("div", { class: "cogym-muted", text: report.name }),
+      reasons.length ? list : null);
+  }
+}
+
 /** The rating form at the end: outcome and satisfaction (1 to 5) and a comment. */
 class RatingView {
   /**
@@ -1747,6 +2166,25 @@ class RatingView {
 
 // -- the panel ------------------------------------------------------------------------------
 
+/**
+ * @param {string} key
+ * @returns {string | null} what this tab stored under the key (null where storage is refused)
+ */
+function readStored(key) {
+  try { return window.sessionStorage.getItem(key); } catch (error) { return null; }
+}
+
+/**
+ * @param {string} key
+ * @param {string} value  "" removes the key
+ */
+function writeStored(key, value) {
+  try {
+    if (value) window.sessionStorage.setItem(key, value);
+    else window.sessionStorage.removeItem(key);
+  } catch (error) { /* storage refused (a sandboxed frame): the choice lasts until a reload */ }
+}
+
 /** The fields a person types in: their keys are theirs, never the notebook's. */
 const TEXT_FIELDS = "input, textarea, select, [contenteditable]";
 
@@ -1769,6 +2207,30 @@ function keepKeysInPanel(root) {
   });
 }
 
+/** Controls that only change what the panel shows: a watcher may use them. */
+const VIEW_ONLY_CONTROLS = new Set(["editor-preview-toggle", "panel-error-dismiss"]);
+
+/**
+ * Watch mode: every control that would act is disabled. Text fields become read-only and
+ * aria-disabled rather than `disabled`, so that a click still focuses them inside the panel:
+ * keys typed there stay in the panel (see keepKeysInPanel) instead of reaching the notebook,
+ * where Shift+Enter would run the cell again. Views rebuild their controls as notifications
+ * and statuses arrive, so the panel calls this after each one.
+ * @param {HTMLElement} root
+ */
+function lockControls(root) {
+  for (const node of root.querySelectorAll("button, select, input, textarea")) {
+    const control = /** @type {HTMLButtonElement | HTMLSelectElement | HTMLInputElement
+      | HTMLTextAreaElement} */ (node);
+    if (VIEW_ONLY_CONTROLS.has(control.dataset.testid || "")) continue;
+    control.setAttribute("aria-disabled", "true");
+    const typed = control instanceof HTMLTextAreaElement
+      || (control instanceof HTMLInputElement && !["checkbox", "radio"].includes(control.type));
+    if (typed) /** @type {HTMLInputElement | HTMLTextAreaElement} */ (control).readOnly = true;
+    else control.disabled = true;
+  }
+}
+
 /**
  * The panel: builds the layout from the views and routes what the transport delivers to them;
  * it keeps only what several views share (the latest notification, the session's context,
@@ -1783,6 +2245,7 @@ export class Panel {
     this.model = model;
     /** @type {string} */
     this.role = model.get("role");
+    this.readonly = Boolean(model.get("readonly"));
     /** @type {Transport | null} */
     this.transport = null;
     /** @type {Notification | null} */
@@ -1794,28 +2257,40 @@ export class Panel {
     const send = (action, extra, id) => this.sendAction(action, extra, id);
     /** @type {DescribeAction} */
     const describe = (raw) => describeAction(raw, this.actionSpecs());
-    this.header = new HeaderView(this.role, describe);
+    this.header = new HeaderView(this.role, describe, this.readonly);
     this.errors = new ErrorBanner();
     this.rating = new RatingView(this.role,
       (rating) => /** @type {Transport} */ (this.transport).rate(rating));
+    this.scores = new ScoresView();
     this.workspace = new WorkspaceView({
       replacing: (name) => this.actionSpecs().find((spec) => spec.replaces === name) || null,
+      picking: (name) => this.actionSpecs().find((spec) => spec.picks?.component === name)
+        || null,
       done: () => this.done,
       send,
     });
+    this.setup = new SetupView();
     this.agents = new AgentStatusView(send, describe);
-    this.confirmations = new ConfirmationsView(this.role, send);
+    this.confirmations = new ConfirmationsView(this.role, send, model.get("session_id") || "");
     this.chat = new ChatView(this.role, send);
+    this.chat.readonly = this.readonly;
+    if (this.readonly) {
+      this.chat.input.placeholder = `Read-only: you are watching ${this.role}`;
+    }
     this.actions = new ActionFormView(send);
-    this.root = h("div", { class: "cogym-panel", testid: "cogym-panel",
-      dataset: { role: this.role, session: model.get("session_id") || "" } },
+    this.root = h("div", { class: this.readonly ? "cogym-panel cogym-readonly" : "cogym-panel",
+      testid: "cogym-panel", dataset: { role: this.role, session: model.get("session_id") || "",
+        readonly: String(this.readonly) } },
     this.header.root,
+    this.setup.root,
     this.errors.root,
+    this.scores.root,
     this.rating.root,
     h("div", { class: "cogym-body" }, this.workspace.root,
       h("div", { class: "cogym-side" }, this.agents.root, this.confirmations.root,
         this.chat.root, this.actions.root)));
     keepKeysInPanel(this.root);
+    if (this.readonly) lockControls(this.root);
     el.replaceChildren(this.root);
   }
 
@@ -1825,11 +2300,18 @@ export class Panel {
    */
   receive(message) {
     if (!message || typeof message !== "object") return;
-    return this.route(/** @type {IncomingMessage} */ (message));
+    this.route(/** @type {IncomingMessage} */ (message));
+    if (this.readonly) lockControls(this.root); // views rebuild their controls as they update
   }
 
   /** @param {IncomingMessage} message */
   route(message) {
+    if (message.type === "status" && "grading" in message) {
+      return this.scores.receive(/** @type {GradingStatus} */ (message).grading || {});
+    }
+    if (message.type === "status" && "setup" in message) {
+      return this.setup.receive(/** @type {SetupStatus} */ (message));
+    }
     if (message.type === "status") return this.agents.receive(/** @type {AgentStatus} */ (message));
     if (message.type === "error" || (message.error && !message.event)) {
       return this.refused(/** @type {ErrorFrame} */ (message));
@@ -1876,7 +2358,8 @@ export class Panel {
     if (event.status === "error" && event.actor === this.role && event.error) {
       this.errors.show(event.error);
     }
-    if (this.done) this.rating.show(notification.end_reason);
+    if (this.done) this.scores.ended();
+    if (this.done && !this.readonly) this.rating.show(notification.end_reason); // a watcher rates nothing
     this.remember("last_seq", notification.seq);
   }
 
@@ -1888,6 +2371,7 @@ export class Panel {
    * @returns {boolean}
    */
   sendAction(action, extra = {}, id = nextActionId()) {
+    if (this.readonly) return false; // watch mode acts in nothing, whatever asks
     return Boolean(this.transport && this.transport.send({ action, ...extra, id }));
   }
 
@@ -2071,7 +2555,12 @@ function render({ model, el }) {
   const open = Object.hasOwn(TRANSPORTS, mode) ? TRANSPORTS[mode] : serverTransport;
   panel.transport = open(model, (message) => panel.receive(message),
     (state) => panel.setConnection(state));
-  return () => /** @type {Transport} */ (panel.transport).close();
+  // The agents' "changed 12 s ago" counts on while the panel is shown.
+  const clock = setInterval(() => panel.agents.tick(), 1000);
+  return () => {
+    clearInterval(clock);
+    /** @type {Transport} */ (panel.transport).close();
+  };
 }
 
 export default { render };

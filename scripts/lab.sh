@@ -18,6 +18,10 @@ if [ -z "${COGYM_MODEL:-}" ]; then
   echo "For an agent, set COGYM_MODEL (and OPENAI_API_KEY, or OPENAI_BASE_URL for another"
   echo "OpenAI-compatible server) before running this script."
 fi
+# Build the paper search index now (about a minute, once per corpus version), so no session
+# waits for it; with the task data missing, it says what is missing and how to get it.
+"$venv/bin/cogym-lab" data --prepare --no-coverage --task related_work \
+  || echo "The paper index was not built; the Related Work task builds it on first use."
 extra=()
 [ "$(id -u)" -ne 0 ] || extra+=(--allow-root)  # containers and CI machines often run as root
 exec "$venv/bin/jupyter" lab examples/ "${extra[@]}" "$@"

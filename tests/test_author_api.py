@@ -18,13 +18,13 @@ import cogym_lab
 
 AUTHOR_API = [
     # writing a task
-    "CoEnv", "action", "ActionOutcome", "Component", "check_env",
+    "CoEnv", "action", "ActionOutcome", "Component", "ScoreReport", "check_env",
     # writing a team member
     "Member", "MemberType", "MemberSetup", "Notification",
     # running a session from code
     "SessionSpec", "build_session",
     # the notebook API
-    "new_session", "attach", "list_sessions",
+    "new_session", "attach", "list_sessions", "configure",
     "__version__",
 ]
 NAMES = [name for name in AUTHOR_API if name != "__version__"]

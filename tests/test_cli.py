@@ -38,7 +38,9 @@ def test_run_shows_a_whole_session_and_writes_results(tmp_path):
     )
     assert completed.returncode == 0, completed.stderr
     out = completed.stdout
-    assert "SEND_TEAMMATE_MESSAGE" in out and "ACCEPT_CONFIRMATION" in out
+    # the live transcript speaks in plain sentences, not in action syntax
+    assert " said: “" in out and "approved the request." in out
+    assert "SEND_TEAMMATE_MESSAGE" not in out and "ACCEPT_CONFIRMATION" not in out
     assert "ended: finished" in out and "Delivered: True" in out
     (results,) = tmp_path.iterdir()
     assert read_session(results)["delivered"] is True

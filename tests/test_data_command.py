@@ -103,3 +103,26 @@ def test_no_coverage_skips_reading_the_corpus(tmp_path: Path, datasets_dir: Path
     result = _run("--data-dir", str(root), "--no-coverage")
     assert result.exit_code == 0, result.output
     assert SUPPLEMENT_FILE in result.output and "Related Work corpus" not in result.output
+
+
+def test_prepare_builds_the_paper_index_once(tmp_path: Path, datasets_dir: Path,
+                                             monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    papers = [_paper(f"p{i}", f"Paper number {i} on graphs") for i in range(40)]
+    root = _data_dir(tmp_path / "data", datasets_dir, papers, [])
+    first = _run("--data-dir", str(root), "--no-coverage", "--prepare")
+    assert first.exit_code == 0, first.output
+    assert "paper search index over 40 papers built" in first.output
+    index_folders = list((tmp_path / "cache").rglob("index.json"))
+    assert len(index_folders) == 1  # in the user cache, where sessions look for it
+    again = _run("--data-dir", str(root), "--no-coverage", "--prepare")
+    assert "paper search index over 40 papers already built" in again.output
+
+
+def test_prepare_skips_a_task_whose_data_is_missing(tmp_path: Path, datasets_dir: Path,
+                                                    monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = _data_dir(tmp_path / "data", datasets_dir, None, None)
+    result = _run("--data-dir", str(root), "--no-coverage", "--prepare")
+    assert result.exit_code == 1 and "index" not in result.output
+    assert not (tmp_path / "cache").exists()

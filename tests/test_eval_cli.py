@@ -50,8 +50,8 @@ def test_run_then_show_then_report(tmp_path):
 
     shown = CliRunner().invoke(main, ["eval", "show", str(out / "002")])
     assert shown.exit_code == 0, shown.output
-    assert "instance=2" in shown.output and "FLIGHT_SEARCH" in shown.output
-    assert "FINISH()" in shown.output
+    assert "instance=2" in shown.output and "Search flights on one date" in shown.output
+    assert "declared the task done." in shown.output and "FINISH()" not in shown.output
 
     report_dir = tmp_path / "report"
     reported = CliRunner().invoke(main, ["eval", "report", str(out), "--out", str(report_dir)])

@@ -209,7 +209,7 @@ def test_failed_and_unfinished_sessions_are_counted(runs: dict[str, Path]) -> No
 def test_show_prints_a_readable_trajectory(runs: dict[str, Path]) -> None:
     text = show(runs["collaborative"] / "0")
     assert "task=todo" in text and "agent type=collaborative" in text
-    assert 'SEND_TEAMMATE_MESSAGE(message="Please add a headlamp.")' in text
+    assert "said: “Please add a headlamp.”" in text  # in plain words
     assert "Delivered: True" in text and "rain jacket" in text
     assert "performance=1.000" in text
     assert "Rating by user: outcome 4, satisfaction 5" in text

@@ -100,7 +100,10 @@ def test_watch_an_agent_and_a_simulated_user_notebook(notebook_env, monkeypatch)
         outputs = run_notebook("04_watch_agent_and_simulated_user.ipynb", notebook_env, lm,
                                monkeypatch)
     transcript = outputs[2]
-    assert "FLIGHT_SEARCH" in transcript and "EDITOR_UPDATE" in transcript
+    # in plain sentences, never the action syntax
+    assert "agent: Search flights on one date" in transcript
+    assert "Replace the whole shared plan with new text" in transcript
+    assert "FLIGHT_SEARCH(" not in transcript and "EDITOR_UPDATE(" not in transcript
     assert "[agent] A first full plan is in the editor." in outputs[3]
     assert "[user] Looks good so far" in outputs[3]
     assert "ended: finished | delivered: True" in outputs[4]
@@ -130,7 +133,7 @@ def test_evaluation_demo_notebook(notebook_env, monkeypatch):
     assert "<EvalReport: 4 sessions, 2 systems" in outputs[2]
     assert "collaborative" in outputs[3] and "autonomous" in outputs[3]
     assert judge.asked["pairwise"] == 2 and judge.asked["messages"] >= 2
-    assert "FLIGHT_SEARCH" in outputs[4]
+    assert "Search flights on one date" in outputs[4]  # the trajectory in plain sentences
     # results go to cogym-results/, which git ignores: running the examples leaves the checkout
     # clean (eval-runs/ and eval-report/ used to appear beside the notebooks)
     assert not (notebook_env / "eval-runs").exists() and not (notebook_env / "eval-report").exists()

@@ -36,6 +36,7 @@ from tornado.httpclient import AsyncHTTPClient
 from tornado.websocket import websocket_connect
 
 from cogym_lab.core import CoEnv, Component, RenderType, action
+from cogym_lab.core.actions import Action, ItemPick, format_action
 from cogym_lab.core.coordinator import Coordinator
 from cogym_lab.core.messages import TeamMember
 from cogym_lab.runtime.hosting import HostingError, SessionHost
@@ -161,7 +162,10 @@ def test_the_server_mode_urls_reach_the_seat_statuses_and_rating(run, jp_fetch, 
         statuses = [m for m in seen if m.get("type") == "status"]
         assert {m["status"] for m in statuses} <= {"thinking", "acting", "waiting", "failed"}
         assert "acting" in {m["status"] for m in statuses}
-        assert all(set(m) == {"type", "role", "status", "last_action", "ts"} for m in statuses)
+        assert all(set(m) == {"type", "role", "status", "waiting_for", "last_action", "ts"}
+                   for m in statuses)
+        assert {m["waiting_for"] for m in statuses if m["status"] == "waiting"} <= {
+            "teammate", "tick"}
         await jp_fetch("cogym", "api", "sessions", session_id, method="DELETE")
         await _read_until(ws, lambda m: m.get("done") is True)
         ws.close()
@@ -354,6 +358,11 @@ class Gallery(CoEnv):
     def add_paper(self, role: str, title: str) -> None:
         self.library.append({"number": len(self.library) + 1, "id": "x", "title": title})
 
+    @action("Add search results to the library.",
+            picks=ItemPick(component="search", label="Add to library"), ids="Their ids")
+    def pick_paper(self, role: str, ids: str) -> None:
+        self.library.append({"number": len(self.library) + 1, "id": ids, "title": ids})
+
 
 def _for_user(transition) -> dict[str, Any]:
     note = next(n for n in transition.notifications if n.recipient == "user")
@@ -371,10 +380,16 @@ def _gallery_notifications() -> dict[str, dict[str, Any]]:
                                                   "- one\n- two\n[bad](javascript:alert(1))"}},
         1001.0))
     notes["library"] = _for_user(coordinator.handle("agent", 'ADD_PAPER(title="BERT")', 1002.0))
+    plan = [f"Step {n}" for n in range(1, 31)]
+    coordinator.handle("agent", {"name": "EDITOR_UPDATE", "args": {"text": "\n".join(plan)}},
+                       1002.5)
+    plan[14] = "A new line by the agent."  # one line of thirty changes
     notes["confirm"] = _for_user(coordinator.handle("agent", {
+        "name": "REQUEST_TEAMMATE_CONFIRM", "args": {"pending_action": format_action(Action(
+            name="EDITOR_UPDATE", args={"text": "\n".join(plan)}))}}, 1003.0))
+    notes["confirm2"] = _for_user(coordinator.handle("agent", {
         "name": "REQUEST_TEAMMATE_CONFIRM", "args": {
-            "pending_action": 'EDITOR_UPDATE(text="# Notes\\n\\nA new line by the agent.\\n")'}},
-        1003.0))
+            "pending_action": 'ADD_PAPER(title="GPT")'}}, 1003.5))
     notes["paused"] = _for_user(coordinator.handle("user", "PAUSE_AGENT()", 1004.0))
     notes["end"] = _for_user(coordinator.end(1005.0, "finished"))
     return notes
@@ -520,6 +535,14 @@ async def test_the_panel_renders_every_view_safely_and_sends_actions(browser) ->
         "document.querySelectorAll('[data-testid=chat-pending]').length === 1", timeout=30_000)
     assert "first question" in await page.inner_text(_by("chat-message", sender="user"))
 
+    # A search result's own button sends the action that picks it, with its id.
+    pick = _by("item-pick", item="p1")
+    assert await page.inner_text(pick) == "Add to library"
+    await page.click(pick)
+    assert (await page.evaluate("window.sent"))[-1]["action"] == {
+        "name": "PICK_PAPER", "args": {"ids": "p1"}}
+    assert await page.is_disabled(pick)
+
     # Agent status, then the notification protocol's own word that the agent is paused.
     await page.evaluate(deliver, {"type": "status", "data": {
         "role": "agent", "status": "thinking", "last_action": 'ADD_PAPER(title="BERT")',
@@ -535,18 +558,72 @@ async def test_the_panel_renders_every_view_safely_and_sends_actions(browser) ->
     await page.click(_by("pause-button"))
     assert (await page.evaluate("window.sent"))[-1]["action"]["name"] == "PAUSE_AGENT"
 
+    # The status in plain words, with how long ago it changed: acting says on what, waiting
+    # says for whom.
+    words = _by("agent-status-words")
+    await page.evaluate(deliver, {"type": "status", "data": {
+        "role": "agent", "status": "acting", "last_action": 'ADD_PAPER(title="BERT")',
+        "ts": time.time()}})
+    await page.wait_for_selector(_by("agent-status", role="agent", status="acting"))
+    assert await page.inner_text(words) == "acting: Add a library entry: title “BERT”"
+    assert await page.inner_text(_by("agent-status-since")) == "· just now"
+    for waiting_for, said in (("teammate", "waiting for you"), ("tick", "waiting for a tick")):
+        await page.evaluate(deliver, {"type": "status", "data": {
+            "role": "agent", "status": "waiting", "waiting_for": waiting_for,
+            "ts": time.time()}})
+        await page.wait_for_function(
+            "([selector, said]) => document.querySelector(selector).innerText.startsWith(said)",
+            arg=[words, said], timeout=30_000)
+
+    # The session's set-up: a progress bar with the phase and the time left, gone once over.
+    setup = {"task": "Building the paper search index", "phase": "tokenizing",
+             "fraction": 0.45, "elapsed": 27.0, "seconds_left": 33.0}
+    await page.evaluate(deliver, {"type": "status", "data": {"setup": setup, "ts": time.time()}})
+    await page.wait_for_selector(_by("view-setup"), state="visible", timeout=30_000)
+    assert await page.evaluate(f"document.querySelector('{_by('setup-progress')}').value") == 0.45
+    assert await page.inner_text(_by("setup-label")) == (
+        "Building the paper search index: tokenizing · 45% · about 33 s left. The agent "
+        "starts when it is ready.")
+    await page.evaluate(deliver, {"type": "status", "data": {"setup": None, "ts": time.time()}})
+    await page.wait_for_selector(_by("view-setup"), state="hidden", timeout=30_000)
+
     # A confirmation: a preview of the change, and accept.
     await page.evaluate(deliver, {"type": "notification", "data": notes["confirm"]})
     await page.wait_for_selector(_by("confirm-accept", request_id="c1"), timeout=30_000)
     preview = await page.inner_text(_by("confirmation-preview"))
-    assert "EDITOR_UPDATE" in preview and "A new line by the agent." in preview
+    assert "Replace the whole text" in preview and "A new line by the agent." in preview
+    # the header says what is asked in words, not as a request wrapping an action string
+    last_event = await page.inner_text(_by("last-event"))
+    assert "asks for approval: Replace the whole text" in last_event
+    assert "REQUEST_TEAMMATE_CONFIRM" not in last_event and "\\n" not in last_event
+    # the one changed line leads, with two lines of context; the rest is folded away
+    assert "1 line added, 1 removed" in preview
+    assert [await f.inner_text() for f in await page.query_selector_all(_by("diff-fold"))] == [
+        "… 12 unchanged lines (show)", "… 13 unchanged lines (show)"]
+    assert "Step 1\n" not in preview and "Step 13" in preview and "Step 17" in preview
+    await page.click(_by("diff-fold"))  # unfolds the first run
+    assert "Step 1\n" in await page.inner_text(_by("confirmation-preview"))
     await page.click(_by("confirm-accept", request_id="c1"))
     assert (await page.evaluate("window.sent"))[-1]["action"] == {
         "name": "ACCEPT_CONFIRMATION", "args": {"request_id": "c1"}}
+    # Accept all for the session: what the agent asks next is accepted without a click, and
+    # what was answered already is not answered twice.
+    sent_before = len(await page.evaluate("window.sent"))
+    await page.check(_by("confirm-accept-all"))
+    assert len(await page.evaluate("window.sent")) == sent_before
+    await page.evaluate(deliver, {"type": "notification", "data": notes["confirm2"]})
+    await page.wait_for_function(f"window.sent.length === {sent_before + 1}", timeout=30_000)
+    assert (await page.evaluate("window.sent"))[-1]["action"] == {
+        "name": "ACCEPT_CONFIRMATION", "args": {"request_id": "c2"}}
 
     await page.evaluate(deliver, {"type": "notification", "data": notes["paused"]})
     await page.wait_for_selector(_by("agent-status", role="agent", status="paused"))
     assert await page.get_attribute(_by("pause-button"), "data-state") == "paused"
+    await page.evaluate(deliver, {"type": "status", "data": {  # another agent, 30 s ago
+        "role": "scout", "status": "thinking", "ts": time.time() - 30}})
+    scout = _by("agent-status", role="scout") + ' [data-testid="agent-status-since"]'
+    await page.wait_for_selector(scout)
+    assert await page.inner_text(scout) in ("· 30 s ago", "· 31 s ago")
 
     # The end: the rating form, sent through the transport, confirmed by the kernel.
     await page.evaluate(deliver, {"type": "notification", "data": notes["end"]})
@@ -590,6 +667,72 @@ async def test_a_refused_action_is_shown_and_its_chat_message_marked_not_sent(br
                                  ".textContent.includes('2 actions refused')", timeout=30_000)
     await page.click(_by("panel-error-dismiss"))
     assert await page.is_hidden(_by("panel-error"))
+    assert errors == []
+
+
+#: Controls a watcher may still use: they change only what the panel shows.
+VIEW_ONLY_CONTROLS = ["editor-preview-toggle", "panel-error-dismiss"]
+
+#: Every control of the panel that is not disabled (natively or by aria-disabled), by testid.
+ENABLED_CONTROLS = """(root) => [...root.querySelectorAll('button, select, input, textarea')]
+    .filter((c) => !c.disabled && c.getAttribute('aria-disabled') !== 'true')
+    .map((c) => c.dataset.testid || c.tagName).sort()"""
+
+
+async def test_a_read_only_panel_shows_everything_and_sends_nothing(browser) -> None:
+    """Watch mode: the header says whose view it follows, every control that acts is disabled
+    (text fields read-only and aria-disabled, so keys typed there still stay in the panel), and
+    nothing the watcher does sends an action, Enter in the chat box included."""
+    notes = _gallery_notifications()
+    page, errors = await _open_page(browser, "http://panel.test",
+                                    LOCAL_STATE | {"readonly": True})
+    deliver = "(message) => window.deliver(message)"
+    for step in ("start", "message", "library", "confirm", "confirm2"):
+        await page.evaluate(deliver, {"type": "notification", "data": notes[step]})
+    await page.evaluate(deliver, {"type": "status", "data": {
+        "role": "agent", "status": "acting", "ts": 1001.0, "last_action": 'ADD_PAPER(title="x")'}})
+    await page.wait_for_selector(_by("confirm-accept", request_id="c1"), timeout=30_000)
+
+    root = page.locator(_by("cogym-panel"))
+    assert await root.get_attribute("data-readonly") == "true"
+    assert await page.inner_text(_by("your-role")) == "Watching user (read-only)"
+    # The same views as a person's: workspace, chat, agent status, approvals.
+    for testid in ("view-editor", "view-library", "view-checklist", "chat-message",
+                   "agent-status", "confirmation-preview"):
+        assert await page.locator(_by(testid)).count() > 0, testid
+    assert await root.evaluate(ENABLED_CONTROLS) == VIEW_ONLY_CONTROLS
+    for testid in ("chat-input", "chat-send", "editor-textarea", "editor-save", "pause-button",
+                   "finish-button", "confirm-accept", "confirm-reject", "confirm-accept-all",
+                   "action-select", "action-submit"):
+        assert await page.locator(_by(testid)).first.is_disabled(), testid
+
+    chat = page.locator(_by("chat-input"))
+    # Playwright will not click what is aria-disabled; a person's click focuses the box, so keys
+    # typed there stay in the panel, but nothing can be typed and Enter sends nothing.
+    await chat.click(force=True)
+    assert await chat.evaluate("(field) => field === document.activeElement")
+    await page.keyboard.type("Hello")
+    await page.keyboard.press("Enter")
+    await page.keyboard.press("Shift+Enter")
+    assert await chat.input_value() == ""
+    await page.locator(_by("editor-textarea")).click(force=True)
+    await page.keyboard.press("Control+s")
+    await page.keyboard.press("Escape")
+    for testid in ("confirm-accept", "finish-button", "pause-button"):
+        await page.locator(_by(testid)).first.click(force=True)  # a click on a disabled button
+    assert await page.locator(_by("chat-pending")).count() == 0
+    assert await page.evaluate("window.sent") == [{"type": "hello"}]
+
+    # A status update rebuilds the agent box: its buttons stay disabled.
+    await page.evaluate(deliver, {"type": "status", "data": {
+        "role": "agent", "status": "waiting", "ts": 1002.0}})
+    assert await page.locator(_by("pause-button")).is_disabled()
+    # The end: the scores card as for a person, no rating form.
+    await page.evaluate(deliver, {"type": "notification", "data": notes["end"]})
+    await page.wait_for_selector(_by("scores-card"), state="visible", timeout=30_000)
+    assert await page.locator(_by("rating-form")).is_hidden()
+    assert await root.evaluate(ENABLED_CONTROLS) == VIEW_ONLY_CONTROLS
+    assert await page.evaluate("window.sent") == [{"type": "hello"}]
     assert errors == []
 
 

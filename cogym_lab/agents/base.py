@@ -254,8 +254,8 @@ class LMAgent(abc.ABC):
             return action
         if all(a is None for a in self._recent):
             reason = f"waited {self.stuck_after} times in a row"
-        elif len(set(self._recent)) == 1:
-            reason = f"repeated {action} {self.stuck_after} times"
+        elif len(set(self._recent)) == 1:  # said by the step's name: no action syntax in chat
+            reason = f"repeated the same step ({_step_words(action)}) {self.stuck_after} times"
         else:
             return action
         self._recent.clear()
@@ -279,12 +279,15 @@ class LMAgent(abc.ABC):
         return self.message(agent_prompt("lm_failure_message", reason=_short(reason)))
 
     def _on_unusable(self, error: str) -> str | None:
+        """Ask the teammate once, in plain words; what was wrong with the reply (a parse error
+        in action syntax) goes to the log only."""
         log.info("%s: unusable LM output: %s", self.role, error)
         if not self.collaborates or self._asked_for_help:
             return None
         self._asked_for_help = True
-        return self.message("I could not work out a valid next step (" + _short(error) +
-                            "). What would you like me to do?")
+        return self.message("I could not work out a valid next step: my language model's "
+                            "replies did not name a step I can take, so I did nothing. What "
+                            "would you like me to do?")
 
     def message(self, text: str, to: str | None = None) -> str:
         return format_action(Action(name="SEND_TEAMMATE_MESSAGE",
@@ -314,6 +317,13 @@ def extract_field(reply: str, field: str) -> str | None:
         return None
     value = reply[matches[-1].end():].strip().strip("`").strip()
     return value or None
+
+
+def _step_words(action: str | None) -> str:
+    """An action by its name in plain words ("SEARCH_PAPER(query=...)" -> "search paper"),
+    for messages to a person, who should not have to read action syntax."""
+    name = (action or "").split("(", 1)[0].strip()
+    return name.replace("_", " ").lower() or "an unreadable step"
 
 
 def _short(text: str, limit: int = 160) -> str:

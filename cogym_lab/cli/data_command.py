@@ -89,6 +89,14 @@ def _print_reports(root: Path, tasks: list[str]) -> None:
             click.echo("\n" + "\n".join(lines))
 
 
+def _prepare(root: Path, tasks: list[str]) -> None:
+    """Build each task's first-use work ahead of time (tasks with missing data are skipped:
+    they could not build it)."""
+    for task in tasks:
+        for line in task_data.prepare_data(task, root, progress=sys.stderr.isatty()):
+            click.echo(line)
+
+
 @click.command("data")
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help=f"The data directory (default: ${datasets.DATA_ENV_VAR}, else the user "
@@ -101,8 +109,12 @@ def _print_reports(root: Path, tasks: list[str]) -> None:
               help="Skip the tasks' slow data reports (e.g. reading the Related Work corpus "
                    "for its paper count and the title coverage of the papers the tasks ask "
                    "to cite; about ten seconds).")
+@click.option("--prepare", "do_prepare", is_flag=True,
+              help="Also build what sessions would build on first use (the Related Work "
+                   "task's paper search index: about a minute, once per corpus version), so "
+                   "a first search answers at once.")
 def data(data_dir: Path | None, tasks: tuple[str, ...], do_download: bool,
-         skip_coverage: bool) -> None:
+         skip_coverage: bool, do_prepare: bool) -> None:
     """Show which task data is present or missing in the data directory, and how to get it.
 
     Tasks may say more about their data (e.g. the Related Work task: how many papers its corpus
@@ -141,6 +153,9 @@ def data(data_dir: Path | None, tasks: tuple[str, ...], do_download: bool,
         click.echo(f"\n{failure}", err=True)
 
     missing = [s for s in states if not s.present]
+    if do_prepare:
+        _prepare(root, [t for t in chosen if not any(
+            s.item.task == t and not s.present for s in states)])
     if missing:
         click.echo(f"\n{len(missing)} of {len(states)} item(s) missing.")
         click.get_current_context().exit(1)

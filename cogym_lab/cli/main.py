@@ -86,7 +86,7 @@ def run(ctx: click.Context, task: str, instance: int | None, env_arg: tuple[str,
                          lm=lm, protocol=protocol, limits=limits | {"timeout": timeout or 600.0})
     try:
         session = build_session(spec, bus=_bus(bus_url),
-                                observers=[] if quiet else [Transcript(console)])
+                                observers=[] if quiet else [Transcript(console, spec.task)])
     except SessionBuildError as error:
         raise build_failed(error) from None
     people = [member.role for member in session.team if member.kind == "person"]
@@ -201,7 +201,8 @@ def env_node(session_id: str, redis_url: str, out: Path | None, task: str,
                              "timeout": timeout})
     try:
         session = build_session(spec, session_id=session_id, results_dir=out, remote=True,
-                                bus=_bus(redis_url), observers=[Transcript(console)])
+                                bus=_bus(redis_url),
+                                observers=[Transcript(console, spec.task)])
     except SessionBuildError as error:
         raise build_failed(error) from None
     result = asyncio.run(_run_and_close(session.bus, session.run()))

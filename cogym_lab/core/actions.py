@@ -86,6 +86,17 @@ def _convert(value: Any, type_: str) -> Any:
     return _FAILED
 
 
+class ItemPick(BaseModel):
+    """An action that takes an item of a component by its id (a paper from search results):
+    the panel puts a button named ``label`` on each item of ``component`` that has an ``id``,
+    which sends the action with that id as its first param."""
+
+    model_config = ConfigDict(frozen=True)
+
+    component: str
+    label: str
+
+
 class ActionSpec(BaseModel):
     """An action's name, params, description, and whether its effect is private to the actor."""
 
@@ -99,6 +110,7 @@ class ActionSpec(BaseModel):
     # The component whose whole text this action's ``text`` param replaces (an editor). Such an
     # action sent on a stale copy is merged with the concurrent edits instead of erasing them.
     replaces: str | None = None
+    picks: ItemPick | None = None  # offered on each item of a component (see ItemPick)
 
     def param(self, name: str) -> ParamSpec | None:
         return next((p for p in self.params if p.name == name), None)

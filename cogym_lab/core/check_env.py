@@ -34,6 +34,9 @@ checks after it, which need an env that works that far:
 * **Private components**: a role's private component, once it holds anything, shows in no other
   role's view (an empty start looks alike for every role); none has a public component's name.
 * **Hidden strings**: no ``hidden_strings()`` text shows in a public component.
+* **Score reports**: when the task defines ``explain_scores``, it returns a list of
+  :class:`~cogym_lab.core.env.ScoreReport` for the scores ``evaluate()`` gives on the fresh env,
+  each naming one of those scores.
 * **Bad input to step**: ``step`` never raises on bad input (unknown actions, garbage, missing
   or mistyped params, bad roles, NUL, lone surrogates, U+2028, a megabyte of text); each gets an
   ``info["error"]`` and leaves every view as it was.
@@ -58,7 +61,13 @@ from pathlib import Path
 from typing import Any
 
 from cogym_lab.core.actions import ActionSpec
-from cogym_lab.core.env import CoEnv, _spec_from_method, is_non_empty, not_initialised
+from cogym_lab.core.env import (
+    CoEnv,
+    ScoreReport,
+    _spec_from_method,
+    is_non_empty,
+    not_initialised,
+)
 from cogym_lab.core.observation import Component, Observation
 from cogym_lab.core.state_diff import first_difference, show
 from cogym_lab.core.text import string_leaves
@@ -184,6 +193,7 @@ def _run_checks(subject: _Subject) -> list[str]:
     findings += _guarded("JSON views", check_views_are_json, env)
     findings += _guarded("Private components", check_private_components_stay_private, env)
     findings += _guarded("Hidden strings", check_hidden_strings_stay_hidden, env)
+    findings += _guarded("Score reports", check_score_reports, env)
     findings += _guarded("Bad input to step", check_step_refuses_bad_input, env)
     return findings
 
@@ -415,6 +425,34 @@ def check_hidden_strings_stay_hidden(env: CoEnv) -> list[str]:
                                 f"{component.name!r}, which agents see. Fix: keep hidden "
                                 f"information out of public components; the human side gets it "
                                 f"from hidden_information().")
+    return findings
+
+
+# -- score reports ----------------------------------------------------------------------------
+
+
+def check_score_reports(env: CoEnv) -> list[str]:
+    """A task that explains its scores returns :class:`ScoreReport` objects, each about one of
+    the scores it was given. Checked on the fresh env's ``evaluate()``: a session explains the
+    scores of whatever outcome it ends with, an empty one included."""
+    if type(env).explain_scores is CoEnv.explain_scores:
+        return []  # the default: no reports, nothing to check
+    scores = env.evaluate()
+    reports = env.explain_scores(dict(scores))
+    fix = ("Fix: return a list of ScoreReport(name=..., value=..., label=..., reasons=[...]) "
+           "(from cogym_lab.core.env), one for each score worth explaining.")
+    if not isinstance(reports, list):
+        return [f"Score reports: explain_scores() returned {show(reports)}, not a list. {fix}"]
+    findings = []
+    for index, report in enumerate(reports):
+        if not isinstance(report, ScoreReport):
+            findings.append(f"Score reports: explain_scores()[{index}] is "
+                            f"{type(report).__name__} {show(report)}, not a ScoreReport. {fix}")
+        elif report.name not in scores:
+            findings.append(f"Score reports: explain_scores() explains {report.name!r}, which "
+                            f"is not among the scores it was given ({', '.join(scores) or 'none'}"
+                            f"). Fix: explain only the scores passed in; a report on a score "
+                            f"the session does not have confuses the person reading it.")
     return findings
 
 

@@ -18,6 +18,7 @@ so an invalid action always leaves the state unchanged.
 from __future__ import annotations
 
 import abc
+import asyncio
 import dataclasses
 import inspect
 import typing
@@ -25,13 +26,43 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
-from cogym_lab.core.actions import Action, ActionError, ActionSpec, ParamSpec, ParamType
+from pydantic import BaseModel, ConfigDict, Field
+
+from cogym_lab.core.actions import (
+    Action,
+    ActionError,
+    ActionSpec,
+    ItemPick,
+    ParamSpec,
+    ParamType,
+)
 from cogym_lab.core.grammar import RawAction, expected_forms, format_action, parse_action
 from cogym_lab.core.observation import Component, Observation
+from cogym_lab.core.progress import ProgressListener
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
 
 #: One session as :meth:`CoEnv.summarise_scores` sees it: env arguments, delivered, scores.
 SessionScores = tuple[dict[str, Any], bool, dict[str, float]]
+
+
+class ScoreReport(BaseModel):
+    """One score of a graded session, in plain words for the people who worked on it: what the
+    score measures and why it came out as it did.
+
+    A task builds these from what its grader found (:meth:`CoEnv.explain_scores`); sessions keep
+    them in ``session.json`` beside ``scores`` and the panel shows them when the session ends.
+    Plain words means no action syntax and no grader internals: "The plan stays within the
+    $1,900 budget.", not "valid_cost=1.0".
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(description="The score's key in the session's scores, e.g. 'performance'.")
+    value: float = Field(description="The score, as the grader gave it.")
+    label: str = Field(description="What the score measures, in a few plain words.")
+    reasons: list[str] = Field(default_factory=list,
+                               description="Why it came out so: short sentences, one finding "
+                                           "each, most telling first.")
 
 _JSON_TYPES: dict[object, ParamType] = {str: "string", int: "integer", float: "number",
                                          bool: "boolean", list: "array", dict: "object"}
@@ -49,6 +80,7 @@ class _ActionMark(typing.NamedTuple):
     internal: bool
     param_descriptions: dict[str, str]
     replaces: str | None
+    picks: ItemPick | None
 
 
 @dataclass(frozen=True)
@@ -94,7 +126,7 @@ class ActionOutcome:
 
 
 def action(description: str, *, private: bool = False, internal: bool = False,
-           name: str | None = None, replaces: str | None = None,
+           name: str | None = None, replaces: str | None = None, picks: ItemPick | None = None,
            **param_descriptions: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a method ``(self, role, **params)`` as a task action.
 
@@ -105,11 +137,13 @@ def action(description: str, *, private: bool = False, internal: bool = False,
     not offered to members, and a member who sends it is refused. ``replaces="editor"`` says the
     action's ``text`` param replaces that component's whole text: the coordinator then merges an
     edit made on a stale copy with the edits made meanwhile (see ``core.text_merge``).
+    ``picks=ItemPick(component="search", label="Add to library")`` offers the action as a
+    button on each item of that component, which sends the item's id as the first param.
     """
 
     def mark(method: Callable[..., Any]) -> Callable[..., Any]:
         setattr(method, _MARK, _ActionMark(name or method.__name__.upper(), description, private,
-                                           internal, param_descriptions, replaces))
+                                           internal, param_descriptions, replaces, picks))
         return method
 
     return mark
@@ -118,7 +152,7 @@ def action(description: str, *, private: bool = False, internal: bool = False,
 def _spec_from_method(method: Callable[..., Any]) -> ActionSpec:
     mark = getattr(method, _MARK)
     assert isinstance(mark, _ActionMark)  # only action() sets it
-    name, description, private, internal, param_descriptions, replaces = mark
+    name, description, private, internal, param_descriptions, replaces, picks = mark
     hints = typing.get_type_hints(method)
     params = []
     for parameter in list(inspect.signature(method).parameters.values())[2:]:  # self, role
@@ -133,8 +167,11 @@ def _spec_from_method(method: Callable[..., Any]) -> ActionSpec:
         ))
     if replaces is not None and next((p for p in params if p.name == "text"), None) is None:
         raise TypeError(f"{name}: an action that replaces {replaces!r} needs a 'text' param")
+    if picks is not None and not params:
+        raise TypeError(f"{name}: an action that picks items of {picks.component!r} needs a "
+                        "param for the item's id")
     return ActionSpec(name=name, description=description, params=tuple(params), private=private,
-                      internal=internal, replaces=replaces)
+                      internal=internal, replaces=replaces, picks=picks)
 
 
 def is_non_empty(outcome: Any) -> bool:
@@ -217,8 +254,19 @@ class CoEnv(abc.ABC):
         return {}
 
     async def aevaluate(self) -> dict[str, float]:
-        """``evaluate`` for graders that need I/O (an LM judge). Sessions call this one."""
-        return self.evaluate()
+        """``evaluate`` for graders that need I/O (an LM judge). Sessions call this one. By
+        default it runs ``evaluate`` in a worker thread: a grader may be slow, and the event
+        loop serves other sessions meanwhile."""
+        return await asyncio.to_thread(self.evaluate)
+
+    def explain_scores(self, scores: dict[str, float]) -> list[ScoreReport]:
+        """The ``scores`` that ``aevaluate`` (or ``evaluate``) just gave, explained for the
+        person: one :class:`ScoreReport` for each score worth reading, with the grader's reasons.
+
+        Sessions call it right after grading, on the same env, so a task may explain from what
+        its grader kept during that call (an LM judge's stated reason) instead of grading again.
+        Scores left without a report are shown by value only. None by default."""
+        return []
 
     def env_args(self) -> dict[str, Any]:
         """Keyword arguments that rebuild this env from its registry name (for replay)."""
@@ -234,6 +282,15 @@ class CoEnv(abc.ABC):
         their own kernel), as ``(role, action)``; the EnvNode records each through
         ``Coordinator.apply_observed``. ``None`` when the task observes nothing."""
         return None
+
+    def prepare(self, progress: ProgressListener) -> None:  # noqa: B027 - optional hook
+        """Slow set-up before the first step: loading a dataset, building or opening an index.
+
+        Sessions call it once, in a worker thread (never on the event loop, which serves every
+        other session and request meanwhile), before the env is reset and any member acts.
+        Report how far it got with ``progress``, through a
+        :class:`~cogym_lab.core.progress.ProgressMeter` made with it as the listener; a
+        panel shows that as a progress bar with the time left. Nothing to do by default."""
 
     def hidden_information(self) -> str:
         """What only the human side knows (preferences, constraints). Never shown to agents;

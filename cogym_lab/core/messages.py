@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cogym_lab.core.actions import ActionSpec
 from cogym_lab.core.observation import Observation
+from cogym_lab.core.progress import Progress
 
 MemberKind = Literal["agent", "user", "person"]
 
@@ -155,6 +156,7 @@ def obs_channel(session_id: str, role: str) -> str:
 
 
 AgentState = Literal["thinking", "acting", "waiting", "paused", "failed", "finished"]
+WaitingFor = Literal["teammate", "tick"]
 
 
 class AgentStatus(BaseModel):
@@ -162,10 +164,23 @@ class AgentStatus(BaseModel):
 
     role: str
     status: AgentState
+    #: When waiting: for a teammate's answer (it asked them to go on), or for the next
+    #: notification or idle tick (it chose to do nothing yet).
+    waiting_for: WaitingFor | None = None
     last_action: str | None = None
     ts: float
 
 
+class SetupStatus(BaseModel):
+    """How far the session's set-up (the env's ``prepare``: building an index, loading data)
+    got, on ``status_channel`` beside the agents' statuses; ``setup`` is ``None`` once it is
+    over. The panels show it as a progress bar with the time left."""
+
+    setup: Progress | None
+    ts: float
+
+
 def status_channel(session_id: str) -> str:
-    """Where agent nodes publish :class:`AgentStatus` updates (one channel per session)."""
+    """Where agent nodes publish :class:`AgentStatus` updates, and the session its
+    :class:`SetupStatus` (one channel per session)."""
     return f"{session_id}/status"

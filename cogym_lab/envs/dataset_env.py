@@ -52,6 +52,14 @@ class DatasetEnv(CoEnv):
         return []
 
     @classmethod
+    def prepare_data(cls, data_dir: Path, *, progress: bool = False) -> list[str]:
+        """Build ahead of time what the task's sessions would otherwise build on first use (a
+        search index), so no session waits for it (``cogym-lab data --prepare``). Returns
+        lines saying what was done; ``progress`` allows progress bars on stderr. Nothing by
+        default."""
+        return []
+
+    @classmethod
     def instances(cls, protocol: str = DEFAULT_PROTOCOL) -> list[dict[str, Any]]:
         return [{"instance": i} for i in range(len(cls.load_dataset(None, protocol)))]
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cogym_lab.datasets import DataItem
+from cogym_lab.datasets import CHOOSE_ANOTHER_DIR, DataItem, missing_message, status
 from cogym_lab.envs.registry import EnvFactory, available_envs, task_class
 
-__all__ = ["all_data_files", "data_files", "data_report", "tasks_with_data"]
+__all__ = ["all_data_files", "data_files", "data_report", "missing_data_message", "prepare_data",
+           "tasks_with_data"]
 
 
 def _task(name: str) -> EnvFactory:
@@ -46,3 +47,35 @@ def data_report(task: str, data_dir: Path, *, progress: bool = False) -> list[st
     ``data_report``); may be slow. Empty when the task has nothing to add."""
     report = getattr(_task(task), "data_report", None)
     return list(report(data_dir, progress=progress)) if report is not None else []
+
+
+def prepare_data(task: str, data_dir: Path, *, progress: bool = False) -> list[str]:
+    """Build what the task's sessions would build on first use (its ``prepare_data``), and
+    say what was done. Empty when the task prepares nothing."""
+    prepare = getattr(_task(task), "prepare_data", None)
+    return list(prepare(data_dir, progress=progress)) if prepare is not None else []
+
+
+def missing_data_message(task: str, data_dir: Path, message: str, *,
+                         where: str = "command line") -> str:
+    """``message`` (a ``DataMissing`` raised while ``task``'s env was made from ``data_dir``),
+    with advice for a person ``where`` they are (see :func:`cogym_lab.datasets.missing_message`).
+
+    The task's declared files are checked again, so the message lists exactly what is missing
+    whichever loader raised it; if they are all there (the loader missed something else), its
+    own message is kept, with its command-line advice replaced for a notebook."""
+    if where == "command line":
+        return message
+    try:
+        items = data_files(task)
+    except KeyError:
+        items = ()
+    missing = [state for state in status(items, data_dir) if not state.present] if items else []
+    if missing:
+        return missing_message(task, data_dir, missing, where=where)
+    advice = (f"If the data is in another folder, run `%cogym config data_dir=/path/to/that/"
+              f"folder` in the notebook (the folder that holds {task}/), then start the session "
+              "again.")
+    if CHOOSE_ANOTHER_DIR in message:
+        return message.replace(CHOOSE_ANOTHER_DIR, advice)
+    return f"{message.rstrip()}\n{advice}"

@@ -13,7 +13,6 @@ A *system* is a task, an agent type and a model. The autonomous baseline of a ta
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import math
 import threading
@@ -26,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from cogym_lab.eval import effort as effort_metrics
-from cogym_lab.eval import plots
+from cogym_lab.eval import plots, report_html
 from cogym_lab.eval.failures import prevalence
 from cogym_lab.eval.judges import Judge, make_judge
 from cogym_lab.eval.labels import FAILURE_CATEGORIES
@@ -49,6 +48,15 @@ TEXT_SUMMARY_COLUMNS = [*SYSTEM, "protocol", "sessions", "failed", "delivery_rat
                         "performance", "collab_score", "h_init", "user_env_act_ratio",
                         "controlled_autonomy", "leaked_sessions", "satisfaction",
                         "outcome_rating", "agent_tokens", "user_tokens"]
+PAPER_TITLE = "Outcome and process (agent type x task)"
+#: The report's tables after the paper-style one, in order, with their titles (text and HTML).
+TABLE_TITLES = {"summary": "All metrics per system",
+                "task_rates": "The task's own rates (as each task summarises its scores over "
+                              "the sessions)",
+                "comparison": "Against the autonomous "
+                "baseline (paired test on task performance; pairwise win rate with 95% CI)",
+                "effort": "Collaborative effort scaling", "actions": "Acts per party",
+                "failures": "Failure prevalence (share of annotated sessions)"}
 
 
 def _paths(paths: Paths | None) -> list[Path]:
@@ -86,16 +94,9 @@ class EvalReport:
         if summary.empty:
             return "\n".join([*parts, "No sessions found."])
         parts += [*self.checks(), ""]
-        parts += ["Outcome and process (agent type x task)", _paper_table(summary).to_string(
+        parts += [PAPER_TITLE, _paper_table(summary).to_string(
             float_format=_fmt, na_rep="-"), ""]
-        titles = {"summary": "All metrics per system",
-                  "task_rates": "The task's own rates (as each task summarises its scores over "
-                                "the sessions)",
-                  "comparison": "Against the autonomous "
-                  "baseline (paired test on task performance; pairwise win rate with 95% CI)",
-                  "effort": "Collaborative effort scaling", "actions": "Acts per party",
-                  "failures": "Failure prevalence (share of annotated sessions)"}
-        for name, title in titles.items():
+        for name, title in TABLE_TITLES.items():
             table = self.tables[name]
             if table.empty:
                 continue
@@ -141,27 +142,23 @@ class EvalReport:
         return [*written, text]
 
     def _repr_html_(self) -> str:
+        """The report inline in a notebook: the text report's tables, each in a box that
+        scrolls sideways when it is wider than the output, then the plots (see
+        :mod:`cogym_lab.eval.report_html`)."""
         summary = self.tables["summary"]
         if summary.empty:
             return "<p>No sessions found.</p>"
-        parts = ["<h3>Co-Gym evaluation report</h3>",
-                 "".join(f"<p>{_html(line)}</p>" for line in self.checks()),
-                 _paper_table(summary).to_html(float_format=_fmt, na_rep="-")]
-        for name in ("task_rates", "comparison", "effort", "failures"):
-            if not self.tables[name].empty:
-                parts += [f"<h4>{name.capitalize()}</h4>",
-                          self.tables[name].to_html(index=False, float_format=_fmt, na_rep="-")]
-        for name, figure in self.figures().items():
-            data = base64.b64encode(plots.png_bytes(figure)).decode()
-            parts.append(f'<img alt="{name}" src="data:image/png;base64,{data}"/>')
-        if self.notes:
-            parts.append("<ul>" + "".join(f"<li>{_html(note)}</li>" for note in self.notes) +
-                         "</ul>")
-        return "\n".join(parts)
-
-
-def _html(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        sections = [(PAPER_TITLE, report_html.paper_table_html(_paper_table(summary),
+                                                                PAPER_TITLE))]
+        for name, title in TABLE_TITLES.items():
+            table = self.tables[name]
+            if table.empty:
+                continue
+            if name == "summary":  # as in the text: the main columns (the CSV has them all)
+                table = table[[c for c in TEXT_SUMMARY_COLUMNS if c in table.columns]]
+            sections.append((title, report_html.table_html(table, title)))
+        return report_html.render("Co-Gym evaluation report", self.checks(), sections,
+                                  self.figures(), self.notes)
 
 
 def _fmt(value: float) -> str:

@@ -30,7 +30,7 @@ def show(session_dir: str | Path, *, width: int = 110) -> str:
     console.print(f"Status: {record.status}" + (f"  error: {record.error}" if record.error
                                                   else ""))
     console.print("")
-    print_event = Transcript(console)
+    print_event = Transcript(console, record.task)
     for event in record.events:
         print_event(event)
     console.print("")

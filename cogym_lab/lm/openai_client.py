@@ -113,8 +113,8 @@ class OpenAILM(LM):
     def __init__(self, config: LMConfig) -> None:
         super().__init__(config)
         if not config.model:
-            raise LMNotConfigured("OpenAILM needs a model name: set COGYM_MODEL or give model "
-                                  "in the LM configuration")
+            raise LMNotConfigured("No model name is set for this language model: set "
+                                  "COGYM_MODEL, or give model in the LM configuration")
         key = config.api_key.get_secret_value() if config.api_key is not None else ""
         if not key:
             if config.base_url is None:

@@ -35,6 +35,7 @@ from cogym_lab.core.messages import (
     EventType,
     MemberKind,
     StepRequest,
+    WaitingFor,
     obs_channel,
     status_channel,
     step_channel,
@@ -180,7 +181,7 @@ class MemberNode:
             return
         failing = getattr(self.teammate, "lm_failing", False) is True  # its LM keeps failing
         if action is None:
-            await self._publish_status("failed" if failing else "waiting")
+            await self._publish_status("failed" if failing else "waiting", waiting_for="tick")
             return
         if isinstance(action, Action):
             action = action.model_dump()
@@ -193,13 +194,16 @@ class MemberNode:
         self._last_action = _action_text(action)
         await self._send(request)
         waits = name == WAIT_TEAMMATE_CONTINUE.name
-        await self._publish_status("failed" if failing else "waiting" if waits else "acting")
+        await self._publish_status("failed" if failing else "waiting" if waits else "acting",
+                                   waiting_for="teammate" if waits else None)
 
-    async def _publish_status(self, status: AgentState) -> None:
+    async def _publish_status(self, status: AgentState,
+                              waiting_for: WaitingFor | None = None) -> None:
         """Tell the panels what this member does now; a lost status never stops the member."""
         if not self.publishes_status:
             return
-        update = AgentStatus(role=self.role, status=status, last_action=self._last_action,
+        update = AgentStatus(role=self.role, status=status, waiting_for=waiting_for,
+                             last_action=self._last_action,
                              ts=time.time())
         try:
             await self.bus.publish(status_channel(self.session_id), update.model_dump(mode="json"))

@@ -12,23 +12,26 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from cogym_lab._version import __version__
 from cogym_lab.bus import Bus, MemoryBus
 from cogym_lab.core import CoEnv
 from cogym_lab.core.coordinator import Coordinator, default_step_limits
+from cogym_lab.core.env import ScoreReport
 from cogym_lab.core.member import Member
 from cogym_lab.core.messages import (
     Event,
     MemberKind,
+    SetupStatus,
     TeamMember,
     obs_channel,
     status_channel,
     step_channel,
 )
+from cogym_lab.core.progress import Progress
 from cogym_lab.core.protocol import ScoringProtocol, get_protocol
-from cogym_lab.lm import LM
+from cogym_lab.lm import LM, LMError
 from cogym_lab.nodes.env_node import LOG_FAILED, EnvNode, EventObserver
 from cogym_lab.nodes.leakage import LeakageGuard, LeakageReport
 from cogym_lab.nodes.member_node import AgentNode, MemberNode, UserNode
@@ -80,6 +83,39 @@ class SessionResult(BaseModel):
     events: int
     duration: float
     results_dir: str | None
+    #: The scores explained in plain words by the task (``CoEnv.explain_scores``).
+    score_reports: list[ScoreReport] = Field(default_factory=list)
+    #: Why there are no scores, in plain words for the person (``None`` when there are some).
+    grading_note: str | None = None
+    #: The error of a grader that failed, as raised: for the record, not for the panel's text.
+    grading_error: str | None = None
+
+
+class Grading(BaseModel):
+    """A session's graded end as the panels show it: the scores with their reports, or in plain
+    words why there are none (``note``), and the raw ``error`` of a grader that failed."""
+
+    delivered: bool
+    end_reason: str | None
+    scores: dict[str, float]
+    score_reports: list[ScoreReport]
+    note: str | None = None
+    error: str | None = None
+
+    @classmethod
+    def of(cls, result: SessionResult) -> Grading:
+        return cls(delivered=result.delivered, end_reason=result.end_reason,
+                   scores=result.scores, score_reports=result.score_reports,
+                   note=result.grading_note, error=result.grading_error)
+
+
+class GradingStatus(BaseModel):
+    """Published on ``status_channel`` once the session is graded, beside the agents' statuses,
+    so that a panel that saw the end shows the scores as soon as the grader is done (an LM judge
+    may take a while after the last event)."""
+
+    grading: Grading
+    ts: float
 
 
 def _kind_of(role: str, member: Any, kinds: Mapping[str, MemberKind]) -> MemberKind:
@@ -96,6 +132,16 @@ def _kind_of(role: str, member: Any, kinds: Mapping[str, MemberKind]) -> MemberK
                          "'user' for a simulated user), or give its class a kind attribute. "
                          "Team files get kinds from their member types.")
     return kind
+
+
+def _grading_failed(error: BaseException) -> str:
+    """Why a session has no scores when its grader failed, in plain words for the person; the
+    error itself goes to the log and to ``session.json``."""
+    if isinstance(error, LMError):
+        return (f"Not graded: the grader's language model failed ({error.reason}), so this "
+                f"session has no scores. The result itself is saved.")
+    return ("Not graded: the grader failed, so this session has no scores. The result itself is "
+            "saved; the server's log says what went wrong.")
 
 
 def new_session_id() -> str:
@@ -155,6 +201,7 @@ class Session:
                                     humans={m.role for m in self.team if m.is_human})
         self._watch_agent_prompts()
         self.restored: Restored | None = None
+        self._prepared = False  # the env's set-up (``prepare``) has run
         self.interrupted: str | None = None  # why the session stopped without ending
         #: What ``build_session`` set: the spec this session was built from (``session.json``
         #: stores it), the LMs its members and tools use, and the roles given a setup guide.
@@ -171,6 +218,37 @@ class Session:
             self.leakage.watch_event(event)
         return self.restored
 
+    async def prepare(self, bus: Bus | None = None) -> None:
+        """Run the env's slow set-up (:meth:`CoEnv.prepare`) once, in a worker thread, so the
+        event loop keeps serving every other session meanwhile; with a ``bus``, the panels are
+        told how far it got (:class:`SetupStatus` on the status channel, then one saying it is
+        over)."""
+        if type(self.env).prepare is CoEnv.prepare:  # nothing to prepare: no thread hop
+            self._prepared = True
+        if self._prepared:
+            return
+        loop = asyncio.get_running_loop()
+        reported = False
+
+        async def publish(status: SetupStatus) -> None:
+            if bus is None:
+                return
+            try:
+                await bus.publish(status_channel(self.session_id), status.model_dump(mode="json"))
+            except Exception:  # a lost progress report never stops the set-up
+                log.warning("could not publish the set-up progress", exc_info=True)
+
+        def report(progress: Progress) -> None:  # called in the worker thread
+            nonlocal reported
+            reported = True
+            status = SetupStatus(setup=progress, ts=time.time())  # stamped here: panels keep
+            asyncio.run_coroutine_threadsafe(publish(status), loop)  # the latest by its time
+
+        await asyncio.to_thread(self.env.prepare, report)
+        self._prepared = True
+        if reported:
+            await publish(SetupStatus(setup=None, ts=time.time()))
+
     async def interrupt(self, reason: str = "interrupted") -> None:
         """Stop ``run`` without ending the session: no END is logged, no grading is done, and
         ``session.json`` says ``interrupted``, so the session can be restored and resumed."""
@@ -182,6 +260,7 @@ class Session:
         """Run the session to its end (or its interruption) and return what it produced."""
         bus = self.bus or MemoryBus()
         await bus.connect()
+        await self.prepare(bus)
         resumed = self.restored is not None and self.restored.events > 0
         writer = ResultsWriter(self.results_dir, keep=resumed) if self.results_dir else None
         started = time.time()
@@ -230,8 +309,7 @@ class Session:
             return await self._close_interrupted(writer, started)
         if self.env_node.log_failure:
             return await self._close_log_failed(writer, started)
-        delivered = is_delivered(self.env, self.coordinator.end_reason)
-        result = self.result(time.time() - started, await self._scores() if delivered else {})
+        result = await self._graded_result(started)
         await self.env.aclose()
         if writer:
             writer.write_session(status="finished", ended_at=time.time(),
@@ -240,6 +318,7 @@ class Session:
                                  leakage=self.leakage_report().model_dump(mode="json"),
                                  final_state=self.coordinator.snapshot())
             writer.close()
+        await self._publish_grading(result)
         return result
 
     async def _close_log_failed(self, writer: ResultsWriter | None,
@@ -308,14 +387,66 @@ class Session:
         """``run`` for scripts and the CLI, outside an event loop."""
         return asyncio.run(self.run())
 
-    async def _scores(self) -> dict[str, float]:
+    async def _graded_result(self, started: float) -> SessionResult:
+        """The result of a session that ended: graded when it delivered, each score explained
+        by the task, or a plain note on why there are no scores. A grader or an explanation
+        that fails costs the scores or the reasons only, never the result."""
+        end_reason = self.coordinator.end_reason
+        if not is_delivered(self.env, end_reason):
+            note = (f"Not graded: under this session's scoring, a session that ends this way "
+                    f"({end_reason or 'no reason given'}) delivers nothing."
+                    if not get_protocol(self.env.protocol).delivers(end_reason) else
+                    "Not graded: the result is empty, so nothing was delivered.")
+            return self.result(time.time() - started, {}, note=note)
         try:
-            return await self.env.aevaluate()
+            scores = await self.env.aevaluate()
         except Exception as error:  # noqa: BLE001 - a failing judge costs the score only
             log.warning("grading session %s failed: %s", self.session_id, error)
-            return {}
+            return self.result(time.time() - started, {}, note=_grading_failed(error),
+                               error=f"{type(error).__name__}: {error}")
+        if not scores:
+            return self.result(time.time() - started, {}, note="This task has no grader for "
+                               "this result, so there are no scores.")
+        return self.result(time.time() - started, scores, reports=self._explain(scores))
 
-    def result(self, duration: float, scores: dict[str, float]) -> SessionResult:
+    def _explain(self, scores: dict[str, float]) -> list[ScoreReport]:
+        """The task's reports on ``scores`` (``CoEnv.explain_scores``); what is not a
+        :class:`ScoreReport` is dropped and logged."""
+        if not scores:
+            return []
+        try:
+            reports = self.env.explain_scores(dict(scores))
+        except Exception:  # a failing explanation costs the reasons only
+            log.warning("explaining the scores of session %s failed", self.session_id,
+                        exc_info=True)
+            return []
+        if not isinstance(reports, list):
+            log.warning("session %s: explain_scores returned %s, not a list of ScoreReport",
+                        self.session_id, type(reports).__name__)
+            return []
+        kept = [report for report in reports if isinstance(report, ScoreReport)]
+        if len(kept) < len(reports):
+            log.warning("session %s: explain_scores returned %d item(s) that are not a "
+                        "ScoreReport; they are left out", self.session_id,
+                        len(reports) - len(kept))
+        return kept
+
+    async def _publish_grading(self, result: SessionResult) -> None:
+        """Tell the panels the graded end (:class:`GradingStatus` on the status channel). Only
+        on a bus someone else gave: a bus of the session's own has no panel on it, and is
+        closed by now."""
+        if self.bus is None:
+            return
+        status = GradingStatus(grading=Grading.of(result), ts=time.time())
+        try:
+            await self.bus.publish(status_channel(self.session_id), status.model_dump(mode="json"))
+        except Exception:  # a lost report never costs the results, which session.json has
+            log.warning("session %s: could not publish its scores", self.session_id,
+                        exc_info=True)
+
+    def result(self, duration: float, scores: dict[str, float], *,
+               reports: list[ScoreReport] | None = None, note: str | None = None,
+               error: str | None = None) -> SessionResult:
         outcome = self.env.outcome()
         return SessionResult(
             session_id=self.session_id, task=self.task, end_reason=self.coordinator.end_reason,
@@ -323,6 +454,7 @@ class Session:
             scores=scores,
             step_counts=dict(self.coordinator.step_counts), events=self.coordinator.seq,
             duration=duration, results_dir=str(self.results_dir) if self.results_dir else None,
+            score_reports=list(reports or []), grading_note=note, grading_error=error,
         )
 
     def describe(self) -> dict[str, Any]:

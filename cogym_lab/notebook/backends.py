@@ -39,7 +39,9 @@ class Backend(Protocol):
     def act(self, session_id: str, role: str, action: str | dict[str, Any]) -> None: ...
     def end(self, session_id: str) -> dict[str, Any]: ...
     def list(self) -> builtins.list[dict[str, Any]]: ...
-    def panel(self, session_id: str, role: str) -> Any: ...
+    def panel(self, session_id: str, role: str, readonly: bool = False) -> Any:
+        """The session panel following ``role``: its person seat, or (``readonly``) any
+        member, watched."""
     async def asnapshot(self, session_id: str) -> dict[str, Any]: ...
 
 
@@ -94,11 +96,11 @@ class ServerBackend:
         cell = running_cell_id()
         return {"path": path, "kernel_id": kernel_id, **({"cell_id": cell} if cell else {})}
 
-    def panel(self, session_id: str, role: str) -> Any:
+    def panel(self, session_id: str, role: str, readonly: bool = False) -> Any:
         from cogym_lab.widgets import SessionPanel
 
         return SessionPanel.for_server(self.server.base_path, self.server.token, session_id,
-                                       role)
+                                       role, readonly=readonly)
 
 
 class LocalBackend:
@@ -168,10 +170,11 @@ class LocalBackend:
     async def _list(self) -> builtins.list[dict[str, Any]]:
         return self.host.list()
 
-    def panel(self, session_id: str, role: str) -> Any:
+    def panel(self, session_id: str, role: str, readonly: bool = False) -> Any:
         from cogym_lab.widgets import SessionPanel
 
-        return SessionPanel.for_local(self.host, session_id, role, loop=self.runtime.loop)
+        return SessionPanel.for_local(self.host, session_id, role, loop=self.runtime.loop,
+                                      readonly=readonly)
 
 
 _server_backend: ServerBackend | None = None

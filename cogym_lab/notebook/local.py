@@ -47,7 +47,6 @@ class LocalRuntime:
     """A :class:`SessionHost` in this process, and the loop it runs on."""
 
     def __init__(self, results_dir: str | Path | None = None) -> None:
-        self.host = SessionHost(results_dir or default_results_dir(), redis_url=None)
         try:
             self.loop = asyncio.get_running_loop()
             self.thread: threading.Thread | None = None
@@ -56,6 +55,10 @@ class LocalRuntime:
             self.thread = threading.Thread(target=self.loop.run_forever, name="cogym-host",
                                            daemon=True)
             self.thread.start()
+        # On the kernel's own loop, `create` must finish without waiting (see `call`): the
+        # session is built there, as a cell would; a loop of its own may wait for a thread.
+        self.host = SessionHost(results_dir or default_results_dir(), redis_url=None,
+                                build_in_thread=self.thread is not None)
 
     @property
     def in_kernel_loop(self) -> bool:

@@ -12,6 +12,10 @@ finished ones as they are and open ones (no recorded end) marked ``interrupted``
 rebuilds such a session from its request and restores its state from ``events.jsonl``; the log
 goes on with the next sequence number. A server that shuts down interrupts its sessions the same
 way, so a restart never ends a session.
+
+The host counts the panels (seat WebSockets, local widget comms) open on each session: a running
+session with person seats that has none open for ``panel_grace_seconds`` ends, with that reason
+in its log (see :mod:`cogym_lab.runtime.panels`).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from cogym_lab.runtime.models import (
     StoredRating,
     validation_message,
 )
+from cogym_lab.runtime.panels import DEFAULT_PANEL_GRACE, PanelWatch
 from cogym_lab.runtime.stored import StoredSession, runs_elsewhere, this_process, write_json
 from cogym_lab.sessions.spec import SessionSpec
 
@@ -119,6 +124,8 @@ class HostedSession:
             "results_dir": str(self.directory) if self.directory else None,
             "delivered": self.result.delivered if self.result else None,
             "scores": self.result.scores if self.result else None,
+            "score_reports": ([r.model_dump(mode="json") for r in self.result.score_reports]
+                              if self.result else None),
         }
 
     def details(self) -> dict[str, Any]:
@@ -136,11 +143,18 @@ class SessionHost:
 
     def __init__(self, results_dir: str | Path, redis_url: str | None = None,
                  default_team: str | None = None, *, teams: Mapping[str, str] | None = None,
-                 team_paths: bool = True) -> None:
+                 team_paths: bool = True,
+                 panel_grace_seconds: float | None = DEFAULT_PANEL_GRACE,
+                 build_in_thread: bool = True) -> None:
         """``teams`` registers team files by name beside the ready ones; ``team_paths`` says
         whether a team may also be a file path (yes in a kernel or a script, which run their
-        owner's code anyway; never in a server, whose requests come from others)."""
+        owner's code anyway; never in a server, whose requests come from others).
+        ``build_in_thread``: build sessions in a worker thread, off the loop (a server; a
+        kernel's host, whose magics need ``create`` to finish at once, passes False).
+        ``panel_grace_seconds``: how long a session with person seats goes on with no panel
+        open before it ends (``None``, zero or less: it never ends for that)."""
         self.results_dir = Path(results_dir)
+        self.build_in_thread = build_in_thread
         self.redis_url = redis_url
         self.default_team = default_team
         self.teams = dict(teams or {})
@@ -150,6 +164,7 @@ class SessionHost:
         #: Links sessions to a person's notebook (its kernel and live document): a
         #: ``cogym_lab.server.live_notebooks.NotebookOpener``, set by the server extension.
         self.notebooks: Any = None
+        self._panels = PanelWatch(panel_grace_seconds, self._end_unfollowed)
 
     # -- creating and resuming ----------------------------------------------------------------
 
@@ -170,7 +185,7 @@ class SessionHost:
                 raise HostingError(validation_message(error)) from None
         elif fields:
             raise TypeError("give a spec or its fields, not both")
-        hosted = self._build(spec)
+        hosted = await self._build_off_loop(spec)
         if access is not None:
             shared = sorted({*access.seat_users, *access.seat_tokens} - set(hosted.people))
             if shared:
@@ -200,8 +215,23 @@ class SessionHost:
                                "session can be resumed.", status=409)
         if stored.resuming:
             raise HostingError(f"Session {session_id!r} is being resumed.", status=409)
+        stored.resuming = True  # before any wait: a second resume is refused
         try:
-            hosted = self._build(stored.record.spec, session_id=session_id)
+            hosted = await self._restore(stored)
+        except BaseException:
+            stored.resuming = False
+            raise
+        self.sessions[session_id] = hosted  # from here on it is this server's (409 if again)
+        del self.stored[session_id]
+        await self._start(hosted)
+        return hosted
+
+    async def _restore(self, stored: StoredSession) -> HostedSession:
+        """The interrupted session ``stored`` rebuilt, in the state its log ends in, with its
+        notebook connected; not yet started. Raises ``HostingError``."""
+        session_id = stored.session_id
+        try:
+            hosted = await self._build_off_loop(stored.record.spec, session_id)
         except HostingError as error:
             raise HostingError(f"Session {session_id!r} cannot be rebuilt: {error.message}",
                                status=500) from None
@@ -212,25 +242,28 @@ class SessionHost:
             log.warning("session %s: dropped a half-written last event (%d bytes)", session_id,
                         cut)
         try:
+            await hosted.session.prepare()  # replaying a search needs the index, off the loop
             events = read_events(stored.directory) if (stored.directory / "events.jsonl"
                                                        ).is_file() else []
             hosted.session.restore(events)
+            await self._connect_notebook(hosted)
         except (ReplayMismatch, ValueError) as error:  # ValueError: a line that is not an event
             await hosted.session.env.aclose()
             raise HostingError(f"Session {session_id!r} cannot be restored from its log: "
                                f"{error}", status=500) from None
-        hosted.restored_state = hosted.session.coordinator.snapshot()
-        stored.resuming = True  # before any wait: a second resume is refused
-        try:
-            await self._connect_notebook(hosted)
-        except HostingError:
-            stored.resuming = False
+        except BaseException:
             await hosted.session.env.aclose()
             raise
-        self.sessions[session_id] = hosted  # from here on it is this server's (409 if again)
-        del self.stored[session_id]
-        await self._start(hosted)
+        hosted.restored_state = hosted.session.coordinator.snapshot()
         return hosted
+
+    async def _build_off_loop(self, spec: SessionSpec,
+                              session_id: str | None = None) -> HostedSession:
+        """:meth:`_build` in a worker thread when ``build_in_thread``: building an env may load
+        a dataset, which must not stall the server's other sessions and requests."""
+        if self.build_in_thread:
+            return await asyncio.to_thread(self._build, spec, session_id)
+        return self._build(spec, session_id)
 
     def _build(self, spec: SessionSpec, session_id: str | None = None) -> HostedSession:
         """The session ``spec`` describes, not yet started. Raises ``HostingError``."""
@@ -298,6 +331,7 @@ class SessionHost:
                               StepRequest(role=role, kind="join").model_dump(mode="json"))
         hosted.runner = asyncio.create_task(self._run(hosted))
         self.sessions[hosted.session_id] = hosted
+        self._watch_panels(hosted)
 
     async def _run(self, hosted: HostedSession) -> SessionResult | None:
         try:
@@ -469,6 +503,7 @@ class SessionHost:
         request = _request(role, "action", action)
         request.base = base
         await hosted.bus.publish(step_channel(session_id), request.model_dump(mode="json"))
+        self._panels.acted(session_id)  # someone is at the seat, panel or not
         return request
 
     async def interrupt(self, session_id: str) -> bool:
@@ -487,6 +522,47 @@ class SessionHost:
         if hosted.status == "running" and hosted.bus is not None:
             await hosted.bus.publish(step_channel(session_id),
                                      StepRequest(role=role, kind="sync").model_dump(mode="json"))
+
+    # -- panels -------------------------------------------------------------------------------
+
+    @property
+    def panel_grace_seconds(self) -> float | None:
+        """How long a session with person seats goes on with no panel open (``None``, zero or
+        less: forever). Setting it affects grace periods that start later."""
+        return self._panels.grace
+
+    @panel_grace_seconds.setter
+    def panel_grace_seconds(self, seconds: float | None) -> None:
+        self._panels.grace = seconds
+
+    def panel_opened(self, session_id: str, role: str) -> None:
+        """A person's panel connected to seat ``role`` (a seat WebSocket opened, a local panel
+        was made). Stops the session's grace period. Call on the host's loop, once per panel,
+        and ``panel_closed`` once when it goes."""
+        self._panels.opened(session_id, role)
+
+    def panel_closed(self, session_id: str, role: str) -> None:
+        """A panel that ``panel_opened`` counted went away. With none left open, a running
+        session with person seats ends after ``panel_grace_seconds`` unless one connects."""
+        self._panels.closed(session_id, role)
+
+    def panels(self, session_id: str, role: str | None = None) -> int:
+        """How many panels are open on a session (on its seat ``role`` only, when given)."""
+        return self._panels.count(session_id, role)
+
+    def _watch_panels(self, hosted: HostedSession) -> None:
+        """Time a session that just started: one with person seats ends if no panel is open
+        for the grace period (from now, when none has connected yet)."""
+        session_id = hosted.session_id
+        self._panels.started(session_id, timed=bool(hosted.people))
+        if hosted.runner is not None:
+            hosted.runner.add_done_callback(lambda _: self._panels.ended(session_id))
+
+    async def _end_unfollowed(self, session_id: str, reason: str) -> None:
+        """End a session whose grace period ran out with no panel open."""
+        hosted = self.sessions.get(session_id)
+        if hosted is not None and hosted.status == "running":
+            await self.end(session_id, reason)
 
     # -- ratings ------------------------------------------------------------------------------
 
@@ -532,6 +608,7 @@ class SessionHost:
     async def close(self, wait: float = 10.0) -> None:
         """Interrupt every running session (the server is going down): nothing is ended, each
         is recorded as interrupted, and a later server can resume it."""
+        self._panels.close()  # sockets closing as the server stops must not end any session
         running = [hosted for hosted in self.sessions.values() if hosted.status == "running"]
         for hosted in running:
             await hosted.session.interrupt(SHUTDOWN_REASON)

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from cogym_lab.runtime.access import SessionAccess
-from cogym_lab.sessions.spec import RoleName, SessionSpec
+from cogym_lab.sessions.spec import REVEAL_SECRETS, RoleName, SessionSpec
 
 HOSTING_FILE = "hosting.json"
 RATINGS_FILE = "ratings.json"
@@ -49,8 +49,10 @@ class CreateRequest(SessionSpec):
         return SessionSpec.model_validate(self.model_dump(exclude={"seat_users", "seat_tokens"}))
 
     def body(self) -> dict[str, Any]:
-        """The JSON body, without the fields left unset."""
-        return self.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+        """The JSON body, without the fields left unset. API keys are written out: this is
+        what a client sends over the server's authenticated REST API, and nothing else."""
+        return self.model_dump(mode="json", exclude_none=True, exclude_defaults=True,
+                               context={REVEAL_SECRETS: True})
 
 
 class ActionFrame(BaseModel):
@@ -110,11 +112,15 @@ class StoredRating(Rating):
 class HostingRecord(BaseModel):
     """``hosting.json``: how the server created a session, so a later server can rebuild it.
 
-    ``spec`` is the session's spec as resolved (API keys left out: a resume reads them from
-    the environment); records older than specs hold it as ``request``, which reads the same.
+    ``spec`` is the session's spec as resolved, always without its API keys (the record drops
+    any it is given: a key lives only in the memory of the server it was sent to, and a
+    resume reads keys from that server's environment); records older than specs hold it as
+    ``request``, which reads the same.
     ``team`` and ``people`` are what it resolved to. ``access`` says whose
     session it is (``None`` in records older than ownership: the server token's holder's).
     """
+
+    model_config = ConfigDict(hide_input_in_errors=True)
 
     session_id: str
     spec: SessionSpec
@@ -135,6 +141,13 @@ class HostingRecord(BaseModel):
             data = {**data, "spec": data["request"]}
             del data["request"]
         return data
+
+    @model_validator(mode="after")
+    def _holds_no_secret(self) -> HostingRecord:
+        """Whoever builds a record, ``hosting.json`` never holds a key."""
+        if any(settings.api_key is not None for settings in self.spec.lm.values()):
+            self.spec = self.spec.without_secrets()
+        return self
 
 
 def validation_message(error: ValidationError) -> str:

@@ -13,8 +13,8 @@ from typing import Any
 from cogym_lab.runtime.access import TOKEN_HOLDER, SessionAccess
 from cogym_lab.runtime.models import HostingRecord
 
-RESULT_FIELDS = ("end_reason", "delivered", "outcome", "scores", "step_counts", "events",
-                 "duration")
+RESULT_FIELDS = ("end_reason", "delivered", "outcome", "scores", "score_reports", "step_counts",
+                 "events", "duration")
 
 
 @dataclass

@@ -9,6 +9,7 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Dict, Float, Int, List, Unicode, default
 
 from cogym_lab.runtime.hosting import SessionHost
+from cogym_lab.runtime.panels import DEFAULT_PANEL_GRACE
 from cogym_lab.server.create_policy import CreatePolicy
 from cogym_lab.server.handlers import (
     ActionsHandler,
@@ -58,6 +59,27 @@ class CogymLab(ExtensionApp):
                                         "OPENAI_BASE_URL.").tag(config=True)
     allow_loopback_lm = Bool(True, help="Whether lm.base_url may also be any loopback address "
                                         "(a local LM server).").tag(config=True)
+    data_dirs = List(Unicode(), help="Folders a request's data_dir (from a notebook: `%cogym "
+                                     "config data_dir=...` or its COGYM_DATA) may name, the "
+                                     "folder itself or one inside it, beside the server's own "
+                                     "data folder (its COGYM_DATA, else the user cache) and its "
+                                     "root directory.").tag(config=True)
+
+    # -- the administrator's LM: it wins over what requests ask for ---------------------------
+    lm_model = Unicode(None, allow_none=True,
+                       help="The model of every LM of every hosted session. Set, it replaces "
+                            "the model a request (%cogym config, --model) or a team file "
+                            "names; the create answer's notes say so.").tag(config=True)
+    lm_base_url = Unicode(None, allow_none=True,
+                          help="The OpenAI-compatible endpoint every hosted session's LMs "
+                               "call. Set, it replaces a request's base_url, and a request's "
+                               "API key is used only if it was given for this endpoint (the "
+                               "server's own OPENAI_API_KEY otherwise).").tag(config=True)
+    allow_request_lm = Bool(True, help="Whether a request may choose its LMs (model, base_url, "
+                                       "api_key, provider). False: the server's own settings "
+                                       "(lm_model, lm_base_url, its environment, the team "
+                                       "files) are used, and a request's are not.").tag(
+        config=True)
 
     # -- limits ---------------------------------------------------------------------------------
     max_seats_per_session = Int(_DEFAULTS.max_seats_per_session, min=1,
@@ -85,6 +107,12 @@ class CogymLab(ExtensionApp):
     ws_action_burst = Int(_DEFAULTS.ws_action_burst, min=1,
                           help="Actions one connection may send at once before the rate "
                                "applies.").tag(config=True)
+
+    panel_grace_seconds = Float(DEFAULT_PANEL_GRACE,
+                                help="Seconds a running session with person seats goes on with "
+                                     "no panel (seat WebSocket) open before it ends, with that "
+                                     "reason in its log; a reload within it is fine. 0 or less: "
+                                     "never end a session for that.").tag(config=True)
 
     def server_limits(self) -> ServerLimits:
         return ServerLimits(
@@ -122,7 +150,7 @@ class CogymLabApp(CogymLab):
         # Requests come from others: team names only, never a path to a file.
         self.host = SessionHost(self.results_dir, redis_url=self.redis_url,
                                 default_team=self.default_team, teams=self.teams,
-                                team_paths=False)
+                                team_paths=False, panel_grace_seconds=self.panel_grace_seconds)
         limits = self.server_limits()
         self.settings.update({
             "cogym_lab_host": self.host,
@@ -130,7 +158,9 @@ class CogymLabApp(CogymLab):
             "cogym_lab_policy": CreatePolicy(
                 results_root=Path(self.results_dir), data_root=data_dir(), teams=self.teams,
                 lm_base_urls=list(self.lm_base_urls), allow_loopback_lm=self.allow_loopback_lm,
-                limits=limits),
+                limits=limits, data_dirs=self._data_dirs(), lm_model=self.lm_model or None,
+                lm_base_url=self.lm_base_url or None,
+                allow_request_lm=self.allow_request_lm),
             "cogym_lab_quota": SessionQuota(limits, self.host.running),
             "cogym_lab_rates": ActionRates(limits),
         })
@@ -141,6 +171,13 @@ class CogymLabApp(CogymLab):
             self.log.info("cogym_lab: %d earlier sessions in %s, %d of them interrupted "
                           "(POST /cogym/api/sessions/<id>/resume)", len(stored),
                           self.results_dir, interrupted)
+
+    def _data_dirs(self) -> list[Path]:
+        """The configured data folders, then the server's root directory (whoever may create
+        sessions reads every file under it through the contents API anyway)."""
+        root = getattr(self.serverapp, "root_dir", None) if self.serverapp else None
+        return [Path(folder).expanduser() for folder in [*self.data_dirs, *([root] if root
+                                                                           else [])]]
 
     def initialize_handlers(self) -> None:
         self.handlers.extend([

@@ -2,7 +2,9 @@
 for the caller, which applies the session's :class:`~cogym_lab.runtime.access.SessionAccess`.
 
 A caller who may not see a session at all gets ``404`` (ids of others' sessions are not
-confirmed); one who sees it but asks for more than its share gets ``403``.
+confirmed); one who sees it but asks for more than its share gets ``403``. Watching a member
+read-only (:meth:`Gate.watch`) is the owner's alone: a seat holder sees its own seat, not the
+others' views.
 """
 
 from __future__ import annotations
@@ -51,6 +53,19 @@ class Gate:
         if role not in self.seats(entry):
             raise HostingError(f"Seat {role!r} of session {session_id!r} is not yours.",
                                status=403)
+        return entry
+
+    def watch(self, session_id: str, role: Any) -> Entry:
+        """A session whose member ``role`` the caller may watch read-only: only the session's
+        creator may (it sees every view anyway: it chose the team). 404 for a session the caller
+        cannot see, 403 for one it only holds a seat of, 400 when ``role`` is no member."""
+        entry = self.owned(session_id, "watch")
+        members = [member.get("role") for member in entry.summary().get("members") or []
+                   if isinstance(member, dict)]
+        if not isinstance(role, str) or role not in members:
+            shown = ", ".join(str(m) for m in members) or "none yet"
+            raise HostingError(f"{_shown(role)} is not a member of session {session_id!r} "
+                               f"(its members: {shown}).", status=400)
         return entry
 
     def seats(self, entry: Entry) -> list[str]:

@@ -153,7 +153,8 @@ class SessionsHandler(CogymAPIHandler):
     async def post(self) -> None:
         parts, who = self.parts, self.who
         try:
-            request = parts.policy.check(self.model_body(CreateRequest))
+            checked = parts.policy.check(self.model_body(CreateRequest))
+            request = checked.request
             tokens = {role: new_seat_token() for role in request.seat_tokens}
             access = SessionAccess(owner=who, seat_users=dict(request.seat_users),
                                    seat_tokens={role: digest for role, (_, digest)
@@ -166,6 +167,8 @@ class SessionsHandler(CogymAPIHandler):
         answer = self.gate.summary(hosted)
         if tokens:  # shown this once: the server keeps only their digests
             answer["seat_tokens"] = {role: token for role, (token, _) in tokens.items()}
+        if checked.notes:  # settings of the request's that the server did not use
+            answer["notes"] = checked.notes
         self.send(answer, status=201)
 
 
@@ -292,9 +295,23 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
     not JSON, of the wrong shape, or over the connection's rate (``"rate_limited"``). The socket
     stays open through all of them. Opening asks the env for the current state, so a
     reconnecting browser catches up.
+
+    Each open socket counts as a panel of its seat (``SessionHost.panel_opened``): a session
+    with person seats whose sockets have all closed ends after the server's grace period unless
+    one comes back.
+
+    Watch mode, ``...?role=<member>&watch=1``: the session's creator follows any member (an
+    agent, a simulated user, a seat) read-only. The socket streams that member's notifications
+    and the agents' statuses, starting with the member's current state (built without a sync,
+    which the member itself would receive and act on); every frame sent on it is answered by
+    ``{"type": "error", "code": "read_only", ...}`` and changes nothing. It is not a person's
+    panel, so it is never counted for the grace period.
     """
 
     auth_resource = AUTH_RESOURCE
+    #: What a watch socket answers to any frame.
+    READ_ONLY = ("This connection only watches {role}: it takes no actions. Open the session "
+                 "with a person seat of yours to act.")
 
     @property
     def max_message_size(self) -> int:
@@ -307,10 +324,15 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
         if not allowed:
             raise web.HTTPError(403)
         self.role = self.get_argument("role", "")
+        self.watching = self.get_argument("watch", "") in ("1", "true", "yes")
         try:
-            Gate(self.host, identity_of(self.current_user, self.identity_provider)).seat(
-                session_id, self.role)
-            self.host.check_seat(session_id, self.role)  # 409 until a stored session resumes
+            gate = Gate(self.host, identity_of(self.current_user, self.identity_provider))
+            if self.watching:
+                gate.watch(session_id, self.role)
+                self.host.get(session_id)  # 409 until a stored session resumes
+            else:
+                gate.seat(session_id, self.role)
+                self.host.check_seat(session_id, self.role)  # 409 until a stored one resumes
         except HostingError as error:
             raise web.HTTPError(error.status, error.message) from None
         limits = self.parts.limits
@@ -322,17 +344,34 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
 
     async def open(self, session_id: str) -> None:
         super().open()  # WebSocketMixin: keep-alive pings
+        if not self.watching:  # a watcher is nobody at a seat: it must not keep a session going
+            # Counted before any wait, so that a socket closing meanwhile is uncounted in
+            # on_close.
+            self.host.panel_opened(session_id, self.role)
+            self._panel_counted = True
         hosted = self.host.get(session_id)
         if hosted.bus is None:  # ended between the handshake and now
             await self._send(error_frame("refused", f"Session {session_id!r} has ended."))
             return
         subscription = await hosted.bus.subscribe(obs_channel(session_id, self.role))
         self._subscription = subscription
+        if self.watching:
+            # Imported here: the widgets package loads anywidget, which a server that nobody
+            # watches from does not need.
+            from cogym_lab.widgets.local_bridge import watched_state
+
+            # Taken right after subscribing, with no wait between: every later notification
+            # comes through the subscription, after this one.
+            current = watched_state(hosted, self.role)
+            if current is not None:
+                await self._send(current)
         self._pump = asyncio.create_task(self._forward(subscription))
         # From the beginning: a panel that (re)connects learns each agent's latest status.
         statuses = await hosted.bus.subscribe(status_channel(session_id), from_beginning=True)
         self._statuses = statuses
         self._status_pump = asyncio.create_task(self._forward_statuses(statuses))
+        if self.watching:
+            return
         try:
             await self.host.sync(session_id, self.role)
         except HostingError as error:
@@ -376,6 +415,8 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
         frame_id = _frame_id(data)
         if not self.bucket.take():  # every frame counts, well formed or not
             return error_frame("rate_limited", rate_message(limits), frame_id)
+        if self.watching:  # whatever it says: nothing reaches the session from a watcher
+            return error_frame("read_only", self.READ_ONLY.format(role=self.role), frame_id)
         if problem is not None:
             code = "too_large" if problem.status == 413 else "bad_message"
             return error_frame(code, problem.message, frame_id)
@@ -395,6 +436,9 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
             await self.write_message(json.dumps(data))
 
     def on_close(self) -> None:
+        if getattr(self, "_panel_counted", False):  # once, and only for a socket that opened
+            self._panel_counted = False
+            self.host.panel_closed(self.session_id, self.role)
         for name in ("_subscription", "_statuses"):
             subscription = getattr(self, name, None)
             if subscription is not None:

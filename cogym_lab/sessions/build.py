@@ -8,6 +8,7 @@ the same way, as a :class:`SessionBuildError` naming the spec field at fault.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -16,13 +17,15 @@ from cogym_lab.bus import Bus
 from cogym_lab.core import CoEnv
 from cogym_lab.core.messages import MemberKind
 from cogym_lab.core.protocol import get_protocol
+from cogym_lab.datasets import DatasetError, data_dir, reading_from
 from cogym_lab.envs import make_env
 from cogym_lab.envs.registry import task_class
-from cogym_lab.lm import LM, LMNotConfigured
+from cogym_lab.envs.task_data import missing_data_message
+from cogym_lab.lm import LM, LMConfig, LMNotConfigured
 from cogym_lab.members import UnknownMemberType
 from cogym_lab.nodes.env_node import EventObserver
 from cogym_lab.nodes.session import Session, SessionConfig
-from cogym_lab.sessions.setup_guide import SetupGuide
+from cogym_lab.sessions.setup_guide import SetupGuide, missing_lm_reason
 from cogym_lab.sessions.spec import EVERY_LM, TOOLS, SessionSpec
 from cogym_lab.teams.build import attach_tool_lms, build_member, tool_lm_config
 from cogym_lab.teams.config import MemberConfig, TeamConfig, load_team
@@ -32,9 +35,10 @@ TeamLoader = Callable[[str], TeamConfig]
 
 class SessionBuildError(ValueError):
     """A spec that cannot be built. ``field`` names the spec field at fault (``task``,
-    ``instance``, ``env_args``, ``team``, ``people``, ``lm``, ``protocol``, ``limits`` or
-    ``notebook``), so that each entry point can point at its own option; ``status`` is the
-    HTTP status that fits (400 for a bad spec, 409 when this host cannot do what it asks)."""
+    ``instance``, ``env_args``, ``team``, ``people``, ``lm``, ``protocol``, ``limits``,
+    ``notebook`` or ``data_dir``), so that each entry point can point at its own option;
+    ``status`` is the HTTP status that fits (400 for a bad spec, 409 when this host cannot do
+    what it asks, such as task data it does not have)."""
 
     def __init__(self, message: str, field: str, status: int = 400) -> None:
         super().__init__(message)
@@ -172,8 +176,20 @@ def _kinds(team: TeamConfig) -> dict[str, MemberKind]:
         raise SessionBuildError(str(error), "team") from None
 
 
+def _takes_data_dir(task: str) -> bool:
+    """Whether the task's factory takes a ``data_dir`` (a task that reads data)."""
+    factory = task_class(task)
+    try:
+        return factory is not None and "data_dir" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: it documents no data_dir
+        return False
+
+
 def _env(spec: SessionSpec, env_class: type[CoEnv], protocol: str, notebook: Any) -> CoEnv:
     env_args = dict(spec.env_args)
+    if spec.data_dir is not None and "data_dir" not in env_args and _takes_data_dir(spec.task):
+        env_args["data_dir"] = spec.data_dir
+    folder = env_args.get("data_dir") if isinstance(env_args.get("data_dir"), str) else None
     if spec.notebook is not None:
         if not env_class.runs_in_notebook:
             raise SessionBuildError(f"Task {spec.task!r} does not run in a notebook's kernel.",
@@ -184,7 +200,15 @@ def _env(spec: SessionSpec, env_class: type[CoEnv], protocol: str, notebook: Any
                                     "notebook", status=409)
         env_args["notebook"] = notebook
     try:
-        return make_env(spec.task, instance=spec.instance, protocol=protocol, **env_args)
+        # The loaders a task's instance list uses look the data directory up themselves: they
+        # must find the session's folder too, not the builder's default.
+        with reading_from(folder):
+            return make_env(spec.task, instance=spec.instance, protocol=protocol, **env_args)
+    except DatasetError as error:
+        where = "notebook" if spec.origin == "notebook" else "command line"
+        raise SessionBuildError(missing_data_message(spec.task, data_dir(folder), str(error),
+                                                     where=where), "data_dir",
+                                status=409) from None
     except KeyError as error:
         raise SessionBuildError(str(error.args[0]) if error.args else str(error),
                                 "task") from None
@@ -210,7 +234,7 @@ def _members(spec: SessionSpec, team: TeamConfig, kinds: dict[str, MemberKind], 
         except LMNotConfigured as error:
             if not guides:
                 raise SessionBuildError(str(error), "lm") from None
-            members[role] = SetupGuide(str(error), kind=kinds[role])
+            members[role] = _guide(spec, role, member, kinds[role], str(error))
             guided.append(role)
         except UnknownMemberType as error:
             raise SessionBuildError(str(error), "team") from None
@@ -218,6 +242,19 @@ def _members(spec: SessionSpec, team: TeamConfig, kinds: dict[str, MemberKind], 
             raise SessionBuildError(f"Member {role!r} of team {team.name!r} cannot be built: "
                                     f"{error}", "team") from None
     return members, guided
+
+
+def _guide(spec: SessionSpec, role: str, member: MemberConfig, kind: MemberKind,
+           error: str) -> SetupGuide:
+    """The guide that stands in for ``role``, whose LM is not configured: its advice fits
+    where the spec came from (``%cogym config`` for a notebook)."""
+    if spec.origin != "notebook":
+        return SetupGuide(error, kind=kind)
+    try:
+        config = LMConfig.resolve(arguments=spec.lm_for(role), toml=member.lm)
+    except ValueError:  # settings that do not even validate: the error's own words
+        return SetupGuide(error, kind=kind)
+    return SetupGuide(missing_lm_reason(role, config, error, spec.origin), kind=kind, hint="")
 
 
 __all__ = ["TOOLS", "SessionBuildError", "build_one_member", "build_session", "session_config"]

@@ -10,9 +10,20 @@ A spec is strict: ``"30"`` is not a number, and an unknown field is refused with
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    SerializationInfo,
+    ValidationInfo,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from cogym_lab.teams.config import TeamConfig
 
@@ -24,7 +35,47 @@ EVERY_LM = "*"
 #: drafting assistant, judges and parsers).
 TOOLS = "tools"
 
-_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+#: Where a spec was made, when that changes the advice its messages give: ``"notebook"`` for
+#: ``%cogym`` and ``cogym_lab.new_session()`` (a person in a notebook fixes a missing model with
+#: ``%cogym config``, not with the server's environment). ``None``: anywhere else.
+Origin = Literal["notebook"]
+#: The serialization context that writes API keys out in the clear: only the create request
+#: sent over the server's authenticated REST API uses it (``CreateRequest.body``).
+REVEAL_SECRETS = "reveal_secrets"
+#: The longest API key accepted; real ones are under 200 characters.
+MAX_KEY_LENGTH = 1_000
+
+# ``hide_input_in_errors``: a refused value (an API key) never appears in a validation error's
+# text, wherever that text is shown or logged.
+_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False,
+                     hide_input_in_errors=True)
+
+
+def check_plain_text(value: str, what: str) -> str:
+    """``value`` if it is one line of text a setting can hold: no control characters (NUL,
+    escapes, line breaks, U+2028/U+2029). ``ValueError`` naming ``what``, never echoing it."""
+    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in value):
+        raise ValueError(f"{what} may not contain line breaks or control characters")
+    return value
+
+
+def check_api_key(value: str) -> str:
+    """``value`` if it can be an API key: 1 to ``MAX_KEY_LENGTH`` visible ASCII characters
+    (it goes into an HTTP header). The ``ValueError`` never repeats the key."""
+    if not value:
+        raise ValueError("api_key is empty")
+    if len(value) > MAX_KEY_LENGTH:
+        raise ValueError(f"api_key is {len(value)} characters long; at most {MAX_KEY_LENGTH}")
+    if not all("!" <= c <= "~" for c in value):
+        raise ValueError("api_key may hold only visible ASCII characters (no spaces, line "
+                         "breaks, control or non-ASCII characters)")
+    return value
+
+
+def reveals_secrets(info: SerializationInfo) -> bool:
+    """Whether a dump was asked to write API keys out (see :data:`REVEAL_SECRETS`)."""
+    context = info.context
+    return isinstance(context, dict) and context.get(REVEAL_SECRETS) is True
 
 
 class LMSettings(BaseModel):
@@ -36,7 +87,9 @@ class LMSettings(BaseModel):
     provider: Literal["openai", "local"] | None = None
     model: str | None = Field(default=None, max_length=500)
     base_url: str | None = Field(default=None, max_length=2_000)
-    api_key: str | None = Field(default=None, max_length=1_000)
+    #: A secret: masked in ``repr``, left out of what is stored (``SessionSpec.stored``), and
+    #: written out only for the authenticated create request (:data:`REVEAL_SECRETS`).
+    api_key: SecretStr | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     timeout: float | None = Field(default=None, gt=0, le=3_600)
@@ -44,9 +97,37 @@ class LMSettings(BaseModel):
     deadline: float | None = Field(default=None, gt=0, le=86_400)
     backoff: float | None = Field(default=None, ge=0, le=600)
 
+    @field_validator("model", "base_url")
+    @classmethod
+    def _one_line(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return None if value is None else check_plain_text(value, str(info.field_name))
+
+    @field_validator("api_key", mode="before")
+    @classmethod
+    def _usable_key(cls, value: Any) -> Any:
+        text = value.get_secret_value() if isinstance(value, SecretStr) else value
+        if isinstance(text, str):
+            check_api_key(text)
+        return value
+
+    @field_serializer("api_key", when_used="json")
+    def _key_in_json(self, key: SecretStr | None, info: SerializationInfo) -> str | None:
+        """In JSON a key is written out only for the create request; anywhere else it is
+        left out (``null``), never replaced by a mask that could pass for a key."""
+        if key is None or not reveals_secrets(info):
+            return None
+        return key.get_secret_value()
+
     def settings(self) -> dict[str, Any]:
-        """The settings given, by name (``LMConfig.resolve`` takes them as arguments)."""
+        """The settings given, by name (``LMConfig.resolve`` takes them as arguments; the key
+        stays a ``SecretStr``)."""
         return self.model_dump(exclude_none=True)
+
+    def chooses_lm(self) -> bool:
+        """Whether these settings say which LM to call or how to reach it (model, endpoint,
+        key or provider), as opposed to only how to call it (temperature, limits)."""
+        return any(value is not None for value in (self.provider, self.model, self.base_url,
+                                                   self.api_key))
 
 
 class Limits(BaseModel):
@@ -102,6 +183,11 @@ class SessionSpec(BaseModel):
     * ``protocol`` names the scoring protocol (``None``: the default, ``cogym``).
     * ``limits`` override the team's session settings.
     * ``notebook``: run in this notebook's kernel and document (a server links it).
+    * ``data_dir``: the folder the task reads its data from, on the machine that builds the
+      session (``None``: that machine's own, ``COGYM_DATA`` or the user cache). It is given to
+      a task that takes a ``data_dir`` (an explicit ``env_args.data_dir`` wins), and ignored by
+      one that reads no data, so a notebook can send it with every request.
+    * ``origin``: where the spec was made, for the advice in messages (:data:`Origin`).
     """
 
     model_config = _STRICT
@@ -116,6 +202,13 @@ class SessionSpec(BaseModel):
     protocol: str | None = Field(default=None, max_length=200)
     limits: Limits = Field(default_factory=Limits)
     notebook: NotebookRef | None = None
+    data_dir: str | None = Field(default=None, min_length=1, max_length=4_096)
+    origin: Origin | None = None
+
+    @field_validator("data_dir")
+    @classmethod
+    def _one_line_path(cls, value: str | None) -> str | None:
+        return None if value is None else check_plain_text(value, "data_dir")
 
     @model_validator(mode="before")
     @classmethod
@@ -179,5 +272,6 @@ class SessionSpec(BaseModel):
                                                  exclude_defaults=True)
 
 
-__all__ = ["EVERY_LM", "TOOLS", "LMSettings", "Limits", "NotebookRef", "RoleName",
-           "SessionSpec"]
+__all__ = ["EVERY_LM", "MAX_KEY_LENGTH", "REVEAL_SECRETS", "TOOLS", "LMSettings", "Limits",
+           "NotebookRef", "Origin", "RoleName", "SessionSpec", "check_api_key",
+           "check_plain_text"]

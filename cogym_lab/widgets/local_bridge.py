@@ -4,6 +4,14 @@ With no server extension to talk to, the session runs on a :class:`SessionHost` 
 own event loop. The bridge subscribes to the seat's notification channel and to the agents'
 status channel and forwards both as custom widget messages; the browser's actions and ratings
 come back the same way and go to the host.
+
+A bridge counts as a panel of its seat from the moment it is made until it is closed (see
+``SessionHost.panel_opened``): a session whose panels are all closed ends after the host's grace
+period.
+
+A read-only bridge (``readonly=True``, watch mode) follows any member instead, an agent or a
+simulated user included: it relays that member's notifications and the agents' statuses, refuses
+every action and rating, and is not counted as a person's panel (nobody sits at that seat).
 """
 
 from __future__ import annotations
@@ -11,28 +19,84 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from pydantic import ValidationError
 
-from cogym_lab.core.messages import obs_channel, status_channel
-from cogym_lab.runtime.hosting import HostingError, SessionHost
+from cogym_lab.core.messages import Event, EventType, Notification, obs_channel, status_channel
+from cogym_lab.runtime.hosting import HostedSession, HostingError, SessionHost
 from cogym_lab.widgets import wire
 
 log = logging.getLogger(__name__)
 
 Send = Callable[[dict[str, Any]], None]
 
+#: What a read-only panel answers to an action or a rating, in plain words.
+READ_ONLY_REFUSAL = ("This panel only watches {role}: it takes no actions. Join the session "
+                     "with a person seat to act.")
+
+
+def check_member(host: SessionHost, session_id: str, role: Any) -> HostedSession:
+    """The running (or ended) session whose member ``role`` a watcher may follow; ``HostingError``
+    (404 for an unknown session, 400 for a role that is no member) otherwise."""
+    hosted = host.get(session_id)
+    members = [member.role for member in hosted.session.team]
+    if not isinstance(role, str) or role not in members:
+        shown = ", ".join(members) or "none"
+        raise HostingError(f"{role!r} is not a member of session {session_id!r} (its members: "
+                           f"{shown}).", status=400)
+    return hosted
+
+
+def watched_state(hosted: HostedSession, role: str) -> dict[str, Any] | None:
+    """Member ``role``'s current view as a notification (a ``sync`` event), for a watcher that
+    just connected; ``None`` before the session has started (the member's first notification,
+    with its context, reaches the watcher then).
+
+    Built from the coordinator's state rather than asked of the env: the env answers a sync on
+    the member's own channel, and an agent or a simulated user there would take it as news and
+    act once more. Watching must not change the session, so nothing is published. Like a
+    person's notifications, it shows the member's own step count and those of the members who
+    are not people.
+    """
+    coordinator = hosted.session.coordinator
+    member = coordinator.members.get(role)
+    if not coordinator.started_at or member is None:
+        return None
+    now = time.time()
+    shown = {r for r, m in coordinator.members.items() if m.kind != "person"} | {role}
+    notification = Notification(
+        session_id=coordinator.session_id, seq=coordinator.seq, prev_seq=None, recipient=role,
+        event=Event(seq=coordinator.seq, time=now, type=EventType.SYNC, recipients=[role]),
+        view=coordinator.env.view(role), chat=coordinator.visible_chat(role), new_messages=[],
+        pending_confirmations=list(coordinator.pending.values()),
+        step_counts={r: n for r, n in coordinator.step_counts.items() if r in shown},
+        step_limits={r: n for r, n in coordinator.step_limits.items() if r in shown},
+        paused=sorted(coordinator.paused), started_at=coordinator.started_at, time=now,
+        done=coordinator.done, end_reason=coordinator.end_reason,
+        context=coordinator.context(role))
+    return notification.model_dump(mode="json")
+
 
 class LocalBridge:
     """Connects one seat (``session_id``, ``role``) of ``host`` to ``send`` (the widget's
-    ``send``). Use it from any thread: all work runs on ``loop``, the host's event loop."""
+    ``send``). Use it from any thread: all work runs on ``loop``, the host's event loop.
+
+    ``readonly``: watch member ``role`` (any member) without acting; see the module docstring.
+    """
 
     def __init__(self, host: SessionHost, session_id: str, role: str, send: Send,
                  loop: asyncio.AbstractEventLoop,
-                 observer: Callable[[dict[str, Any]], None] | None = None) -> None:
-        host.check_seat(session_id, role)  # an unknown session or seat fails here, at once
+                 observer: Callable[[dict[str, Any]], None] | None = None,
+                 readonly: bool = False) -> None:
+        # An unknown session, seat or member fails here, at once.
+        if readonly:
+            check_member(host, session_id, role)
+        else:
+            host.check_seat(session_id, role)
+        self.readonly = readonly
         self.host = host
         self.session_id = session_id
         self.role = role
@@ -46,6 +110,11 @@ class LocalBridge:
         self._subscriptions: list[Any] = []
         self._tasks: set[Any] = set()
         self._closed = False
+        self._counted = False  # whether the host counts this bridge as an open panel
+        if not readonly:  # a watcher is nobody at a seat: it must not keep a session going
+            # On the host's loop, as the host wants; in order, so the count comes before any
+            # close.
+            loop.call_soon_threadsafe(self._count_open)
         self._spawn(self._run())
 
     # -- from the browser ---------------------------------------------------------------------
@@ -60,6 +129,10 @@ class LocalBridge:
             return
         if isinstance(message, wire.Hello):
             self._spawn(self._hello())
+        elif self.readonly:  # refused here, before anything reaches the host
+            refusal = READ_ONLY_REFUSAL.format(role=self.role)
+            self._send(wire.error(refusal, message.id) if isinstance(message, wire.ActionMessage)
+                       else wire.rating_error(message.id, refusal))
         elif isinstance(message, wire.ActionMessage):
             self._spawn(self._act(message))
         else:
@@ -70,6 +143,9 @@ class LocalBridge:
         await self._wait_ready()
         for status in list(self.statuses.values()):
             self._send(wire.status(status))
+        if self.readonly:
+            await self._watch_hello()
+            return
         try:
             hosted = self.host.get(self.session_id)
             running = hosted.status == "running"
@@ -81,6 +157,17 @@ class LocalBridge:
             self._send(wire.notification(self.latest))
         else:
             self._send(wire.error(f"Session {self.session_id} is not running."))
+
+    async def _watch_hello(self) -> None:
+        """A read-only view opened: the member's current state, built without a sync (see
+        :func:`watched_state`); the member's next notifications follow on the relay."""
+        try:
+            state = watched_state(self.host.get(self.session_id), self.role)
+        except HostingError as error:
+            self._send(wire.error(error.message))
+            return
+        if state is not None:
+            self._on_notification(state)
 
     async def _act(self, message: wire.ActionMessage) -> None:
         try:
@@ -164,6 +251,17 @@ class LocalBridge:
         if not task.cancelled() and task.exception() is not None:
             log.warning("panel relay task failed", exc_info=task.exception())
 
+    def _count_open(self) -> None:
+        if self._closed:  # closed before the loop got here: never counted
+            return
+        self.host.panel_opened(self.session_id, self.role)
+        self._counted = True
+
+    def _count_closed(self) -> None:
+        if self._counted:
+            self._counted = False
+            self.host.panel_closed(self.session_id, self.role)
+
     def close(self) -> None:
         """Stop relaying (the widget was closed)."""
         if self._closed:
@@ -171,6 +269,7 @@ class LocalBridge:
         self._closed = True
 
         async def stop() -> None:
+            self._count_closed()
             for subscription in self._subscriptions:
                 await subscription.close()
 

@@ -6,6 +6,11 @@ Two transports, chosen at construction; the browser code is the same for both:
   WebSocket on the Jupyter server itself, so the panel stays live while the kernel is busy;
 * ``SessionPanel.for_local(host, session_id, role)``: the session runs on a ``SessionHost`` in
   this kernel's event loop, and the kernel relays it through the widget's comm.
+
+Either may be read-only (``readonly=True``, watch mode): the panel then follows any member of the
+session (an agent, a simulated user) as that member sees it, live, and acts in nothing. The
+browser code disables its controls and sends no action; the server (or the kernel's bridge)
+refuses any that arrives anyway.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any
 from urllib.parse import quote
 
 import anywidget
-from traitlets import Enum, Int, Unicode
+from traitlets import Bool, Enum, Int, Unicode
 
 from cogym_lab.runtime.hosting import SessionHost
 from cogym_lab.widgets.assets import CSS_PATH, ESM_PATH
@@ -34,7 +39,10 @@ class SessionPanel(anywidget.AnyWidget):
     mode = Enum(["server", "local"], default_value="server",
                 help="How the browser reaches the session.").tag(sync=True)
     session_id = Unicode("", help="The session followed.").tag(sync=True)
-    role = Unicode("", help="The person seat this panel acts for.").tag(sync=True)
+    role = Unicode("", help="The person seat this panel acts for (read-only: the member it "
+                            "watches).").tag(sync=True)
+    readonly = Bool(False, help="Watch mode: follow the member read-only; every control is "
+                                "disabled and no action is sent.").tag(sync=True)
     ws_url = Unicode("", help="Server mode: the seat's WebSocket (absolute, or relative to the "
                               "page).").tag(sync=True)
     api_url = Unicode("", help="Server mode: the session's REST address (ratings go to "
@@ -51,26 +59,31 @@ class SessionPanel(anywidget.AnyWidget):
 
     @classmethod
     def for_server(cls, base_url: str, token: str | None, session_id: str,
-                   role: str) -> SessionPanel:
+                   role: str, *, readonly: bool = False) -> SessionPanel:
         """A panel whose browser side talks to the server extension directly.
 
         ``base_url`` is the Jupyter server's base URL: absolute (``http://127.0.0.1:8888/``) or
         a path (``/``, ``/user/me/``) resolved against the page, which is what JupyterLab on the
         same server wants. ``token`` may be empty where the page is logged in already.
+        ``readonly``: watch member ``role`` (``...&watch=1``; only the session's creator may).
         """
         _check_name("session_id", session_id)
         _check_name("role", role)
         api_url = f"{base_url.rstrip('/')}/cogym/api/sessions/{quote(session_id, safe='')}"
+        ws_url = f"{api_url}/ws?role={quote(role, safe='')}" + ("&watch=1" if readonly else "")
         return cls(mode="server", session_id=session_id, role=role, token=token or "",
-                   api_url=api_url, ws_url=f"{api_url}/ws?role={quote(role, safe='')}")
+                   api_url=api_url, ws_url=ws_url, readonly=readonly)
 
     @classmethod
     def for_local(cls, host: SessionHost, session_id: str, role: str, *,
-                  loop: asyncio.AbstractEventLoop | None = None) -> SessionPanel:
+                  loop: asyncio.AbstractEventLoop | None = None,
+                  readonly: bool = False) -> SessionPanel:
         """A panel relayed by this kernel for a session that ``host`` runs in-process.
 
         ``loop`` is the host's event loop; by default the loop running here (the kernel's).
-        Raises ``HostingError`` for an unknown session or a role that is not a person seat.
+        ``readonly``: watch member ``role`` (any member); it is not counted as a person's panel.
+        Raises ``HostingError`` for an unknown session or a role that is not a person seat (not
+        a member, read-only).
         """
         if loop is None:
             try:
@@ -78,14 +91,16 @@ class SessionPanel(anywidget.AnyWidget):
             except RuntimeError:
                 raise ValueError("for_local needs the host's event loop: pass loop=... when no "
                                  "loop runs in this thread.") from None
-        panel = cls(mode="local", session_id=session_id, role=role)
+        panel = cls(mode="local", session_id=session_id, role=role, readonly=readonly)
         try:
             panel.bridge = LocalBridge(host, session_id, role, panel.send, loop,
-                                       observer=panel._shown)
+                                       observer=panel._shown, readonly=readonly)
         except Exception:
             panel.close()
             raise
         panel.on_msg(panel._from_browser)
+        if panel.comm is not None:  # the frontend closing the widget's comm ends this panel too
+            panel.comm.on_close(panel._comm_closed)
         return panel
 
     @property
@@ -102,7 +117,14 @@ class SessionPanel(anywidget.AnyWidget):
         if isinstance(seq, int):
             self.last_seq = seq
 
+    def _comm_closed(self, _message: Any) -> None:
+        """The frontend closed the comm: stop relaying, so the host no longer counts this panel
+        as open (a session with no panel left ends after the host's grace period)."""
+        if self.bridge is not None:
+            self.bridge.close()
+
     def close(self) -> None:
+        """Close the widget; in local mode the host stops counting it as an open panel."""
         bridge = getattr(self, "bridge", None)
         if bridge is not None:
             bridge.close()

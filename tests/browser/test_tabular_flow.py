@@ -97,6 +97,17 @@ def test_a_person_and_an_agent_analyse_a_dataframe(lab: LabPage, shots: StepShot
     expect(lab.outputs(agent_cell)).to_contain_text("agent slopes: {'advertising'",
                                                     timeout=UI_TIMEOUT_MS)
     shots.take("agent-cell-in-notebook", focus=agent_cell)
+    # the panel's notebook view follows the newest cell, where its output and errors land
+    cells_view = panel.root.locator('[data-testid="view-notebook"] .cogym-scroll')
+    expect(cells_view).to_have_attribute("data-following", "true", timeout=UI_TIMEOUT_MS)
+    expect(cells_view.locator('[data-testid="notebook-cell"]').last).to_contain_text(
+        "agent slopes")
+    page.wait_for_function(  # scrolled to the bottom of the cells
+        """(session) => {
+            const view = document.querySelector(
+                `[data-session="${session}"] [data-testid=view-notebook] .cogym-scroll`);
+            return view && view.scrollTop + view.clientHeight >= view.scrollHeight - 8;
+        }""", arg=panel.session_id, timeout=UI_TIMEOUT_MS)
     agent_cells = wait_for(lambda: _agent_cells_on_disk(jupyter_lab, NOTEBOOK),
                            "the agent's cell in the saved notebook")
     assert "agent slopes" in "".join(agent_cells[0]["source"])

@@ -88,8 +88,12 @@ class Kernel:
 class JupyterServerProcess:
     """``jupyter server`` with the cogym_lab extension, in ``root`` on a free port."""
 
-    def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, root: Path, env: dict[str, str] | None = None,
+                 cogym: dict[str, Any] | None = None) -> None:
+        """``env`` is added to this process's environment for the server (and its kernels);
+        ``cogym`` holds more ``c.CogymLab`` settings."""
         self.root = root
+        self.cogym = dict(cogym or {})
         self.port = free_port()
         self.token = uuid.uuid4().hex
         self.runtime_dir = root.parent / f"runtime-{self.port}"
@@ -110,7 +114,7 @@ class JupyterServerProcess:
                           "port": self.port, "ip": "127.0.0.1", "port_retries": 0,
                           "open_browser": False, "allow_root": True},
             "IdentityProvider": {"token": self.token},
-            "CogymLabApp": {"results_dir": str(self.results_dir)}}))
+            "CogymLabApp": {"results_dir": str(self.results_dir), **self.cogym}}))
         command = [sys.executable, "-m", "jupyter", "server", f"--config={config}"]
         log = self.log_path.open("wb")
         self.process = subprocess.Popen(command, env=self.env, stdout=log,

@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
-from tqdm import tqdm
 
+from cogym_lab.core.progress import ProgressMeter, counting
 from cogym_lab.datasets import require
 from cogym_lab.envs.related_work.data_files import DATA_FILES
 from cogym_lab.envs.related_work.papers import Paper, normalize_categories
@@ -149,7 +149,8 @@ def _stamp(paths: tuple[Path, ...]) -> tuple[tuple[str, int, int], ...]:
     return tuple(stamps)
 
 
-def surviving_records(files: CorpusFiles, *, progress: bool = False) -> np.ndarray:
+def surviving_records(files: CorpusFiles, *,
+                      progress: bool | ProgressMeter = False) -> np.ndarray:
     """A read-only bool array, one entry per record of the files in reading order (blank lines
     not counted): True for the records the supersede rule keeps."""
     stamps = _stamp(as_files(files))
@@ -162,7 +163,7 @@ def surviving_records(files: CorpusFiles, *, progress: bool = False) -> np.ndarr
 
 
 def project_records(files: CorpusFiles, project: Callable[[bytes], T], *,
-                    progress: bool = False) -> list[T]:
+                    progress: bool | ProgressMeter = False) -> list[T]:
     """``project(line)`` for every record the supersede rule keeps, in reading order, in one
     pass over the files: for light reads such as :func:`title_of_line` that need not parse
     whole records. ``project`` sees every line, superseded ones too."""
@@ -183,14 +184,14 @@ def _remember(stamps: tuple[tuple[str, int, int], ...], alive: np.ndarray) -> No
     _survivors_cache[stamps] = alive
 
 
-def _first_pass(stamps: tuple[tuple[str, int, int], ...], progress: bool,
+def _first_pass(stamps: tuple[tuple[str, int, int], ...], progress: bool | ProgressMeter,
                 project: Callable[[bytes], T] | None = None) -> tuple[np.ndarray, list[T] | None]:
     """Which records survive, and ``project`` of every record when given."""
     own: list[bytes] = []  # the id of every record, by position
     removed_ids: list[bytes] = []
     removed_at: list[int] = []
     projected: list[T] | None = [] if project is not None else None
-    with tqdm(desc="  corpus ids", unit=" records", disable=not progress, leave=False) as meter:
+    with counting(progress, "corpus ids", unit=" records") as advance:
         for path, _size, _mtime in stamps:
             for line in read_lines(path):
                 key, removes = _keys_of(line)
@@ -200,7 +201,7 @@ def _first_pass(stamps: tuple[tuple[str, int, int], ...], progress: bool,
                 own.append(key)
                 if project is not None and projected is not None:  # both or neither
                     projected.append(project(line))
-                meter.update()
+                advance(1)
     return _last_touch_wins(own, removed_ids, removed_at), projected
 
 
@@ -241,7 +242,7 @@ def title_of_line(line: bytes) -> str:
     return raw.decode("utf-8")
 
 
-def count_papers(files: CorpusFiles, *, progress: bool = False) -> int:
+def count_papers(files: CorpusFiles, *, progress: bool | ProgressMeter = False) -> int:
     """How many papers the files hold once the supersede rule is applied."""
     return int(surviving_records(files, progress=progress).sum())
 
@@ -256,18 +257,17 @@ def normalize_record(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def iter_records(files: CorpusFiles, limit: int | None = None, *,
-                 progress: bool = False) -> Iterator[dict[str, Any]]:
+                 progress: bool | ProgressMeter = False) -> Iterator[dict[str, Any]]:
     """The corpus as dicts, in reading order, with the supersede rule applied (see the module
     doc). ``files`` is one path or several in reading order; ``limit`` stops after the first N
-    papers; ``progress`` shows tqdm bars on stderr."""
+    papers; ``progress`` shows tqdm bars on stderr, or counts on a meter."""
     paths = as_files(files)
     alive = surviving_records(paths, progress=progress)
     wanted = int(alive.sum()) if limit is None else min(int(limit), int(alive.sum()))
     if wanted <= 0:
         return
     position = yielded = 0
-    with tqdm(total=wanted, desc="  reading papers", unit=" papers", disable=not progress,
-              leave=False) as meter:
+    with counting(progress, "reading papers", wanted, " papers") as advance:
         for path in paths:
             for line in read_lines(path):
                 if position >= len(alive):
@@ -278,13 +278,13 @@ def iter_records(files: CorpusFiles, limit: int | None = None, *,
                     continue  # superseded: not even parsed
                 yield normalize_record(json.loads(line))
                 yielded += 1
-                meter.update()
+                advance(1)
                 if yielded >= wanted:
                     return
 
 
 def iter_papers(files: CorpusFiles, limit: int | None = None, *,
-                progress: bool = False) -> Iterator[Paper]:
+                progress: bool | ProgressMeter = False) -> Iterator[Paper]:
     """:func:`iter_records` as :class:`~cogym_lab.envs.related_work.papers.Paper` objects."""
     for record in iter_records(files, limit, progress=progress):
         yield Paper.from_record(record)

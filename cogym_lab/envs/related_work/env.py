@@ -18,7 +18,9 @@ simulated user's hidden information (see :mod:`cogym_lab.envs.related_work.insta
 
 from __future__ import annotations
 
+import logging
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -32,18 +34,28 @@ from cogym_lab.core import (
     RenderType,
     action,
 )
+from cogym_lab.core.actions import ItemPick
+from cogym_lab.core.env import ScoreReport
 from cogym_lab.core.grammar import format_action
+from cogym_lab.core.progress import ProgressListener, ProgressMeter
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
 from cogym_lab.datasets import DataItem
 from cogym_lab.envs.dataset_env import DatasetEnv
 from cogym_lab.envs.related_work.data_files import DATA_FILES
 from cogym_lab.envs.related_work.data_report import corpus_report
 from cogym_lab.envs.related_work.drafting import draft_from_library, unresolved_citations
-from cogym_lab.envs.related_work.grader import grade_section, section_facts
+from cogym_lab.envs.related_work.grader import (
+    RelatedWorkGrade,
+    explain_section,
+    grade_section,
+    section_facts,
+)
 from cogym_lab.envs.related_work.instances import load_tasks
 from cogym_lab.envs.related_work.library import Library
 from cogym_lab.envs.related_work.search import BM25PaperIndex, PaperSearch, TitleLookup
-from cogym_lab.lm import LM, configured_lm
+from cogym_lab.lm import LM, LMError, configured_lm
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -63,6 +75,8 @@ class RelatedWorkEnv(DatasetEnv):
     drafting_lm: LM | None = field(default=None, repr=False)
     judge_lm: LM | None = field(default=None, repr=False)
     _unfindable: list[str] | None = field(default=None, init=False, repr=False)  # computed once
+    #: The judge's verdict on the section the last grading saw (``None``: not judged).
+    _grade: RelatedWorkGrade | None = field(default=None, init=False, repr=False)
 
     name = "related_work"
     data_files: ClassVar[tuple[DataItem, ...]] = DATA_FILES
@@ -70,6 +84,16 @@ class RelatedWorkEnv(DatasetEnv):
     @classmethod
     def data_report(cls, data_dir: Path, *, progress: bool = False) -> list[str]:
         return corpus_report(data_dir, progress=progress)
+
+    @classmethod
+    def prepare_data(cls, data_dir: Path, *, progress: bool = False) -> list[str]:
+        """Build the whole corpus's search index in the default cache (once per corpus
+        version), which sessions then open in well under a second."""
+        started = time.monotonic()
+        index = BM25PaperIndex.load_or_build(data_dir, progress=progress)
+        done = "built" if index.built else "already built"
+        return [f"related_work: paper search index over {len(index):,} papers {done} "
+                f"({time.monotonic() - started:.1f} s), in {index.folder}"]
 
     @classmethod
     def load_dataset(cls, data_dir: str | None,
@@ -108,10 +132,16 @@ class RelatedWorkEnv(DatasetEnv):
         is in :mod:`cogym_lab.envs.related_work.instances`."""
         return self.task.hidden_strings()
 
-    def _index(self) -> PaperSearch:
+    def prepare(self, progress: ProgressListener) -> None:
+        """Open the process's shared paper index (building it the first time, with its
+        progress reported) and find which papers to cite it lacks, so no search waits."""
+        self._index(BM25PaperIndex.build_meter(progress))
+        self.unfindable_titles()
+
+    def _index(self, progress: bool | ProgressMeter = True) -> PaperSearch:
         if self.search is None:
-            self.search = BM25PaperIndex.load_or_build(self.data_dir, self.index_cache,
-                                                       limit=self.index_limit)
+            self.search = BM25PaperIndex.shared(self.data_dir, self.index_cache,
+                                                limit=self.index_limit, progress=progress)
         return self.search
 
     def _reset(self, seed: int | None) -> None:
@@ -162,12 +192,21 @@ class RelatedWorkEnv(DatasetEnv):
         """The facts, plus the judge's ``rubric_score`` (1-5) and ``performance`` on [0, 1] as
         the protocol computes it; ``performance`` is 0 when the section is not delivered."""
         scores = self.evaluate()
+        self._grade = None
         judge = self.judge_lm or configured_lm("the related-work judge")
         if judge is None or not self.text.strip():
             return scores
-        grade = await grade_section(self.text, self.task, judge, protocol=self.protocol)
+        grade = await grade_section(self.text, self.task, judge, data_dir=self.data_dir,
+                                    protocol=self.protocol)
+        self._grade = grade
         performance = grade.performance if self.delivered() else 0.0
         return {**scores, "performance": performance, "rubric_score": float(grade.score)}
+
+    def explain_scores(self, scores: dict[str, float]) -> list[ScoreReport]:
+        """The judge's rubric score with its stated reason (when the last grading had a judge),
+        and the citation and subsection facts of the section as it stands."""
+        return explain_section(section_facts(self.text), scores, grade=self._grade,
+                               delivered=self.delivered())
 
     # -- actions -------------------------------------------------------------------------------
 
@@ -181,6 +220,7 @@ class RelatedWorkEnv(DatasetEnv):
         self.seen.update(row["id"] for row in self.results[role])
 
     @action("Add papers from search results to the shared library.",
+            picks=ItemPick(component="search", label="Add to library"),
             ids='Paper ids, e.g. "1706.03762" or "1706.03762, 1810.04805"')
     def library_add_paper(self, role: str, ids: Any) -> None:
         wanted = _ids(ids)
@@ -217,14 +257,22 @@ class RelatedWorkEnv(DatasetEnv):
             raise ActionError("The library is empty: add papers before drafting.")
         lm = self.drafting_lm or configured_lm("the drafting assistant")
         if lm is None:
-            raise ActionError("No LM is configured for drafting: set COGYM_MODEL (and "
-                              "OPENAI_API_KEY or OPENAI_BASE_URL), or write with EDITOR_UPDATE.")
+            raise ActionError("The writing assistant has no language model set up, so it "
+                              "cannot draft. Set COGYM_MODEL (and OPENAI_API_KEY or "
+                              "OPENAI_BASE_URL) and start a new session, or write the section "
+                              "in the shared editor yourself.")
         library = [e.for_drafting() for e in self.library.entries.values()]
         current, query = self.text, self.task.query
 
         async def write() -> str:
-            text = await draft_from_library(lm, task_query=query, library=library,
-                                            current_text=current, instructions=instructions)
+            try:
+                text = await draft_from_library(lm, task_query=query, library=library,
+                                                current_text=current, instructions=instructions)
+            except LMError as error:
+                # The actor sees this message (a person, in the panel): plain words only; the
+                # model, address and status go to the log.
+                log.warning("drafting for %s failed: %s", role, error)
+                raise LMError(drafting_failure(error), reason=error.reason) from error
             return format_action(Action(name="EDITOR_UPDATE", args={"text": text}))
 
         return ActionOutcome(deferred=Deferred(work=write, label="Drafting"))
@@ -233,6 +281,14 @@ class RelatedWorkEnv(DatasetEnv):
             text="The full text")
     def editor_update(self, role: str, text: str) -> None:
         self.text = text
+
+
+def drafting_failure(error: LMError) -> str:
+    """What the member who asked for a draft reads when the drafting LM failed (after "Drafting
+    failed: "): what happened and what to do, in plain words (``LMError.reason``)."""
+    return (f"the writing assistant's language model gave no usable draft ({error.reason}), so "
+            f"the editor was left as it was. Try again in a moment; if it keeps failing, check "
+            f"the model settings (COGYM_MODEL and OPENAI_BASE_URL).")
 
 
 def _ids(raw: Any) -> list[str]:

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from cogym_lab.core.env import ScoreReport
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL, get_protocol
 from cogym_lab.datasets import DataMissing
 from cogym_lab.envs.related_work.data_files import data_file
@@ -41,9 +42,9 @@ from cogym_lab.lm import LM
 from cogym_lab.prompts import render
 
 __all__ = ["RUBRIC_FILE", "ParsedScore", "RelatedWorkGrade", "ScoreParseError", "SectionFacts",
-           "check_judge_temperature", "fill_rubric", "grade_section", "judge_messages",
-           "load_rubric", "parse_score", "parse_score_details", "performance_of",
-           "section_facts"]
+           "check_judge_temperature", "explain_section", "fill_rubric", "grade_section",
+           "judge_messages", "judge_reason", "load_rubric", "parse_score", "parse_score_details",
+           "performance_of", "section_facts"]
 
 PACKAGE = "cogym_lab.envs.related_work"
 RUBRIC_FILE = "rubric.txt"
@@ -532,3 +533,74 @@ async def grade_section(text: str, task: Any, lm: LM, rubric: str | None = None,
                             performance=performance_of(parsed.score, protocol), facts=facts,
                             reasoning=reasoning.strip(), parser_notes=tuple(notes),
                             judge_calls=calls, judge_model=model, protocol=protocol)
+
+
+# --- the grade in plain words ----------------------------------------------------------------
+
+#: Characters of the judge's reasoning a report quotes; a longer one is cut there.
+REASON_LIMIT = 1200
+_SCORE_LINE = re.compile(r"^\W*therefore\b.*\bscore\b.*$", re.IGNORECASE | re.MULTILINE)
+
+
+def judge_reason(reasoning: str) -> str | None:
+    """What the judge said in support of its score: its reply without the closing "Therefore,
+    the final score is N." line, on one paragraph, cut at :data:`REASON_LIMIT` characters;
+    ``None`` when it gave nothing beyond the score."""
+    text = _SCORE_LINE.sub("", reasoning or "")
+    text = " ".join(text.split())
+    if not text or text.casefold() == "the section is empty.":
+        return None
+    return text if len(text) <= REASON_LIMIT else text[:REASON_LIMIT].rstrip() + "…"
+
+
+def _numbers(values: tuple[int, ...]) -> str:
+    return ", ".join(f"[{value}]" for value in values)
+
+
+def explain_section(facts: SectionFacts, scores: dict[str, float], *,
+                    grade: RelatedWorkGrade | None, delivered: bool) -> list[ScoreReport]:
+    """The section's scores (those of them in ``scores``) in plain words: the judge's rubric
+    score with its stated reason, and the citation and subsection facts counted in code.
+    ``grade`` is the judge's verdict, or ``None`` when no judge graded the section."""
+    citations = [f"The section cites {facts.unique_citations} different paper"
+                 f"{'s' if facts.unique_citations != 1 else ''}"
+                 + (f": {_numbers(facts.citation_numbers)}." if facts.citation_numbers else ".")]
+    if facts.citation_gaps:
+        citations.append(f"Never cited, though between the lowest and the highest number: "
+                         f"{_numbers(facts.citation_gaps)}.")
+    titles = list(facts.subsection_titles)
+    subsections = [f"Subsections: {'; '.join(titles)}." if titles else
+                   "The section has no subsection titles."]
+    if facts.bullet_lists:
+        subsections.append("It uses bullet or numbered lists, which the rubric marks down.")
+    explained: dict[str, tuple[str, list[str]]] = {
+        "unique_citations": ("Different papers the section cites, counted in the text",
+                             citations),
+        "subsections": ("Subsection titles in the section, counted in the text", subsections),
+    }
+    if grade is None:
+        explained["unique_citations"][1].append(
+            "The section is empty, so the judge did not grade it." if not facts.words else
+            "No judge language model was set up, so the section got no rubric score.")
+    else:
+        judged = [f"The judge gave {grade.score} out of {MAX_SCORE} on the Related Work rubric."]
+        reason = judge_reason(grade.reasoning)
+        if reason:
+            judged.append(f"The judge's reason: {reason}")
+        judged += [f"A rubric rule applies: {note}." for note in facts.rubric_notes()]
+        cogym = get_protocol(grade.protocol).name == "cogym"
+        scale = ("the score divided by 5" if cogym else
+                 "the score's place between 1 (counts 0) and 5 (counts 1)")
+        performance = [f"{grade.score} out of {MAX_SCORE} counts as "
+                       f"{performance_of(grade.score, grade.protocol):.2f}: {scale}."]
+        if not delivered:
+            performance.append("The section does not count as delivered (the library holds no "
+                               "paper, or the section is empty), so this is 0.")
+        explained["rubric_score"] = ("The judge's score on the Related Work rubric, 1 to 5",
+                                     judged)
+        explained["performance"] = ("Task performance: the rubric score on a 0 to 1 scale",
+                                    performance)
+    order = ("performance", "rubric_score", "unique_citations", "subsections")
+    return [ScoreReport(name=name, value=float(scores[name]), label=explained[name][0],
+                        reasons=explained[name][1])
+            for name in order if name in explained and name in scores]

@@ -33,6 +33,7 @@ import json
 import os
 import re
 import shutil
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -42,12 +43,12 @@ from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
-from tqdm import tqdm
 
+from cogym_lab.core.progress import ProgressListener, ProgressMeter, counting
 from cogym_lab.datasets import disk_size
 from cogym_lab.envs.related_work.corpus import CorpusFiles, corpus_files
 from cogym_lab.envs.related_work.papers import Paper
@@ -158,6 +159,12 @@ def _csc_arrays(scores: dict[str, Any]) -> _CscArrays:
             np.asarray(scores["indptr"]))
 
 
+#: :meth:`BM25PaperIndex.shared`'s open indexes and per-folder build locks, by index folder.
+_shared_indexes: dict[Path, BM25PaperIndex] = {}
+_building: dict[Path, threading.Lock] = {}
+_shared_lock = threading.Lock()
+
+
 class BM25PaperIndex:
     """BM25 search over the local corpus (see the module doc for the scoring).
 
@@ -202,6 +209,20 @@ class BM25PaperIndex:
         self._analyzer = _Analyzer()
         self._n = len(self.store)
 
+    #: Each phase's rough share of a whole-corpus build's time, for the progress bar's estimate
+    #: of the time left (measured by ``benchmarks/index_build_lag.py``).
+    BUILD_PHASES: ClassVar[dict[str, float]] = {
+        "corpus ids": 5.0, "reading papers": 10.0, "tokenizing": 28.0,
+        "computing BM25 weights": 22.5, "title lookups": 2.0,
+    }
+
+    @classmethod
+    def build_meter(cls, listener: ProgressListener | None = None, *,
+                    echo: bool = False) -> ProgressMeter:
+        """A meter over this index's build phases, to pass as ``progress``."""
+        return ProgressMeter("Building the paper search index", cls.BUILD_PHASES,
+                             listener=listener, echo=echo)
+
     # -- construction --
 
     @staticmethod
@@ -217,7 +238,7 @@ class BM25PaperIndex:
     @classmethod
     def load_or_build(cls, data_dir: str | Path | None = None,
                       cache_dir: str | Path | None = None, *, limit: int | None = None,
-                      progress: bool = True) -> BM25PaperIndex:
+                      progress: bool | ProgressMeter = True) -> BM25PaperIndex:
         """The index of the data directory's corpus (both files of
         :data:`~cogym_lab.envs.related_work.corpus.CORPUS_FILES`, supersede rule applied).
 
@@ -225,14 +246,43 @@ class BM25PaperIndex:
         user cache); a missing file raises :class:`cogym_lab.datasets.DataMissing`.
         ``cache_dir`` defaults to the user cache directory. ``limit`` indexes only the first N
         papers. The first call for a corpus version builds the index (minutes for the whole
-        corpus, with progress on stderr when ``progress``); later calls open it. A change to
-        either file (size or modification time) is a new corpus version."""
+        corpus, with progress on stderr when ``progress`` is true, or counted on it when it is a
+        meter from :meth:`build_meter`); later calls open it. A change to either file (size or
+        modification time) is a new corpus version."""
         return cls.from_corpus(corpus_files(data_dir), cache_dir, limit=limit,
                                progress=progress)
 
     @classmethod
+    def shared(cls, data_dir: str | Path | None = None, cache_dir: str | Path | None = None,
+               *, limit: int | None = None,
+               progress: bool | ProgressMeter = True) -> BM25PaperIndex:
+        """:meth:`load_or_build`, opened once per process and corpus version: every session
+        searches the same memory maps instead of opening its own copy, and sessions that ask
+        while the first builds it wait for that build instead of starting another. A build
+        runs in a child process (:mod:`~cogym_lab.envs.related_work.index_process`), whose
+        progress goes to ``progress``'s listener when it is a meter."""
+        from cogym_lab.envs.related_work.index_process import build_in_child
+
+        files = corpus_files(data_dir)
+        folder = cache_folder(files, cache_dir, limit)
+        with _shared_lock:
+            lock = _building.setdefault(folder, threading.Lock())
+        with lock:
+            index = _shared_indexes.get(folder)
+            if index is None:
+                if not cls.is_built(folder):  # in a child: the server's loop must not stall
+                    meter = progress if isinstance(progress, ProgressMeter) else None
+                    echo = meter.echo if meter is not None else bool(progress)
+                    build_in_child(tuple(files), cache_dir, limit,
+                                   meter.listener if meter is not None else None, echo=echo)
+                index = cls(folder)
+                _shared_indexes[folder] = index
+        return index
+
+    @classmethod
     def from_corpus(cls, files: CorpusFiles, cache_dir: str | Path | None = None, *,
-                    limit: int | None = None, progress: bool = True) -> BM25PaperIndex:
+                    limit: int | None = None,
+                    progress: bool | ProgressMeter = True) -> BM25PaperIndex:
         """Like :meth:`load_or_build`, for corpus files given by path (in reading order)."""
         folder = cache_folder(files, cache_dir, limit)
         if cls.is_built(folder):
@@ -246,12 +296,14 @@ class BM25PaperIndex:
         else:
             store = PaperStore.build(files, store_dir, limit=limit, progress=progress)
         cls._build_bm25(store, folder / "bm25", progress=progress, started=started)
+        if isinstance(progress, ProgressMeter):
+            progress.finish()
         cls.builds += 1
         say(progress, f"  index ready in {time.monotonic() - started:.1f} s")
         return cls(folder, built=True)
 
     @classmethod
-    def _build_bm25(cls, store: PaperStore, target: Path, *, progress: bool,
+    def _build_bm25(cls, store: PaperStore, target: Path, *, progress: bool | ProgressMeter,
                     started: float) -> None:
         import bm25s
         from bm25s.tokenization import Tokenized
@@ -265,11 +317,12 @@ class BM25PaperIndex:
             titles: list[str] = []
 
             def texts() -> Iterator[str]:
-                for record in tqdm(store.iter_records(), total=len(store), desc="  tokenizing",
-                                   unit=" papers", disable=not progress, leave=False):
-                    title = str(record.get("title") or "")
-                    titles.append(title)
-                    yield f"{title}\n{record.get('abstract') or ''}"
+                with counting(progress, "tokenizing", len(store), " papers") as advance:
+                    for record in store.iter_records():
+                        title = str(record.get("title") or "")
+                        titles.append(title)
+                        advance(1)
+                        yield f"{title}\n{record.get('abstract') or ''}"
 
             # Compact per-paper arrays instead of lists of Python ints: about 10% less peak memory
             # for the whole corpus (bm25s only iterates them and takes their length).
@@ -280,33 +333,35 @@ class BM25PaperIndex:
             say(progress, f"  {len(store):,} papers, {len(vocab):,} terms; computing BM25 "
                           "weights")
 
-            text = bm25s.BM25(k1=cls.K1, b=cls.B, method="lucene")
-            text.index(Tokenized(ids=text_ids, vocab=vocab), show_progress=False)
-            del text_ids
-            text.save(staging / "text", show_progress=False)
-            del text
-            title = bm25s.BM25(k1=cls.K1, b=cls.B, method="lucene")
-            title.index(Tokenized(ids=title_ids, vocab=vocab), show_progress=False)
-            title.save(staging / "title", show_progress=False)
-            (staging / "title" / "vocab.index.json").unlink()  # the same as text's
-            del title
+            with counting(progress, "computing BM25 weights"):
+                text = bm25s.BM25(k1=cls.K1, b=cls.B, method="lucene")
+                text.index(Tokenized(ids=text_ids, vocab=vocab), show_progress=False)
+                del text_ids
+                text.save(staging / "text", show_progress=False)
+                del text
+                title = bm25s.BM25(k1=cls.K1, b=cls.B, method="lucene")
+                title.index(Tokenized(ids=title_ids, vocab=vocab), show_progress=False)
+                title.save(staging / "title", show_progress=False)
+                (staging / "title" / "vocab.index.json").unlink()  # the same as text's
+                del title
 
-            empty = vocab.get("")
-            lengths = np.zeros(len(title_ids) + 1, dtype=np.int64)
-            flat: list[int] = []
-            for row, ids in enumerate(title_ids):
-                unique = sorted({i for i in ids if i != empty})
-                flat.extend(unique)
-                lengths[row + 1] = len(unique)
-            np.save(staging / "title_terms.npy", np.asarray(flat, dtype=np.int32))
-            np.save(staging / "title_terms_indptr.npy", np.cumsum(lengths))
-            del flat, title_ids
+            with counting(progress, "title lookups"):
+                empty = vocab.get("")
+                lengths = np.zeros(len(title_ids) + 1, dtype=np.int64)
+                flat: list[int] = []
+                for row, ids in enumerate(title_ids):
+                    unique = sorted({i for i in ids if i != empty})
+                    flat.extend(unique)
+                    lengths[row + 1] = len(unique)
+                np.save(staging / "title_terms.npy", np.asarray(flat, dtype=np.int32))
+                np.save(staging / "title_terms_indptr.npy", np.cumsum(lengths))
+                del flat, title_ids
 
-            keys = np.fromiter((_title_key(t) for t in titles), dtype=np.uint64,
-                               count=len(titles))
-            order = np.argsort(keys, kind="stable")
-            np.save(staging / "title_keys.npy", keys[order])
-            np.save(staging / "title_rows.npy", order.astype(np.int32))
+                keys = np.fromiter((_title_key(t) for t in titles), dtype=np.uint64,
+                                   count=len(titles))
+                order = np.argsort(keys, kind="stable")
+                np.save(staging / "title_keys.npy", keys[order])
+                np.save(staging / "title_rows.npy", order.astype(np.int32))
             (staging / "index.json").write_text(json.dumps({
                 "format": INDEX_FORMAT, "papers": len(titles), "terms": len(vocab),
                 "k1": cls.K1, "b": cls.B, "method": "lucene", "stemmer": "snowball-english",

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from cogym_lab.core.progress import ProgressMeter
 from cogym_lab.datasets import cache_root
 from cogym_lab.envs.related_work.corpus import (
     CorpusFiles,
@@ -56,9 +57,9 @@ def cache_folder(files: CorpusFiles, cache_dir: str | Path | None = None,
     return root.resolve() / "related_work" / f"index-{corpus_fingerprint(files, limit)}"
 
 
-def say(enabled: bool, text: str) -> None:
-    """A progress line on stderr, when ``enabled``."""
-    if enabled:
+def say(progress: bool | ProgressMeter, text: str) -> None:
+    """A progress line on stderr, when ``progress`` is true or a meter that echoes."""
+    if progress.echo if isinstance(progress, ProgressMeter) else progress:
         print(text, file=sys.stderr, flush=True)
 
 
@@ -118,7 +119,7 @@ class PaperStore:
 
     @classmethod
     def build(cls, files: CorpusFiles, folder: str | Path, *, limit: int | None = None,
-              progress: bool = True) -> PaperStore:
+              progress: bool | ProgressMeter = True) -> PaperStore:
         """Write the corpus (its first ``limit`` papers) into ``folder`` and index the ids.
 
         Files are written next to the folder and moved in place at the end, so a build that
@@ -170,7 +171,7 @@ class PaperStore:
     @classmethod
     def load_or_build(cls, data_dir: str | Path | None = None,
                       cache_dir: str | Path | None = None, *, limit: int | None = None,
-                      progress: bool = True) -> PaperStore:
+                      progress: bool | ProgressMeter = True) -> PaperStore:
         """The store of the data directory's corpus, built on first use (see the module doc)."""
         paths = corpus_files(data_dir)
         folder = cache_folder(paths, cache_dir, limit) / "store"

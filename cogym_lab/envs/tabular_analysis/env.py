@@ -45,13 +45,18 @@ from cogym_lab.core import (
     RenderType,
     action,
 )
+from cogym_lab.core.env import ScoreReport
 from cogym_lab.core.grammar import RawAction
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL, get_protocol
 from cogym_lab.datasets import DataItem
 from cogym_lab.datasets import data_dir as resolve_data_dir
 from cogym_lab.envs.dataset_env import DatasetEnv
 from cogym_lab.envs.tabular_analysis.data_files import DATA_FILES
-from cogym_lab.envs.tabular_analysis.grader import HypothesisGrade, judge_hypothesis
+from cogym_lab.envs.tabular_analysis.grader import (
+    HypothesisGrade,
+    explain_grade,
+    judge_hypothesis,
+)
 from cogym_lab.envs.tabular_analysis.instances import copy_files, load_instances
 from cogym_lab.kernels import KernelExecutor, LocalKernelExecutor, NotebookLink, PersonCell
 from cogym_lab.lm import LM, configured_lm
@@ -120,6 +125,8 @@ class TabularAnalysisEnv(DatasetEnv):
     data: str | None = None
     autonomy: str = "free"
     notebook: NotebookLink | None = field(default=None, repr=False)
+    #: The judge's grade of the findings the last grading saw (``None``: not graded).
+    _grade: HypothesisGrade | None = field(default=None, init=False, repr=False)
 
     name = "tabular_analysis"
     data_files: ClassVar[tuple[DataItem, ...]] = DATA_FILES
@@ -240,13 +247,20 @@ class TabularAnalysisEnv(DatasetEnv):
         return self.findings.strip() or None
 
     async def aevaluate(self) -> dict[str, float]:
+        self._grade = None
         if self.is_custom:  # no gold hypothesis: the findings are the outcome
             return {}
         judge = self.judge_lm or configured_lm("the hypothesis judge")
         if judge is None or not self.findings.strip():
             return {}
         grade = await judge_hypothesis(self.findings, self.task, judge)
+        self._grade = grade
         return protocol_scores(grade, self.protocol)
+
+    def explain_scores(self, scores: dict[str, float]) -> list[ScoreReport]:
+        """What the judge matched between the findings and the expected answer, from the grade
+        the last grading kept."""
+        return explain_grade(self._grade, scores, self.protocol)
 
     async def aclose(self) -> None:
         if self.executor is not None:  # a notebook's kernel is only disconnected, never stopped

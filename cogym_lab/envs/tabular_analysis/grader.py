@@ -36,6 +36,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from cogym_lab.core.env import ScoreReport
+from cogym_lab.core.protocol import get_protocol
 from cogym_lab.envs.tabular_analysis.discoverybench_score import (
     RELATION_OPTIONS,
     DiscoveryBenchScore,
@@ -50,7 +52,7 @@ from cogym_lab.lm import LM
 from cogym_lab.prompts import render
 
 __all__ = ["HypothesisGrade", "HypothesisJudgment", "JudgeParseError", "ProductScore",
-           "check_judge_temperature", "combine", "grade_of", "judge_hypothesis",
+           "check_judge_temperature", "combine", "explain_grade", "grade_of", "judge_hypothesis",
            "judge_messages", "not_graded", "parse_judgment", "product_score", "variable_f1"]
 
 PACKAGE = "cogym_lab.envs.tabular_analysis"
@@ -397,3 +399,77 @@ async def judge_hypothesis(findings: str, instance: Any, lm: LM) -> HypothesisGr
         f"The Tabular Analysis judge gave no usable grade for instance "
         f"{getattr(instance, 'key', '?')} in two attempts (last problem: {problem}). "
         f"Last reply: {replies[-1][:300]!r}", replies)
+
+
+# -- the grade in plain words --------------------------------------------------------------------
+
+#: Each relation answer's meaning, said of the finding.
+_RELATIONS = {1.0: "very similar to the expected answer's",
+              0.5: "similar to the expected answer's, but more general",
+              0.0: "different from the expected answer's"}
+#: Characters of a judge's explanation a report quotes.
+_EXPLANATION_LIMIT = 400
+
+
+def _plural(count: float, noun: str) -> str:
+    return f"{count:g} {noun}{'' if count == 1 else 's'}"
+
+
+def _explained(judgment: HypothesisJudgment, key: str) -> list[str]:
+    text = " ".join(judgment.explanations.get(key, "").split())
+    if not text:
+        return []
+    if len(text) > _EXPLANATION_LIMIT:
+        text = text[:_EXPLANATION_LIMIT].rstrip() + "…"
+    return [f"The judge's reason: {text}"]
+
+
+def explain_grade(grade: HypothesisGrade | None, scores: dict[str, float],
+                  protocol: str) -> list[ScoreReport]:
+    """The finding's scores (those of them in ``scores``) in plain words: what the judge matched
+    between the finding and the expected answer (contexts, variables, relation) and, for
+    ``performance``, which of the scores ``protocol`` takes. ``grade`` is ``None`` when no judge
+    graded the finding. The expected answer itself is not quoted: it is the task's hidden
+    gold."""
+    if grade is None:
+        return []
+    cogym = get_protocol(protocol).name == "cogym"
+    judgment = grade.judgment
+    if judgment is None:  # empty findings: graded 0 without the judge
+        nothing = ["The findings were empty, so the judge was not asked and every score is 0."]
+        contexts, variables, relation = nothing, nothing, nothing
+    else:
+        found = sum(1 for partner in grade.discoverybench.pairs if partner is not None)
+        contexts = [f"The judge split the expected answer into "
+                    f"{_plural(len(judgment.gold), 'part')} and the finding into "
+                    f"{_plural(len(judgment.generated), 'part')}; {found} of the expected "
+                    f"parts found a part of the finding about the same context."]
+        counts = judgment.variables
+        variables = [f"Variables: the expected answer uses {counts.size_gold:g}, the finding "
+                     f"{counts.size_generated:g}, and they share {counts.intersection:g}."]
+        variables += _explained(judgment, "variables")
+        meaning = _RELATIONS.get(relation_score(judgment.relation),
+                                 "unclear: the judge gave no usable answer, so it counts 0")
+        relation = [f"Relation: the finding's relation between them is {meaning}."]
+        relation += _explained(judgment, "relation")
+    product = grade.product
+    explained = {
+        "performance": ("Task performance: " + (
+            "the share of the expected answer's contexts the finding covers" if cogym else
+            "every context found times variable F1 times relation"),
+            [f"This session is scored as {'Co-Gym' if cogym else 'cogym_lab'} scores this task: "
+             f"performance is {'recall_context' if cogym else 'context_f1_relation'}, "
+             f"explained below."]),
+        "recall_context": ("Share of the expected answer's contexts the finding covers",
+                           contexts),
+        "hms": ("DiscoveryBench's match score: contexts covered times how well the variables and "
+                "the relation match", [*contexts[:1], *variables, *relation]
+                if judgment is not None else contexts),
+        "context_f1_relation": (
+            "Every context found times variable F1 times relation",
+            [f"Every context found: {'yes' if product.context == 1.0 else 'no'}; variable F1 "
+             f"{product.variables:.2f}; relation {product.relation:g}."]
+            if judgment is not None else contexts),
+    }
+    return [ScoreReport(name=name, value=float(scores[name]), label=label, reasons=reasons)
+            for name, (label, reasons) in explained.items() if name in scores]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cogym_lab.core import ActionError, CoEnv, Component, RenderType, action
+from cogym_lab.core.env import ScoreReport
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
 
 IDEAS = {
@@ -94,6 +95,30 @@ class TodoEnv(CoEnv):
         coverage = len(must) / len(self.must_have) if self.must_have else 1.0
         size = min(len(self.items), self.min_items) / self.min_items
         return {"must_have_coverage": coverage, "size": size, "performance": (coverage + size) / 2}
+
+    def explain_scores(self, scores: dict[str, float]) -> list[ScoreReport]:
+        """Which must-have items made the list, how long it is against the brief, and how many
+        items are ticked off, from the checklist as it ended."""
+        listed = {item.text.lower() for item in self.items}
+        kept = [m for m in self.must_have if m.lower() in listed]
+        missing = [m for m in self.must_have if m.lower() not in listed]
+        done = sum(item.done for item in self.items)
+        count = len(self.items)
+        length = (f"The list has {count} item{'s' if count != 1 else ''}; the brief asks for at "
+                  f"least {self.min_items}.")
+        explained = {
+            "performance": ("How well the checklist does the brief: the mean of the two scores "
+                            "below", [length, f"{done} of {count} items are ticked off as packed."
+                                      if count else "No item is ticked off: the list is empty."]),
+            "must_have_coverage": (
+                "Share of the items the person insisted on that made the list",
+                ([f"On the list: {', '.join(kept)}."] if kept else [])
+                + ([f"Missing: {', '.join(missing)}."] if missing else [])),
+            "size": (f"How close the list came to the {self.min_items} items asked for",
+                     [length]),
+        }
+        return [ScoreReport(name=name, value=scores[name], label=label, reasons=reasons)
+                for name, (label, reasons) in explained.items() if name in scores]
 
     def _item(self, item_id: int) -> Item:
         for item in self.items:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from cogym_lab.core import ActionError, Component, RenderType, action
-from cogym_lab.core.env import SessionScores
+from cogym_lab.core.env import ScoreReport, SessionScores
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
 from cogym_lab.datasets import DataItem
 from cogym_lab.envs.dataset_env import DatasetEnv
@@ -31,6 +31,7 @@ from cogym_lab.envs.travel_planning.data_files import DATA_FILES
 from cogym_lab.envs.travel_planning.database import TravelDatabase
 from cogym_lab.envs.travel_planning.grader import (
     Grade,
+    explain_grade,
     grade_plan,
     grade_text,
     undelivered_grade,
@@ -69,6 +70,7 @@ class TravelPlanningEnv(DatasetEnv):
 
     provider: SearchProvider | None = field(default=None, repr=False)
     parser_lm: LM | None = field(default=None, repr=False)  # reads free-text plans for grading
+    _grade: Grade | None = field(default=None, init=False, repr=False)  # the last one given
 
     name = "travel_planning"
     data_files: ClassVar[tuple[DataItem, ...]] = DATA_FILES
@@ -132,6 +134,7 @@ class TravelPlanningEnv(DatasetEnv):
 
     def _reset(self, seed: int | None) -> None:
         self.plan_text = ""
+        self._grade = None
         self.results: dict[str, SearchResult] = {}
 
     def public_components(self) -> list[Component]:
@@ -152,7 +155,8 @@ class TravelPlanningEnv(DatasetEnv):
         return grade_plan(self.plan_text, self.task, self.db, mode=self.grading_mode)
 
     def evaluate(self) -> dict[str, float]:
-        return self.grade().scores()
+        self._grade = self.grade()
+        return self._grade.scores()
 
     async def aevaluate(self) -> dict[str, float]:
         """Like ``evaluate``, but a plan written as free text is first rewritten into the
@@ -161,7 +165,13 @@ class TravelPlanningEnv(DatasetEnv):
         if lm is None and self.plan_text.strip() and not parse_plan(self.plan_text).days:
             lm = configured_lm("the plan parser")
         grade = await grade_text(self.plan_text, self.task, self.db, lm, mode=self.grading_mode)
+        self._grade = grade
         return {**grade.scores(), "parsed_by_lm": float(grade.parser == "lm")}
+
+    def explain_scores(self, scores: dict[str, float]) -> list[ScoreReport]:
+        """The pass rates and the final pass with every check's verdict and reason, from the
+        grade just given (graded again only when there is none yet)."""
+        return explain_grade(self._grade or self.grade(), scores)
 
     # -- actions -------------------------------------------------------------------------------
 

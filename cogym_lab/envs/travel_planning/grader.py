@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cogym_lab.core.env import ScoreReport
 from cogym_lab.envs.travel_planning.commonsense import COMMONSENSE_CHECKS
 from cogym_lab.envs.travel_planning.constraint_names import COMMONSENSE, HARD, PAPER_TERMS
 from cogym_lab.envs.travel_planning.grading_rules import GraderMode, GradingRules, get_rules
@@ -42,8 +43,8 @@ if TYPE_CHECKING:
     from cogym_lab.envs.travel_planning.database import TravelDatabase
     from cogym_lab.lm import LM
 
-__all__ = ["COMMONSENSE", "HARD", "PAPER_TERMS", "Grade", "Verdict", "grade_plan",
-           "grade_submission", "grade_text", "undelivered_grade"]
+__all__ = ["COMMONSENSE", "HARD", "PAPER_TERMS", "Grade", "Verdict", "explain_grade",
+           "grade_plan", "grade_submission", "grade_text", "undelivered_grade"]
 
 _LOCAL_CONSTRAINTS = {"valid_cuisine": "cuisine", "valid_room_rule": "house rule",
                       "valid_transportation": "transportation", "valid_room_type": "room type"}
@@ -225,3 +226,70 @@ async def grade_text(text: str, instance: TravelInstance, db: TravelDatabase,
         parsed = await parse_with_lm(text, lm, days=instance.days)
         parser = "lm"
     return grade_plan(parsed, instance, db, mode=mode, parsed_with=parser)
+
+
+# -- the grade in plain words ------------------------------------------------------------------
+
+#: How many of the plan parser's problems a report quotes; the rest are counted.
+_PROBLEMS_SHOWN = 3
+
+
+def _verdict_lines(verdicts: Mapping[str, Verdict]) -> list[str]:
+    """One line per check that applies, failed ones first: its name as the paper says it, then
+    the grader's own reason (which already says what was found)."""
+    applicable = [(name, v) for name, v in verdicts.items() if v.passed is not None]
+    applicable.sort(key=lambda pair: pair[1].passed is True)  # stable: official order within
+    return [f"{'Passed' if v.passed else 'Failed'}: {PAPER_TERMS.get(name, name)}. {v.reason}"
+            for name, v in applicable]
+
+
+def _count(verdicts: Mapping[str, Verdict]) -> tuple[int, int]:
+    """(passed, applicable) checks of ``verdicts``."""
+    applicable = [v for v in verdicts.values() if v.passed is not None]
+    return sum(v.passed is True for v in applicable), len(applicable)
+
+
+def explain_grade(grade: Grade, scores: Mapping[str, float]) -> list[ScoreReport]:
+    """The headline scores of ``grade`` (those of them in ``scores``) in plain words, each with
+    the verdicts behind it: which commonsense checks and hard constraints passed or failed, and
+    why. The per-check 0/1 scores are not reported one by one: the rates' reasons list them."""
+    common_passed, common_total = _count(grade.commonsense)
+    hard_passed, hard_total = _count(grade.hard)
+    overview: list[str] = []
+    if not grade.delivered:
+        overview.append("No plan was delivered, so every check counts as failed.")
+    else:
+        overview.append(f"The plan passes {common_passed} of {common_total} commonsense checks "
+                        f"and meets {hard_passed} of {hard_total} hard constraints.")
+        if grade.total_cost is not None:
+            overview.append(f"The trip as planned costs ${grade.total_cost:,.0f} in total.")
+    if grade.parser == "lm":
+        overview.append("The plan was not in the day-by-day form, so a language model rewrote it "
+                        "into that form before it was graded.")
+    if grade.problems:
+        shown = "; ".join(grade.problems[:_PROBLEMS_SHOWN])
+        more = len(grade.problems) - _PROBLEMS_SHOWN
+        overview.append(f"Parts of the plan could not be read: {shown}"
+                        + (f" (and {more} more)." if more > 0 else "."))
+    if grade.errors:
+        overview.append("TravelPlanner's own evaluation fails on some checks of this plan; they "
+                        "count as failed.")
+    failed = sorted(PAPER_TERMS.get(name, name) for name in grade.failed)
+    explained = {
+        "performance": ("Overall: the mean of the commonsense pass rate and the hard-constraint "
+                        "pass rate", overview),
+        "commonsense_pass_rate": ("Share of TravelPlanner's commonsense checks the plan passes "
+                                  "(a sensible route, real places, complete days)",
+                                  _verdict_lines(grade.commonsense)),
+        "hard_pass_rate": ("Share of the trip's own constraints the plan meets (budget, and any "
+                           "room, cuisine or transport wishes)", _verdict_lines(grade.hard)),
+        "final_pass": ("Whether the plan passes every check and meets every constraint",
+                       [f"Not passed: {', '.join(failed)}." if failed else
+                        "Every check and constraint passed." if grade.delivered else
+                        "No plan was delivered."]
+                       + ([] if grade.hard_evaluated or not grade.delivered else [
+                           "TravelPlanner grades the constraints only once the plan is complete "
+                           "and uses only places from its database."])),
+    }
+    return [ScoreReport(name=name, value=float(scores[name]), label=label, reasons=reasons)
+            for name, (label, reasons) in explained.items() if name in scores]

@@ -1,0 +1,301 @@
+"""A session whose panels are all gone ends after a grace period, with that reason in its log.
+
+Server tests run a real Jupyter server in-process (pytest-jupyter, driven from its own loop as in
+test_jupyter_server.py) with a short ``c.CogymLab.panel_grace_seconds`` and follow seats over
+real WebSockets. Kernel-mode tests run a real ``SessionHost`` and real session panels (their
+comms are the ``comm`` package's own, which need no kernel). The properties checked are the end
+reasons and what stays running; where a test must let a grace period pass, it waits for several
+times the grace and asserts nothing about how fast anything was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pytest_jupyter.jupyter_server import *  # noqa: F403 - its fixtures, without its hooks
+
+from cogym_lab.core.messages import EventType
+from cogym_lab.nodes.results import read_events
+from cogym_lab.runtime.hosting import SessionHost
+from cogym_lab.runtime.panels import NO_PANEL_REASON, no_panel_reason
+from cogym_lab.widgets import SessionPanel
+from tests.support.jupyter_api import API, receive_until, session_api, wait_until
+
+GRACE = 1.5  # the server's setting in these tests
+#: A longer grace for tests that check a session goes on: a reconnect must fit in it easily.
+LONG_GRACE = 4.0
+
+
+#: The todo task's rule-based pair, with an agent that takes a minute over each step: a session
+#: nobody holds a seat in that goes on for a while (the plain example pair finishes at once).
+SLOW_TEAM = """
+name = "slow-example"
+tasks = ["todo"]
+
+[members.agent]
+type = "example-agent"
+
+[members.agent.options]
+think_seconds = 60
+
+[members.user]
+type = "example-user"
+"""
+
+
+def slow_team(folder: Path) -> Path:
+    path = folder / "slow-example.toml"
+    path.write_text(SLOW_TEAM, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def jp_server_config(tmp_path):
+    return {"ServerApp": {"jpserver_extensions": {"cogym_lab": True}},
+            "CogymLab": {"results_dir": str(tmp_path / "results"),
+                         "panel_grace_seconds": GRACE,
+                         "teams": {"slow-example": str(slow_team(tmp_path))}}}
+
+
+@pytest.fixture
+def run(jp_asyncio_loop, jp_serverapp):
+    """Run a coroutine to completion in the server's loop."""
+    return lambda coroutine: jp_asyncio_loop.run_until_complete(
+        asyncio.wait_for(coroutine, 90))
+
+
+@pytest.fixture
+def api(jp_fetch):
+    return session_api(jp_fetch)
+
+
+@pytest.fixture
+def host(jp_serverapp) -> SessionHost:
+    return jp_serverapp.web_app.settings["cogym_lab_host"]
+
+
+def end_event(directory: Path) -> dict[str, Any]:
+    ends = [event for event in read_events(directory) if event.type == EventType.END]
+    assert len(ends) == 1, ends
+    return ends[0].model_dump(mode="json")
+
+
+def recorded_end(directory: Path) -> tuple[str, str]:
+    """The END event's reason and ``session.json``'s end_reason."""
+    session = json.loads((directory / "session.json").read_text(encoding="utf-8"))
+    return end_event(directory)["info"]["reason"], session["end_reason"]
+
+
+async def follow(jp_ws_fetch, session_id: str, role: str = "user") -> Any:
+    """A seat's WebSocket, once the env has sent it the current state."""
+    ws = await jp_ws_fetch(*API, session_id, "ws", params={"role": role})
+    await receive_until(ws, lambda n: n.get("context") is not None)
+    return ws
+
+
+async def counted(host: SessionHost, session_id: str, panels: int) -> None:
+    """Wait until the host counts ``panels`` open: a closed socket's on_close, and a local
+    panel's count, run on a later turn of the host's loop."""
+    deadline = time.monotonic() + 30
+    while host.panels(session_id) != panels:
+        assert time.monotonic() < deadline, f"{host.panels(session_id)} panels counted"
+        await asyncio.sleep(0.02)
+
+
+async def still_running(api, session_id: str, grace: float) -> dict[str, Any]:
+    """The snapshot after several grace periods; the session must be running then."""
+    await asyncio.sleep(3 * grace)
+    status, snapshot = await api("GET", session_id)
+    assert status == 200, snapshot
+    assert snapshot["status"] == "running", snapshot["end_reason"]
+    return snapshot
+
+
+def test_the_setting_reaches_the_host(host) -> None:
+    assert host.panel_grace_seconds == GRACE
+
+
+def test_a_session_whose_only_panel_closed_ends_with_that_reason(run, api, host, jp_ws_fetch,
+                                                                 tmp_path) -> None:
+    async def body():
+        status, created = await api("POST", body={"task": "todo", "team": "example",
+                                                  "people": ["user"], "idle_seconds": 60})
+        assert status == 201, created
+        session_id = created["session_id"]
+        ws = await follow(jp_ws_fetch, session_id)
+        assert host.panels(session_id) == 1
+        ws.close()
+        final = await wait_until(api, session_id, lambda s: s["status"] != "running")
+        expected = no_panel_reason(GRACE, ever_opened=True)
+        assert expected == "no panel was open for 1.5 s (the last one was closed)"
+        assert final["status"] == "finished" and final["end_reason"] == expected
+        assert recorded_end(tmp_path / "results" / session_id) == (expected, expected)
+        assert host.panels(session_id) == 0
+
+    run(body())
+
+
+def test_a_panel_that_reconnects_within_the_grace_keeps_the_session(run, api, host,
+                                                                    jp_ws_fetch) -> None:
+    async def body():
+        host.panel_grace_seconds = LONG_GRACE
+        status, created = await api("POST", body={"task": "todo", "team": "example",
+                                                  "people": ["user"], "idle_seconds": 60})
+        assert status == 201, created
+        session_id = created["session_id"]
+        ws = await follow(jp_ws_fetch, session_id)
+        ws.close()  # a browser reload: the old socket goes, a new one comes
+        await counted(host, session_id, 0)
+        ws = await follow(jp_ws_fetch, session_id)
+        assert host.panels(session_id, "user") == 1
+        await still_running(api, session_id, LONG_GRACE)
+        ws.close()
+        status, _ = await api("DELETE", session_id)
+        assert status == 200
+
+    run(body())
+
+
+def test_a_session_goes_on_while_any_panel_is_open(run, api, host, jp_ws_fetch,
+                                                   tmp_path) -> None:
+    async def body():
+        host.panel_grace_seconds = LONG_GRACE
+        status, created = await api("POST", body={"task": "todo", "team": "example",
+                                                  "people": ["user", "guest"],
+                                                  "idle_seconds": 60})
+        assert status == 201, created
+        session_id = created["session_id"]
+        first = await follow(jp_ws_fetch, session_id, "user")
+        second = await follow(jp_ws_fetch, session_id, "user")  # the same seat in two tabs
+        guest = await follow(jp_ws_fetch, session_id, "guest")
+        assert (host.panels(session_id), host.panels(session_id, "user")) == (3, 2)
+        first.close()
+        second.close()
+        await counted(host, session_id, 1)
+        await still_running(api, session_id, LONG_GRACE)  # the guest's panel is still open
+        host.panel_grace_seconds = GRACE  # the timer that starts next runs on this one
+        guest.close()
+        final = await wait_until(api, session_id, lambda s: s["status"] != "running")
+        assert final["end_reason"] == no_panel_reason(GRACE, ever_opened=True)
+        assert recorded_end(tmp_path / "results" / session_id)[0] == final["end_reason"]
+
+    run(body())
+
+
+def test_a_session_no_panel_ever_reached_ends_too(run, api, tmp_path) -> None:
+    async def body():
+        status, created = await api("POST", body={"task": "todo", "team": "example",
+                                                  "people": ["user"], "idle_seconds": 60})
+        assert status == 201, created
+        session_id = created["session_id"]
+        final = await wait_until(api, session_id, lambda s: s["status"] != "running")
+        expected = no_panel_reason(GRACE, ever_opened=False)
+        assert expected == "no panel was open for 1.5 s (none was opened)"
+        assert final["end_reason"] == expected
+        assert recorded_end(tmp_path / "results" / session_id) == (expected, expected)
+
+    run(body())
+
+
+def test_actions_sent_without_a_panel_keep_the_session(run, api, host) -> None:
+    async def body():
+        host.panel_grace_seconds = LONG_GRACE
+        status, created = await api("POST", body={"task": "todo", "team": "example",
+                                                  "people": ["user"], "idle_seconds": 60})
+        assert status == 201, created
+        session_id = created["session_id"]
+        for number in range(6):  # someone drives the seat over REST, with no panel at all
+            status, _ = await api("POST", session_id, "actions", body={
+                "role": "user", "action": {"name": "ADD_ITEM", "args": {"text": f"i{number}"}}})
+            assert status == 202
+            await asyncio.sleep(LONG_GRACE / 4)
+        status, snapshot = await api("GET", session_id)
+        assert snapshot["status"] == "running", snapshot["end_reason"]
+        status, _ = await api("DELETE", session_id)
+        assert status == 200
+
+    run(body())
+
+
+def test_a_watched_session_without_person_seats_is_never_ended_for_it(run, api, host) -> None:
+    async def body():
+        # An agent and a simulated user that go on for a while: nobody holds a seat.
+        status, created = await api("POST", body={"task": "todo", "team": "slow-example",
+                                                  "idle_seconds": 60})
+        assert status == 201, created
+        session_id = created["session_id"]
+        assert created["people"] == []
+        snapshot = await still_running(api, session_id, GRACE)
+        assert snapshot["end_reason"] is None
+        status, ended = await api("DELETE", session_id)
+        assert status == 200 and ended["end_reason"] == "ended by the user"
+
+    run(body())
+
+
+# -- kernel mode ------------------------------------------------------------------------------
+
+@pytest.fixture
+async def local_host(tmp_path: Path):
+    host = SessionHost(tmp_path / "results", panel_grace_seconds=GRACE)
+    yield host
+    await host.close()
+
+
+async def ended(host: SessionHost, session_id: str, timeout: float = 60.0) -> str | None:
+    """The end reason, once the session has ended."""
+    hosted = host.get(session_id)
+    deadline = time.monotonic() + timeout
+    while hosted.status == "running":
+        assert time.monotonic() < deadline, "the session did not end"
+        await asyncio.sleep(0.05)
+    return hosted.end_reason
+
+
+async def test_a_local_panel_counts_and_its_closing_ends_the_session(local_host,
+                                                                     tmp_path) -> None:
+    hosted = await local_host.create("todo", team="example", people=["user"], idle_seconds=60)
+    panel = SessionPanel.for_local(local_host, hosted.session_id, "user")
+    other = SessionPanel.for_local(local_host, hosted.session_id, "user")
+    await counted(local_host, hosted.session_id, 2)
+    other.close()
+    await counted(local_host, hosted.session_id, 1)
+    await asyncio.sleep(3 * GRACE)
+    assert hosted.status == "running"
+    panel.close()
+    reason = await ended(local_host, hosted.session_id)
+    assert reason == no_panel_reason(GRACE, ever_opened=True)
+    assert recorded_end(tmp_path / "results" / hosted.session_id) == (reason, reason)
+
+
+async def test_a_comm_the_frontend_closes_is_a_panel_gone(local_host) -> None:
+    hosted = await local_host.create("todo", team="example", people=["user"], idle_seconds=60)
+    panel = SessionPanel.for_local(local_host, hosted.session_id, "user")
+    await counted(local_host, hosted.session_id, 1)
+    assert panel.comm is not None
+    panel.comm.handle_close({"content": {"comm_id": panel.comm.comm_id, "data": {}}})
+    await counted(local_host, hosted.session_id, 0)
+    assert (await ended(local_host, hosted.session_id) or "").startswith(NO_PANEL_REASON)
+    panel.close()  # closing it again later changes no count
+    await asyncio.sleep(0.05)
+    assert local_host.panels(hosted.session_id) == 0
+
+
+async def test_a_local_session_without_person_seats_or_with_the_grace_off_goes_on(
+        tmp_path: Path) -> None:
+    host = SessionHost(tmp_path / "results", panel_grace_seconds=0)
+    try:
+        team = str(slow_team(tmp_path))
+        watched = await host.create("todo", team=team, idle_seconds=60)
+        seated = await host.create("todo", team="example", people=["user"], idle_seconds=60)
+        host.panel_grace_seconds = GRACE  # on now, for sessions timed from here on
+        unseated = await host.create("todo", team=team, idle_seconds=60)
+        await asyncio.sleep(3 * GRACE)
+        assert [watched.status, seated.status, unseated.status] == ["running"] * 3
+    finally:
+        await host.close()

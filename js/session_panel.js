@@ -1355,6 +1355,7 @@ class ErrorBanner {
 class WorkspaceView {
   /** @param {EditorHost} editorHost */
   constructor(editorHost) {
+    this.privateBadge = "only you"; // a watcher sees another member's: "only <role>"
     this.editorHost = editorHost;
     /** @type {Map<string, ComponentEntry>} */
     this.entries = new Map();
@@ -1407,7 +1408,7 @@ class WorkspaceView {
     const view = component.render_type === "editor"
       ? new EditorView(component, this.editorHost)
       : new (contentViewFor(component.render_type))(component, this.editorHost);
-    const badge = component.private ? "only you" : "shared";
+    const badge = component.private ? this.privateBadge : "shared";
     const box = h("div", { class: "cogym-box", testid: `view-${component.render_type}`,
       dataset: { component: component.name } },
     h("h4", {}, h("span", { text: component.title || component.name }),
@@ -2269,6 +2270,7 @@ export class Panel {
       done: () => this.done,
       send,
     });
+    if (this.readonly) this.workspace.privateBadge = `only ${this.role}`;
     this.setup = new SetupView();
     this.agents = new AgentStatusView(send, describe);
     this.confirmations = new ConfirmationsView(this.role, send, model.get("session_id") || "");

@@ -99,6 +99,8 @@ def test_watch_an_agent_and_a_simulated_user_notebook(notebook_env, monkeypatch)
     with ScriptedOpenAIServer(responder=TravelRolePlay(env.task, env.db)) as lm:
         outputs = run_notebook("04_watch_agent_and_simulated_user.ipynb", notebook_env, lm,
                                monkeypatch)
+    # Displaying the seatless handle shows the session panel, watching the simulated user.
+    assert "cogym_lab.widgets.panel.SessionPanel" in outputs[1], outputs[1][:300]
     transcript = outputs[2]
     # in plain sentences, never the action syntax
     assert "agent: Search flights on one date" in transcript

@@ -183,6 +183,7 @@ def test_a_watcher_that_arrives_late_gets_the_current_state_first(run, alice, ho
     async def body():
         status, created = await alice("POST", body={"task": "todo", "team": "watched-example",
                                                     "idle_seconds": 60})
+        assert status == 201, created
         session_id = created["session_id"]
         deadline = time.monotonic() + 60
         while True:  # the host's own snapshot: the REST one shows no views to a seatless owner
@@ -375,3 +376,27 @@ async def test_a_local_read_only_panel_needs_a_member_and_counts_for_nothing(
         await asyncio.sleep(0.05)
     assert hosted.end_reason == no_panel_reason(GRACE, ever_opened=False)
     watcher.close()
+
+
+# -- the notebook handle -----------------------------------------------------------------------
+
+def test_a_seatless_handle_shows_a_read_only_panel_of_the_simulated_user(comms,
+                                                                          tmp_path) -> None:
+    import cogym_lab
+    from cogym_lab.notebook.backends import SessionError
+
+    run = cogym_lab.new_session("todo", team=str(watched_team(tmp_path, think=30)), role=None,
+                                mode="local", results_dir=tmp_path / "results",
+                                idle_seconds=60)
+    try:
+        assert run.role is None and run.members == {"agent": "agent", "user": "user"}
+        panel = run.panel
+        assert (panel.readonly, panel.role, panel.mode) == (True, "user", "local")
+        agent = run.watch("agent")
+        assert (agent.readonly, agent.role) == (True, "agent") and run.panel is agent
+        with pytest.raises(SessionError, match="not a member"):
+            run.watch("nobody")
+    finally:
+        run.end()
+        for shown in (panel, agent):
+            shown.close()

@@ -700,6 +700,7 @@ async def test_a_read_only_panel_shows_everything_and_sends_nothing(browser) -> 
     for testid in ("view-editor", "view-library", "view-checklist", "chat-message",
                    "agent-status", "confirmation-preview"):
         assert await page.locator(_by(testid)).count() > 0, testid
+    assert "only user" in await page.inner_text(_by("view-search_results"))  # not "only you"
     assert await root.evaluate(ENABLED_CONTROLS) == VIEW_ONLY_CONTROLS
     for testid in ("chat-input", "chat-send", "editor-textarea", "editor-save", "pause-button",
                    "finish-button", "confirm-accept", "confirm-reject", "confirm-accept-all",

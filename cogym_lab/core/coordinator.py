@@ -271,6 +271,15 @@ class Coordinator:
         event = Event(seq=self.seq, time=now, type=EventType.SYNC, recipients=[role])
         return self._notification(role, event, now, with_context=True)
 
+    def watch(self, role: str, now: float) -> Notification | None:
+        """What ``role`` sees now, as a sync notification for someone watching over its
+        shoulder (a read-only panel). Changes nothing: the member's own notifications go on as
+        if nobody watched. ``None`` before the start and for a role not in the team."""
+        if not self.started_at or not isinstance(role, str) or role not in self.members:
+            return None
+        event = Event(seq=self.seq, time=now, type=EventType.SYNC, recipients=[role])
+        return self._notification(role, event, now, with_context=True, watcher=True)
+
     def replay(self, event: Event) -> Transition:
         """Re-apply a logged event to a fresh coordinator."""
         self._replaying = event
@@ -598,13 +607,16 @@ class Coordinator:
         return transition
 
     def _notification(self, role: str, event: Event, now: float, with_context: bool = False,
-                      view: Observation | None = None) -> Notification:
-        prev_seq = self._last_seq.get(role)
-        self._last_seq[role] = event.seq
+                      view: Observation | None = None, watcher: bool = False) -> Notification:
+        """``role``'s notification of ``event``; for a ``watcher``, one that records nothing
+        about what the member was shown."""
+        prev_seq = None if watcher else self._last_seq.get(role)
         chat = self.visible_chat(role)
         view = view or self.env.view(role)
-        if self._replacements.components:
-            self._replacements.shown(role, event.seq, view)
+        if not watcher:
+            self._last_seq[role] = event.seq
+            if self._replacements.components:
+                self._replacements.shown(role, event.seq, view)
         # Every part is already a validated model: skip re-validating on the hot path.
         return Notification.model_construct(
             session_id=self.session_id,

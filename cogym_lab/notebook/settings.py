@@ -28,7 +28,6 @@ from typing import Any, Literal
 from pydantic import (
     BaseModel,
     ConfigDict,
-    SecretStr,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -39,9 +38,9 @@ from cogym_lab.lm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from cogym_lab.sessions.spec import (
     EVERY_LM,
     MAX_KEY_LENGTH,
+    ApiKey,
     LMSettings,
     SessionSpec,
-    check_api_key,
     check_plain_text,
 )
 
@@ -70,7 +69,7 @@ class NotebookSettings(BaseModel):
 
     model: str | None = None
     base_url: str | None = None
-    api_key: SecretStr | None = None
+    api_key: ApiKey = None
     data_dir: str | None = None
 
     @field_validator("model", "base_url", "data_dir")
@@ -85,14 +84,6 @@ class NotebookSettings(BaseModel):
             raise ValueError(f"{name} is {len(value)} characters long; at most "
                              f"{_LIMITS[name]}")
         return check_plain_text(value, name)
-
-    @field_validator("api_key", mode="before")
-    @classmethod
-    def _usable_key(cls, value: Any) -> Any:
-        text = value.get_secret_value() if isinstance(value, SecretStr) else value
-        if isinstance(text, str):
-            check_api_key(text)
-        return value
 
     def given(self) -> dict[str, Any]:
         """The settings that are set, by name."""

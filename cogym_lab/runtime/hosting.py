@@ -396,6 +396,16 @@ class SessionHost:
     def list(self) -> builtins.list[dict[str, Any]]:
         return [entry.summary() for entry in self.entries()]
 
+    def watched(self, session_id: str, role: str) -> dict[str, Any] | None:
+        """Member ``role``'s current view as a ``sync`` notification, for a read-only panel
+        that just connected; ``None`` before the session has started (the member's first
+        notification, with its context, reaches the watcher then). Built by the coordinator
+        without publishing anything: a sync asked of the env would come on the member's own
+        channel, and an agent or a simulated user there would take it as news and act once
+        more. Raises ``HostingError`` like :meth:`get`."""
+        notification = self.get(session_id).session.coordinator.watch(role, time.time())
+        return None if notification is None else notification.model_dump(mode="json")
+
     def get(self, session_id: str) -> HostedSession:
         """A session this server runs (or ran). Raises ``HostingError``: 404 for an unknown id,
         409 for a session from an earlier server that has not been resumed."""

@@ -356,13 +356,9 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
         subscription = await hosted.bus.subscribe(obs_channel(session_id, self.role))
         self._subscription = subscription
         if self.watching:
-            # Imported here: the widgets package loads anywidget, which a server that nobody
-            # watches from does not need.
-            from cogym_lab.widgets.local_bridge import watched_state
-
             # Taken right after subscribing, with no wait between: every later notification
             # comes through the subscription, after this one.
-            current = watched_state(hosted, self.role)
+            current = self.host.watched(session_id, self.role)
             if current is not None:
                 await self._send(current)
         self._pump = asyncio.create_task(self._forward(subscription))

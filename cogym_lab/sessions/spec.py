@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SecretStr,
@@ -72,6 +73,17 @@ def check_api_key(value: str) -> str:
     return value
 
 
+def _usable_key(value: Any) -> Any:
+    text = value.get_secret_value() if isinstance(value, SecretStr) else value
+    if isinstance(text, str):
+        check_api_key(text)
+    return value
+
+
+#: An API key: checked by :func:`check_api_key` before it becomes a ``SecretStr``.
+ApiKey = Annotated[SecretStr | None, BeforeValidator(_usable_key)]
+
+
 def reveals_secrets(info: SerializationInfo) -> bool:
     """Whether a dump was asked to write API keys out (see :data:`REVEAL_SECRETS`)."""
     context = info.context
@@ -89,7 +101,7 @@ class LMSettings(BaseModel):
     base_url: str | None = Field(default=None, max_length=2_000)
     #: A secret: masked in ``repr``, left out of what is stored (``SessionSpec.stored``), and
     #: written out only for the authenticated create request (:data:`REVEAL_SECRETS`).
-    api_key: SecretStr | None = None
+    api_key: ApiKey = None
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     timeout: float | None = Field(default=None, gt=0, le=3_600)
@@ -101,14 +113,6 @@ class LMSettings(BaseModel):
     @classmethod
     def _one_line(cls, value: str | None, info: ValidationInfo) -> str | None:
         return None if value is None else check_plain_text(value, str(info.field_name))
-
-    @field_validator("api_key", mode="before")
-    @classmethod
-    def _usable_key(cls, value: Any) -> Any:
-        text = value.get_secret_value() if isinstance(value, SecretStr) else value
-        if isinstance(text, str):
-            check_api_key(text)
-        return value
 
     @field_serializer("api_key", when_used="json")
     def _key_in_json(self, key: SecretStr | None, info: SerializationInfo) -> str | None:

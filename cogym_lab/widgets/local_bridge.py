@@ -19,13 +19,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from pydantic import ValidationError
 
-from cogym_lab.core.messages import Event, EventType, Notification, obs_channel, status_channel
+from cogym_lab.core.messages import obs_channel, status_channel
 from cogym_lab.runtime.hosting import HostedSession, HostingError, SessionHost
 from cogym_lab.widgets import wire
 
@@ -48,36 +47,6 @@ def check_member(host: SessionHost, session_id: str, role: Any) -> HostedSession
         raise HostingError(f"{role!r} is not a member of session {session_id!r} (its members: "
                            f"{shown}).", status=400)
     return hosted
-
-
-def watched_state(hosted: HostedSession, role: str) -> dict[str, Any] | None:
-    """Member ``role``'s current view as a notification (a ``sync`` event), for a watcher that
-    just connected; ``None`` before the session has started (the member's first notification,
-    with its context, reaches the watcher then).
-
-    Built from the coordinator's state rather than asked of the env: the env answers a sync on
-    the member's own channel, and an agent or a simulated user there would take it as news and
-    act once more. Watching must not change the session, so nothing is published. Like a
-    person's notifications, it shows the member's own step count and those of the members who
-    are not people.
-    """
-    coordinator = hosted.session.coordinator
-    member = coordinator.members.get(role)
-    if not coordinator.started_at or member is None:
-        return None
-    now = time.time()
-    shown = {r for r, m in coordinator.members.items() if m.kind != "person"} | {role}
-    notification = Notification(
-        session_id=coordinator.session_id, seq=coordinator.seq, prev_seq=None, recipient=role,
-        event=Event(seq=coordinator.seq, time=now, type=EventType.SYNC, recipients=[role]),
-        view=coordinator.env.view(role), chat=coordinator.visible_chat(role), new_messages=[],
-        pending_confirmations=list(coordinator.pending.values()),
-        step_counts={r: n for r, n in coordinator.step_counts.items() if r in shown},
-        step_limits={r: n for r, n in coordinator.step_limits.items() if r in shown},
-        paused=sorted(coordinator.paused), started_at=coordinator.started_at, time=now,
-        done=coordinator.done, end_reason=coordinator.end_reason,
-        context=coordinator.context(role))
-    return notification.model_dump(mode="json")
 
 
 class LocalBridge:
@@ -160,9 +129,9 @@ class LocalBridge:
 
     async def _watch_hello(self) -> None:
         """A read-only view opened: the member's current state, built without a sync (see
-        :func:`watched_state`); the member's next notifications follow on the relay."""
+        :meth:`SessionHost.watched`); the member's next notifications follow on the relay."""
         try:
-            state = watched_state(self.host.get(self.session_id), self.role)
+            state = self.host.watched(self.session_id, self.role)
         except HostingError as error:
             self._send(wire.error(error.message))
             return

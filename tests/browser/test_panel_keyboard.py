@@ -69,15 +69,23 @@ def test_keys_typed_in_the_panel_never_reach_the_notebook(
 
 def _check_layout(panel: SessionPanelPage, *, one_column: bool, screen_height: int) -> None:
     """The layout follows the panel's own width (in a narrow notebook the workspace takes the
-    whole width, not a 100 px strip), and the panel's body is never taller than the screen."""
+    whole width, not a 100 px strip), and the panel's body is never taller than the screen.
+    Waited for: JupyterLab lays its panels out again a few frames after a resize."""
     body = panel.root.locator(".cogym-body")
     expect(body).to_be_visible()
-    panel_box, workspace_box = panel.root.bounding_box(), panel.testid("workspace").bounding_box()
-    body_box = body.bounding_box()
-    assert panel_box and workspace_box and body_box
-    share = workspace_box["width"] / panel_box["width"]
-    assert (share > 0.85) if one_column else (share < 0.75), (one_column, share)
-    assert body_box["height"] <= 0.8 * screen_height, (body_box, screen_height)
+    session = panel.session_id
+    panel.page.wait_for_function(
+        """([session, oneColumn, screenHeight]) => {
+            const root = document.querySelector(
+                `[data-testid=cogym-panel][data-session="${session}"]`);
+            const workspace = root && root.querySelector("[data-testid=workspace]");
+            const body = root && root.querySelector(".cogym-body");
+            if (!workspace || !body) return false;
+            const share = workspace.getBoundingClientRect().width
+                / root.getBoundingClientRect().width;
+            const columns = oneColumn ? share > 0.85 : share < 0.75;
+            return columns && body.getBoundingClientRect().height <= 0.8 * screenHeight;
+        }""", arg=[session, one_column, screen_height], timeout=UI_TIMEOUT_MS)
 
 
 def test_running_the_start_cell_again_shows_its_running_session_again(

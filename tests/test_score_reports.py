@@ -25,7 +25,8 @@ from cogym_lab.envs.todo.env import TodoEnv
 from cogym_lab.envs.travel_planning.env import TravelPlanningEnv
 from cogym_lab.lm import LMConfig, make_lm
 from cogym_lab.nodes.results import read_session
-from cogym_lab.nodes.session import GradingStatus, Session, SessionConfig
+from cogym_lab.nodes.grading import GradingStatus
+from cogym_lab.nodes.session import Session, SessionConfig
 from cogym_lab.testing import Reply, ScriptedOpenAIServer
 from tests.test_tabular_grader import _reply as tabular_judge_reply
 from tests.test_travel_grader import BURBANK

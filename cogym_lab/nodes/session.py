@@ -31,8 +31,9 @@ from cogym_lab.core.messages import (
 )
 from cogym_lab.core.progress import Progress
 from cogym_lab.core.protocol import ScoringProtocol, get_protocol
-from cogym_lab.lm import LM, LMError
+from cogym_lab.lm import LM
 from cogym_lab.nodes.env_node import LOG_FAILED, EnvNode, EventObserver
+from cogym_lab.nodes.grading import Grading, GradingStatus, grade, is_delivered
 from cogym_lab.nodes.leakage import LeakageGuard, LeakageReport
 from cogym_lab.nodes.member_node import AgentNode, MemberNode, UserNode
 from cogym_lab.nodes.restore import Restored, restore
@@ -91,33 +92,6 @@ class SessionResult(BaseModel):
     grading_error: str | None = None
 
 
-class Grading(BaseModel):
-    """A session's graded end as the panels show it: the scores with their reports, or in plain
-    words why there are none (``note``), and the raw ``error`` of a grader that failed."""
-
-    delivered: bool
-    end_reason: str | None
-    scores: dict[str, float]
-    score_reports: list[ScoreReport]
-    note: str | None = None
-    error: str | None = None
-
-    @classmethod
-    def of(cls, result: SessionResult) -> Grading:
-        return cls(delivered=result.delivered, end_reason=result.end_reason,
-                   scores=result.scores, score_reports=result.score_reports,
-                   note=result.grading_note, error=result.grading_error)
-
-
-class GradingStatus(BaseModel):
-    """Published on ``status_channel`` once the session is graded, beside the agents' statuses,
-    so that a panel that saw the end shows the scores as soon as the grader is done (an LM judge
-    may take a while after the last event)."""
-
-    grading: Grading
-    ts: float
-
-
 def _kind_of(role: str, member: Any, kinds: Mapping[str, MemberKind]) -> MemberKind:
     """A member's kind, as ``kinds`` or the member's own ``kind`` attribute says; a seat with
     no object is a person's. Missing or contradictory kinds are errors: a simulated user taken
@@ -134,25 +108,8 @@ def _kind_of(role: str, member: Any, kinds: Mapping[str, MemberKind]) -> MemberK
     return kind
 
 
-def _grading_failed(error: BaseException) -> str:
-    """Why a session has no scores when its grader failed, in plain words for the person; the
-    error itself goes to the log and to ``session.json``."""
-    if isinstance(error, LMError):
-        return (f"Not graded: the grader's language model failed ({error.reason}), so this "
-                f"session has no scores. The result itself is saved.")
-    return ("Not graded: the grader failed, so this session has no scores. The result itself is "
-            "saved; the server's log says what went wrong.")
-
-
 def new_session_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-
-
-def is_delivered(env: CoEnv, end_reason: str | None) -> bool:
-    """Whether a session on ``env`` that ended for ``end_reason`` delivered its outcome, by the
-    env's scoring protocol: the ending must count (``ScoringProtocol.delivers``) and the task
-    must have something to deliver (``CoEnv.delivered``)."""
-    return get_protocol(env.protocol).delivers(end_reason) and env.delivered()
 
 
 def build_coordinator(env: CoEnv, team: list[TeamMember], session_id: str, config: SessionConfig,
@@ -309,7 +266,7 @@ class Session:
             return await self._close_interrupted(writer, started)
         if self.env_node.log_failure:
             return await self._close_log_failed(writer, started)
-        result = await self._graded_result(started)
+        result, grading = await self._graded_result(started)
         await self.env.aclose()
         if writer:
             writer.write_session(status="finished", ended_at=time.time(),
@@ -318,7 +275,7 @@ class Session:
                                  leakage=self.leakage_report().model_dump(mode="json"),
                                  final_state=self.coordinator.snapshot())
             writer.close()
-        await self._publish_grading(result)
+        await self._publish_grading(grading)
         return result
 
     async def _close_log_failed(self, writer: ResultsWriter | None,
@@ -387,57 +344,21 @@ class Session:
         """``run`` for scripts and the CLI, outside an event loop."""
         return asyncio.run(self.run())
 
-    async def _graded_result(self, started: float) -> SessionResult:
-        """The result of a session that ended: graded when it delivered, each score explained
-        by the task, or a plain note on why there are no scores. A grader or an explanation
-        that fails costs the scores or the reasons only, never the result."""
-        end_reason = self.coordinator.end_reason
-        if not is_delivered(self.env, end_reason):
-            note = (f"Not graded: under this session's scoring, a session that ends this way "
-                    f"({end_reason or 'no reason given'}) delivers nothing."
-                    if not get_protocol(self.env.protocol).delivers(end_reason) else
-                    "Not graded: the result is empty, so nothing was delivered.")
-            return self.result(time.time() - started, {}, note=note)
-        try:
-            scores = await self.env.aevaluate()
-        except Exception as error:  # noqa: BLE001 - a failing judge costs the score only
-            log.warning("grading session %s failed: %s", self.session_id, error)
-            return self.result(time.time() - started, {}, note=_grading_failed(error),
-                               error=f"{type(error).__name__}: {error}")
-        if not scores:
-            return self.result(time.time() - started, {}, note="This task has no grader for "
-                               "this result, so there are no scores.")
-        return self.result(time.time() - started, scores, reports=self._explain(scores))
+    async def _graded_result(self, started: float) -> tuple[SessionResult, Grading]:
+        """The result of a session that ended, graded (:func:`grade`)."""
+        grading = await grade(self.env, self.coordinator.end_reason, self.session_id)
+        result = self.result(time.time() - started, grading.scores,
+                             reports=grading.score_reports, note=grading.note,
+                             error=grading.error)
+        return result, grading
 
-    def _explain(self, scores: dict[str, float]) -> list[ScoreReport]:
-        """The task's reports on ``scores`` (``CoEnv.explain_scores``); what is not a
-        :class:`ScoreReport` is dropped and logged."""
-        if not scores:
-            return []
-        try:
-            reports = self.env.explain_scores(dict(scores))
-        except Exception:  # a failing explanation costs the reasons only
-            log.warning("explaining the scores of session %s failed", self.session_id,
-                        exc_info=True)
-            return []
-        if not isinstance(reports, list):
-            log.warning("session %s: explain_scores returned %s, not a list of ScoreReport",
-                        self.session_id, type(reports).__name__)
-            return []
-        kept = [report for report in reports if isinstance(report, ScoreReport)]
-        if len(kept) < len(reports):
-            log.warning("session %s: explain_scores returned %d item(s) that are not a "
-                        "ScoreReport; they are left out", self.session_id,
-                        len(reports) - len(kept))
-        return kept
-
-    async def _publish_grading(self, result: SessionResult) -> None:
+    async def _publish_grading(self, grading: Grading) -> None:
         """Tell the panels the graded end (:class:`GradingStatus` on the status channel). Only
         on a bus someone else gave: a bus of the session's own has no panel on it, and is
         closed by now."""
         if self.bus is None:
             return
-        status = GradingStatus(grading=Grading.of(result), ts=time.time())
+        status = GradingStatus(grading=grading, ts=time.time())
         try:
             await self.bus.publish(status_channel(self.session_id), status.model_dump(mode="json"))
         except Exception:  # a lost report never costs the results, which session.json has

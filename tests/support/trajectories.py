@@ -12,7 +12,8 @@ from cogym_lab.core.messages import TeamMember
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
 from cogym_lab.envs import make_env
 from cogym_lab.nodes.results import ResultsWriter
-from cogym_lab.nodes.session import SessionConfig, build_coordinator, is_delivered
+from cogym_lab.nodes.grading import is_delivered
+from cogym_lab.nodes.session import SessionConfig, build_coordinator
 
 #: A small todo instance whose grade is easy to work out by hand:
 #: performance = (share of must-haves listed + min(items, 4) / 4) / 2.

@@ -148,6 +148,7 @@
  * @typedef {object} SetupStatus
  * @property {"status"} [type]
  * @property {Progress | null} setup
+ * @property {string | null} [error]  why the set-up failed (the session stops there)
  * @property {number} ts
  */
 
@@ -1476,7 +1477,10 @@ class SetupView {
     if (status.ts < this.ts) return;
     this.ts = status.ts;
     const progress = status.setup;
-    this.root.hidden = !progress;
+    this.root.hidden = !progress && !status.error;
+    this.root.dataset.state = status.error ? "failed" : progress ? "running" : "over";
+    this.bar.hidden = !progress;
+    if (status.error) this.label.textContent = status.error;
     if (!progress) return;
     this.bar.value = progress.fraction;
     const percent = Math.floor(progress.fraction * 100);

@@ -116,3 +116,30 @@ def test_a_failed_build_in_the_child_says_why(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="Building the paper index failed") as failure:
         build_in_child((broken,), tmp_path / "cache", None)
     assert "JSONDecodeError" in str(failure.value)  # the child's own last words
+
+
+class FailsToPrepare(TodoEnv):
+    def prepare(self, progress: ProgressListener) -> None:
+        meter = ProgressMeter("Loading the lists", {"reading": 1.0}, listener=progress)
+        with meter.phase("reading", total=2) as advance:
+            advance(1)
+            raise OSError("the lists are on a disk that went away")
+
+
+async def test_a_failed_set_up_takes_the_bar_away_and_says_why():
+    bus = MemoryBus()
+    session = Session(FailsToPrepare(), {"user": Finisher(0)}, bus=bus,
+                      config=SessionConfig(timeout=30))
+    await bus.connect()
+    with pytest.raises(OSError, match="went away"):
+        await session.run()
+    statuses = await bus.subscribe(status_channel(session.session_id), from_beginning=True)
+    setup = []
+    async for message in statuses:
+        setup.append(SetupStatus.model_validate(message))
+        if setup[-1].setup is None:
+            break
+    assert setup[0].setup is not None and setup[-1].setup is None
+    assert setup[-1].error == ("The session could not be set up: the lists are on a disk that "
+                               "went away")
+    await bus.close()

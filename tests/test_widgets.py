@@ -586,6 +586,12 @@ async def test_the_panel_renders_every_view_safely_and_sends_actions(browser) ->
         "starts when it is ready.")
     await page.evaluate(deliver, {"type": "status", "data": {"setup": None, "ts": time.time()}})
     await page.wait_for_selector(_by("view-setup"), state="hidden", timeout=30_000)
+    await page.evaluate(deliver, {"type": "status", "data": {  # a set-up that failed says why
+        "setup": None, "error": "The session could not be set up: no corpus.",
+        "ts": time.time() + 1}})
+    await page.wait_for_selector(_by("view-setup", state="failed"), timeout=30_000)
+    assert await page.inner_text(_by("setup-label")) == (
+        "The session could not be set up: no corpus.")
 
     # A confirmation: a preview of the change, and accept.
     await page.evaluate(deliver, {"type": "notification", "data": notes["confirm"]})

@@ -177,6 +177,8 @@ class SetupStatus(BaseModel):
     over. The panels show it as a progress bar with the time left."""
 
     setup: Progress | None
+    #: Why the set-up failed, in words for the person (the session stops there).
+    error: str | None = None
     ts: float
 
 

@@ -201,9 +201,14 @@ class Session:
             status = SetupStatus(setup=progress, ts=time.time())  # stamped here: panels keep
             asyncio.run_coroutine_threadsafe(publish(status), loop)  # the latest by its time
 
-        await asyncio.to_thread(self.env.prepare, report)
+        try:
+            await asyncio.to_thread(self.env.prepare, report)
+        except Exception as error:  # the panels say why instead of showing a bar that stopped
+            await publish(SetupStatus(setup=None, ts=time.time(),
+                                      error=f"The session could not be set up: {error}"))
+            raise
         self._prepared = True
-        if reported:
+        if reported:  # over: the panels take the bar away
             await publish(SetupStatus(setup=None, ts=time.time()))
 
     async def interrupt(self, reason: str = "interrupted") -> None:

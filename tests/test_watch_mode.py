@@ -16,9 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import comm
 import pytest
-from comm.base_comm import BaseComm
 from pytest_jupyter.jupyter_server import *  # noqa: F403 - its fixtures, without its hooks
 from tornado.httpclient import HTTPClientError
 
@@ -273,46 +271,6 @@ def test_a_watch_socket_keeps_no_session_going(run, alice, host, jp_ws_fetch) ->
 
 # -- kernel mode -------------------------------------------------------------------------------
 
-class RecordingComm(BaseComm):
-    """The kernel side of a widget's comm, recording the custom messages sent to the browser."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.sent: list[dict[str, Any]] = []
-        super().__init__(*args, **kwargs)
-
-    def publish_msg(self, msg_type: str, data: Any = None, metadata: Any = None,
-                    buffers: Any = None, **keys: Any) -> None:
-        data = json.loads(json.dumps(data or {}, default=str))
-        if msg_type == "comm_msg" and data.get("method") == "custom":
-            self.sent.append(data["content"])
-
-    def from_browser(self, content: dict[str, Any]) -> None:
-        self.handle_msg({"content": {"comm_id": self.comm_id,
-                                     "data": {"method": "custom", "content": content}},
-                         "buffers": []})
-
-    async def until(self, predicate, timeout: float = 60.0) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while True:
-            for message in self.sent:
-                if predicate(message):
-                    return message
-            assert time.monotonic() < deadline, f"timed out; received {self.sent[-5:]}"
-            await asyncio.sleep(0.02)
-
-
-@pytest.fixture
-def comms(monkeypatch: pytest.MonkeyPatch) -> list[RecordingComm]:
-    created: list[RecordingComm] = []
-
-    def create(*args: Any, **kwargs: Any) -> RecordingComm:
-        created.append(RecordingComm(*args, **kwargs))
-        return created[-1]
-
-    monkeypatch.setattr(comm, "create_comm", create)
-    return created
-
-
 @pytest.fixture
 async def local_host(tmp_path: Path):
     host = SessionHost(tmp_path / "results", panel_grace_seconds=GRACE)
@@ -344,7 +302,7 @@ async def test_a_local_read_only_panel_relays_the_member_and_refuses_acting(
     assert rating["id"] == 2
 
     final = await channel.until(lambda m: m.get("type") == "notification" and m["data"]["done"])
-    shown = [m["data"] for m in channel.sent if m.get("type") == "notification"]
+    shown = [m["data"] for m in channel.custom() if m.get("type") == "notification"]
     assert len({n["seq"] for n in shown}) >= 5  # relayed as it happened, not only the end
     assert "kazoo" not in checklist(final["data"])
     assert final["data"]["end_reason"] == "finished"

@@ -298,7 +298,8 @@ def test_a_watched_team_runs_to_its_end_and_cannot_be_acted_for(tmp_path, no_amb
 
     run = cogym_lab.new_session("todo", role=None, mode="local", results_dir=tmp_path,
                                 idle_seconds=2)
-    assert run.people == [] and run.panel is None
+    assert run.people == []
+    assert run.panel is not None and run.panel.readonly  # watching: the panel, read-only
     result = asyncio.run(run.wait(120))
     assert result["delivered"] and result["scores"]["performance"] > 0
     with pytest.raises(cogym_lab.SessionError, match="only watches"):

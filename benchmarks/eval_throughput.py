@@ -4,8 +4,15 @@ LM reply held back one second, and the peak memory of each level.
 Run from the repository root::
 
     python benchmarks/eval_throughput.py [--levels 1 8 64] [--latency 1.0] [--waves 2]
+    python benchmarks/eval_throughput.py --manifest [--manifest-sizes 100 1000]
 
-It prints a table and checks nothing. What it measures:
+It prints a table and checks nothing. With ``--manifest`` it measures only what recording the
+run's manifest (``run.json``, and ``sessions.jsonl`` where the runner has one) costs per session
+at each size: the runner (``arun``) goes through every session of a batch on the ``todo`` task
+with the session itself replaced by one that returns a finished entry at once, and every write
+of the manifest is counted (bytes, and seconds spent writing, all of them on the event loop).
+The same script measures a tree from before ``sessions.jsonl`` existed. Otherwise, what it
+measures:
 
 * The runner (``cogym_lab.eval.arun``) plays the ``collaborative`` team (LM agent and simulated
   user) on the built-in ``todo`` task. The LMs go through the real ``openai`` client to the
@@ -74,8 +81,8 @@ def many_todo_instances(count: int) -> type:
 
     class ManyTodo(TodoEnv):
         @classmethod
-        def instances(cls) -> list[dict[str, Any]]:
-            return [TodoEnv.instances()[0]] * count
+        def instances(cls, protocol: str = "cogym") -> list[dict[str, Any]]:
+            return [TodoEnv.instances(protocol)[0]] * count
 
     return ManyTodo
 
@@ -116,8 +123,86 @@ def run_level(concurrency: int, sessions: int, latency: float, trace: bool) -> d
             "traced": traced}
 
 
+def manifest_cost(sessions: int) -> dict[str, Any]:
+    """Run a batch of ``sessions`` instant sessions; the manifest's writes, counted."""
+    from pathlib import Path
+
+    from cogym_lab.envs import register_env
+    from cogym_lab.eval import batch_manifest, runner
+    from cogym_lab.eval.batch_manifest import RunSummary, SessionEntry, TokenCount, Tokens
+
+    register_env("todo", many_todo_instances(sessions))  # the example team plays only todo
+    counted = {"rewrites": 0, "appends": 0, "bytes": 0, "seconds": 0.0}
+    write = RunSummary.write
+
+    def counted_write(summary: RunSummary, directory: str | Path) -> Path:
+        started = time.perf_counter()
+        path = write(summary, directory)
+        counted["seconds"] += time.perf_counter() - started
+        counted["rewrites"] += 1
+        counted["bytes"] += path.stat().st_size
+        return path
+
+    RunSummary.write = counted_write  # type: ignore[method-assign]
+    log_class = getattr(batch_manifest, "SessionLog", None)  # absent before sessions.jsonl
+    if log_class is not None:
+        append = log_class.append
+
+        def counted_append(log: Any, entry: Any) -> int:
+            started = time.perf_counter()
+            size = append(log, entry)
+            counted["seconds"] += time.perf_counter() - started
+            counted["appends"] += 1
+            counted["bytes"] += size
+            return size
+
+        log_class.append = counted_append
+
+    async def instant_session(batch: Any, number: int) -> SessionEntry:
+        await asyncio.sleep(0)
+        by_model = {"agent-lm": TokenCount(prompt_tokens=12000 + number, completion_tokens=800,
+                                           calls=9)}
+        return SessionEntry(instance=number, directory=f"{number:03d}",
+                            session_id=f"example-todo-{number:03d}", status="finished",
+                            end_reason="finished", delivered=True,
+                            scores={"performance": 1.0, "size": 1.0}, duration=14.2,
+                            tokens=Tokens.from_models(by_model), cost_usd=0.038)
+
+    runner._run_session = instant_session  # type: ignore[assignment]
+    with tempfile.TemporaryDirectory(prefix="cogym-manifest-bench-") as out:
+        started = time.perf_counter()
+        summary = asyncio.run(runner.arun("todo", "example", None, out=out, concurrency=64,
+                                          progress=False))
+        wall = time.perf_counter() - started
+    assert summary.counts.finished == sessions
+    return {"sessions": sessions, "wall": wall, **counted}
+
+
+def print_manifest_costs(sizes: list[int]) -> None:
+    rows = []
+    for size in sizes:  # each in a child: a fresh registry and an unpatched runner
+        done = subprocess.run([sys.executable, __file__, "--manifest-child", str(size)],
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            print(f"{size} sessions failed:\n{done.stderr[-2000:]}", file=sys.stderr)
+            continue
+        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    header = (f"{'sessions':>8} {'run.json writes':>15} {'lines':>6} {'bytes':>12} "
+              f"{'bytes/session':>13} {'write s':>8} {'ms/session':>10} {'batch wall s':>12}")
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        print(f"{r['sessions']:>8} {r['rewrites']:>15} {r['appends']:>6} {r['bytes']:>12,} "
+              f"{r['bytes'] / r['sessions']:>13,.0f} {r['seconds']:>8.3f} "
+              f"{r['seconds'] / r['sessions'] * 1e3:>10.3f} {r['wall']:>12.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--manifest", action="store_true",
+                        help="measure the manifest's write cost per session instead")
+    parser.add_argument("--manifest-sizes", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--manifest-child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 8, 64])
     parser.add_argument("--latency", type=float, default=1.0, help="seconds per LM reply")
     parser.add_argument("--waves", type=int, default=2, help="sessions = waves x concurrency")
@@ -125,6 +210,12 @@ def main() -> None:
     parser.add_argument("--tracemalloc", action="store_true")
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.manifest_child is not None:
+        print(json.dumps(manifest_cost(args.manifest_child)))
+        return
+    if args.manifest:
+        print_manifest_costs(args.manifest_sizes)
+        return
     if args.child is not None:
         sessions = max(args.waves * args.child, args.min_sessions)
         print(json.dumps(run_level(args.child, sessions, args.latency, args.tracemalloc)))

@@ -13,7 +13,15 @@ import time
 
 import pytest
 
-from cogym_lab.bus import Bus, BusError, MemoryBus, Message, Subscription, connect_bus
+from cogym_lab.bus import (
+    Bus,
+    BusError,
+    MemoryBus,
+    Message,
+    SessionIdTaken,
+    Subscription,
+    connect_bus,
+)
 from cogym_lab.bus.redis import RedisBus
 from tests.support.buses import BusFactory  # the ``bus_factory`` fixture lives there too
 from tests.support.redis_server import RedisServer
@@ -231,6 +239,95 @@ async def test_payloads_round_trip_equal(bus_factory: BusFactory) -> None:
     assert await receive(subscription, len(PAYLOADS)) == PAYLOADS
 
 
+async def test_a_session_id_is_claimed_once(bus_factory: BusFactory) -> None:
+    first, second = await bus_factory(), await bus_factory()
+    await first.claim_session("claim-1", ["claim-1/a/obs"])
+    for bus in (first, second):  # the same bus object or another process: both refused
+        with pytest.raises(SessionIdTaken, match="'claim-1'.*another session claimed it"):
+            await bus.claim_session("claim-1", ["claim-1/a/obs"])
+    await second.claim_session("claim-2", ["claim-2/a/obs"])  # other ids are free
+
+
+async def test_a_session_id_whose_channels_hold_history_is_refused(
+    bus_factory: BusFactory,
+) -> None:
+    """Channels written before claims existed (or by a run on another bus) count as taken."""
+    bus = await bus_factory()
+    await bus.publish("old/b/obs", {"stale": True})
+    await bus.publish("new/step", {"join": True})  # not among the checked channels: no matter
+    with pytest.raises(SessionIdTaken, match="'old'.*earlier run"):
+        await bus.claim_session("old", ["old/a/obs", "old/b/obs"])
+    await bus.claim_session("new", ["new/a/obs"])
+
+
+async def test_resume_takes_a_claimed_id_back(bus_factory: BusFactory) -> None:
+    first, second = await bus_factory(), await bus_factory()
+    await first.claim_session("kept", ["kept/a/obs"])
+    await first.publish("kept/a/obs", {"n": 1})
+    await second.claim_session("kept", ["kept/a/obs"], resume=True)
+    with pytest.raises(SessionIdTaken):
+        await first.claim_session("kept", ["kept/a/obs"])
+
+
+async def test_a_claim_expires_with_its_channels(bus_factory: BusFactory) -> None:
+    bus = await bus_factory()
+    await bus.claim_session("short", ["short/a/obs"])
+    await bus.publish("short/a/obs", {"n": 1})
+    await bus.expire(["short/a/obs", "short/step"], 0.2)
+    with pytest.raises(SessionIdTaken):
+        await bus.claim_session("short", ["short/a/obs"])
+    async with asyncio.timeout(10):
+        while True:
+            await asyncio.sleep(0.05)
+            try:
+                await bus.claim_session("short", ["short/a/obs"])
+                break
+            except SessionIdTaken:
+                continue
+
+
+async def test_a_late_from_beginning_reader_does_not_repeat_to_live_ones(
+    bus_factory: BusFactory,
+) -> None:
+    """One channel read live and then from its beginning too: the live subscription is not given
+    the history again (a shared reader re-reads the stream for the late one)."""
+    bus = await bus_factory()
+    live = await bus.subscribe("mixed")
+    for i in range(3):
+        await bus.publish("mixed", {"i": i})
+    assert [m["i"] for m in await receive(live, 3)] == [0, 1, 2]
+    late = await bus.subscribe("mixed", from_beginning=True)
+    await bus.publish("mixed", {"i": 3})
+    assert [m["i"] for m in await receive(late, 4)] == [0, 1, 2, 3]
+    assert await live.get(timeout=5) == {"i": 3}
+    assert await live.get(timeout=0.2) is None
+
+
+async def test_closing_one_subscription_leaves_the_others_of_its_channel(
+    bus_factory: BusFactory,
+) -> None:
+    bus = await bus_factory()
+    kept, closed = await bus.subscribe("pair"), await bus.subscribe("pair")
+    await closed.close()
+    await bus.publish("pair", {"n": 1})
+    assert await kept.get(timeout=5) == {"n": 1}
+    again = await bus.subscribe("pair")
+    await bus.publish("pair", {"n": 2})
+    assert await kept.get(timeout=5) == {"n": 2}
+    assert await again.get(timeout=5) == {"n": 2}
+
+
+async def test_a_new_channel_is_read_at_once_on_an_idle_bus(bus_factory: BusFactory) -> None:
+    """A subscription to a channel nobody read yet is not left waiting for a blocking read on
+    the others to time out (on Redis, that would be a second per channel)."""
+    bus, publisher = await bus_factory(), await bus_factory()
+    await bus.subscribe("idle-anchor")  # the reader is already blocked when the others come
+    for i in range(10):
+        subscription = await bus.subscribe(f"idle-{i}")
+        await publisher.publish(f"idle-{i}", {"i": i})
+        assert await subscription.get(timeout=0.5) == {"i": i}
+
+
 # -- connect_bus ------------------------------------------------------------------------------
 
 
@@ -415,3 +512,40 @@ async def test_redis_restart_gives_back_a_channel_with_its_expiry_or_not_at_all(
         assert 0 < await admin.pttl("cogym:expiring/long") <= 60_000
         assert await admin.exists("cogym:expiring/short") == 0
         assert await admin.pttl("cogym:kept") == -1  # back, with no expiry: none was asked
+
+
+# -- Redis only: one reader per bus -----------------------------------------------------------
+
+
+async def _connections(server: RedisServer) -> int:
+    async with RedisBus(server.url) as probe:
+        admin = probe._admin
+        assert admin is not None
+        return int((await admin.info("clients"))["connected_clients"])
+
+
+async def test_redis_bus_reads_every_subscription_on_one_connection(
+    redis_server: RedisServer,
+) -> None:
+    async with RedisBus(redis_server.url) as bus:
+        subscriptions = [await bus.subscribe("many/0")]  # the bus has all its connections now
+        before = await _connections(redis_server)
+        subscriptions += [await bus.subscribe(f"many/{i}") for i in range(1, 100)]
+        assert await _connections(redis_server) == before
+        await bus.publish_many([(f"many/{i}", {"i": i}) for i in range(100)])
+        for i, subscription in enumerate(subscriptions):
+            assert await subscription.get(timeout=5) == {"i": i}
+
+
+async def test_redis_a_key_that_is_not_a_stream_ends_only_its_subscriptions(
+    redis_server: RedisServer,
+) -> None:
+    async with RedisBus(redis_server.url) as bus:
+        admin = bus._admin
+        assert admin is not None
+        await admin.set("cogym:not-a-stream", "plain")
+        good = await bus.subscribe("fine")
+        bad = await bus.subscribe("not-a-stream", from_beginning=True)  # no XREVRANGE first
+        assert await asyncio.wait_for(bad.get(), 10) is None
+        await bus.publish("fine", {"ok": True})
+        assert await good.get(timeout=5) == {"ok": True}

@@ -113,6 +113,7 @@ def test_prepare_builds_the_paper_index_once(tmp_path: Path, datasets_dir: Path,
     first = _run("--data-dir", str(root), "--no-coverage", "--prepare")
     assert first.exit_code == 0, first.output
     assert "paper search index over 40 papers built" in first.output
+    assert "on disk: " in first.output and "the papers' text " in first.output
     index_folders = list((tmp_path / "cache").rglob("index.json"))
     assert len(index_folders) == 1  # in the user cache, where sessions look for it
     again = _run("--data-dir", str(root), "--no-coverage", "--prepare")

@@ -1,9 +1,10 @@
 """Transports that carry steps and notifications between nodes."""
 
-from cogym_lab.bus.base import Bus, BusError, Message, Subscription
+from cogym_lab.bus.base import Bus, BusError, Message, SessionIdTaken, Subscription
 from cogym_lab.bus.memory import MemoryBus
 
-__all__ = ["Bus", "BusError", "MemoryBus", "Message", "Subscription", "connect_bus"]
+__all__ = ["Bus", "BusError", "MemoryBus", "Message", "SessionIdTaken", "Subscription",
+           "connect_bus"]
 
 
 def connect_bus(url: str | None = None) -> Bus:

@@ -10,7 +10,9 @@ Guarantees every transport gives:
 * messages published by one bus object to one channel arrive in publish order;
 * every subscription to a channel receives every message published after ``subscribe``
   returned (fan-out); with ``from_beginning=True`` it also receives the channel's history;
-* ``publish`` returns once the message is accepted by the transport, and never drops it silently.
+* ``publish`` returns once the message is accepted by the transport, and never drops it silently;
+* a session id is claimed once (:meth:`Bus.claim_session`): a second session under an id that
+  is claimed, or whose channels already hold history, is refused with :class:`SessionIdTaken`.
 """
 
 from __future__ import annotations
@@ -34,6 +36,27 @@ def as_message(message: Outgoing) -> Message:
 
 class BusError(RuntimeError):
     """The transport failed in a way the bus could not recover from."""
+
+
+class SessionIdTaken(BusError):
+    """A session tried to start under an id that already has history on the transport."""
+
+    def __init__(self, session_id: str, why: str) -> None:
+        super().__init__(
+            f"Session id {session_id!r} is already taken on this bus ({why}). A new session "
+            "needs an id of its own (cogym_lab.nodes.new_session_id() makes one); an interrupted "
+            "session is carried on by resuming it.")
+        self.session_id = session_id
+
+
+CLAIM_SUFFIX = "/.claim"
+
+
+def claim_marker(session_id: str) -> str:
+    """The name under which a transport records that ``session_id`` was claimed. It sits next to
+    the session's channels (``<session>/step``, ``<session>/<role>/obs``, ...) and ends in a
+    name no role or channel kind uses, so no subscriber ever reads it."""
+    return session_id + CLAIM_SUFFIX
 
 
 async def next_from(queue: asyncio.Queue[object], timeout: float | None) -> object | None:
@@ -79,6 +102,8 @@ class Bus(abc.ABC):
 
     def __init__(self) -> None:
         self._reconnect_handlers: list[ReconnectHandler] = []
+        #: session id -> the channels checked when this bus object claimed it (see ``expire``)
+        self._claimed: dict[str, frozenset[str]] = {}
 
     async def connect(self) -> None:  # noqa: B027 - optional hook
         """Open connections. Called once before use; idempotent."""
@@ -104,6 +129,37 @@ class Bus(abc.ABC):
         session's channels hold its members' private views). Current subscriptions are left
         alone; a message published later still arrives. A transport that keeps nothing has
         nothing to do."""
+
+    @abc.abstractmethod
+    async def claim_session(self, session_id: str, channels: Sequence[str], *,
+                            resume: bool = False) -> None:
+        """Take ``session_id`` for one new session before it publishes anything of its own.
+
+        Raises :class:`SessionIdTaken` (naming the id) when the id was claimed before on this
+        transport, by any bus object in any process, or when one of ``channels`` (those only the
+        session itself writes: its members' notification channels) already holds history, as
+        the channels of a run made before claims existed do. Without it a reused id would start
+        a session on top of the old one's streams, and its env node, which reads the step
+        channel from the beginning, would apply the old run's steps again.
+
+        ``resume=True`` is for a session that carries on its own earlier run (restored from its
+        log): it takes the id over whatever it holds.
+
+        A claim lasts as long as its channels: once ``expire`` was asked for any of
+        ``channels`` and they are gone, the id is free again (nothing of the old run is left to
+        replay).
+        """
+
+    def _claims_expiring_with(self, channels: Sequence[str]) -> list[str]:
+        """The claim markers of the sessions this bus claimed whose channels ``channels`` hold:
+        they expire with them (a claim outliving its history would only leak a key)."""
+        expiring = set(channels)
+        return [claim_marker(session_id) for session_id, claimed in self._claimed.items()
+                if claimed & expiring]
+
+    def _released(self, marker: str) -> None:
+        """Forget what this bus remembered of a claim whose marker expired."""
+        self._claimed.pop(marker.removesuffix(CLAIM_SUFFIX), None)
 
     def on_reconnect(self, handler: ReconnectHandler) -> None:
         """Call ``handler`` after the transport lost and regained its server.

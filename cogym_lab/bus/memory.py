@@ -6,7 +6,16 @@ import asyncio
 from collections import defaultdict, deque
 from collections.abc import Mapping, Sequence
 
-from cogym_lab.bus.base import Bus, Message, Outgoing, Subscription, as_message, next_from
+from cogym_lab.bus.base import (
+    Bus,
+    Message,
+    Outgoing,
+    SessionIdTaken,
+    Subscription,
+    as_message,
+    claim_marker,
+    next_from,
+)
 
 _CLOSED = object()
 
@@ -72,6 +81,7 @@ class MemoryBus(Bus):
         self._history: dict[str, deque[Message]] = {}
         self._expiries: list[asyncio.TimerHandle] = []
         self._expired: set[str] = set()  # channels whose history is gone and stays gone
+        self._claims: set[str] = set()  # claim markers of the session ids taken on this bus
 
     def _kept(self, channel: str) -> deque[Message]:
         kept = self._history.get(channel)
@@ -96,15 +106,31 @@ class MemoryBus(Bus):
         self._subscribers[channel].add(subscription)
         return subscription
 
+    async def claim_session(self, session_id: str, channels: Sequence[str], *,
+                            resume: bool = False) -> None:
+        marker = claim_marker(session_id)
+        if not resume:
+            if marker in self._claims:
+                raise SessionIdTaken(session_id, "another session claimed it")
+            if any(self._history.get(channel) for channel in channels):
+                raise SessionIdTaken(session_id, "its channels hold an earlier run's messages")
+        self._claims.add(marker)
+        self._claimed[session_id] = frozenset(channels)
+
     async def expire(self, channels: Sequence[str], after: float) -> None:
         """Forget the history of ``channels`` after ``after`` seconds, and keep none for them
         from then on (a bus shared by many sessions would otherwise keep every finished
-        session's last notifications)."""
+        session's last notifications). The claims of their sessions go with them."""
+        channels = [*channels, *self._claims_expiring_with(channels)]
         self._expiries.append(asyncio.get_running_loop().call_later(
             max(0.0, after), self._forget, tuple(channels)))
 
     def _forget(self, channels: tuple[str, ...]) -> None:
         for channel in channels:
+            if channel in self._claims:  # a claim marker: the id is free again
+                self._claims.discard(channel)
+                self._released(channel)
+                continue
             self._history.pop(channel, None)
             self._expired.add(channel)
             if not self._subscribers.get(channel):

@@ -1,8 +1,10 @@
 """Redis Streams transport: nodes in several processes (or machines) share one bus.
 
 Each channel is a stream ``cogym:<channel>``; each message is one entry with two fields,
-``mid`` (a unique id) and ``data`` (compact JSON). A subscription is a background task
-doing ``XREAD BLOCK`` from the last entry id it saw, on its own connection.
+``mid`` (a unique id) and ``data`` (compact JSON). Each bus object has one reader: a single
+task doing one ``XREAD BLOCK`` over every stream it has subscriptions on, on one connection,
+fanning entries out to the subscriptions in memory (:class:`_Reader`). A subscription that needs
+the read to change wakes it through the bus's own wake-up stream.
 
 Surviving a server restart
 --------------------------
@@ -26,12 +28,20 @@ connection, so every connection of the bus runs a connect hook that compares the
 ``ConnectionError``) if they differ. The failing command then goes through the normal
 retry path, which calls ``_ensure_server()``: under the publish lock, it re-publishes the
 buffers on a separate hook-less connection, records the new ``run_id``, and bumps
-``_epoch`` so readers restart from the beginning of the new streams. A watchdog task per
-bus holds a blocking read open, so even an idle bus notices a restart at once.
+``_epoch`` so the reader restarts from the beginning of the new streams. The reader always
+holds a blocking read open (on its wake-up stream at least), so even an idle bus notices a
+restart at once.
 
 Limits: a subscriber that was more than ``replay_window`` messages behind a publisher
 when the server lost its data misses the older ones; a subscription made while a restart
 is being handled may see re-published history as new messages.
+
+Session ids
+-----------
+``claim_session`` runs one Lua script: it refuses an id whose claim marker (a string key
+``cogym:<session>/.claim``) exists or whose given channels hold a stream, else sets the marker.
+The marker expires with the session's channels. A restart without persistence loses markers;
+the channels' re-published history still makes a reused id refused.
 
 Expiry
 ------
@@ -65,9 +75,21 @@ from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.typing import KeyT, StreamIdT
 
-from cogym_lab.bus.base import Bus, BusError, Message, Outgoing, Subscription, next_from
+from cogym_lab.bus.base import (
+    CLAIM_SUFFIX,
+    Bus,
+    BusError,
+    Message,
+    Outgoing,
+    SessionIdTaken,
+    Subscription,
+    claim_marker,
+    next_from,
+)
 from cogym_lab.core.text import clean, clean_text, is_clean
 
 __all__ = ["RedisBus", "RedisSubscription"]
@@ -84,6 +106,22 @@ READ_BLOCK_MS = 1000
 READ_COUNT = 256
 
 _CLOSED = object()
+
+#: Claims a session id in one atomic step. KEYS[1] is the claim marker, KEYS[2..] the channels
+#: that must be empty; ARGV[1] this claim's token, ARGV[2] "1" to resume. A token already in the
+#: marker is this very claim, retried after its reply was lost: it succeeds again.
+_CLAIM_SCRIPT = """
+local held = redis.call('GET', KEYS[1])
+if held == ARGV[1] then return 0 end
+if ARGV[2] ~= '1' then
+  if held then return 1 end
+  for i = 2, #KEYS do
+    if redis.call('EXISTS', KEYS[i]) == 1 then return 2 end
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1])
+return 0
+"""
 
 
 def _encode(message: Outgoing) -> str:
@@ -137,21 +175,32 @@ async def _stop(task: asyncio.Task[Any]) -> None:
         log.error("Background task %s failed", task.get_name(), exc_info=task.exception())
 
 
-class RedisSubscription(Subscription):
-    """One channel read by a background ``XREAD BLOCK`` loop into a local queue."""
+def _parse_id(entry_id: bytes) -> tuple[int, int]:
+    """A stream entry id (``b"1716200000500-3"``) as a pair that compares in stream order."""
+    millis, _, seq = entry_id.partition(b"-")
+    return int(millis), int(seq or 0)
 
-    def __init__(self, bus: RedisBus, channel: str, start_id: bytes, epoch: int) -> None:
+
+_START = (0, 0)
+
+
+class RedisSubscription(Subscription):
+    """One channel's messages, fanned out by the bus's single reader into a local queue.
+
+    ``_last`` is the id of the last entry this subscription was given (or the stream's newest
+    when it subscribed): the reader reads each stream from the lowest position any of its
+    subscriptions needs, and gives a subscription only the entries after its own.
+    """
+
+    def __init__(self, bus: RedisBus, channel: str, start_id: bytes) -> None:
         self.channel = channel
         self._bus = bus
         self._key = bus._key(channel)
-        self._last_id = start_id
-        self._epoch = epoch
+        self._last = _parse_id(start_id)
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._seen: OrderedDict[bytes, None] = OrderedDict()
         self._seen_max = 4 * bus.replay_window
         self._closed = False
-        self._client = bus._new_client(hooked=True)
-        self._task = asyncio.create_task(self._read_loop(), name=f"cogym-redis-reader:{channel}")
 
     async def get(self, timeout: float | None = None) -> Message | None:
         if self._closed:
@@ -169,11 +218,17 @@ class RedisSubscription(Subscription):
         if self._closed:
             return
         self._closed = True
-        self._bus._subscriptions.discard(self)
-        await _stop(self._task)
-        await self._client.aclose()
+        # No wake-up: the reader drops the stream at its next read, and until then it only
+        # reads entries nobody is given.
+        self._bus._reader.remove(self)
         while not self._queue.empty():
             self._queue.get_nowait()
+        self._queue.put_nowait(_CLOSED)
+
+    def _end(self) -> None:
+        """The reader cannot read this channel (the key holds something else): end it loudly
+        rather than spin; ``get`` then returns ``None`` as after ``close``."""
+        self._bus._reader.remove(self)
         self._queue.put_nowait(_CLOSED)
 
     def _deliver(self, entry_id: bytes, fields: Mapping[bytes | str, bytes | str] | None) -> None:
@@ -194,41 +249,169 @@ class RedisSubscription(Subscription):
             return
         self._queue.put_nowait(message)
 
-    async def _read_loop(self) -> None:
+
+class _Stream:
+    """What the reader knows of one stream: where it reads it from, and who gets its entries."""
+
+    __slots__ = ("cursor", "subscriptions")
+
+    def __init__(self, cursor: tuple[int, int]) -> None:
+        self.cursor = cursor
+        self.subscriptions: set[RedisSubscription] = set()
+
+
+class _Reader:
+    """The one reader of a bus: a single task doing one blocking ``XREAD`` over every stream
+    this bus object has subscriptions on, fanning entries out to them in memory.
+
+    A reader per subscription held a connection each and woke once a second each, idle or
+    not: a process hosting 200 sessions kept some 600 connections open in the server. This one
+    holds one connection, and the blocking read is its own restart watchdog too.
+
+    A subscription that needs the reader to read differently (a stream it does not read yet,
+    or an earlier position for a ``from_beginning`` subscriber) adds an entry to the bus's own
+    wake-up stream, which the blocking read always includes, so the read returns at once with
+    no polling. The wake-up stream holds one entry, and expires when the bus goes quiet.
+    """
+
+    WAKE_TTL_MS = 600_000
+
+    def __init__(self, bus: RedisBus) -> None:
+        self._bus = bus
+        self._streams: dict[str, _Stream] = {}
+        self._wake_key = bus._key(f"_wake/{uuid.uuid4().hex}")
+        self._wake_cursor = _START
+        self._epoch = bus._epoch
+        self._client: Redis | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def subscriptions(self) -> list[RedisSubscription]:
+        return [s for stream in self._streams.values() for s in stream.subscriptions]
+
+    def start(self) -> None:
+        self._client = self._bus._new_client(hooked=True)
+        self._task = asyncio.create_task(self._loop(), name="cogym-redis-reader")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            await _stop(self._task)
+        if self._client is not None:
+            await self._client.aclose()
+        self._task = self._client = None
+
+    def add(self, subscription: RedisSubscription) -> bool:
+        """Register ``subscription``; True when the blocking read must be woken to see it."""
+        stream = self._streams.get(subscription._key)
+        if stream is None:
+            stream = self._streams[subscription._key] = _Stream(subscription._last)
+            stream.subscriptions.add(subscription)
+            return True
+        stream.subscriptions.add(subscription)
+        if subscription._last < stream.cursor:
+            stream.cursor = subscription._last
+            return True
+        return False  # the stream is read already, from no later than this one needs
+
+    def remove(self, subscription: RedisSubscription) -> None:
+        stream = self._streams.get(subscription._key)
+        if stream is None:
+            return
+        stream.subscriptions.discard(subscription)
+        if not stream.subscriptions:
+            del self._streams[subscription._key]
+
+    async def wake(self) -> None:
+        """Make the blocking read return, so that the next one covers what changed."""
+        client = self._bus._client
+        assert client is not None
+
+        async def add() -> None:
+            pipeline = client.pipeline(transaction=False)
+            pipeline.xadd(self._wake_key, {"w": b""}, maxlen=1, approximate=False)
+            pipeline.pexpire(self._wake_key, self.WAKE_TTL_MS)
+            await pipeline.execute()
+
+        await self._bus._retry(add, self._bus._deadline(), "wake the reader")
+
+    def _restart_positions(self) -> None:
+        """The server lost its streams: ids restart, and re-published entries come first."""
+        self._epoch = self._bus._epoch
+        self._wake_cursor = _START
+        for stream in self._streams.values():
+            stream.cursor = _START
+            for subscription in stream.subscriptions:
+                subscription._last = _START
+
+    async def _loop(self) -> None:
+        client = self._client
+        assert client is not None
+        bus = self._bus
         backoff = _Backoff()
         check_server = False
         while True:
             try:
                 if check_server:
-                    await self._bus._ensure_server()
+                    await bus._ensure_server()
                     check_server = False
-                if self._bus._epoch != self._epoch:
-                    # The server lost its streams: ids restart, re-published entries come first.
-                    self._epoch = self._bus._epoch
-                    self._last_id = b"0-0"
+                if bus._epoch != self._epoch:
+                    self._restart_positions()
                 epoch = self._epoch
-                reply = await self._client.xread(
-                    {self._key: self._last_id}, count=READ_COUNT, block=READ_BLOCK_MS
-                )
+                positions: dict[KeyT, StreamIdT] = {
+                    key: b"%d-%d" % stream.cursor for key, stream in self._streams.items()}
+                positions[self._wake_key] = b"%d-%d" % self._wake_cursor
+                reply = await client.xread(positions, count=READ_COUNT, block=READ_BLOCK_MS)
             except NETWORK_ERRORS:
                 await backoff.sleep()
                 check_server = True
                 continue
-            except Exception:
-                # Not a transport failure (e.g. the key holds another type): end the stream
-                # loudly rather than spin; get() then returns None as after close().
-                log.exception("Redis bus reader for %r stopped", self.channel)
-                self._queue.put_nowait(_CLOSED)
-                return
+            except ResponseError:
+                if not await self._drop_unreadable(client):
+                    log.exception("Redis bus reader: the read was refused")
+                    await backoff.sleep()  # not a key of ours: do not spin on it
+                continue
             backoff.reset()
-            if self._bus._epoch != epoch:
+            if bus._epoch != epoch:
                 continue  # the read may have reached the new server with a stale id: redo it
             streams = reply.items() if isinstance(reply, dict) else reply or ()
-            for _key, entries in streams:
-                for entry_id, fields in entries:
-                    assert isinstance(entry_id, bytes)  # the client decodes nothing
-                    self._last_id = entry_id
-                    self._deliver(entry_id, fields if isinstance(fields, dict) else None)
+            for key, entries in streams:
+                self._fan_out(key.decode() if isinstance(key, bytes) else str(key), entries)
+
+    def _fan_out(self, key: str, entries: Sequence[Any]) -> None:
+        if key == self._wake_key:
+            if entries:
+                self._wake_cursor = _parse_id(entries[-1][0])
+            return
+        stream = self._streams.get(key)
+        if stream is None:  # every subscription closed while the read was out
+            return
+        for entry_id, fields in entries:
+            assert isinstance(entry_id, bytes)  # the client decodes nothing
+            position = _parse_id(entry_id)
+            stream.cursor = max(stream.cursor, position)
+            for subscription in list(stream.subscriptions):
+                if position > subscription._last:
+                    subscription._last = position
+                    subscription._deliver(entry_id, fields if isinstance(fields, dict) else None)
+
+    async def _drop_unreadable(self, client: Redis) -> bool:
+        """One key of the read is not a stream (another program wrote it): the whole read was
+        refused, so find the keys that are not streams and end their subscriptions. True when
+        there was one."""
+        dropped = False
+        for key in list(self._streams):
+            try:
+                kind = await client.type(key)
+            except NETWORK_ERRORS:
+                return True  # the next read retries, through the restart handling
+            if kind not in (b"stream", b"none", "stream", "none"):
+                log.error("Redis bus reader: %r holds a %r, not a stream; its subscriptions end",
+                          key, kind)
+                stream = self._streams.pop(key)
+                for subscription in stream.subscriptions:
+                    subscription._end()
+                dropped = True
+        return dropped
 
 
 class RedisBus(Bus):
@@ -254,16 +437,14 @@ class RedisBus(Bus):
         self.publish_timeout = publish_timeout
         self._client: Redis | None = None  # hooked: refuses a restarted server until synced
         self._admin: Redis | None = None  # hook-less: INFO and re-publish
-        self._watch_client: Redis | None = None
-        self._watch_task: asyncio.Task[None] | None = None
         self._run_id: str | None = None
         self._epoch = 0  # bumped each time the bus syncs to a restarted server
         self._lock = asyncio.Lock()  # serializes publishes and restart handling
         self._connect_lock = asyncio.Lock()
         self._replay: dict[str, deque[tuple[str, str]]] = {}
         self._expiring: dict[str, float] = {}  # channel -> loop time its stream expires
-        self._subscriptions: set[RedisSubscription] = set()
         self._handler_tasks: set[asyncio.Task[None]] = set()
+        self._reader = _Reader(self)  # started by connect()
 
     # -- connections -------------------------------------------------------------------
 
@@ -300,43 +481,19 @@ class RedisBus(Bus):
             self._run_id = str(info["run_id"])
             self._admin = admin
             self._client = self._new_client(hooked=True)
-            self._watch_client = self._new_client(hooked=True)
-            self._watch_task = asyncio.create_task(self._watch_loop(), name="cogym-redis-watch")
-
-    async def _watch_loop(self) -> None:
-        """Notice a restart even while the bus is idle.
-
-        Without this, a bus that published and then went quiet would re-publish only at
-        its next publish, and messages the lost server had accepted but nobody had read
-        would wait until then. A blocking read on a key nobody writes costs nothing, and
-        its connection drops the moment the server goes away.
-        """
-        client = self._watch_client
-        assert client is not None
-        backoff = _Backoff()
-        failed = False
-        while True:
-            try:
-                if failed:
-                    await self._ensure_server()
-                    failed = False
-                # Any key will do; if a channel happens to share it, entries are ignored.
-                await client.xread({KEY_PREFIX + "_watchdog": "$"}, block=READ_BLOCK_MS)
-                backoff.reset()
-            except NETWORK_ERRORS:
-                failed = True
-                await backoff.sleep()
+            self._reader.start()
 
     async def close(self) -> None:
-        for subscription in list(self._subscriptions):
+        for subscription in self._reader.subscriptions:
             await subscription.close()
-        for task in [*self._handler_tasks, *([self._watch_task] if self._watch_task else [])]:
+        for task in list(self._handler_tasks):
             await _stop(task)
-        for client in (self._client, self._watch_client, self._admin):
+        await self._reader.stop()
+        for client in (self._client, self._admin):
             if client is not None:
                 await client.aclose()
-        self._client = self._watch_client = self._admin = None
-        self._watch_task = None
+        self._client = self._admin = None
+        self._reader = _Reader(self)  # a bus connected again reads afresh
 
     def _deadline(self) -> float:
         return asyncio.get_running_loop().time() + self.publish_timeout
@@ -455,10 +612,31 @@ class RedisBus(Bus):
                 buffer = self._replay.setdefault(channel, deque(maxlen=self.replay_window))
                 buffer.append((mid, data))
 
+    async def claim_session(self, session_id: str, channels: Sequence[str], *,
+                            resume: bool = False) -> None:
+        """Claim ``session_id`` with one Lua script, so two processes claiming the same id at
+        once cannot both win; the marker is a plain string key next to the session's streams."""
+        if self._client is None:
+            await self.connect()
+        client = self._client
+        assert client is not None
+        keys = [self._key(claim_marker(session_id)), *(self._key(c) for c in channels)]
+        token = uuid.uuid4().hex
+        script = client.register_script(_CLAIM_SCRIPT)
+        refused = await self._retry(
+            lambda: script(keys=keys, args=[token, "1" if resume else "0"]),
+            self._deadline(), f"claim session {session_id!r}")
+        if refused == 1:
+            raise SessionIdTaken(session_id, "another session claimed it")
+        if refused == 2:
+            raise SessionIdTaken(session_id, "its channels hold an earlier run's messages")
+        self._claimed[session_id] = frozenset(channels)
+
     async def expire(self, channels: Sequence[str], after: float) -> None:
         """Give the streams of ``channels`` an expiry ``after`` seconds from now (see the module
-        docstring); the bus forgets its re-publish buffers of them then too."""
-        channels = list(dict.fromkeys(channels))
+        docstring); the bus forgets its re-publish buffers of them then too. The claim markers
+        of their sessions get the same expiry."""
+        channels = list(dict.fromkeys([*channels, *self._claims_expiring_with(channels)]))
         if not channels:
             return
         if self._client is None:
@@ -491,6 +669,8 @@ class RedisBus(Bus):
     def _forget_buffers(self, channels: Sequence[str]) -> None:
         for channel in channels:
             self._replay.pop(channel, None)
+            if channel.endswith(CLAIM_SUFFIX):
+                self._released(channel)
 
     async def subscribe(self, channel: str, *, from_beginning: bool = False) -> RedisSubscription:
         if self._client is None:
@@ -509,6 +689,9 @@ class RedisBus(Bus):
                 newest = last[0][0]
                 assert isinstance(newest, bytes)  # the client decodes nothing
                 start_id = newest
-        subscription = RedisSubscription(self, channel, start_id, epoch)
-        self._subscriptions.add(subscription)
+        if self._epoch != epoch:  # the server restarted meanwhile: that id means nothing now
+            start_id = b"0-0"
+        subscription = RedisSubscription(self, channel, start_id)
+        if self._reader.add(subscription):
+            await self._reader.wake()
         return subscription

@@ -68,6 +68,7 @@ from cogym_lab.core.messages import (
 from cogym_lab.core.observation import Observation
 from cogym_lab.core.replacements import ReplacementTracker
 from cogym_lab.core.text import clean, clean_text
+from cogym_lab.core.text_merge import PrecomputedMerge, reusing
 
 DEFAULT_AGENT_STEP_LIMIT = 30
 
@@ -147,6 +148,7 @@ class Coordinator:
         self._replacements = ReplacementTracker(self._task_specs.values())
         self._base_hint: tuple[str | None, int | None] = (None, None)  # (base text, seen seq)
         self._confirm_bases: dict[str, str] = {}  # request id -> the requester's base text
+        self._offered_merge: PrecomputedMerge | None = None  # see offer_merge
         # request id -> the pending action as parsed when it was requested: never parsed again
         self._pending_actions: dict[str, tuple[Action, ActionSpec]] = {}
         self._replaying: Event | None = None  # the logged event being re-applied
@@ -558,12 +560,62 @@ class Coordinator:
 
         Never during replay: the log already holds the merged text.
         """
+        offered, self._offered_merge = self._offered_merge, None  # good for one merge only
         if spec.replaces is None or self._replaying is not None:
             return None
         view = self.env.view(role)
         current = view[spec.replaces].content if spec.replaces in view else None
-        return self._replacements.merged(action, spec, base,
-                                         current if isinstance(current, str) else None)
+        # A merge worked out ahead (off the event loop) is taken only if it merged exactly the
+        # texts merged here; otherwise, the state having moved on meanwhile, it merges now.
+        with reusing(offered):
+            return self._replacements.merged(action, spec, base,
+                                             current if isinstance(current, str) else None)
+
+    def offer_merge(self, merge: PrecomputedMerge | None) -> None:
+        """Offer the next step a merge computed ahead (see :meth:`stale_replacement`); it is
+        used only if that step merges the very same texts, and dropped either way."""
+        self._offered_merge = merge
+
+    def stale_replacement(self, role: str, raw: RawAction | None, *, base: str | None = None,
+                          seen_seq: int | None = None) -> tuple[str, str, str] | None:
+        """The texts ``(base, current, sent)`` that ``handle(role, raw, base=base,
+        seen_seq=seen_seq)`` would merge if called now, or ``None`` when it would merge none.
+
+        Changes nothing. It follows ``handle``'s paths to a merge (a task action that replaces a
+        text, the acceptance of one) so that the EnvNode can merge a large text in a worker
+        thread first; it is only a forecast, since :meth:`offer_merge` checks the texts again.
+        """
+        if self.done or not isinstance(role, str) or role not in self.members \
+                or role in self.paused or self._replaying is not None:
+            return None
+        try:
+            parsed, spec = parse_action(_admit_action(raw), self._all_specs)
+        except ActionError:
+            return None
+        sender, action = role, parsed
+        if parsed.name == acts.ACCEPT_CONFIRMATION.name:
+            request_id = parsed.args.get("request_id")
+            request = self.pending.get(request_id) if isinstance(request_id, str) else None
+            if request is None or request_id not in self._pending_actions:
+                return None
+            action, spec = self._pending_actions[request_id]
+            sender, start = request.requester, self._confirm_bases.get(request_id)
+        elif parsed.name in _COLLABORATION_HANDLERS or spec.replaces is None:
+            return None
+        else:
+            hint = clean_text(base) if isinstance(base, str) else None
+            seq = seen_seq if isinstance(seen_seq, int) and not isinstance(seen_seq, bool) \
+                else None
+            start = hint if hint is not None else self._replacements.base(role, spec.replaces,
+                                                                          seq)
+        if spec.replaces is None or start is None:
+            return None
+        view = self.env.view(sender)
+        current = view[spec.replaces].content if spec.replaces in view else None
+        sent = action.args.get("text")
+        if not isinstance(current, str) or not isinstance(sent, str) or start == current:
+            return None
+        return start, current, sent
 
     # -- events and notifications ------------------------------------------------------------
 

@@ -10,12 +10,24 @@ Conventions that make the merge predictable:
 * a side equal to ``base`` changed nothing, so the other side wins as it is;
 * an edit made identically by both sides (same span, same new text) is applied once;
 * where both sides insert at one spot, ``ours`` comes first (fixed client ids, not random ones).
+
+A merge costs time that grows with the text (about 240 ms for 1 MB), and the coordinator that
+calls it runs on the session's event loop. So a merge whose longest text has ``OFF_LOOP_CHARS``
+characters or more is worked out ahead in a worker thread (:func:`merge_off_loop`, which the
+EnvNode awaits), and handed to the coordinator, whose call of :func:`merge_text` inside
+:func:`reusing` takes that result only when its own three texts are exactly the ones it was
+computed from; otherwise it merges there and then. ``merge_text`` is a pure function of its three
+texts, so the result, the state and the event log are the same either way.
 """
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from pycrdt import Doc, Text
@@ -41,7 +53,7 @@ def text_edits(base: str, new: str) -> list[Edit]:
     The diff works on tokens (words, runs of white space, single other characters), so edits
     fall on word boundaries, as a person would make them, rather than inside words.
     """
-    old_tokens, new_tokens = _TOKEN.findall(base), _TOKEN.findall(new)
+    old_tokens, new_tokens = _tokens(base), _tokens(new)
     prefix = _common_prefix(old_tokens, new_tokens)
     suffix = _common_suffix(old_tokens[prefix:], new_tokens[prefix:])
     old_mid = old_tokens[prefix:len(old_tokens) - suffix]
@@ -53,6 +65,28 @@ def text_edits(base: str, new: str) -> list[Edit]:
 
 
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]", re.UNICODE)
+_LONE = re.compile(r"[^\w\s]", re.UNICODE)  # a character that is a token by itself
+_TOKENS_AT_ONCE = 16_384  # characters tokenized by one findall call, about 1 ms
+
+
+def _tokens(text: str) -> list[str]:
+    """``_TOKEN.findall(text)``, a piece at a time.
+
+    One findall holds the GIL for its whole run (70 ms for a megabyte), so a merge in a worker
+    thread would stall the event loop that long. The pieces end just after a character that is
+    a token by itself (neither a word character nor a space): a match always ends there, so the
+    tokens are exactly those of a single call.
+    """
+    tokens: list[str] = []
+    start = 0
+    while len(text) - start > _TOKENS_AT_ONCE:
+        lone = _LONE.search(text, start + _TOKENS_AT_ONCE)
+        if lone is None:
+            break
+        tokens += _TOKEN.findall(text, start, lone.end())
+        start = lone.end()
+    tokens += _TOKEN.findall(text, start)
+    return tokens
 
 
 def _common_prefix(a: list[str], b: list[str]) -> int:
@@ -84,8 +118,8 @@ def _diff(old: list[str], new: list[str]) -> list[Edit]:
         if tag == "equal":
             continue
         start, end = old_at[i1], old_at[i2]
-        old_block = _TOKEN.findall(old_text[start:end])
-        new_block = _TOKEN.findall(new_text[new_at[j1]:new_at[j2]])
+        old_block = _tokens(old_text[start:end])
+        new_block = _tokens(new_text[new_at[j1]:new_at[j2]])
         if tag == "replace" and len(old_block) + len(new_block) <= _TOKEN_DIFF_LIMIT:
             edits += [Edit(start + e.start, start + e.end, e.text)
                       for e in _token_edits(old_block, new_block)]
@@ -131,12 +165,70 @@ def _offsets(parts: list[str]) -> list[int]:
     return offsets
 
 
+#: A merge whose longest text has this many characters or more runs in a worker thread: about
+#: 6 ms of work (benchmarks/text_merge.py), well above what handing it to a thread costs.
+OFF_LOOP_CHARS = 32_768
+
+
+@dataclass(frozen=True, eq=False)
+class PrecomputedMerge:
+    """``merged`` is ``merge_text(base, ours, theirs)``, worked out ahead of its use."""
+
+    base: str
+    ours: str
+    theirs: str
+    merged: str
+
+    def matches(self, base: str, ours: str, theirs: str) -> bool:
+        """Whether this is the merge of exactly these texts (same objects compare at once)."""
+        return self.base == base and self.ours == ours and self.theirs == theirs
+
+
+_reusable: ContextVar[PrecomputedMerge | None] = ContextVar("reusable_merge", default=None)
+
+
+@contextmanager
+def reusing(precomputed: PrecomputedMerge | None) -> Iterator[None]:
+    """Within this block, :func:`merge_text` of exactly ``precomputed``'s texts returns its
+    result instead of merging again; any other call merges as usual."""
+    token = _reusable.set(precomputed)
+    try:
+        yield
+    finally:
+        _reusable.reset(token)
+
+
+def worth_offloading(base: str, ours: str, theirs: str) -> bool:
+    """Whether merging these texts would hold an event loop long enough to run it elsewhere."""
+    return max(len(base), len(ours), len(theirs)) >= OFF_LOOP_CHARS
+
+
+async def merge_off_loop(base: str, ours: str, theirs: str) -> PrecomputedMerge:
+    """:func:`merge_text` in a worker thread, so the event loop serves others meanwhile.
+
+    The merge holds the GIL for most of its work (difflib is Python), but the interpreter
+    switches threads every few milliseconds, so the loop waits that long at most, not the
+    whole merge.
+    """
+    merged = await asyncio.to_thread(_merge_in_thread, base, ours, theirs)
+    return PrecomputedMerge(base, ours, theirs, merged)
+
+
+def _merge_in_thread(base: str, ours: str, theirs: str) -> str:
+    # Looked up when called, not bound at import: a test can hold the thread at this point.
+    return merge_text(base, ours, theirs)
+
+
 def merge_text(base: str, ours: str, theirs: str) -> str:
     """Merge two concurrent edits of ``base``; neither side's insertions are lost.
 
     Deletions are kept too, unless the other side changed the deleted span (then the CRDT keeps
-    that side's new text). The result is deterministic.
+    that side's new text). The result is deterministic. Inside :func:`reusing`, the merge given
+    there is returned when these are its texts.
     """
+    precomputed = _reusable.get()
+    if precomputed is not None and precomputed.matches(base, ours, theirs):
+        return precomputed.merged
     if ours == theirs or theirs == base:
         return ours
     if ours == base:

@@ -8,6 +8,7 @@ import os
 import shutil
 import time
 import traceback
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,20 @@ LM_USAGE_FIELD = "lm_usage"  # added to session.json by the runner: usage by LM 
 def session_dir_name(instance: int) -> str:
     """``OUT/<name>`` of an instance's session: fixed, so a resumed run finds it again."""
     return f"{instance:03d}"
+
+
+def session_id_prefix(team: str, task: str, instance: int) -> str:
+    """What every session id of an instance starts with (``collaborative-travel_planning-002``):
+    the readable part, also the id ``run.json`` shows for a session not yet started."""
+    return f"{team}-{task}-{session_dir_name(instance)}"
+
+
+def new_batch_session_id(team: str, task: str, instance: int) -> str:
+    """A new id for one attempt at an instance: its prefix and a random suffix. The folder keeps
+    its fixed name (a resumed run finds it by name), but every attempt, a re-run or another
+    batch on the same bus gets an id of its own: a bus refuses an id that has history, and one
+    that did not would replay the earlier attempt's steps into this one."""
+    return f"{session_id_prefix(team, task, instance)}-{uuid.uuid4().hex[:8]}"
 
 
 def read_session_file(directory: Path) -> dict[str, Any] | None:

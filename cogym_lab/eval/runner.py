@@ -2,9 +2,11 @@
 
 LM calls are I/O-bound, so sessions share one asyncio loop, each on its own in-process bus, with a
 semaphore bounding how many run at a time. Every session writes ``OUT/<instance>/`` (a fixed name,
-so an interrupted run resumes: finished sessions are skipped and partial ones redone from scratch).
-A failing session is recorded, with its error, in its directory and in ``OUT/run.json``; the batch
-goes on. ``run.json`` also holds the configuration, package versions, LM names and token totals.
+so an interrupted run resumes: finished sessions are skipped and partial ones redone from scratch,
+each attempt under a session id of its own: ``<team>-<task>-<instance>-<random>``).
+A failing session is recorded, with its error, in its directory and in the run's manifest
+(``OUT/run.json``, plus ``OUT/sessions.jsonl`` while it runs); the batch goes on. ``run.json`` also
+holds the configuration, package versions, LM names and token totals.
 
     from cogym_lab.eval import run
 
@@ -34,6 +36,7 @@ from cogym_lab.eval.batch_manifest import (
     Price,
     RunSummary,
     SessionEntry,
+    SessionLog,
     Tokens,
     package_versions,
     read_run,
@@ -44,8 +47,10 @@ from cogym_lab.eval.batch_sessions import (
     finished_entry,
     is_finished,
     merge_session_file,
+    new_batch_session_id,
     record_failure,
     session_dir_name,
+    session_id_prefix,
     usage_by_model,
 )
 from cogym_lab.eval.instance_spec import InstanceSpec, parse_instances
@@ -171,14 +176,18 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
     bar = BatchProgress(len(numbers), done=len(numbers) - len(pending), meter=batch.meter,
                         label=f"{task} · {team_config.name}", output=progress)
     semaphore = asyncio.Semaphore(concurrency)
+    # run.json was written whole by _start_summary; until this invocation ends, each session
+    # that ends costs one line of sessions.jsonl, not a rewrite of every entry (see
+    # batch_manifest). Counts and totals are worked out once, at the end, for the same reason.
+    session_log = SessionLog(out, invocation=len(summary.invocations) - 1)
+    position = {s.instance: i for i, s in enumerate(summary.sessions)}
 
     async def one(number: int) -> None:
         async with semaphore:
             entry = await _run_session(batch, number)
-        summary.sessions = [entry if s.instance == number else s for s in summary.sessions]
+        summary.sessions[position[number]] = entry
         invocation.ran += 1
-        summary.recount()
-        summary.write(out)
+        session_log.append(entry)
         bar.session_ended(failed=entry.status == "failed")
 
     tasks = [asyncio.create_task(one(number)) for number in pending]
@@ -189,6 +198,7 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
         for task_ in tasks:
             task_.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        session_log.close()
         invocation.ended_at = time.time()
         invocation.interrupted = any(s.status == "pending" for s in summary.sessions
                                      if s.instance in numbers)
@@ -196,6 +206,7 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
         summary.ended_at = invocation.ended_at
         summary.recount()
         summary.write(out)
+        session_log.close(remove=True)  # run.json now holds every line of it
         await bar.close()
     return summary
 
@@ -206,7 +217,7 @@ async def _run_session(batch: _Batch, number: int) -> SessionEntry:
     """Run one instance from scratch; any failure is recorded and returned, never raised."""
     name = session_dir_name(number)
     directory = batch.out / name
-    session_id = f"{batch.team.name}-{batch.task}-{name}"
+    session_id = new_batch_session_id(batch.team.name, batch.task, number)
     lms: dict[str, LM] = {}
     env: CoEnv | None = None
     entry = SessionEntry(instance=number, directory=name, session_id=session_id)
@@ -349,12 +360,14 @@ def _start_summary(batch: _Batch, numbers: list[int], concurrency: int) -> RunSu
         name = session_dir_name(number)
         directory = batch.out / name
         if is_finished(directory):
-            entry = finished_entry(directory, number, f"{batch.team.name}-{batch.task}-{name}")
+            entry = finished_entry(directory, number,
+                                   session_id_prefix(batch.team.name, batch.task, number))
             entry.cost_usd = cost_usd(entry.tokens.by_model, batch.prices)
             skipped += 1
         else:
             entry = SessionEntry(instance=number, directory=name,
-                                 session_id=f"{batch.team.name}-{batch.task}-{name}")
+                                 session_id=session_id_prefix(batch.team.name, batch.task,
+                                                              number))
         sessions[number] = entry
     now = time.time()
     summary = RunSummary(

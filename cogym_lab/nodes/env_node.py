@@ -14,7 +14,9 @@ from pydantic import ValidationError
 from cogym_lab.bus import Bus, Subscription
 from cogym_lab.core import Deferred, Notification
 from cogym_lab.core.coordinator import Coordinator, Transition
+from cogym_lab.core.grammar import RawAction
 from cogym_lab.core.messages import Event, EventType, StepRequest, obs_channel, step_channel
+from cogym_lab.core.text_merge import PrecomputedMerge, merge_off_loop, worth_offloading
 from cogym_lab.nodes.restore import Restored
 
 log = logging.getLogger(__name__)
@@ -185,6 +187,13 @@ class EnvNode:
             return
         now = time.time()
         if request.kind == "action":
+            merge = await self._merge_ahead(request.role, request.action, base=request.base,
+                                            seen_seq=request.seen_seq)
+            if merge is not None:
+                if self.log_failure:  # stopped while it merged
+                    return
+                now = time.time()  # applied now: events keep their times in seq order
+            self.coordinator.offer_merge(merge)
             try:
                 transition = self.coordinator.handle(request.role, request.action, now,
                                                      request_id=request.id, base=request.base,
@@ -192,6 +201,8 @@ class EnvNode:
             except Exception:  # a bug must cost one step, not the session
                 log.exception("step from %s failed: %r", request.role, request.action)
                 return
+            finally:
+                self.coordinator.offer_merge(None)
             await self._deliver(transition)
         elif request.role in self.coordinator.members:  # join or sync: send the current state
             self.joined.add(request.role)
@@ -317,5 +328,32 @@ class EnvNode:
             return
         if self.log_failure:  # stopping: nothing more is applied
             return
-        await self._deliver(self.coordinator.apply_follow_up(role, follow_up, time.time(),
-                                                             seen_seq=started_by.seq))
+        merge = await self._merge_ahead(role, follow_up, seen_seq=started_by.seq)
+        if self.log_failure:
+            return
+        self.coordinator.offer_merge(merge)
+        try:
+            transition = self.coordinator.apply_follow_up(role, follow_up, time.time(),
+                                                          seen_seq=started_by.seq)
+        finally:
+            self.coordinator.offer_merge(None)
+        await self._deliver(transition)
+
+    async def _merge_ahead(self, role: str, raw: RawAction | None, *, base: str | None = None,
+                           seen_seq: int | None = None) -> PrecomputedMerge | None:
+        """Merge a large whole-text replacement made on a stale copy in a worker thread, before
+        the coordinator applies the step, so the loop serves other sessions meanwhile.
+
+        Only the merge leaves the loop. The coordinator stays on it: other tasks (deferred work,
+        observed steps) apply steps while this one waits, so ``handle`` itself could not run in
+        a thread. If one of them changed the text meanwhile, the coordinator sees that the
+        texts differ from the ones merged here and merges again, inline: same result as ever.
+        """
+        try:
+            texts = self.coordinator.stale_replacement(role, raw, base=base, seen_seq=seen_seq)
+        except Exception:  # a forecast only: the step itself reports any real problem
+            log.exception("could not foresee the merge of %s's step", role)
+            return None
+        if texts is None or not worth_offloading(*texts):
+            return None
+        return await merge_off_loop(*texts)

@@ -109,7 +109,10 @@ def _kind_of(role: str, member: Any, kinds: Mapping[str, MemberKind]) -> MemberK
 
 
 def new_session_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    """A new, unique session id: readable (its start time) and random enough that ids made in
+    the same second by many processes never meet (48 random bits; a bus also refuses an id that
+    has history, :meth:`Bus.claim_session`)."""
+    return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:12]
 
 
 def build_coordinator(env: CoEnv, team: list[TeamMember], session_id: str, config: SessionConfig,
@@ -222,6 +225,11 @@ class Session:
         """Run the session to its end (or its interruption) and return what it produced."""
         bus = self.bus or MemoryBus()
         await bus.connect()
+        # Before anything is published: a reused id must fail here, not replay an old run's
+        # steps (its members' notification channels are written by this session alone).
+        await bus.claim_session(self.session_id, [obs_channel(self.session_id, member.role)
+                                                  for member in self.team],
+                                resume=self.restored is not None)
         await self.prepare(bus)
         resumed = self.restored is not None and self.restored.events > 0
         writer = ResultsWriter(self.results_dir, keep=resumed) if self.results_dir else None

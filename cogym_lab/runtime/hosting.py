@@ -33,7 +33,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from cogym_lab.bus import Bus, connect_bus
-from cogym_lab.core.messages import StepKind, StepRequest, step_channel
+from cogym_lab.core.messages import StepKind, StepRequest, obs_channel, step_channel
 from cogym_lab.nodes.restore import ReplayMismatch
 from cogym_lab.nodes.results import (
     SESSION_FILE,
@@ -44,6 +44,7 @@ from cogym_lab.nodes.results import (
 )
 from cogym_lab.nodes.session import Session, SessionResult
 from cogym_lab.runtime.access import SessionAccess
+from cogym_lab.runtime.ended import DEFAULT_FINISHED_TTL, EndedSession, end_bus, read_statuses
 from cogym_lab.runtime.models import (
     HOSTING_FILE,
     RATINGS_FILE,
@@ -53,7 +54,14 @@ from cogym_lab.runtime.models import (
     validation_message,
 )
 from cogym_lab.runtime.panels import DEFAULT_PANEL_GRACE, PanelWatch
-from cogym_lab.runtime.stored import StoredSession, runs_elsewhere, this_process, write_json
+from cogym_lab.runtime.stored import (
+    STORED_FIELDS,
+    StoredSession,
+    runs_elsewhere,
+    summary_fields,
+    this_process,
+    write_json,
+)
 from cogym_lab.sessions.spec import SessionSpec
 
 log = logging.getLogger(__name__)
@@ -72,9 +80,16 @@ class HostingError(Exception):
 
 @dataclass
 class HostedSession:
-    """A session running (or run) by this server."""
+    """A session running (or run) by this server.
 
-    session: Session
+    Once it has ended, ``session`` is an :class:`EndedSession`: the coordinator, env, members
+    and bus are given back, ``bus`` is a small stand-in holding the last statuses, and
+    ``result`` loses its ``outcome`` when ``session.json`` holds it (``details()`` reads it from
+    there). After the host's ``finished_session_ttl`` the host forgets it for a
+    :class:`StoredSession` read from its results folder.
+    """
+
+    session: Session | EndedSession
     team: str
     task: str
     people: list[str]
@@ -96,25 +111,36 @@ class HostedSession:
         return self.session.results_dir
 
     @property
+    def live(self) -> Session:
+        """The running session; ``HostingError`` 409 once it has ended and been released."""
+        if isinstance(self.session, EndedSession):
+            raise HostingError(f"Session {self.session_id!r} has ended.", status=409)
+        return self.session
+
+    @property
     def status(self) -> str:
+        if isinstance(self.session, EndedSession):
+            return self.session.status
         if self.runner is None or not self.runner.done():
             return "running"
-        if self.session.interrupted:
-            return "interrupted"
-        return "failed" if self.error else "finished"
+        return _ended_status(self)
 
     @property
     def end_reason(self) -> str | None:
         if self.result is not None:
             return self.result.end_reason
+        if isinstance(self.session, EndedSession):
+            return self.session.end_reason
         return self.session.coordinator.end_reason
 
     def summary(self) -> dict[str, Any]:
+        protocol = (self.session.protocol if isinstance(self.session, EndedSession)
+                    else self.session.env.protocol)
         return {
             "session_id": self.session_id,
             "task": self.task,
             "team": self.team,
-            "protocol": self.session.env.protocol,
+            "protocol": protocol,
             "members": [member.model_dump() for member in self.session.team],
             "people": list(self.people),
             "status": self.status,
@@ -129,12 +155,39 @@ class HostedSession:
         }
 
     def details(self) -> dict[str, Any]:
+        result = self.result.model_dump(mode="json") if self.result else None
+        if isinstance(self.session, EndedSession):
+            state, outcome = self.session.final()
+            if result is not None and self.session.on_disk:
+                result["outcome"] = outcome
+            return {"state": state, "result": result}
+        coordinator = self.session.coordinator
         return {
             # None until the session starts: the env has no state before its reset
-            "state": self.session.coordinator.snapshot() if self.session.coordinator.started_at
-            else None,
-            "result": self.result.model_dump(mode="json") if self.result else None,
+            "state": coordinator.snapshot() if coordinator.started_at else None,
+            "result": result,
         }
+
+    def release(self, status: str, bus: Bus | None) -> None:
+        """Give back what only a running session needs; keep what :meth:`summary`,
+        :meth:`details` and a late panel read. ``bus`` replaces the session's own (closed)."""
+        if isinstance(self.session, EndedSession):
+            return
+        ended = EndedSession.of(self.session, status)
+        if ended.on_disk and self.result is not None:
+            self.result = self.result.model_copy(update={"outcome": None})
+        self.session = ended
+        self.bus = bus
+        self.runner = None  # a done task holds the result, and a failure's traceback the frames
+        self.restored_state = None
+
+
+def _ended_status(hosted: HostedSession) -> str:
+    """How a session whose run is over ended, from what the run left."""
+    assert isinstance(hosted.session, Session)
+    if hosted.session.interrupted:
+        return "interrupted"
+    return "failed" if hosted.error else "finished"
 
 
 class SessionHost:
@@ -145,14 +198,19 @@ class SessionHost:
                  default_team: str | None = None, *, teams: Mapping[str, str] | None = None,
                  team_paths: bool = True,
                  panel_grace_seconds: float | None = DEFAULT_PANEL_GRACE,
-                 build_in_thread: bool = True) -> None:
+                 build_in_thread: bool = True,
+                 finished_session_ttl: float | None = DEFAULT_FINISHED_TTL) -> None:
         """``teams`` registers team files by name beside the ready ones; ``team_paths`` says
         whether a team may also be a file path (yes in a kernel or a script, which run their
         owner's code anyway; never in a server, whose requests come from others).
         ``build_in_thread``: build sessions in a worker thread, off the loop (a server; a
         kernel's host, whose magics need ``create`` to finish at once, passes False).
         ``panel_grace_seconds``: how long a session with person seats goes on with no panel
-        open before it ends (``None``, zero or less: it never ends for that)."""
+        open before it ends (``None``, zero or less: it never ends for that).
+        ``finished_session_ttl``: seconds an ended session stays hosted (its end views for
+        late panels in memory) before only its results folder is read for it (zero: at once;
+        ``None``: never). Its coordinator, env, members and bus are given back at its end
+        either way."""
         self.results_dir = Path(results_dir)
         self.build_in_thread = build_in_thread
         self.redis_url = redis_url
@@ -165,6 +223,8 @@ class SessionHost:
         #: ``cogym_lab.server.live_notebooks.NotebookOpener``, set by the server extension.
         self.notebooks: Any = None
         self._panels = PanelWatch(panel_grace_seconds, self._end_unfollowed)
+        self.finished_session_ttl = finished_session_ttl
+        self._evictions: dict[str, asyncio.TimerHandle] = {}
 
     # -- creating and resuming ----------------------------------------------------------------
 
@@ -189,7 +249,7 @@ class SessionHost:
         if access is not None:
             shared = sorted({*access.seat_users, *access.seat_tokens} - set(hosted.people))
             if shared:
-                await hosted.session.env.aclose()
+                await hosted.live.env.aclose()
                 raise HostingError(f"{', '.join(shared)} is not a person seat of this session "
                                    "(only person seats can be shared).")
             hosted.access = access
@@ -241,20 +301,21 @@ class SessionHost:
         if cut:
             log.warning("session %s: dropped a half-written last event (%d bytes)", session_id,
                         cut)
+        session = hosted.live
         try:
-            await hosted.session.prepare()  # replaying a search needs the index, off the loop
+            await session.prepare()  # replaying a search needs the index, off the loop
             events = read_events(stored.directory) if (stored.directory / "events.jsonl"
                                                        ).is_file() else []
-            hosted.session.restore(events)
+            session.restore(events)
             await self._connect_notebook(hosted)
         except (ReplayMismatch, ValueError) as error:  # ValueError: a line that is not an event
-            await hosted.session.env.aclose()
+            await session.env.aclose()
             raise HostingError(f"Session {session_id!r} cannot be restored from its log: "
                                f"{error}", status=500) from None
         except BaseException:
-            await hosted.session.env.aclose()
+            await session.env.aclose()
             raise
-        hosted.restored_state = hosted.session.coordinator.snapshot()
+        hosted.restored_state = session.coordinator.snapshot()
         return hosted
 
     async def _build_off_loop(self, spec: SessionSpec,
@@ -300,7 +361,7 @@ class SessionHost:
     async def _connect_notebook(self, hosted: HostedSession) -> None:
         """Connect a notebook session to its kernel before anyone acts, so that no cell the
         person runs is missed."""
-        link = getattr(hosted.session.env, "notebook", None)
+        link = getattr(hosted.live.env, "notebook", None)
         if link is None or not hasattr(link, "start"):
             return
         try:
@@ -310,11 +371,15 @@ class SessionHost:
             raise HostingError(f"Could not connect to the notebook's kernel: {error}",
                                status=409) from error
 
+    def _record(self, hosted: HostedSession) -> HostingRecord:
+        """What ``hosting.json`` says of ``hosted``."""
+        return HostingRecord(session_id=hosted.session_id, spec=hosted.spec.without_secrets(),
+                             team=hosted.team, people=hosted.people,
+                             created_at=hosted.created_at, access=hosted.access,
+                             **this_process())
+
     def _save_record(self, hosted: HostedSession) -> None:
-        record = HostingRecord(session_id=hosted.session_id, spec=hosted.spec.without_secrets(),
-                               team=hosted.team, people=hosted.people,
-                               created_at=hosted.created_at, access=hosted.access,
-                               **this_process())
+        record = self._record(hosted)
         directory = hosted.directory
         assert directory is not None
         directory.mkdir(parents=True, exist_ok=True)
@@ -325,7 +390,7 @@ class SessionHost:
     async def _start(self, hosted: HostedSession) -> None:
         bus = connect_bus(self.redis_url)
         await bus.connect()
-        hosted.bus = hosted.session.bus = bus
+        hosted.bus = hosted.live.bus = bus
         for role in hosted.people:  # the host holds the seat: the session need not wait for it
             await bus.publish(step_channel(hosted.session_id),
                               StepRequest(role=role, kind="join").model_dump(mode="json"))
@@ -334,9 +399,10 @@ class SessionHost:
         self._watch_panels(hosted)
 
     async def _run(self, hosted: HostedSession) -> SessionResult | None:
+        session = hosted.live
         try:
-            hosted.result = await hosted.session.run()
-            env_node = hosted.session.env_node
+            hosted.result = await session.run()
+            env_node = session.env_node
             if env_node is not None and env_node.log_failure:  # ended, but its log is cut short
                 hosted.error = env_node.log_failure
         except asyncio.CancelledError:
@@ -347,12 +413,54 @@ class SessionHost:
             hosted.error = f"{type(error).__name__}: {error}"
             self._record_failure(hosted)
         finally:
-            try:
-                if hosted.bus is not None:
-                    await hosted.bus.close()
-            except Exception:  # closing a lost connection must not hide the result
-                log.exception("closing the bus of session %s failed", hosted.session_id)
+            await self._finish(hosted)
         return hosted.result
+
+    async def _finish(self, hosted: HostedSession) -> None:
+        """The run is over: close the session's bus, keep what is read after the end (see
+        :class:`EndedSession`) and let go of the rest; forget the session altogether after
+        ``finished_session_ttl``. Never raises: it runs in the runner's ``finally``."""
+        bus = hosted.bus
+        statuses = []
+        try:
+            if bus is not None:
+                statuses = await read_statuses(bus, hosted.session_id)  # before it closes
+                await bus.close()
+        except Exception:  # closing a lost connection must not hide the result
+            log.exception("closing the bus of session %s failed", hosted.session_id)
+        try:
+            hosted.release(_ended_status(hosted), await end_bus(hosted.session_id, statuses))
+        except Exception:  # the session keeps its objects, as before there was a release
+            log.exception("session %s: releasing its objects failed", hosted.session_id)
+            return
+        self._schedule_eviction(hosted.session_id)
+
+    def _schedule_eviction(self, session_id: str) -> None:
+        ttl = self.finished_session_ttl
+        if ttl is None:
+            return
+        if ttl <= 0:
+            self._evict(session_id)
+            return
+        self._evictions[session_id] = asyncio.get_running_loop().call_later(
+            ttl, self._evict, session_id)
+
+    def _evict(self, session_id: str) -> None:
+        """Forget an ended session for a :class:`StoredSession` on its results folder (as a
+        later server would know it); it is listed, read and rated as before."""
+        self._evictions.pop(session_id, None)
+        hosted = self.sessions.get(session_id)
+        if hosted is None or not isinstance(hosted.session, EndedSession):
+            return
+        directory = hosted.directory
+        if directory is None:  # nothing on disk to read it from: it stays as it is
+            return
+        summary = hosted.summary()
+        run = {key: summary[key] for key in STORED_FIELDS if key in summary}
+        run["team"] = summary["members"]  # named as in session.json
+        self.stored[session_id] = StoredSession(
+            directory=directory, record=self._record(hosted), record_of_run=run, evicted=True)
+        del self.sessions[session_id]
 
     def _record_failure(self, hosted: HostedSession) -> None:
         """Say so in ``session.json``, so a later server does not take it for interrupted."""
@@ -382,7 +490,7 @@ class SessionHost:
                 marks = {"status": "interrupted", "interrupted_at": time.time(),
                          "interrupt_reason": SHUTDOWN_REASON}
                 if run:
-                    stored.record_of_run = update_session(directory, **marks)
+                    stored.record_of_run = summary_fields(update_session(directory, **marks))
                 else:  # it never started: a session.json says so for every reader
                     stored.record_of_run = {"session_id": record.session_id,
                                             "task": record.spec.task, **marks}
@@ -403,7 +511,10 @@ class SessionHost:
         without publishing anything: a sync asked of the env would come on the member's own
         channel, and an agent or a simulated user there would take it as news and act once
         more. Raises ``HostingError`` like :meth:`get`."""
-        notification = self.get(session_id).session.coordinator.watch(role, time.time())
+        session = self.get(session_id).session
+        if isinstance(session, EndedSession):  # its view at the end, kept when it ended
+            return session.view(role)
+        notification = session.coordinator.watch(role, time.time())
         return None if notification is None else notification.model_dump(mode="json")
 
     def get(self, session_id: str) -> HostedSession:
@@ -413,6 +524,10 @@ class SessionHost:
         if hosted is not None:
             return hosted
         stored = self._stored(session_id)
+        if stored.evicted:
+            raise HostingError(f"Session {session_id!r} is {stored.status}; only its results "
+                               "are kept now (it ended more than finished_session_ttl seconds "
+                               "ago).", status=409)
         hint = " Resume it first." if stored.status == "interrupted" else ""
         raise HostingError(f"Session {session_id!r} is {stored.status} (from an earlier server "
                            f"run).{hint}", status=409)
@@ -478,18 +593,20 @@ class SessionHost:
         if not isinstance(entry, HostedSession):
             return entry  # from an earlier server: nothing runs
         hosted = entry
-        if hosted.status != "running" or hosted.runner is None:
+        runner = hosted.runner
+        if hosted.status != "running" or runner is None:
             return hosted
+        session = hosted.live  # held here: the runner lets go of it when the run is over
         deadline = time.monotonic() + wait
-        while hosted.session.env_node is None and not hosted.runner.done():
+        while session.env_node is None and not runner.done():
             if time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.01)  # run() has not built its env node yet
-        if hosted.session.env_node is not None:
-            await hosted.session.env_node.stop(reason)
+        if session.env_node is not None:
+            await session.env_node.stop(reason)
         else:
-            hosted.runner.cancel()
-        await asyncio.wait({hosted.runner}, timeout=max(0.0, deadline - time.monotonic()))
+            runner.cancel()
+        await asyncio.wait({runner}, timeout=max(0.0, deadline - time.monotonic()))
         return hosted
 
     def check_seat(self, session_id: str, role: Any) -> HostedSession:
@@ -520,7 +637,9 @@ class SessionHost:
         """Interrupt the cell the session's kernel is running (a person's stop button);
         ``False`` when the task has no kernel or none was started yet."""
         hosted = self.get(session_id)
-        executor = getattr(hosted.session.env, "executor", None)
+        if hosted.status != "running":
+            return False
+        executor = getattr(hosted.live.env, "executor", None)
         if executor is None or not executor.alive:
             return False
         await executor.interrupt()
@@ -529,7 +648,15 @@ class SessionHost:
     async def sync(self, session_id: str, role: str) -> None:
         """Ask the env for ``role``'s current state (a reconnecting browser)."""
         hosted = self.check_seat(session_id, role)
-        if hosted.status == "running" and hosted.bus is not None:
+        if hosted.bus is None:
+            return
+        if isinstance(hosted.session, EndedSession):
+            # No env to ask: the seat's view at the end goes to the panels that just
+            # subscribed to the stand-in bus, as a running env's answer would.
+            view = hosted.session.view(role)
+            if view is not None:
+                await hosted.bus.publish(obs_channel(session_id, role), view)
+        elif hosted.status == "running":
             await hosted.bus.publish(step_channel(session_id),
                                      StepRequest(role=role, kind="sync").model_dump(mode="json"))
 
@@ -619,9 +746,12 @@ class SessionHost:
         """Interrupt every running session (the server is going down): nothing is ended, each
         is recorded as interrupted, and a later server can resume it."""
         self._panels.close()  # sockets closing as the server stops must not end any session
+        for timer in self._evictions.values():
+            timer.cancel()
+        self._evictions.clear()
         running = [hosted for hosted in self.sessions.values() if hosted.status == "running"]
         for hosted in running:
-            await hosted.session.interrupt(SHUTDOWN_REASON)
+            await hosted.live.interrupt(SHUTDOWN_REASON)
         runners = {hosted.runner for hosted in running if hosted.runner is not None}
         if runners:
             await asyncio.wait(runners, timeout=wait)

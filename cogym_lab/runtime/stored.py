@@ -1,20 +1,36 @@
-"""Sessions known from their files: what a server finds in its results folder after a restart,
-and whose process a session belongs to."""
+"""Sessions known from their files: what a server finds in its results folder after a restart
+(or keeps of a session it hosted once that was evicted), and whose process a session belongs to.
+
+A stored session keeps only the few fields of ``session.json`` its summary shows; the final
+state and the result (the outcome may be a whole document) are read from the file when asked
+for, so that a server listing thousands of past sessions does not hold their documents."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cogym_lab.nodes.results import SESSION_FILE, read_session
 from cogym_lab.runtime.access import TOKEN_HOLDER, SessionAccess
 from cogym_lab.runtime.models import HostingRecord
 
+log = logging.getLogger(__name__)
+
 RESULT_FIELDS = ("end_reason", "delivered", "outcome", "scores", "score_reports", "step_counts",
-                 "events", "duration")
+                 "events", "duration", "grading_note", "grading_error")
+#: The fields of ``session.json`` a stored session keeps in memory: what its summary shows.
+STORED_FIELDS = ("session_id", "task", "team", "protocol", "status", "end_reason", "error",
+                 "delivered", "scores", "score_reports")
+
+
+def summary_fields(run: dict[str, Any]) -> dict[str, Any]:
+    """The part of a ``session.json`` that :class:`StoredSession` keeps."""
+    return {key: run[key] for key in STORED_FIELDS if key in run}
 
 
 @dataclass
@@ -23,8 +39,16 @@ class StoredSession:
 
     directory: Path
     record: HostingRecord
-    record_of_run: dict[str, Any]  # session.json ({} if the session never started)
+    #: ``session.json``'s summary fields (``{}`` if the session never started): see
+    #: :func:`summary_fields`; the rest is read from the file when asked for.
+    record_of_run: dict[str, Any]
     resuming: bool = False
+    #: Hosted by this server until it was evicted (``finished_session_ttl``), not left by an
+    #: earlier one.
+    evicted: bool = False
+
+    def __post_init__(self) -> None:
+        self.record_of_run = summary_fields(self.record_of_run)
 
     @property
     def session_id(self) -> str:
@@ -52,6 +76,7 @@ class StoredSession:
             "session_id": self.session_id,
             "task": run.get("task") or self.record.spec.task,
             "team": self.record.team,
+            "protocol": run.get("protocol"),
             "members": run.get("team", []),
             "people": list(self.people),
             "status": self.status,
@@ -61,10 +86,11 @@ class StoredSession:
             "results_dir": str(self.directory),
             "delivered": run.get("delivered"),
             "scores": run.get("scores"),
+            "score_reports": run.get("score_reports"),
         }
 
     def details(self) -> dict[str, Any]:
-        run = self.record_of_run
+        run = self._whole_record()
         finished = self.status == "finished"
         return {
             "state": run.get("final_state"),  # an interrupted session shows its state on resume
@@ -72,6 +98,16 @@ class StoredSession:
                        "results_dir": str(self.directory),
                        **{key: run.get(key) for key in RESULT_FIELDS}} if finished else None,
         }
+
+    def _whole_record(self) -> dict[str, Any]:
+        """``session.json`` as it is now; the kept fields if it cannot be read."""
+        if not (self.directory / SESSION_FILE).is_file():
+            return self.record_of_run
+        try:
+            return read_session(self.directory)
+        except (OSError, ValueError) as error:
+            log.warning("session %s: session.json cannot be read: %s", self.session_id, error)
+            return self.record_of_run
 
 
 def this_process() -> dict[str, Any]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Dict, Float, Int, List, Unicode, default
 
+from cogym_lab.runtime.ended import DEFAULT_FINISHED_TTL
 from cogym_lab.runtime.hosting import SessionHost
 from cogym_lab.runtime.panels import DEFAULT_PANEL_GRACE
 from cogym_lab.server.create_policy import CreatePolicy
@@ -113,6 +114,13 @@ class CogymLab(ExtensionApp):
                                      "no panel (seat WebSocket) open before it ends, with that "
                                      "reason in its log; a reload within it is fine. 0 or less: "
                                      "never end a session for that.").tag(config=True)
+    finished_session_ttl = Float(DEFAULT_FINISHED_TTL, min=0.0,
+                                 help="Seconds an ended session stays hosted (a panel that "
+                                      "connects gets its seat's last view and the scores) "
+                                      "before the server keeps only its results folder, read "
+                                      "like a session of an earlier server. 0: at once. Its "
+                                      "agents, env and bus are released at its end "
+                                      "either way.").tag(config=True)
 
     def server_limits(self) -> ServerLimits:
         return ServerLimits(
@@ -150,7 +158,8 @@ class CogymLabApp(CogymLab):
         # Requests come from others: team names only, never a path to a file.
         self.host = SessionHost(self.results_dir, redis_url=self.redis_url,
                                 default_team=self.default_team, teams=self.teams,
-                                team_paths=False, panel_grace_seconds=self.panel_grace_seconds)
+                                team_paths=False, panel_grace_seconds=self.panel_grace_seconds,
+                                finished_session_ttl=self.finished_session_ttl)
         limits = self.server_limits()
         self.settings.update({
             "cogym_lab_host": self.host,

@@ -39,7 +39,7 @@ from cogym_lab.core.env import ScoreReport
 from cogym_lab.core.grammar import format_action
 from cogym_lab.core.progress import ProgressListener, ProgressMeter
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
-from cogym_lab.datasets import DataItem
+from cogym_lab.datasets import DataItem, format_size
 from cogym_lab.envs.dataset_env import DatasetEnv
 from cogym_lab.envs.related_work.data_files import DATA_FILES
 from cogym_lab.envs.related_work.data_report import corpus_report
@@ -92,8 +92,12 @@ class RelatedWorkEnv(DatasetEnv):
         started = time.monotonic()
         index = BM25PaperIndex.load_or_build(data_dir, progress=progress)
         done = "built" if index.built else "already built"
+        store = index.store.disk_size()
         return [f"related_work: paper search index over {len(index):,} papers {done} "
-                f"({time.monotonic() - started:.1f} s), in {index.folder}"]
+                f"({time.monotonic() - started:.1f} s), in {index.folder}",
+                f"  on disk: {format_size(index.disk_size())} (the papers' text "
+                f"{format_size(store)}, the BM25 weights and title lookups "
+                f"{format_size(index.disk_size() - store)})"]
 
     @classmethod
     def load_dataset(cls, data_dir: str | None,

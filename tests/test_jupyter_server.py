@@ -7,7 +7,6 @@ plain functions that drive the server's own event loop (``jp_asyncio_loop``).
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -21,13 +20,6 @@ from tests.support.jupyter_api import API, receive_until, session_api, wait_unti
 def jp_server_config(tmp_path):
     return {"ServerApp": {"jpserver_extensions": {"cogym_lab": True}},
             "CogymLabApp": {"results_dir": str(tmp_path / "results")}}
-
-
-@pytest.fixture
-def run(jp_asyncio_loop, jp_serverapp):
-    """Run a coroutine to completion in the server's loop."""
-    return lambda coroutine: jp_asyncio_loop.run_until_complete(
-        asyncio.wait_for(coroutine, 60))
 
 
 @pytest.fixture

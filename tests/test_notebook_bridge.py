@@ -133,12 +133,6 @@ def jp_server_config(tmp_path, jp_root_dir):
 
 
 @pytest.fixture
-def run(jp_asyncio_loop, jp_serverapp):
-    return lambda coroutine: jp_asyncio_loop.run_until_complete(
-        asyncio.wait_for(coroutine, 200))
-
-
-@pytest.fixture
 def api(jp_fetch):
     """``await api(method, *path, body=...)`` -> (status, JSON), under the server's ``/``."""
 

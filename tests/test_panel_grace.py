@@ -63,20 +63,8 @@ def jp_server_config(tmp_path):
 
 
 @pytest.fixture
-def run(jp_asyncio_loop, jp_serverapp):
-    """Run a coroutine to completion in the server's loop."""
-    return lambda coroutine: jp_asyncio_loop.run_until_complete(
-        asyncio.wait_for(coroutine, 90))
-
-
-@pytest.fixture
 def api(jp_fetch):
     return session_api(jp_fetch)
-
-
-@pytest.fixture
-def host(jp_serverapp) -> SessionHost:
-    return jp_serverapp.web_app.settings["cogym_lab_host"]
 
 
 def end_event(directory: Path) -> dict[str, Any]:

@@ -22,7 +22,6 @@ from tests.support.jupyter_api import (
     as_user,
     receive_until,
     server_config,
-    session_api,
     wait_until,
 )
 
@@ -61,22 +60,6 @@ def jp_server_config(tmp_path, marker, cogym_settings):
     return server_config(tmp_path / "results", "alice", "bob", **LIMITS | {
         "teams": {"evil": str(evil_team(teams_dir, marker))},
         "lm_base_urls": [LM_ENDPOINT]} | cogym_settings)
-
-
-@pytest.fixture
-def run(jp_asyncio_loop, jp_serverapp):
-    return lambda coroutine: jp_asyncio_loop.run_until_complete(
-        asyncio.wait_for(coroutine, 180))
-
-
-@pytest.fixture
-def alice(jp_fetch):
-    return session_api(jp_fetch, "alice")
-
-
-@pytest.fixture
-def bob(jp_fetch):
-    return session_api(jp_fetch, "bob")
 
 
 def results(jp_serverapp) -> Path:

@@ -8,7 +8,6 @@ user reads only the views of the seats they hold.
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -28,22 +27,6 @@ from tests.support.jupyter_api import (
 @pytest.fixture
 def jp_server_config(tmp_path):
     return server_config(tmp_path / "results", "alice", "bob", "carol")
-
-
-@pytest.fixture
-def run(jp_asyncio_loop, jp_serverapp):
-    return lambda coroutine: jp_asyncio_loop.run_until_complete(
-        asyncio.wait_for(coroutine, 120))
-
-
-@pytest.fixture
-def alice(jp_fetch):
-    return session_api(jp_fetch, "alice")
-
-
-@pytest.fixture
-def bob(jp_fetch):
-    return session_api(jp_fetch, "bob")
 
 
 @pytest.fixture

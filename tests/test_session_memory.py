@@ -184,12 +184,6 @@ def jp_server_config(request, tmp_path):
 
 
 @pytest.fixture
-def run(jp_asyncio_loop, jp_serverapp):
-    return lambda coroutine: jp_asyncio_loop.run_until_complete(
-        asyncio.wait_for(coroutine, 120))
-
-
-@pytest.fixture
 def api(jp_fetch):
     return session_api(jp_fetch)
 

@@ -25,7 +25,7 @@ from cogym_lab.nodes.results import read_events
 from cogym_lab.runtime.hosting import HostingError, SessionHost
 from cogym_lab.runtime.panels import no_panel_reason
 from cogym_lab.widgets import SessionPanel
-from tests.support.jupyter_api import API, as_user, server_config, session_api, wait_until
+from tests.support.jupyter_api import API, as_user, server_config, wait_until
 
 GRACE = 1.5  # the server's panel grace in these tests
 
@@ -76,27 +76,6 @@ def jp_server_config(tmp_path):
              "slow-example": str(watched_team(tmp_path, think=60))}  # runs past any test
     return server_config(tmp_path / "results", "alice", "bob", panel_grace_seconds=GRACE,
                          teams=teams)
-
-
-@pytest.fixture
-def run(jp_asyncio_loop, jp_serverapp):
-    return lambda coroutine: jp_asyncio_loop.run_until_complete(
-        asyncio.wait_for(coroutine, 120))
-
-
-@pytest.fixture
-def alice(jp_fetch):
-    return session_api(jp_fetch, "alice")
-
-
-@pytest.fixture
-def bob(jp_fetch):
-    return session_api(jp_fetch, "bob")
-
-
-@pytest.fixture
-def host(jp_serverapp) -> SessionHost:
-    return jp_serverapp.web_app.settings["cogym_lab_host"]
 
 
 async def watch_socket(jp_ws_fetch, user: str, session_id: str, role: str = "user") -> Any:

@@ -113,13 +113,6 @@ def jp_server_config(tmp_path):
 
 
 @pytest.fixture
-def run(jp_asyncio_loop, jp_serverapp):
-    """Run a coroutine to completion in the server's loop."""
-    return lambda coroutine: jp_asyncio_loop.run_until_complete(
-        asyncio.wait_for(coroutine, 180))
-
-
-@pytest.fixture
 def server_panel(jp_serverapp, jp_http_port, jp_base_url, jp_auth_header):
     """``make(session_id)``: a server-mode panel for the seat ``user`` of a real server."""
     token = jp_auth_header["Authorization"].split()[-1]

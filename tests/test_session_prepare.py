@@ -7,10 +7,12 @@ from __future__ import annotations
 import asyncio
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from cogym_lab.bus import MemoryBus
+from cogym_lab.datasets import CHOOSE_ANOTHER_DIR, DataMissing
 from cogym_lab.core.messages import SetupStatus, status_channel
 from cogym_lab.core.progress import ProgressListener, ProgressMeter
 from cogym_lab.envs.related_work import RelatedWorkEnv
@@ -142,4 +144,26 @@ async def test_a_failed_set_up_takes_the_bar_away_and_says_why():
     assert setup[0].setup is not None and setup[-1].setup is None
     assert setup[-1].error == ("The session could not be set up: the lists are on a disk that "
                                "went away")
+    await bus.close()
+
+
+class CorpusGone(TodoEnv):
+    def prepare(self, progress: ProgressListener) -> None:
+        raise DataMissing("The corpus is missing.\n" + CHOOSE_ANOTHER_DIR)
+
+
+async def test_missing_data_at_set_up_gives_advice_for_a_notebook(tmp_path: Path):
+    bus = MemoryBus()
+    session = Session(CorpusGone(), {"user": Finisher(0)}, bus=bus,
+                      config=SessionConfig(timeout=30))
+    session.spec = SimpleNamespace(origin="notebook", data_dir=str(tmp_path))
+    await bus.connect()
+    with pytest.raises(DataMissing):
+        await session.run()
+    statuses = await bus.subscribe(status_channel(session.session_id), from_beginning=True)
+    async for message in statuses:
+        failed = SetupStatus.model_validate(message)
+        break
+    assert failed.error and "%cogym config data_dir=" in failed.error
+    assert "--data-dir" not in failed.error and "COGYM_DATA environment" not in failed.error
     await bus.close()

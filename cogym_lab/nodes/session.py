@@ -31,6 +31,8 @@ from cogym_lab.core.messages import (
 )
 from cogym_lab.core.progress import Progress
 from cogym_lab.core.protocol import ScoringProtocol, get_protocol
+from cogym_lab.datasets import DatasetError, data_dir
+from cogym_lab.envs.task_data import missing_data_message
 from cogym_lab.lm import LM
 from cogym_lab.nodes.env_node import LOG_FAILED, EnvNode, EventObserver
 from cogym_lab.nodes.grading import Grading, GradingStatus, grade, is_delivered
@@ -208,11 +210,22 @@ class Session:
             await asyncio.to_thread(self.env.prepare, report)
         except Exception as error:  # the panels say why instead of showing a bar that stopped
             await publish(SetupStatus(setup=None, ts=time.time(),
-                                      error=f"The session could not be set up: {error}"))
+                                      error=f"The session could not be set up: "
+                                            f"{self._setup_failure(error)}"))
             raise
         self._prepared = True
         if reported:  # over: the panels take the bar away
             await publish(SetupStatus(setup=None, ts=time.time()))
+
+    def _setup_failure(self, error: Exception) -> str:
+        """Why the set-up failed, with advice that works where the session was started from:
+        missing data from a notebook names ``%cogym config data_dir=…``, not a command-line
+        option (the spec that ``build_session`` set says where it came from)."""
+        origin = getattr(self.spec, "origin", None)
+        if not isinstance(error, DatasetError) or origin != "notebook":
+            return str(error)
+        folder = data_dir(getattr(self.spec, "data_dir", None))
+        return missing_data_message(self.task, folder, str(error), where="notebook")
 
     async def interrupt(self, reason: str = "interrupted") -> None:
         """Stop ``run`` without ending the session: no END is logged, no grading is done, and

@@ -4,8 +4,9 @@ Run from the repository root::
 
     python benchmarks/notification_cost.py [--events 100,1000,5000] [--quick] [--no-redis]
 
-It prints tables and checks nothing. These are the figures that lean ("delta") notifications
-are to be judged by; today every notification carries the whole visible chat and the whole view.
+It prints tables and checks nothing. Members are sent updates (what each event changed) and
+keep their own copies (``docs/notifications.md``); before that change every notification carried
+the whole visible chat and the whole view, and the issue's note has the figures of both.
 
 1. **Per-event cost and notification size.** A real ``Coordinator`` (built by ``Session``, so
    limits and protocol are a session's) and a real ``EnvNode`` on a ``MemoryBus``, with the event
@@ -13,14 +14,15 @@ are to be judged by; today every notification carries the whole visible chat and
    seat. The person seat sends every step (a ``StepRequest`` on the step channel, as the server's
    websocket does); nothing reads the person's notifications (they are built and published all
    the same). The agent is a reader on its notification channel that validates each message into
-   a ``Notification`` (what a member node does on receipt) and nothing more: it never acts. The
+   an ``Update`` and applies it to its ``MemberCopy``, getting the whole ``Notification`` (what a
+   member node does on receipt), and nothing more: it never acts. The
    loop is closed: step k+1 is sent once the agent has read the notification of step k. An
    event's cost is the time from publishing its step to the agent having read it.
 
    Two sessions run, each to the largest ``--events`` count, and are read at every count:
 
    * *chat*: every event is ``SEND_TEAMMATE_MESSAGE`` with a short text (``message <k>``), so the
-     chat every notification carries grows by one message per event;
+     chat the agent's copy holds grows by one message per event;
    * *no chat*: every event is a todo checklist action (``ADD_ITEM``, ``CHECK_ITEM``,
      ``REMOVE_ITEM`` in turn), and the list never holds more than five items.
 
@@ -71,7 +73,8 @@ from typing import Any
 
 import cogym_lab
 from cogym_lab.bus import MemoryBus
-from cogym_lab.core.messages import Notification, StepRequest, obs_channel, step_channel
+from cogym_lab.core.member_copy import MemberCopy
+from cogym_lab.core.messages import StepRequest, Update, obs_channel, step_channel
 from cogym_lab.envs.todo.env import TodoEnv
 from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.nodes.env_node import EnvNode
@@ -158,6 +161,7 @@ async def run_session(mode: str, counts: Sequence[int], log_dir: Path,
     channel = step_channel(session.session_id)
 
     state: dict[str, Any] = {"waiting_for": None, "last": None}
+    copy = MemberCopy("agent")
     started = asyncio.Event()
     arrived = asyncio.Event()
 
@@ -166,7 +170,9 @@ async def run_session(mode: str, counts: Sequence[int], log_dir: Path,
             message = await subscription.get()
             if message is None:
                 return
-            notification = Notification.model_validate(message)  # what a member node does
+            notification = copy.apply(Update.model_validate(message))  # as a member node does
+            if notification is None:
+                continue
             state["last"] = message
             if notification.event.type.value == "start":
                 started.set()
@@ -274,7 +280,7 @@ def replay_child(directory: str) -> None:
     replayed = replay(directory)
     seconds = time.perf_counter() - began
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
-    print(json.dumps({"seconds": seconds, "frames": len(replayed.frames), "rss_before_mb": before,
+    print(json.dumps({"seconds": seconds, "frames": len(replayed.events), "rss_before_mb": before,
                       "peak_rss_mb": peak, "checked": replayed.final_state_checked}))
 
 

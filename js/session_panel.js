@@ -1,8 +1,10 @@
 // Co-Gym session panel for anywidget: one ES module, no build step, no imports.
 //
-// The panel follows one person seat of a session. It receives notifications (the seat's view,
-// the chat, pending confirmations, ...) and agent status updates, and sends the person's
-// actions. Only the transport differs between the two modes:
+// The panel follows one person seat of a session. It receives updates (what an event changed
+// in the seat's view and chat, the pending confirmations, ...) and agent status updates, and
+// sends the person's actions. It keeps its own copy of the view and the chat (SeatCopy): an
+// update carries only what changed, and a panel that missed one asks for the whole state again.
+// Only the transport differs between the two modes:
 //   server: the browser opens the session's WebSocket on the Jupyter server itself, so the
 //           panel stays live while the kernel is busy;
 //   local:  the kernel hosts the session and relays messages through the widget's comm.
@@ -22,6 +24,7 @@
 //   panel views                    HeaderView, ErrorBanner, WorkspaceView, AgentStatusView,
 //                                  ConfirmationsView, ChatView, ActionFormView, RatingView:
 //                                  each owns its part of the DOM and its own state
+//   SeatCopy                       the seat's copy of its view and chat, kept from the updates
 //   Panel                          builds the layout from the views and routes messages to them
 //   transports                     serverTransport, localTransport and the anywidget render()
 
@@ -107,17 +110,44 @@
  */
 
 /**
- * A notification to the seat: its whole view of the session after one event.
- * @typedef {object} Notification
- * @property {number} seq
+ * What the env sends the seat on each event (cogym_lab.core.messages.Update): only what the
+ * event changed. The panel's SeatCopy applies it to its own copy of the view and the chat.
+ * @typedef {object} Update
+ * @property {string} [session_id]
+ * @property {number} seq  the session's event number
+ * @property {number | null} prev_seq  the seq of the previous update sent to this seat
+ * @property {string} [recipient]
  * @property {SessionEvent} event
- * @property {{components?: Component[]}} view
- * @property {SessionContext} [context]
- * @property {ChatMessage[]} [chat]
+ * @property {boolean} whole  components and messages are the whole view and the whole chat
+ * @property {Component[]} components  whole: every component; otherwise those that changed
+ * @property {Record<string, number>} versions  every component of the view, in display order,
+ *   with the seq at which it last changed for this seat
+ * @property {ChatMessage[]} messages  whole: the whole chat; otherwise those sent since prev_seq
+ * @property {SessionContext | null} [context]
  * @property {ConfirmationRequest[]} [pending_confirmations]
  * @property {string[]} [paused]  roles of the paused agents
  * @property {boolean} [done]
- * @property {string} [end_reason]
+ * @property {string | null} [end_reason]
+ * @property {Record<string, number>} [step_counts]
+ * @property {Record<string, number>} [step_limits]
+ * @property {number} [started_at]
+ * @property {number} [time]
+ */
+
+/**
+ * The seat's whole state after one event, as its SeatCopy makes it from an update: the update's
+ * fields with the whole view and the whole chat. What the views read.
+ * @typedef {object} Notification
+ * @property {number} seq
+ * @property {SessionEvent} event
+ * @property {boolean} [whole]  made from a whole update: the copy was replaced, not changed
+ * @property {{components?: Component[]}} view
+ * @property {SessionContext | null} [context]
+ * @property {ChatMessage[]} [chat]  the copy's own list: read it, never keep or change it
+ * @property {ConfirmationRequest[]} [pending_confirmations]
+ * @property {string[]} [paused]  roles of the paused agents
+ * @property {boolean} [done]
+ * @property {string | null} [end_reason]
  * @property {Record<string, number>} [step_counts]
  * @property {Record<string, number>} [step_limits]
  */
@@ -191,12 +221,12 @@
  */
 
 /**
- * Whatever a transport delivers: a notification, a status update or an error frame.
+ * Whatever a transport delivers: an update, a status update or an error frame.
  * @typedef {object} IncomingMessage
  * @property {string} [type]
  * @property {string} [error]
  * @property {SessionEvent} [event]
- * @property {unknown} [view]
+ * @property {unknown} [versions]
  */
 
 /**
@@ -225,6 +255,7 @@
  * @typedef {object} Transport
  * @property {(payload: ActionPayload) => boolean} send  true once the payload left the panel
  * @property {(rating: Rating) => Promise<unknown>} rate
+ * @property {() => void} sync  ask for the seat's whole state again (a whole update answers)
  * @property {() => void} close
  */
 
@@ -302,6 +333,7 @@
  * @typedef {object} ComponentEntry
  * @property {HTMLElement} box
  * @property {ComponentView} view
+ * @property {Component} component  the component it shows: the copy keeps an unchanged one
  * @property {string} json  the content it shows, as JSON, to tell whether it changed
  * @property {string} renderType
  */
@@ -1373,12 +1405,15 @@ class WorkspaceView {
     const seen = new Set();
     components.forEach((component, index) => {
       seen.add(component.name);
-      const json = JSON.stringify(component.content);
       let entry = this.entries.get(component.name);
       if (entry && entry.renderType !== component.render_type) {
         entry.box.remove();
         entry = undefined;
       }
+      // The seat's copy hands back the very object it showed for a component that did not
+      // change: nothing to compare then.
+      const json = entry && entry.component === component ? entry.json
+        : JSON.stringify(component.content);
       if (!entry) {
         entry = this.create(component, json);
         this.entries.set(component.name, entry);
@@ -1389,6 +1424,7 @@ class WorkspaceView {
       } else if (entry.view instanceof EditorView) {
         entry.view.update(component); // read-only state may change when the session ends
       }
+      entry.component = component;
       const here = this.root.children[index];
       if (here !== entry.box) this.root.insertBefore(entry.box, here || null);
     });
@@ -1415,7 +1451,7 @@ class WorkspaceView {
     h("h4", {}, h("span", { text: component.title || component.name }),
       h("span", { class: "cogym-badge", text: badge })),
     view.body);
-    return { box, view, json, renderType: component.render_type };
+    return { box, view, component, json, renderType: component.render_type };
   }
 }
 
@@ -1783,9 +1819,22 @@ function nextActionId() {
 const OUTBOX_LABELS = { pending: "sending…", sent: "sent", failed: "not sent" };
 
 /**
+ * The messages at the end of a chat (in seq order) that are newer than `seq`.
+ * @param {ChatMessage[]} chat
+ * @param {number} seq
+ * @returns {ChatMessage[]}
+ */
+function messagesAfter(chat, seq) {
+  let start = chat.length;
+  while (start > 0 && chat[start - 1].seq > seq) start -= 1;
+  return chat.slice(start);
+}
+
+/**
  * The chat box: the log, the person's messages still in flight (the outbox: "sending…" until
  * the transport has them, "sent" until the chat shows them, "not sent" if refused) and the
- * message box (Enter sends, Shift+Enter is a new line).
+ * message box (Enter sends, Shift+Enter is a new line). A chat that only grew gets rows for its
+ * new messages; the log is drawn again only for a whole update.
  */
 class ChatView {
   /**
@@ -1799,6 +1848,8 @@ class ChatView {
     this.messages = [];
     /** @type {OutboxItem[]} */
     this.outbox = [];
+    /** @type {HTMLElement[]} */
+    this.pendingRows = []; // the outbox's rows, after the messages
     this.lastSeq = 0; // the newest message shown so far
     this.done = false;
     this.readonly = false; // watch mode: nothing typed here is ever sent
@@ -1814,24 +1865,38 @@ class ChatView {
   }
 
   /**
-   * @param {ChatMessage[]} chat  the whole chat, as the latest notification has it
+   * @param {ChatMessage[]} chat  the whole chat, as the seat's copy has it (in seq order)
    * @param {boolean} flashChanges  false for the first notification
    * @param {number} seq  the notification's number
+   * @param {boolean} [whole]  the chat was replaced (a whole update): draw it all again;
+   *   otherwise it only grew, and only its new messages get rows
    */
-  update(chat, flashChanges, seq) {
+  update(chat, flashChanges, seq, whole = true) {
+    const fresh = messagesAfter(chat, this.lastSeq);
     // A message of ours shows up in the chat: it is no longer only in the outbox.
-    for (const message of chat) {
-      if (message.sender !== this.role || message.seq <= this.lastSeq) continue;
+    let outboxChanged = false;
+    for (const message of fresh) {
+      if (message.sender !== this.role) continue;
       const index = this.outbox.findIndex(
         (item) => item.text === message.text && item.state !== "failed");
-      if (index >= 0) this.outbox.splice(index, 1);
+      if (index >= 0) {
+        this.outbox.splice(index, 1);
+        outboxChanged = true;
+      }
     }
-    const newest = chat.length ? chat[chat.length - 1].seq : 0;
-    const grew = flashChanges && newest > this.lastSeq;
-    this.lastSeq = Math.max(this.lastSeq, newest);
     this.messages = chat;
-    this.draw();
-    if (grew) flash(this.root, seq);
+    if (whole) {
+      this.lastSeq = chat.length ? chat[chat.length - 1].seq : 0;
+      this.draw();
+    } else if (fresh.length || outboxChanged) {
+      this.lastSeq = fresh.length ? fresh[fresh.length - 1].seq : this.lastSeq;
+      this.keepAtBottom(() => {
+        const before = this.pendingRows[0] || null;
+        for (const message of fresh) this.log.insertBefore(this.message(message), before);
+        if (outboxChanged) this.replaceOutboxRows();
+      });
+    }
+    if (flashChanges && fresh.length) flash(this.root, seq);
   }
 
   /** @param {boolean} done  an ended session takes no more messages */
@@ -1841,13 +1906,35 @@ class ChatView {
     this.input.disabled = done;
   }
 
-  draw() {
+  /**
+   * Change the log; if it was scrolled to its end, it stays there.
+   * @param {() => void} change
+   */
+  keepAtBottom(change) {
     const log = this.log;
     const nearBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
-    const rows = this.messages.map((message) => this.message(message));
-    for (const item of this.outbox) rows.push(this.pending(item));
-    log.replaceChildren(...rows);
+    change();
     if (nearBottom) log.scrollTop = log.scrollHeight;
+  }
+
+  /** Every row again: each message, then the outbox. */
+  draw() {
+    this.keepAtBottom(() => {
+      this.pendingRows = this.outbox.map((item) => this.pending(item));
+      this.log.replaceChildren(...this.messages.map((message) => this.message(message)),
+        ...this.pendingRows);
+    });
+  }
+
+  /** The outbox's rows again (a few at most), after the messages. */
+  drawOutbox() {
+    this.keepAtBottom(() => this.replaceOutboxRows());
+  }
+
+  replaceOutboxRows() {
+    for (const row of this.pendingRows) row.remove();
+    this.pendingRows = this.outbox.map((item) => this.pending(item));
+    this.log.append(...this.pendingRows);
   }
 
   /**
@@ -1896,7 +1983,7 @@ class ChatView {
     const sent = this.send(action, {}, item.actionId);
     // A refusal may have come first.
     if (item.state === "pending") item.state = sent ? "sent" : "pending";
-    this.draw();
+    this.drawOutbox();
   }
 
   /** The transport sends what it queued while offline as soon as it connects. */
@@ -1908,7 +1995,7 @@ class ChatView {
         changed = true;
       }
     }
-    if (changed) this.draw();
+    if (changed) this.drawOutbox();
   }
 
   /**
@@ -1921,7 +2008,7 @@ class ChatView {
       : this.outbox.find((entry) => entry.actionId === actionId);
     if (!item) return false;
     item.state = "failed";
-    this.draw();
+    this.drawOutbox();
     return true;
   }
 }
@@ -2121,7 +2208,7 @@ class RatingView {
     this.root = h("div", { class: "cogym-box cogym-rating", testid: "rating-form", hidden: true });
   }
 
-  /** @param {string | undefined} reason  why the session ended; the form is built only once */
+  /** @param {string | null | undefined} reason  why the session ended; the form is built once */
   show(reason) {
     if (!this.root.hidden || this.built) return;
     this.built = true;
@@ -2166,6 +2253,119 @@ class RatingView {
       h("label", {}, h("span", { text: "Comment" }), comment),
       h("div", { class: "cogym-row" }, submit), result);
     this.root.hidden = false;
+  }
+}
+
+// -- the seat's copy ---------------------------------------------------------------------------
+
+/**
+ * What applying one update came to: the notification it made; an update older than the copy,
+ * ignored; or one the copy cannot apply (`ask`: the first since the copy was last in sync, so
+ * the panel asks for a sync now; later ones wait for that sync's answer).
+ * @typedef {{kind: "applied", notification: Notification} | {kind: "old"}
+ *   | {kind: "out_of_sync", ask: boolean, reason: string}} CopyResult
+ */
+
+/**
+ * The seat's own copy of its view and chat, kept from the env's updates (the rules of
+ * cogym_lab.core.member_copy.MemberCopy). A whole update replaces it. Any other applies only on
+ * top of the update before it, and only if every component it does not carry is held at the
+ * version it names; otherwise the copy is out of sync and takes nothing but a whole update.
+ * Applying an update costs what the update carries plus a pass over the view's component names:
+ * the chat is appended to, never copied.
+ */
+export class SeatCopy {
+  constructor() {
+    /** @type {number | null} the last update applied; null before the first whole one */
+    this.seq = null;
+    /** @type {Map<string, {version: number, component: Component}>} in display order */
+    this.parts = new Map();
+    /** @type {ChatMessage[]} in seq order */
+    this.chat = [];
+    // Whole, and no change applied since: a watcher's snapshot may be newer than the member's
+    // last update, so the next change may follow an earlier one.
+    this.fromWhole = false;
+    // Out of sync: only a whole update is taken now. So at first, too: the transport asks for
+    // the whole state when it connects, so a change that comes before it asks nothing more.
+    this.waitingForSync = true;
+  }
+
+  /**
+   * @param {Update} update
+   * @returns {CopyResult}
+   */
+  apply(update) {
+    if (update.whole) return this.replace(update);
+    if (this.waitingForSync) return this.outOfSync("waiting for the whole state");
+    if (this.seq === null) return this.outOfSync("a change came before any whole state");
+    if (update.seq <= this.seq) return { kind: "old" };
+    const prev = update.prev_seq;
+    const follows = prev === this.seq || (this.fromWhole && prev !== null && prev <= this.seq);
+    if (!follows) return this.outOfSync(`holds ${this.seq}, the update follows ${prev}`);
+    /** @type {Map<string, Component>} */
+    const changed = new Map((update.components || []).map((c) => [c.name, c]));
+    /** @type {Map<string, {version: number, component: Component}>} */
+    const parts = new Map();
+    for (const [name, version] of Object.entries(update.versions || {})) {
+      const component = changed.get(name);
+      const held = this.parts.get(name);
+      if (component) parts.set(name, { version, component });
+      else if (held && held.version === version) parts.set(name, held);
+      else return this.outOfSync(`holds ${name} at ${held?.version}, the update expects ${version}`);
+    }
+    this.parts = parts;
+    let last = this.chat.length ? this.chat[this.chat.length - 1].seq : -Infinity;
+    for (const message of update.messages || []) {
+      if (message.seq <= last) continue; // seen already
+      this.chat.push(message);
+      last = message.seq;
+    }
+    this.seq = update.seq;
+    this.fromWhole = false;
+    return { kind: "applied", notification: this.notification(update) };
+  }
+
+  /**
+   * A whole update: the copy becomes it, whatever its seq.
+   * @param {Update} update
+   * @returns {CopyResult}
+   */
+  replace(update) {
+    const given = new Map((update.components || []).map((c) => [c.name, c]));
+    /** @type {Map<string, {version: number, component: Component}>} */
+    const parts = new Map();
+    for (const [name, version] of Object.entries(update.versions || {})) {
+      const component = given.get(name);
+      // Its sender's bug, not a gap: not taken. The copy then waits for a sync, and a sync's
+      // answer as broken asks for none again: no loop of syncs.
+      if (!component) return this.outOfSync(`a whole update lacks ${name}`);
+      parts.set(name, { version, component });
+    }
+    this.parts = parts;
+    this.chat = [...(update.messages || [])];
+    this.seq = update.seq;
+    this.fromWhole = true;
+    this.waitingForSync = false;
+    return { kind: "applied", notification: this.notification(update) };
+  }
+
+  /**
+   * @param {string} reason
+   * @returns {CopyResult}  asks for a sync once, until a whole update arrives
+   */
+  outOfSync(reason) {
+    const ask = !this.waitingForSync;
+    this.waitingForSync = true;
+    return { kind: "out_of_sync", ask, reason };
+  }
+
+  /**
+   * @param {Update} update
+   * @returns {Notification} the update's fields with the copy's whole view and chat
+   */
+  notification(update) {
+    const components = [...this.parts.values()].map((part) => part.component);
+    return { ...update, view: { components }, chat: this.chat };
   }
 }
 
@@ -2238,8 +2438,8 @@ function lockControls(root) {
 
 /**
  * The panel: builds the layout from the views and routes what the transport delivers to them;
- * it keeps only what several views share (the latest notification, the session's context,
- * whether it ended).
+ * it keeps only what several views share (the seat's copy, the latest notification, the
+ * session's context, whether it ended).
  */
 export class Panel {
   /**
@@ -2253,6 +2453,9 @@ export class Panel {
     this.readonly = Boolean(model.get("readonly"));
     /** @type {Transport | null} */
     this.transport = null;
+    this.copy = new SeatCopy();
+    /** @type {ReturnType<typeof setTimeout> | null} a sync asked again after a refusal */
+    this.syncRetry = null;
     /** @type {Notification | null} */
     this.notification = null;
     /** @type {SessionContext | null} */
@@ -2286,7 +2489,7 @@ export class Panel {
     this.actions = new ActionFormView(send);
     this.root = h("div", { class: this.readonly ? "cogym-panel cogym-readonly" : "cogym-panel",
       testid: "cogym-panel", dataset: { role: this.role, session: model.get("session_id") || "",
-        readonly: String(this.readonly) } },
+        readonly: String(this.readonly), sync: "waiting" } },
     this.header.root,
     this.setup.root,
     this.errors.root,
@@ -2301,7 +2504,7 @@ export class Panel {
   }
 
   /**
-   * The transport delivers notifications, status updates and errors here.
+   * The transport delivers updates, status updates and errors here.
    * @param {unknown} message  what came off the wire: anything that is not an object is ignored
    */
   receive(message) {
@@ -2322,8 +2525,23 @@ export class Panel {
     if (message.type === "error" || (message.error && !message.event)) {
       return this.refused(/** @type {ErrorFrame} */ (message));
     }
-    if (message.event && message.view) {
-      return this.receiveNotification(/** @type {Notification} */ (message));
+    if (message.event && message.versions) return this.receiveUpdate(/** @type {Update} */ (message));
+  }
+
+  /**
+   * Apply an update to the seat's copy and show what it made. One the copy cannot apply is
+   * not shown: the panel keeps its last good state and asks the transport, once, for the whole
+   * state again (data-sync="waiting" on the panel until it comes, as before the first one).
+   * @param {Update} update
+   */
+  receiveUpdate(update) {
+    const result = this.copy.apply(update);
+    this.root.dataset.sync = this.copy.waitingForSync ? "waiting" : "ok";
+    if (result.kind === "applied") {
+      this.receiveNotification(result.notification);
+    } else if (result.kind === "out_of_sync") {
+      console.warn(`cogym: update ${update.seq} not applied (${result.reason})`);
+      if (result.ask) this.transport?.sync();
     }
   }
 
@@ -2339,7 +2557,7 @@ export class Panel {
     return this.context?.action_specs || [];
   }
 
-  /** @param {Notification} notification  the seat's whole view after one event */
+  /** @param {Notification} notification  the seat's whole state after one event */
   receiveNotification(notification) {
     const previous = this.notification;
     this.notification = notification;
@@ -2353,7 +2571,7 @@ export class Panel {
     const seq = notification.seq;
     const components = notification.view?.components || [];
     this.workspace.update(components, previous !== null, seq);
-    this.chat.update(notification.chat || [], previous !== null, seq);
+    this.chat.update(notification.chat || [], previous !== null, seq, notification.whole !== false);
     this.confirmations.update(notification.pending_confirmations || [],
       previous ? previous.pending_confirmations || [] : null,
       { done: this.done, seq, specs: this.actionSpecs(), components });
@@ -2389,6 +2607,14 @@ export class Panel {
   refused(frame) {
     this.chat.markFailed(frame.id);
     this.errors.refused(frame);
+    // The refusal may have been of the copy's sync (rate limited): ask again, once, in a while.
+    if (frame.code === "rate_limited" && this.copy.waitingForSync && this.copy.seq !== null
+        && !this.syncRetry) {
+      this.syncRetry = setTimeout(() => {
+        this.syncRetry = null;
+        if (this.copy.waitingForSync) this.transport?.sync();
+      }, 1000);
+    }
   }
 
   /**
@@ -2484,6 +2710,10 @@ export function serverTransport(model, receive, setConnection) {
       if (!response.ok) throw new Error(body.message || body.error || `HTTP ${response.status}`);
       return body;
     },
+    sync() {
+      // Closed: no need to queue it, the server sends the whole state when the socket opens.
+      if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "sync" }));
+    },
     close() {
       closed = true;
       if (socket) socket.close();
@@ -2495,7 +2725,7 @@ export function serverTransport(model, receive, setConnection) {
  * A custom message from the kernel to the panel (cogym_lab.widgets.local_bridge).
  * @typedef {object} KernelMessage
  * @property {string} [type]  notification, status, error, rated or rating_error
- * @property {Record<string, unknown>} [data]  the notification, or the status update
+ * @property {Record<string, unknown>} [data]  the update (type notification), or the status
  * @property {string} [error]
  * @property {string | number} [id]  the refused action's id (error), or the rating's number
  */
@@ -2541,6 +2771,9 @@ export function localTransport(model, receive, setConnection) {
         waiting.set(id, { resolve, reject });
         model.send({ type: "rating", id, ...rating });
       });
+    },
+    sync() {
+      model.send({ type: "hello" }); // the kernel answers a hello with the whole state
     },
     close() {
       model.off("msg:custom", onMessage);

@@ -22,6 +22,7 @@ from cogym_lab.teams import load_team
 from cogym_lab.teams.build import build_team
 from cogym_lab.testing import Reply, ScriptedOpenAIServer
 from tests.support.lm_scripts import TodoRolePlay, classify
+from tests.support.notified import notified
 
 TEAM = [TeamMember(role="agent", kind="agent"), TeamMember(role="user", kind="user")]
 
@@ -37,7 +38,7 @@ def lm(server, model="agent-lm", **config):
 def started(agent, env: CoEnv | None = None):
     """A coordinator with the agent started on its first notification."""
     coordinator = Coordinator(env or TodoEnv(), TEAM, session_id="unit")
-    first = {n.recipient: n for n in coordinator.start(0.0).notifications}["agent"]
+    first = {n.recipient: n for n in notified(coordinator, coordinator.start(0.0))}["agent"]
     agent.start(first.context)
     return coordinator, first
 
@@ -291,7 +292,7 @@ async def test_an_agent_that_keeps_waiting_asks_its_teammate(server):
     later = [replies[3], *[await agent.act(first) for _ in range(6)]]
     assert later == ["WAIT_TEAMMATE_CONTINUE()"] * 7  # asked once; now it waits for the answer
     said = coordinator.handle("user", 'SEND_TEAMMATE_MESSAGE(message="keep going")', 1.0)
-    to_agent = next(n for n in said.notifications if n.recipient == "agent")
+    to_agent = next(n for n in notified(coordinator, said) if n.recipient == "agent")
     after = [await agent.act(to_agent), await agent.act(first), await agent.act(first)]
     assert after[:2] == ["WAIT_TEAMMATE_CONTINUE()"] * 2
     assert after[2].startswith("SEND_TEAMMATE_MESSAGE(")  # stuck again: it may ask again
@@ -314,8 +315,8 @@ async def test_history_is_bounded_and_steps_are_counted(server):
                                chat_window=2, stuck_after=100)
     coordinator, notification = started(agent)
     for n in range(5):
-        notification = next(x for x in coordinator.handle(
-            "user", f'SEND_TEAMMATE_MESSAGE(message="note {n}")', float(n)).notifications)
+        notification = next(x for x in notified(coordinator, coordinator.handle(
+            "user", f'SEND_TEAMMATE_MESSAGE(message="note {n}")', float(n))))
         server.add(f'Action: ADD_ITEM(text="item {n}")')
         action_text = await agent.act(notification)
         coordinator.handle("agent", action_text, float(n))

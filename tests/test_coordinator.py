@@ -28,6 +28,7 @@ from cogym_lab.core.messages import Event, EventType, TeamMember
 from cogym_lab.envs.todo import TodoEnv
 from cogym_lab.envs.todo.env import IDEAS
 from tests.support.notes_env import NotesEnv
+from tests.support.notified import notified
 
 AGENT = TeamMember(role="agent", kind="agent")
 USER = TeamMember(role="user", kind="user")
@@ -54,7 +55,7 @@ class Session:
 
     def record(self, transition: Transition) -> Transition:
         self.events += transition.events
-        self.notifications += transition.notifications
+        self.notifications += notified(self.coord, transition)
         return transition
 
     def do(self, role: str, raw: Any, request_id: str | None = None) -> Transition:
@@ -77,7 +78,7 @@ class Session:
 
 
 def to(transition: Transition) -> list[str]:
-    return [n.recipient for n in transition.notifications]
+    return [u.recipient for u in transition.updates]
 
 
 def types(transition: Transition) -> list[EventType]:
@@ -108,7 +109,7 @@ def test_start_notifies_everyone_with_context() -> None:
     event = start.events[0]
     assert (event.seq, event.time, event.actor, event.info) == (1, START_TIME, None, {"seed": 3})
     assert event.recipients == ["agent", "user", "helper"] == to(start)
-    for n in start.notifications:
+    for n in notified(session.coord, start):
         assert n.session_id == "s-1" and n.seq == 1 and n.prev_seq is None
         assert n.started_at == START_TIME and n.time == START_TIME
         assert n.context is not None and n.context.role == n.recipient
@@ -119,7 +120,7 @@ def test_start_notifies_everyone_with_context() -> None:
         assert n.step_limits == {"agent": 30, "helper": 30}
         assert n.step_counts == {"agent": 0, "user": 0, "helper": 0}
         assert n.done is False and n.chat == [] and n.pending_confirmations == []
-    by_role = {n.recipient: n.context for n in start.notifications}
+    by_role = {n.recipient: n.context for n in notified(session.coord, start)}
     agent_acts = {s.name for s in by_role["agent"].collaboration_specs}
     user_acts = {s.name for s in by_role["user"].collaboration_specs}
     assert "PAUSE_AGENT" not in agent_acts and "RESUME_AGENT" not in agent_acts
@@ -152,7 +153,7 @@ def test_shared_change_notifies_every_member() -> None:
     assert (event.actor, event.action, event.status, event.private) == (
         "agent", 'ADD_ITEM(text="tent")', "ok", False)
     assert event.recipients == ["agent", "user", "helper"] == to(transition)
-    for n in transition.notifications:
+    for n in notified(session.coord, transition):
         assert n.event == event
         assert n.view == session.env.view(n.recipient)
         assert [i["text"] for i in n.view["checklist"].content] == ["tent"]
@@ -165,11 +166,11 @@ def test_private_change_notifies_the_actor_only() -> None:
     event = transition.events[0]
     assert event.type is EventType.ACTION and event.private is True
     assert event.recipients == ["agent"] == to(transition)
-    assert transition.notifications[0].view["ideas"].content == IDEAS["beach"]
+    assert notified(session.coord, transition)[0].view["ideas"].content == IDEAS["beach"]
     assert session.coord.step_counts["agent"] == 1
     # the others' next notification does not carry the agent's private results
     later = session.ok("user", 'ADD_ITEM(text="towel")')
-    for n in later.notifications:
+    for n in notified(session.coord, later):
         expected = IDEAS["beach"] if n.recipient == "agent" else []
         assert n.view["ideas"].content == expected
 
@@ -185,7 +186,7 @@ def test_broadcast_message_notifies_everyone_the_sender_included() -> None:
     # Listing 1: a message is a shared change, so the sender hears back too and its next act
     # sees its own message in the chat.
     assert event.recipients == ["agent", "user", "helper"] == to(transition)
-    for n in transition.notifications:
+    for n in notified(session.coord, transition):
         assert [m.text for m in n.chat] == ["bring a tent, please"]
         own = n.recipient == "user"
         assert [m.text for m in n.new_messages] == ([] if own else ["bring a tent, please"])
@@ -199,14 +200,14 @@ def test_direct_message_reaches_only_its_recipient_and_its_sender() -> None:
     session = Session(TRIO)
     transition = session.ok("agent", message("psst", "user"))
     assert transition.events[0].recipients == ["user", "agent"] == to(transition)
-    assert all([m.text for m in n.chat] == ["psst"] for n in transition.notifications)
+    assert all([m.text for m in n.chat] == ["psst"] for n in notified(session.coord, transition))
     assert session.coord.visible_chat("agent")[0].text == "psst"  # the sender sees it
     assert session.coord.visible_chat("helper") == []
     # a shared change later: each member's chat shows only what it may see
     later = session.ok("user", 'ADD_ITEM(text="tent")')
-    chats = {n.recipient: [m.text for m in n.chat] for n in later.notifications}
+    chats = {n.recipient: [m.text for m in n.chat] for n in notified(session.coord, later)}
     assert chats == {"agent": ["psst"], "user": ["psst"], "helper": []}
-    news = {n.recipient: [m.text for m in n.new_messages] for n in later.notifications}
+    news = {n.recipient: [m.text for m in n.new_messages] for n in notified(session.coord, later)}
     assert news == {"agent": [], "user": [], "helper": []}  # none new; own ones never count
 
 
@@ -244,7 +245,7 @@ def test_wait_is_logged_and_notifies_nobody() -> None:
     assert types(transition) == [EventType.WAIT]
     assert transition.events[0].actor == "agent"
     assert transition.events[0].action == "WAIT_TEAMMATE_CONTINUE()"
-    assert transition.events[0].recipients == [] and transition.notifications == []
+    assert transition.events[0].recipients == [] and notified(session.coord, transition) == []
     assert session.coord.step_counts == {"agent": 0, "user": 0}
     assert session.coord.seq == 2
 
@@ -261,7 +262,7 @@ def test_tick_notifies_everyone_and_idle_ticks_end_the_session() -> None:
     assert types(end) == [EventType.END]
     assert end.events[0].info["reason"] == "idle"
     assert to(end) == ["agent", "user", "helper"]
-    assert all(n.done and n.end_reason == "idle" for n in end.notifications)
+    assert all(n.done and n.end_reason == "idle" for n in notified(session.coord, end))
     assert session.tick().events == [] and session.do("agent", "FINISH()").events == []
 
 
@@ -310,7 +311,7 @@ def test_error_notifies_actor_only_changes_nothing_and_counts(raw: Any) -> None:
     assert event.error and event.request_id == "req-1"
     assert event.action == (raw if isinstance(raw, str) else json.dumps(raw))
     assert event.recipients == ["agent"] == to(transition)
-    notification = transition.notifications[0]
+    notification = notified(session.coord, transition)[0]
     assert notification.event.error == event.error
     assert shared_state(session.coord) == before
     assert session.coord.step_counts == {"agent": 1, "user": 1, "helper": 0}
@@ -342,7 +343,7 @@ def test_unknown_role_is_logged_but_notifies_nobody() -> None:
     session = Session()
     before = session.coord.snapshot()
     transition = session.do("intruder", 'ADD_ITEM(text="x")')
-    assert types(transition) == [EventType.ERROR] and transition.notifications == []
+    assert types(transition) == [EventType.ERROR] and notified(session.coord, transition) == []
     assert "agent, user" in transition.events[0].error
     after = session.coord.snapshot()
     assert {**after, "seq": before["seq"]} == before
@@ -361,9 +362,9 @@ def test_step_limit_ends_the_session() -> None:
     end = transition.events[1]
     assert end.info == {"reason": "step_limit", "role": "agent"}
     assert session.coord.end_reason == "step_limit"
-    assert sorted(n.recipient for n in transition.notifications if n.event.type == "end") == [
+    assert sorted(n.recipient for n in notified(session.coord, transition) if n.event.type == "end") == [
         "agent", "user"]
-    assert all(n.done for n in transition.notifications if n.event.type is EventType.END)
+    assert all(n.done for n in notified(session.coord, transition) if n.event.type is EventType.END)
 
 
 def test_errors_count_towards_the_step_limit() -> None:
@@ -385,7 +386,7 @@ def test_under_every_act_is_a_step_messages_and_waits_count_too() -> None:
     transition = session.ok("user", 'ADD_ITEM(text="tent")')
     assert types(transition) == [EventType.ACTION, EventType.END]
     assert transition.events[1].info == {"reason": "step_limit", "role": "user"}
-    assert transition.notifications[0].step_counts["user"] == 2  # the count it was sent
+    assert notified(session.coord, transition)[0].step_counts["user"] == 2  # the count it was sent
     replay_matches(session, TRIO, step_limits={"agent": 4, "user": 2}, every_act_is_a_step=True)
 
 
@@ -461,7 +462,7 @@ def test_finish_ends_the_session_for_everyone() -> None:
     assert end.info == {"reason": "finished", "by": "agent"}
     assert end.recipients == ["agent", "user", "helper"] == to(transition)
     assert all(n.done and n.end_reason == "finished" and n.event == end
-               for n in transition.notifications)
+               for n in notified(session.coord, transition))
     assert session.coord.snapshot()["done"] is True
     assert session.do("user", 'ADD_ITEM(text="late")').events == []
     assert session.items() == []
@@ -476,7 +477,7 @@ def test_accepted_request_runs_as_the_requester() -> None:
     assert event.type is EventType.CONFIRM_REQUEST and event.info == {"request_id": "c1"}
     assert event.action == request("ADD_ITEM(text='stove')")  # logged as sent
     assert to(asked) == ["agent", "user", "helper"]
-    pending = asked.notifications[0].pending_confirmations
+    pending = notified(session.coord, asked)[0].pending_confirmations
     assert [(c.request_id, c.requester, c.pending_action) for c in pending] == [
         ("c1", "agent", 'ADD_ITEM(text="stove")')]
     assert session.items() == [] and session.coord.step_counts["agent"] == 0
@@ -489,7 +490,7 @@ def test_accepted_request_runs_as_the_requester() -> None:
     assert to(accepted) == ["agent", "user", "helper"]  # a shared change
     assert session.items() == [{"id": 1, "text": "stove", "done": False, "added_by": "agent"}]
     assert session.coord.step_counts == {"agent": 1, "user": 0, "helper": 0}
-    assert all(n.pending_confirmations == [] for n in accepted.notifications)
+    assert all(n.pending_confirmations == [] for n in notified(session.coord, accepted))
 
 
 def test_accepted_private_request_notifies_requester_and_acceptor() -> None:
@@ -498,7 +499,7 @@ def test_accepted_private_request_notifies_requester_and_acceptor() -> None:
     accepted = session.ok("helper", 'ACCEPT_CONFIRMATION(request_id="c1")')
     assert accepted.events[0].private is True
     assert sorted(to(accepted)) == ["agent", "helper"]
-    views = {n.recipient: n.view["ideas"].content for n in accepted.notifications}
+    views = {n.recipient: n.view["ideas"].content for n in notified(session.coord, accepted)}
     assert views == {"agent": IDEAS["city"], "helper": []}  # ran as the agent
 
 
@@ -584,12 +585,12 @@ def test_paused_agent_receives_nothing_and_is_refused_silently() -> None:
     assert types(paused) == [EventType.PAUSE]
     assert paused.events[0].info == {"agents": ["agent"]}
     assert to(paused) == ["user", "helper"]  # not the paused agent
-    assert paused.notifications[0].paused == ["agent"]
+    assert notified(session.coord, paused)[0].paused == ["agent"]
 
     # its actions are refused: logged, but nobody is notified and no step is counted
     counts = dict(session.coord.step_counts)
     refused = session.do("agent", 'ADD_ITEM(text="sneaky")')
-    assert types(refused) == [EventType.ERROR] and refused.notifications == []
+    assert types(refused) == [EventType.ERROR] and notified(session.coord, refused) == []
     assert refused.events[0].recipients == []
     assert session.coord.step_counts == counts
     assert [i["text"] for i in session.items()] == ["tent"]
@@ -605,7 +606,7 @@ def test_paused_agent_receives_nothing_and_is_refused_silently() -> None:
     resumed = session.ok("user", 'RESUME_AGENT(agent="agent")')
     assert types(resumed) == [EventType.RESUME]
     assert to(resumed) == ["agent", "user", "helper"]
-    note = next(n for n in resumed.notifications if n.recipient == "agent")
+    note = next(n for n in notified(session.coord, resumed) if n.recipient == "agent")
     assert note.context is not None and note.context.role == "agent"
     assert note.prev_seq == last_before_pause  # the gap shows what it missed
     assert [m.text for m in note.new_messages] == ["hello all", "just you"]
@@ -620,7 +621,7 @@ def test_pause_without_a_name_pauses_every_agent_and_end_reaches_them() -> None:
     paused = session.ok("user", "PAUSE_AGENT()")
     assert paused.events[0].info == {"agents": ["agent", "helper"]}
     assert to(paused) == ["user"]
-    assert session.do("helper", "FINISH()").notifications == []
+    assert notified(session.coord, session.do("helper", "FINISH()")) == []
     assert not session.coord.done
     finish = session.ok("user", "FINISH()")
     end = finish.events[-1]
@@ -677,9 +678,11 @@ def test_every_notification_is_complete_and_sequenced() -> None:
         assert all(m.visible_to(n.recipient) for m in n.chat)
         assert set(n.step_counts) == {"agent", "user", "helper"}
         assert n.step_limits == {"agent": 30, "helper": 30}
-        # The context at the start, and again only to the agents a RESUME wakes.
+        # The context (with a whole update) at the start and the end, and otherwise only to
+        # the agents a RESUME wakes.
         woken = n.event.type is EventType.RESUME and n.recipient in n.event.info["agents"]
-        assert (n.context is not None) == (n.event.type is EventType.START or woken)
+        ends = n.event.type in (EventType.START, EventType.END)
+        assert (n.context is not None) == (ends or woken)
         if n.event.type is EventType.ERROR:
             assert n.event.status == "error" and n.event.error
         else:
@@ -698,11 +701,11 @@ def test_sync_returns_the_current_state_with_context() -> None:
     assert synced.event.type is EventType.SYNC and synced.seq == seq
     assert synced.recipient == "agent" and synced.time == 5000.0
     assert synced.context is not None and synced.context.role == "agent"
-    assert synced.view == session.env.view("agent")
-    assert [m.text for m in synced.chat] == ["hi"]
+    assert synced.whole and synced.components == list(session.env.view("agent").components)
+    assert [m.text for m in synced.messages] == ["hi"]
     assert synced.prev_seq == 3 and synced.step_counts == {"agent": 1, "user": 0}
     assert session.coord.seq == seq  # not an event
-    assert session.ok("user", 'ADD_ITEM(text="map")').notifications[0].prev_seq == seq
+    assert notified(session.coord, session.ok("user", 'ADD_ITEM(text="map")'))[0].prev_seq == seq
 
 
 def test_request_id_marks_the_actors_events() -> None:
@@ -712,7 +715,7 @@ def test_request_id_marks_the_actors_events() -> None:
     transition = session.do("agent", 'ADD_ITEM(text="tent")', request_id="a-1")
     action, end = transition.events
     assert action.request_id == "a-1" and end.request_id is None
-    assert all(n.event.request_id == "a-1" for n in transition.notifications
+    assert all(n.event.request_id == "a-1" for n in notified(session.coord, transition)
                if n.event.type is EventType.ACTION)
     assert Session().do("agent", "WAIT_TEAMMATE_CONTINUE()").events[0].request_id is None
 
@@ -759,10 +762,10 @@ def test_not_echoed_matches_the_coordinator(act: str) -> None:
     assert parse_action(own.action, {s.name: s for s in acts.ALL_ACTS})[0].name == act
     echoed = actor in own.recipients
     assert echoed == any(n.recipient == actor and n.seq == own.seq
-                         for n in transition.notifications)
+                         for n in notified(session.coord, transition))
     assert echoed == (act not in acts.NOT_ECHOED)
     # the only later word an un-echoed actor gets is the end of the session
-    for n in transition.notifications:
+    for n in notified(session.coord, transition):
         if n.recipient == actor and act in acts.NOT_ECHOED:
             assert n.event.type is EventType.END and n.done
 
@@ -928,7 +931,7 @@ def test_a_role_of_any_type_is_refused_and_never_raises(role: Any) -> None:
     session = Session()
     refused = session.do(role, 'ADD_ITEM(text="tent")')
     [event] = refused.events
-    assert event.type is EventType.ERROR and event.recipients == [] and refused.notifications == []
+    assert event.type is EventType.ERROR and event.recipients == [] and notified(session.coord, refused) == []
     assert isinstance(event.actor, str) and event.actor not in ("agent", "user")
     assert "\ud83d" not in event.actor
     for transition in (session.coord.apply_observed(role, 'ADD_ITEM(text="a")', session.now()),
@@ -980,7 +983,7 @@ def test_a_base_or_seen_seq_of_the_wrong_type_is_ignored() -> None:
 def test_people_are_shown_their_own_count_and_the_non_peoples_not_each_others() -> None:
     team = [AGENT, USER, TeamMember(role="ann", kind="person"), TeamMember(role="bob", kind="person")]
     session = Session(team)
-    by_role = {n.recipient: n for n in session.start.notifications}
+    by_role = {n.recipient: n for n in notified(session.coord, session.start)}
     assert set(by_role["ann"].step_counts) == {"agent", "user", "ann"}
     assert [m.role for m in by_role["ann"].context.team] == ["agent", "user", "ann"]
     assert set(by_role["agent"].step_counts) == {"agent", "user"}

@@ -218,7 +218,7 @@ def test_a_log_torn_inside_a_utf8_character_is_read_to_its_last_whole_line(tmp_p
     line = len(whole) + 1
     assert f"{tmp_path / EVENTS_FILE}, line {line}" in caplog.text and "no newline" in caplog.text
 
-    assert len(replay(tmp_path).frames) == session.coordinator.seq
+    assert len(replay(tmp_path).events) == session.coordinator.seq
     runner = CliRunner()
     for command in (["replay", str(tmp_path)], ["eval", "show", str(tmp_path)],
                     ["eval", "report", str(tmp_path)]):

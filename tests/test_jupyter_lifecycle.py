@@ -202,8 +202,9 @@ def test_a_reconnecting_browser_gets_the_full_current_state(run, api, jp_ws_fetc
         state = settled["state"]
         assert event_of(caught_up)["type"] == "sync"
         assert caught_up["seq"] == state["seq"]
-        assert caught_up["view"] == state["views"]["user"]
-        assert caught_up["chat"] == state["chat"]
+        assert caught_up["whole"]  # a sync sends the whole view and chat
+        assert {"components": caught_up["components"]} == state["views"]["user"]
+        assert caught_up["messages"] == state["chat"]
         assert caught_up["pending_confirmations"] == state["pending_confirmations"]
         assert caught_up["step_counts"] == state["step_counts"]
         # And the reloaded page is a working seat: it answers the agent's request.
@@ -664,7 +665,7 @@ def test_a_killed_server_leaves_sessions_interrupted_and_the_next_one_resumes_th
         # The person's page reconnects and carries on; the log continues its numbering.
         ws = await second.websocket(session_id, "user")
         synced = (await receive_until(ws, lambda n: n.get("context") is not None))[-1]
-        assert synced["chat"] == before["state"]["chat"]
+        assert synced["messages"] == before["state"]["chat"]
         request_id = before["state"]["pending_confirmations"][0]["request_id"]
         ws.write_message(json.dumps({"action": f'ACCEPT_CONFIRMATION(request_id="{request_id}")'}))
         accepted = await receive_until(ws, lambda n: event_of(n).get("type") == "confirm_accept")

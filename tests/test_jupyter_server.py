@@ -111,7 +111,7 @@ def test_a_person_works_with_an_agent(run, api, jp_ws_fetch):
         ws.close()  # a reconnecting person catches up through a sync
         ws = await jp_ws_fetch(*API, session_id, "ws", params={"role": "user"})
         again = await receive_until(ws, lambda n: n.get("context") is not None)
-        checklist = next(c for c in again[-1]["view"]["components"] if c["name"] == "checklist")
+        checklist = next(c for c in again[-1]["components"] if c["name"] == "checklist")
         items = [item["text"] for item in checklist["content"]]
         assert "tent" in items and "kazoo" in items
 

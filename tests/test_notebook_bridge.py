@@ -30,6 +30,7 @@ from cogym_lab.core import Notification
 from cogym_lab.core.member import MemberType
 from cogym_lab.server.live_notebooks import AGENT_CELL_KEY
 from tests.support.kernel_messages import collect_output, execute_request
+from tests.support.notified import notified
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -546,7 +547,7 @@ async def test_without_a_notebook_a_custom_query_runs_in_a_standalone_kernel(tmp
                              workdir=str(tmp_path))
     coordinator = Coordinator(env, [TeamMember(role="agent"), TeamMember(role="user", kind="person")],
                               session_id="own-data")
-    start = {n.recipient: n for n in coordinator.start(0.0).notifications}
+    start = {n.recipient: n for n in notified(coordinator, coordinator.start(0.0))}
     assert "`sales.csv`" in start["agent"].context.task_description
     try:
         started = coordinator.handle("agent", cell(
@@ -556,7 +557,7 @@ async def test_without_a_notebook_a_custom_query_runs_in_a_standalone_kernel(tmp
         assert isinstance(env.executor, LocalKernelExecutor)  # its own kernel, in the workdir
     finally:
         await env.aclose()
-    (recorded,) = recorded_cells(landed.notifications[0])
+    (recorded,) = recorded_cells(notified(coordinator, landed)[0])
     assert recorded["outputs"][0]["text"] == "12\n"
     coordinator.handle("agent", {"name": "EDITOR_UPDATE", "args": {"text": "We sold 12."}}, 3.0)
     assert env.outcome() == "We sold 12." and await env.aevaluate() == {}  # ungraded

@@ -21,6 +21,7 @@ from cogym_lab.envs.todo.env import TodoEnv
 from cogym_lab.lm import LMConfig, make_lm
 from cogym_lab.nodes.session import Session, SessionConfig
 from cogym_lab.testing import Reply, ScriptedOpenAIServer
+from tests.support.frames import last_seen
 from tests.test_widgets import LOCAL_STATE, _by, _open_page, browser  # noqa: F401 (fixture)
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "panel"
@@ -101,7 +102,7 @@ async def test_an_lm_failure_reads_in_plain_words_in_the_panel(browser, failure)
         notes, statuses = await _person_session(
             TodoEnv(), CollaborativeAgent(lm, use_scratchpad=False),
             [("My language model is not working", "FINISH()")])
-    said = [m["text"] for m in notes[-1]["chat"] if m["sender"] == "agent"]
+    said = [m["text"] for m in last_seen(notes)["chat"] if m["sender"] == "agent"]
     assert len(said) == 1 and said[0].startswith("My language model is not working right now (")
     assert "check the model name and the server address" in said[0]
     assert ("agent", "failed") in [(s.get("role"), s.get("status")) for s in statuses]

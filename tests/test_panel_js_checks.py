@@ -56,6 +56,7 @@ EXPORTS = {
     "lineDiff": "function",
     "serverTransport": "function",
     "localTransport": "function",
+    "SeatCopy": "function",
     "TRANSPORTS": "object",
     "OUTCOME_RUBRIC": "object",
     "SATISFACTION_RUBRIC": "object",
@@ -175,3 +176,61 @@ def test_actions_are_described_in_plain_words_on_one_line() -> None:
     assert added == "Add an item to the list: text “snacks ⏎ and water”"
     assert long_edit.startswith("editor update: text “xxx") and len(long_edit) < 100
     assert finish == "finish" and prose == "not an action ⏎ at all"
+
+
+def test_the_seat_copy_applies_updates_and_asks_for_a_sync_once() -> None:
+    """The panel's copy of the seat's view and chat follows the update rules of
+    cogym_lab.core.member_copy: whole replaces, a change applies on top of the update before it,
+    a gap or a component at another version puts it out of sync until a whole update."""
+    script = (
+        f"const {{ SeatCopy }} = await import({json.dumps(MODULE.as_uri())});\n"
+        """
+const part = (name, content) => ({ name, render_type: "text", content });
+const msg = (seq, text) => ({ seq, time: 1000 + seq, sender: "agent", text, to: null });
+const frame = (seq, prev_seq, extra) => ({ seq, prev_seq, event: { type: "action" },
+  whole: false, components: [], versions: {}, messages: [], ...extra });
+const copy = new SeatCopy();
+const out = [];
+const show = (result) => result.kind !== "applied" ? result.kind + (result.ask ? "+ask" : "")
+  : { seq: result.notification.seq, view: result.notification.view.components.map(
+      (c) => `${c.name}=${c.content}`), chat: result.notification.chat.map((m) => m.seq) };
+const apply = (update) => out.push(show(copy.apply(update)));
+apply(frame(3, 2, { versions: { a: 1 } }));  // before any whole: the transport asked already
+apply(frame(4, 3, { versions: { a: 1 } }));                        // still waiting
+apply(frame(5, null, { whole: true, components: [part("b", "B1"), part("a", "A1")],
+  versions: { a: 1, b: 5 }, messages: [msg(1, "hi")] }));          // whole: in versions' order
+apply(frame(6, 5, { components: [part("b", "B2")], versions: { a: 1, b: 6 },
+  messages: [msg(1, "hi"), msg(6, "six")] }));                     // one changed, dedupe by seq
+apply(frame(6, 5, { versions: { a: 1, b: 6 } }));                  // old: ignored
+apply(frame(8, 7, { versions: { a: 1, b: 6 } }));                  // gap: sync
+apply(frame(9, 8, { versions: { a: 1, b: 6 } }));                  // still waiting
+apply(frame(7, 6, { versions: { a: 1, b: 6 } }));                  // even a good one waits
+apply(frame(9, 8, { whole: true, components: [part("a", "A9")], versions: { a: 9 },
+  messages: [msg(1, "hi"), msg(6, "six")] }));                     // whole: b dropped
+apply(frame(10, 9, { versions: { a: 2 } }));                       // wrong version: sync
+apply(frame(11, 4, { whole: true, components: [part("a", "A11"), part("c", "C")],
+  versions: { a: 11, c: 11 } }));                                  // a watcher's snapshot
+apply(frame(12, 10, { components: [part("c", "C12")], versions: { c: 12, a: 11 },
+  messages: [msg(12, "<img src=x onerror=alert(1)>")] }));        // follows an earlier one
+apply(frame(13, 11, { versions: { c: 12, a: 11 } }));              // only right after whole
+apply(frame(14, null, { whole: true, components: [], versions: { a: 14 } }));  // lacks a: no
+apply(frame(15, null, { whole: true, components: [], versions: { a: 15 } }));  // no more asks
+console.log(JSON.stringify(out));
+""")
+    assert _node_json(script) == [
+        "out_of_sync",
+        "out_of_sync",
+        {"seq": 5, "view": ["a=A1", "b=B1"], "chat": [1]},
+        {"seq": 6, "view": ["a=A1", "b=B2"], "chat": [1, 6]},
+        "old",
+        "out_of_sync+ask",
+        "out_of_sync",
+        "out_of_sync",
+        {"seq": 9, "view": ["a=A9"], "chat": [1, 6]},
+        "out_of_sync+ask",
+        {"seq": 11, "view": ["a=A11", "c=C"], "chat": []},
+        {"seq": 12, "view": ["c=C12", "a=A11"], "chat": [12]},
+        "out_of_sync+ask",
+        "out_of_sync",
+        "out_of_sync",
+    ]

@@ -11,7 +11,10 @@ every step it checks that:
   read back by the one log reader, unchanged;
 * a second coordinator fed the events read back from the file has the same ``snapshot()``;
 * no notification showed a member another member's private notes, and what a notification
-  carries does not grow with the team (step counts, the context's team).
+  carries does not grow with the team (step counts, the context's team);
+* each member's copy, built from the updates it was sent, equals the whole view and chat the
+  coordinator would show it; a member made to miss an update finds out from the next one (never
+  later, never wrongly) and is whole again after a sync.
 """
 
 from __future__ import annotations
@@ -34,8 +37,9 @@ from hypothesis.stateful import (
 )
 
 from cogym_lab.core import Deferred, Notification
+from cogym_lab.core.member_copy import MemberCopy, OutOfSync
 from cogym_lab.core.coordinator import Coordinator, Transition
-from cogym_lab.core.messages import Event, TeamMember
+from cogym_lab.core.messages import Event, TeamMember, Update
 from cogym_lab.nodes.restore import replay_events
 from cogym_lab.nodes.results import ResultsWriter, read_events
 from tests.support.hostile import forged_roles, hostile_text, member_inputs
@@ -77,6 +81,9 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.logged: list[Event] = []
         self.replayed_up_to = 0
         self.pending: list[tuple[str, Deferred, int]] = []  # (role, work, the seq that began it)
+        self.copies = {role: MemberCopy(role) for role in ROLES}
+        self.losing: set[str] = set()  # members whose next update is lost on the way
+        self.missed: set[str] = set()  # members that lost one and have not been made whole
 
     def _coordinator(self, env: NotesEnv) -> Coordinator:
         return Coordinator(env, TEAM, session_id="props", step_limits=self.limits,
@@ -101,12 +108,41 @@ class CoordinatorMachine(RuleBasedStateMachine):
         for event in transition.events:
             self.writer.append_event(event)
         self.logged += transition.events
-        for note in transition.notifications:
-            check_notification(note, self.env)
+        last = {update.recipient: update for update in transition.updates}
+        for update in transition.updates:
+            self.deliver(update, check_whole=last[update.recipient] is update)
         self.pending += [(role, deferred, transition.events[0].seq)
                          for role, deferred in transition.deferred]
 
+    def deliver(self, update: Update, *, check_whole: bool = True) -> None:
+        """Hand ``update`` to its member's copy, as a member node does; with ``check_whole``
+        (its last update of this step), check the copy against the coordinator's whole state."""
+        role = update.recipient
+        copy = self.copies[role]
+        if role in self.losing:
+            self.losing.discard(role)
+            if not (update.whole and update.seq == copy.seq):  # a sync with no news is no loss
+                self.missed.add(role)
+            return
+        try:
+            note = copy.apply(update)
+        except OutOfSync:
+            assert role in self.missed, f"{role} saw a gap it did not have at {update.seq}"
+            return
+        assert role not in self.missed or update.whole, f"{role}'s lost update went unnoticed"
+        self.missed.discard(role)
+        if note is None:
+            return
+        check_notification(note, self.env)
+        if check_whole:
+            assert note.view == self.env.view(role)
+            assert note.chat == self.coordinator.visible_chat(role)
+
     # -- what members (and the env, and time) do ------------------------------------------------
+
+    @rule(role=st.sampled_from(ROLES))
+    def an_update_is_lost(self, role: str) -> None:
+        self.losing.add(role)
 
     @rule(role=forged_roles(ROLES), raw=member_inputs(ROLES),
           base=st.one_of(st.none(), hostile_text, st.integers()),
@@ -144,9 +180,9 @@ class CoordinatorMachine(RuleBasedStateMachine):
 
     @rule(role=forged_roles(ROLES))
     def sync(self, role: Any) -> None:
-        note = self.coordinator.sync(role, self.now())
-        if note is not None:
-            check_notification(note, self.env)
+        update = self.coordinator.sync(role, self.now())
+        if update is not None:
+            self.deliver(update)
 
     @precondition(lambda self: len(self.logged) > 20)
     @rule(reason=hostile_text)

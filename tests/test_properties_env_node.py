@@ -120,7 +120,7 @@ class EnvNodeMachine(RuleBasedStateMachine):
     def check_received(self, role: str, message: dict[str, Any]) -> None:
         assert message["recipient"] == role
         assert role in message["event"]["recipients"] or message["event"]["type"] == "sync"
-        for component in message["view"]["components"]:
+        for component in message["components"]:
             if component["name"] == "scratch":
                 assert all(entry["by"] == role for entry in component["content"])
 

@@ -24,7 +24,10 @@ def test_readme_python_examples_run(tmp_path, monkeypatch, use_shared_data):
     assert travel_example["grade"].performance == 0  # nothing written yet
     assert session_example["result"].delivered
     assert session_example["session"].results_dir.exists()
-    assert len(session_example["frames"]) == session_example["result"].events
+    replayed = session_example["replayed"]
+    assert len(replayed.events) == session_example["result"].events
+    assert replayed.final_state_checked and replayed.state_at(3)["seq"] == 3
+    assert session_example["outcomes"][-1] == replayed.final_state["outcome"]
 
 
 def test_readme_opens_with_the_two_commands():

@@ -27,6 +27,7 @@ from cogym_lab.envs.related_work.instances import (
 from cogym_lab.envs.related_work.search import ArxivLiveSearch, BM25PaperIndex
 from cogym_lab.lm import LMConfig, make_lm
 from cogym_lab.testing import ScriptedOpenAIServer
+from tests.support.notified import notified
 from tests.support.related_scripts import RelatedWorkRolePlay, judge_replies
 
 pytestmark = pytest.mark.usefixtures("use_shared_data", "no_ambient_lm")
@@ -46,14 +47,14 @@ def index(index_cache, use_shared_data):
 
 def started(env):
     coordinator = Coordinator(env, TEAM, session_id="rw")
-    start = {n.recipient: n for n in coordinator.start(0.0).notifications}
+    start = {n.recipient: n for n in notified(coordinator, coordinator.start(0.0))}
     return coordinator, start
 
 
 def first_hit_ids(coordinator, role, query, n=3):
     result = coordinator.handle(role, f'SEARCH_PAPER(query="{query}")', 1.0)
-    assert [x.recipient for x in result.notifications] == [role]  # a private search
-    return [row["id"] for row in result.notifications[0].view["search"].content[:n]]
+    assert [x.recipient for x in notified(coordinator, result)] == [role]  # a private search
+    return [row["id"] for row in notified(coordinator, result)[0].view["search"].content[:n]]
 
 
 def test_all_tasks_load_and_only_the_user_gets_the_requirements(index):
@@ -74,7 +75,7 @@ def test_library_numbers_survive_add_and_drop_and_dangling_citations_are_flagged
     unseen = coordinator.handle("agent", 'LIBRARY_ADD_PAPER(ids="not-a-real-id")', 2.0)
     assert unseen.events[0].status == "error" and "search result" in unseen.events[0].error
     added = coordinator.handle("agent", f'LIBRARY_ADD_PAPER(ids="{ids[0]}, {ids[1]}")', 3.0)
-    assert sorted(n.recipient for n in added.notifications) == ["agent", "user"]  # shared
+    assert sorted(n.recipient for n in notified(coordinator, added)) == ["agent", "user"]  # shared
     coordinator.handle("agent", f'LIBRARY_ADD_PAPER(ids="{ids[2]}")', 4.0)
     coordinator.handle("user", f'LIBRARY_DROP_PAPER(id="{ids[1]}")', 5.0)
     coordinator.handle("user", f'LIBRARY_NOTE(id="{ids[2]}", note="the key baseline")', 6.0)
@@ -84,7 +85,7 @@ def test_library_numbers_survive_add_and_drop_and_dangling_citations_are_flagged
     coordinator.handle("agent", f'LIBRARY_ADD_PAPER(ids="{ids[1]}")', 7.0)
     assert env.library.entries[ids[1]].number == 4
     wrote = coordinator.handle("user", 'EDITOR_UPDATE(text="### A\\nSee [1], [3] and [2].")', 8.0)
-    check = wrote.notifications[0].view["draft_check"].content
+    check = notified(coordinator, wrote)[0].view["draft_check"].content
     assert check["citations_outside_library"] == [2]
     assert check["unique_citations"] == 3 and check["subsections"] == 1
 

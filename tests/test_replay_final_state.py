@@ -75,7 +75,7 @@ def test_a_finished_session_replays_to_the_state_it_saved(tmp_path):
     assert result.end_reason == "finished"
     replayed = replay(tmp_path)
     assert replayed.final_state_checked and replayed.note is None
-    assert len(replayed.frames) == result.events
+    assert len(replayed.events) == result.events
     assert replayed.final_state == read_session(tmp_path)["final_state"]
 
 
@@ -133,7 +133,7 @@ def test_a_session_json_without_a_final_state_replays_with_a_note(tmp_path):
     del saved["final_state"]
     (tmp_path / "session.json").write_text(json.dumps(saved), encoding="utf-8")
     replayed = replay(tmp_path)
-    assert len(replayed.frames) == result.events
+    assert len(replayed.events) == result.events
     assert not replayed.final_state_checked
     assert replayed.note == ("session.json holds no final state (status: finished), so the "
                              "replayed state could not be checked against one")
@@ -166,7 +166,7 @@ async def test_an_interrupted_session_replays_with_a_note(tmp_path):
     await running
     assert read_session(tmp_path)["status"] == "interrupted"
     replayed = replay(tmp_path)
-    assert len(replayed.frames) == len(read_events(tmp_path)) >= 4
+    assert len(replayed.events) == len(read_events(tmp_path)) >= 4
     assert not replayed.final_state_checked
     assert "(status: interrupted)" in (replayed.note or "")
 

@@ -11,6 +11,7 @@ from cogym_lab.core.coordinator import Coordinator
 from cogym_lab.core.messages import EventType, StepRequest, TeamMember, step_channel
 from cogym_lab.envs.todo import TodoEnv
 from cogym_lab.nodes import Session, SessionConfig
+from tests.support.notified import notified
 from tests.support.teammates import Recorder
 
 
@@ -23,7 +24,7 @@ def start_notifications(seats: int) -> dict[str, str]:
     team = [TeamMember(role="agent", kind="agent"), *people(seats)]
     coordinator = Coordinator(TodoEnv(), team, session_id="seats")
     return {n.recipient: n.model_dump_json()
-            for n in coordinator.start(0.0).notifications}
+            for n in notified(coordinator, coordinator.start(0.0))}
 
 
 def test_a_seats_notification_is_the_same_size_with_ten_seats_or_a_thousand():
@@ -40,7 +41,7 @@ def test_a_person_is_told_its_own_steps_and_the_agents():
     coordinator.start(0.0)
     coordinator.handle("p00001", 'ADD_ITEM(text="tent")', 1.0)
     transition = coordinator.handle("p00002", 'ADD_ITEM(text="map")', 2.0)
-    shown = {n.recipient: n.step_counts for n in transition.notifications}
+    shown = {n.recipient: n.step_counts for n in notified(coordinator, transition)}
     assert shown == {"agent": {"agent": 0}, "p00000": {"agent": 0, "p00000": 0},
                      "p00001": {"agent": 0, "p00001": 1}, "p00002": {"agent": 0, "p00002": 1}}
 

@@ -16,7 +16,7 @@ from cogym_lab.core import ActionOutcome, Deferred, action
 from cogym_lab.core.messages import EventType, StepRequest, obs_channel, step_channel
 from cogym_lab.envs.todo import ExampleAgent, ExampleUser, TodoEnv
 from cogym_lab.envs.todo.env import Item
-from cogym_lab.nodes import Session, SessionConfig, replay
+from cogym_lab.nodes import Session, SessionConfig, replay, replay_states
 from cogym_lab.nodes.results import read_events, read_session
 from tests.support.teammates import AGENT, AGENT_AND_USER, Counter, Finisher, Recorder
 
@@ -86,15 +86,17 @@ def test_replay_reproduces_every_state_and_the_final_one_exactly(tmp_path):
                       results_dir=tmp_path)
     result = session.run_sync()
     replayed = replay(tmp_path)
-    assert len(replayed.frames) == result.events
+    assert len(replayed.events) == result.events
     assert replayed.final_state == read_session(tmp_path)["final_state"]
-    sizes = [len(f.state["views"]["user"]["components"][0]["content"]) for f in replayed.frames]
+    states = [(event, coordinator.snapshot()) for event, coordinator in replay_states(tmp_path)]
+    sizes = [len(state["views"]["user"]["components"][0]["content"]) for _, state in states]
     assert sizes == sorted(sizes) and sizes[-1] == len(result.outcome)
     # the private search shows only in the agent's replayed view
-    search = next(f for f in replayed.frames if f.event.action
-                  and f.event.action.startswith("SEARCH_IDEAS"))
-    assert search.state["views"]["agent"]["components"][1]["content"]
-    assert search.state["views"]["user"]["components"][1]["content"] == []
+    seq, search = next((event.seq, state) for event, state in states
+                       if event.action and event.action.startswith("SEARCH_IDEAS"))
+    assert search["views"]["agent"]["components"][1]["content"]
+    assert search["views"]["user"]["components"][1]["content"] == []
+    assert replay(tmp_path, keep=[seq]).state_at(seq) == search
 
 
 async def test_redis_killed_and_restarted_mid_session_loses_no_action(redis_server, tmp_path):
@@ -292,8 +294,8 @@ async def test_a_sync_asked_before_a_step_does_not_end_the_wait_for_that_step():
         return StepRequest.model_validate(await steps.get(10))
 
     async def deliver(transition) -> None:
-        for notification in transition.notifications:
-            await bus.publish(obs_channel(session_id, notification.recipient), notification)
+        for update in transition.updates:
+            await bus.publish(obs_channel(session_id, update.recipient), update)
 
     assert (await next_step()).kind == "join"
     await deliver(coordinator.start(0.0))

@@ -144,8 +144,8 @@ async def test_an_ended_session_is_served_after_its_release_and_after_its_evicti
     await host.sync(session_id, "user")
     end = await views.get(timeout=5)
     assert end is not None and end["done"] and end["end_reason"] == "ended by the user"
-    assert end["context"]["role"] == "user" and end["view"]["components"]
-    assert any(message["text"] == "hi" for message in end["chat"])
+    assert end["context"]["role"] == "user" and end["whole"] and end["components"]
+    assert any(message["text"] == "hi" for message in end["messages"])
     watched = host.watched(session_id, "agent")  # the owner's read-only view of the agent
     assert watched is not None and watched["done"] and watched["recipient"] == "agent"
     assert host.rate(session_id, "user", 4, 5)["user"]["outcome_rating"] == 4

@@ -19,6 +19,7 @@ from cogym_lab.lm import LMConfig, make_lm
 from cogym_lab.nodes import replay
 from cogym_lab.nodes.results import read_session
 from cogym_lab.testing import ScriptedOpenAIServer
+from tests.support.notified import notified
 from tests.support.tabular_scripts import TabularRolePlay
 
 pytestmark = [pytest.mark.usefixtures("use_shared_data", "no_ambient_lm"),
@@ -48,7 +49,7 @@ def first_csv(env: TabularAnalysisEnv) -> str:
 async def test_a_cell_runs_in_the_kernel_and_lands_in_the_shared_notebook(tmp_path):
     env = TabularAnalysisEnv(instance=0, workdir=str(tmp_path))
     coordinator = Coordinator(env, TEAM, session_id="tab")
-    start = {n.recipient: n for n in coordinator.start(0.0).notifications}
+    start = {n.recipient: n for n in notified(coordinator, coordinator.start(0.0))}
     assert env.task.query in start["agent"].context.task_description
     assert env.task.gold_hypothesis not in json.dumps(start["agent"].model_dump(mode="json"))
     assert (tmp_path / first_csv(env)).is_file()  # the instance's tables are in the workdir
@@ -56,13 +57,13 @@ async def test_a_cell_runs_in_the_kernel_and_lands_in_the_shared_notebook(tmp_pa
         code = f"import pandas as pd\ndf = pd.read_csv({first_csv(env)!r})\nprint(len(df))"
         started = coordinator.handle("agent", {"name": "EXECUTE_JUPYTER_CELL",
                                                "args": {"code": code}}, 1.0)
-        assert sorted(n.recipient for n in started.notifications) == ["agent", "user"]
-        assert started.notifications[0].view["notebook"].content["running"] == {"agent": code}
+        assert sorted(n.recipient for n in notified(coordinator, started)) == ["agent", "user"]
+        assert notified(coordinator, started)[0].view["notebook"].content["running"] == {"agent": code}
         again = coordinator.handle("agent", 'EXECUTE_JUPYTER_CELL(code="1")', 1.5)
         assert again.events[0].status == "error" and "still running" in again.events[0].error
         (role, deferred), = started.deferred
         landed = coordinator.apply_follow_up(role, await deferred.work(), 2.0)
-        cell = landed.notifications[0].view["notebook"].content["cells"][0]
+        cell = notified(coordinator, landed)[0].view["notebook"].content["cells"][0]
         forged = coordinator.handle("user", {"name": "RECORD_CELL", "args": {
             "code": "x", "result": {}}}, 3.0)
     finally:
@@ -71,7 +72,7 @@ async def test_a_cell_runs_in_the_kernel_and_lands_in_the_shared_notebook(tmp_pa
     assert cell["status"] == "ok" and cell["ran_by"] == "agent"
     assert int(cell["outputs"][0]["text"].strip()) > 0  # real pandas on the real CSV
     assert forged.events[0].status == "error"  # nobody may forge outputs
-    shown = render_component(landed.notifications[0].view["notebook"])
+    shown = render_component(notified(coordinator, landed)[0].view["notebook"])
     assert "In [1] (agent):" in shown and "pd.read_csv" in shown
 
 

@@ -17,6 +17,7 @@ from cogym_lab.core.messages import TeamMember
 from cogym_lab.datasets import DATA_ENV_VAR
 from cogym_lab.envs.tabular_analysis import TabularAnalysisEnv
 from cogym_lab.kernels.sandbox import KernelSandbox, kernel_environment
+from tests.support.notified import notified
 
 pytestmark = [pytest.mark.usefixtures("no_ambient_lm"), pytest.mark.timeout(180)]
 TEAM = [TeamMember(role="agent"), TeamMember(role="user", kind="user")]
@@ -55,7 +56,7 @@ async def run_cell(coordinator: Coordinator, code: str, at: float) -> str:
                                            "args": {"code": code}}, at)
     (role, deferred), = started.deferred
     landed = coordinator.apply_follow_up(role, await deferred.work(), at + 0.5)
-    notification = next(n for n in landed.notifications if n.recipient == "agent")
+    notification = next(n for n in notified(coordinator, landed) if n.recipient == "agent")
     cell = notification.view["notebook"].content["cells"][-1]
     assert cell["status"] == "ok", cell
     return "".join(output["text"] for output in cell["outputs"])

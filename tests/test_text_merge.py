@@ -19,6 +19,7 @@ from cogym_lab.envs.related_work import RelatedWorkEnv
 from cogym_lab.envs.tabular_analysis import TabularAnalysisEnv
 from cogym_lab.envs.travel_planning import TravelPlanningEnv
 from cogym_lab.nodes.session import Session, SessionConfig
+from tests.support.notified import notified
 
 # Letters, spaces, newlines and characters outside the BMP (the CRDT must count them right).
 CHARS = st.sampled_from(list("abc xyz\n.,éß") + ["😀", "🎉", "中"])
@@ -207,7 +208,7 @@ def test_agent_and_person_edit_the_same_base_concurrently_and_both_are_kept() ->
     assert "merged" not in person.events[0].info  # nothing had changed since its base
     assert agent.events[0].info["merged"] == "editor"
     assert agent.events[0].action == f"EDITOR_UPDATE(text={_json(BOTH)})"  # the log: merged
-    assert agent.notifications[0].view["editor"].content == BOTH
+    assert notified(coordinator, agent)[0].view["editor"].content == BOTH
 
 
 def _json(text: str) -> str:
@@ -354,7 +355,7 @@ async def test_a_person_save_sent_with_its_base_over_the_bus_is_merged() -> None
     runner = asyncio.create_task(session.run())
     async with asyncio.timeout(60):
         async for message in notes:
-            if message["view"]["components"][0]["content"] == AGENT_TEXT:
+            if any(c["content"] == AGENT_TEXT for c in message["components"]):
                 break
         await bus.publish(step_channel(session.session_id), StepRequest(
             role="person", action=_update(PERSON_TEXT), base=BASE).model_dump(mode="json"))

@@ -14,6 +14,7 @@ from cogym_lab.core.messages import EventType, TeamMember
 from cogym_lab.envs import make_env
 from cogym_lab.envs.travel_planning import TravelPlanningEnv
 from cogym_lab.testing import ScriptedOpenAIServer
+from tests.support.notified import notified
 from tests.support.travel_scripts import TravelRolePlay, simple_plan
 from tests.test_travel_grader import BURBANK, variant
 
@@ -31,7 +32,7 @@ def test_every_instance_is_reachable_by_number():
 def test_the_agent_gets_the_request_and_only_the_user_the_preferences():
     env = make_env("travel_planning", instance=0)
     coordinator = Coordinator(env, TEAM, session_id="t")
-    start = {n.recipient: n for n in coordinator.start(0.0).notifications}
+    start = {n.recipient: n for n in notified(coordinator, coordinator.start(0.0))}
     description = start["agent"].context.task_description
     assert "Salt Lake City" in description and "Burbank" in description
     assert "2022-03-12" in description and "Day 1:" in description  # the plan form is shown
@@ -48,15 +49,15 @@ def test_searches_are_private_and_the_plan_is_shared():
     searched = coordinator.handle(
         "agent", 'FLIGHT_SEARCH(origin="Salt Lake City", destination="Burbank", '
                  'date="2022-03-12")', 1.0)
-    assert [n.recipient for n in searched.notifications] == ["agent"]
-    table = searched.notifications[0].view["search"].content
+    assert [n.recipient for n in notified(coordinator, searched)] == ["agent"]
+    table = notified(coordinator, searched)[0].view["search"].content
     assert any(row["Flight Number"] == "F3846241" for row in table["rows"])
-    user_view = coordinator.sync("user", 2.0).view["search"].content
+    user_view = coordinator.env.view("user")["search"].content
     assert user_view == {}  # the user's own search window is untouched
 
     wrote = coordinator.handle("user", 'EDITOR_UPDATE(text="Day 1:\\nCurrent City: Burbank")', 3.0)
-    assert sorted(n.recipient for n in wrote.notifications) == ["agent", "user"]
-    assert wrote.notifications[0].view["plan"].content.startswith("Day 1:")
+    assert sorted(n.recipient for n in notified(coordinator, wrote)) == ["agent", "user"]
+    assert notified(coordinator, wrote)[0].view["plan"].content.startswith("Day 1:")
 
     bad = coordinator.handle("agent", 'DISTANCE_MATRIX(origin="A", destination="B", mode="boat")',
                              4.0)

@@ -16,6 +16,7 @@ from cogym_lab.teams.build import build_team
 from cogym_lab.testing import Reply, ScriptedOpenAIServer
 from cogym_lab.users import Move, Persona, SimulatedUser
 from tests.support.lm_scripts import TodoRolePlay, classify
+from tests.support.notified import notified
 
 HIDDEN = "You will not go without: rain jacket, headlamp."
 
@@ -29,10 +30,10 @@ def user_for(server, persona: Persona | None = None, **options):
     user = SimulatedUser(lm, HIDDEN, persona=persona or Persona(), **options)
     coordinator = Coordinator(TodoEnv(), [TeamMember(role="agent"), TeamMember(role="user", kind="user")],
                               session_id="u")
-    first = {n.recipient: n for n in coordinator.start(0.0).notifications}
+    first = {n.recipient: n for n in notified(coordinator, coordinator.start(0.0))}
     user.start(first["user"].context)
     asked = coordinator.handle("agent", 'SEND_TEAMMATE_MESSAGE(message="Is it cold there?")', 1.0)
-    return user, next(n for n in asked.notifications if n.recipient == "user")
+    return user, next(n for n in notified(coordinator, asked) if n.recipient == "user")
 
 
 def test_persona_switches_decide_which_moves_exist(server):

@@ -185,9 +185,10 @@ def _notification_with(predicate):
     return lambda m: m.get("type") == "notification" and predicate(m["data"])
 
 
-def _checklist(notification: dict[str, Any]) -> list[str]:
-    component = next(c for c in notification["view"]["components"] if c["name"] == "checklist")
-    return [item["text"] for item in component["content"]]
+def _checklist(update: dict[str, Any]) -> list[str]:
+    """The checklist an update frame carries; empty when the event left it as it was."""
+    component = next((c for c in update["components"] if c["name"] == "checklist"), None)
+    return [item["text"] for item in component["content"]] if component else []
 
 
 async def test_local_mode_relays_a_hosted_session_both_ways(host, comms, tmp_path) -> None:
@@ -312,12 +313,14 @@ class Gallery(CoEnv):
 
 
 def _for_user(transition) -> dict[str, Any]:
-    note = next(n for n in transition.notifications if n.recipient == "user")
-    return note.model_dump(mode="json")
+    (update,) = [u for u in transition.updates if u.recipient == "user"]
+    return update.model_dump(mode="json")
 
 
 def _gallery_notifications() -> dict[str, dict[str, Any]]:
-    """Real notifications to the person, from a real coordinator."""
+    """Real updates to the person, from a real coordinator: one per event, each only what the
+    event changed, so a test delivers them all, in order (the panel's copy asks for a sync at a
+    gap, which would send a second hello)."""
     coordinator = Coordinator(Gallery(), [TeamMember(role="agent", kind="agent"),
                                           TeamMember(role="user", kind="person")],
                               session_id="gallery-1")
@@ -327,9 +330,11 @@ def _gallery_notifications() -> dict[str, dict[str, Any]]:
                                                   "- one\n- two\n[bad](javascript:alert(1))"}},
         1001.0))
     notes["library"] = _for_user(coordinator.handle("agent", 'ADD_PAPER(title="BERT")', 1002.0))
+    notes["echo"] = _for_user(coordinator.handle("user", {  # the person's own message, back
+        "name": "SEND_TEAMMATE_MESSAGE", "args": {"message": "first question"}}, 1002.2))
     plan = [f"Step {n}" for n in range(1, 31)]
-    coordinator.handle("agent", {"name": "EDITOR_UPDATE", "args": {"text": "\n".join(plan)}},
-                       1002.5)
+    notes["plan"] = _for_user(coordinator.handle("agent", {
+        "name": "EDITOR_UPDATE", "args": {"text": "\n".join(plan)}}, 1002.5))
     plan[14] = "A new line by the agent."  # one line of thirty changes
     notes["confirm"] = _for_user(coordinator.handle("agent", {
         "name": "REQUEST_TEAMMATE_CONFIRM", "args": {"pending_action": format_action(Action(
@@ -458,7 +463,9 @@ async def test_the_panel_renders_every_view_safely_and_sends_actions(browser) ->
     assert "cogym-changed" not in (await page.get_attribute(_by("view-editor"), "class") or "")
 
     # The editor saves the whole text with the base it started from.
-    original = notes["start"]["view"]["components"][0]["content"]
+    assert notes["start"]["whole"] and not notes["library"]["whole"]
+    assert [c["name"] for c in notes["library"]["components"]] == ["library"]  # only the change
+    original = notes["start"]["components"][0]["content"]
     await page.fill(_by("editor-textarea"), original + "My own line.\n")
     assert await page.get_attribute(_by("editor-state"), "data-state") == "editing"
     await page.click(_by("editor-save"))
@@ -473,14 +480,11 @@ async def test_the_panel_renders_every_view_safely_and_sends_actions(browser) ->
         await page.press(_by("chat-input"), "Enter")
     pending = await page.query_selector_all(_by("chat-pending", state="sent"))
     assert len(pending) == 2
-    echoed = json.loads(json.dumps(notes["library"]))
-    echoed["seq"] = 99
-    echoed["chat"].append({"seq": 98, "time": 1002.5, "sender": "user",
-                           "text": "first question", "to": None})
-    await page.evaluate(deliver, {"type": "notification", "data": echoed})
+    await page.evaluate(deliver, {"type": "notification", "data": notes["echo"]})
     await page.wait_for_function(
         "document.querySelectorAll('[data-testid=chat-pending]').length === 1", timeout=30_000)
     assert "first question" in await page.inner_text(_by("chat-message", sender="user"))
+    await page.evaluate(deliver, {"type": "notification", "data": notes["plan"]})
 
     # A search result's own button sends the action that picks it, with its id.
     pick = _by("item-pick", item="p1")
@@ -640,7 +644,7 @@ async def test_a_read_only_panel_shows_everything_and_sends_nothing(browser) -> 
     page, errors = await _open_page(browser, "http://panel.test",
                                     LOCAL_STATE | {"readonly": True})
     deliver = "(message) => window.deliver(message)"
-    for step in ("start", "message", "library", "confirm", "confirm2"):
+    for step in ("start", "message", "library", "echo", "plan", "confirm", "confirm2"):
         await page.evaluate(deliver, {"type": "notification", "data": notes[step]})
     await page.evaluate(deliver, {"type": "status", "data": {
         "role": "agent", "status": "acting", "ts": 1001.0, "last_action": 'ADD_PAPER(title="x")'}})
@@ -682,7 +686,8 @@ async def test_a_read_only_panel_shows_everything_and_sends_nothing(browser) -> 
         "role": "agent", "status": "waiting", "ts": 1002.0}})
     assert await page.locator(_by("pause-button")).is_disabled()
     # The end: the scores card as for a person, no rating form.
-    await page.evaluate(deliver, {"type": "notification", "data": notes["end"]})
+    for step in ("paused", "end"):  # every update, in order: none is missed
+        await page.evaluate(deliver, {"type": "notification", "data": notes[step]})
     await page.wait_for_selector(_by("scores-card"), state="visible", timeout=30_000)
     assert await page.locator(_by("rating-form")).is_hidden()
     assert await root.evaluate(ENABLED_CONTROLS) == VIEW_ONLY_CONTROLS

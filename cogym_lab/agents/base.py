@@ -243,7 +243,7 @@ class LMAgent(abc.ABC):
             if event.actor != self.role or not event.action:
                 continue
             for step in reversed(self.history):
-                if step.status == "pending" and step.action == event.action:
+                if step.status == "pending" and event.records(step.action):
                     step.status, step.error = event.status, event.error
                     break
 

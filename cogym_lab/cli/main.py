@@ -149,12 +149,12 @@ def replay_command(results_dir: Path, seq: int | None) -> None:
     from cogym_lab.nodes import ReplayMismatch, replay
 
     try:
-        replayed = replay(results_dir)
+        replayed = replay(results_dir, keep=[] if seq is None else [seq])
         state = replayed.final_state if seq is None else replayed.state_at(seq)
     except (FileNotFoundError, KeyError, ValueError, ReplayMismatch) as error:
         # ValueError: a log damaged before its last line (LogReadError names file and line)
         raise click.ClickException(f"cannot replay {results_dir}: {error}") from None
-    console.print(f"Replayed {len(replayed.frames)} events.")
+    console.print(f"Replayed {len(replayed.events)} events.")
     click.echo(json.dumps(state, indent=2, ensure_ascii=False))
 
 

@@ -38,15 +38,19 @@ state) and JSON: a structured action is kept as the JSON the log can hold, so a 
 re-read on replay exactly as it was refused live. A role that is not a string is refused like an
 unknown one.
 
-A notification's size does not grow with the number of seats: it carries the step counts of its
-recipient and of the members who are not people (agents and simulated users), its event lists
-no other people among the recipients, and the team's context goes to a member once (its first
-notification, START, a sync, and to an agent again when it is resumed), listing for a person
-only the non-people and itself.
+What a member is sent is an :class:`Update`: the event and what it changed for that member (the
+components whose content changed, the messages sent since its previous update), never the whole
+chat or the untouched parts of its view, so its size does not grow with the session's length
+(``docs/notifications.md``). Members keep their own copy (``core.member_copy``). Nor does it grow
+with the number of seats: it carries the step counts of its recipient and of the members who are
+not people (agents and simulated users), its event lists no other people among the recipients,
+and the team's context goes to a member only with a whole update (its first, START, END, a sync,
+and to an agent again when it is resumed), listing for a person only the non-people and itself.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -61,14 +65,15 @@ from cogym_lab.core.messages import (
     Confirmation,
     Event,
     EventType,
-    Notification,
     SessionContext,
     TeamMember,
+    Update,
 )
 from cogym_lab.core.observation import Observation
 from cogym_lab.core.replacements import ReplacementTracker
 from cogym_lab.core.text import clean, clean_text
 from cogym_lab.core.text_merge import PrecomputedMerge, reusing
+from cogym_lab.core.view_versions import Prints, ViewVersions
 
 DEFAULT_AGENT_STEP_LIMIT = 30
 
@@ -81,16 +86,16 @@ def default_step_limits(team: Iterable[TeamMember], agent_limit: int = DEFAULT_A
 
 @dataclass
 class Transition:
-    """What one input produced: the events to log, the notifications to send, and slow work
-    (role, Deferred) that actions started, for the EnvNode to run."""
+    """What one input produced: the events to log, the updates to send (one per member it
+    notifies), and slow work (role, Deferred) that actions started, for the EnvNode to run."""
 
     events: list[Event] = field(default_factory=list)
-    notifications: list[Notification] = field(default_factory=list)
+    updates: list[Update] = field(default_factory=list)
     deferred: list[tuple[str, Deferred]] = field(default_factory=list)
 
     def extend(self, other: Transition) -> Transition:
         self.events += other.events
-        self.notifications += other.notifications
+        self.updates += other.updates
         self.deferred += other.deferred
         return self
 
@@ -140,7 +145,8 @@ class Coordinator:
         self.done = False
         self.end_reason: str | None = None
         self._confirmations_made = 0
-        self._last_seq: dict[str, int] = {}
+        self._last_seq: dict[str, int] = {}  # role -> the seq of the last update it was sent
+        self._versions = ViewVersions()  # what each role was shown, for its next update
         self._request: tuple[str, str | None] | None = None  # (role, request id) being handled
         self._task_specs = {spec.name: spec for spec in env.action_specs(include_internal=True)}
         self._follow_up_of: str | None = None  # the role whose deferred result is being applied
@@ -263,7 +269,7 @@ class Coordinator:
         return self._emit(now, EventType.END, None, self.team_roles(), skip_paused=False,
                           info={"reason": reason, **info})
 
-    def sync(self, role: str, now: float) -> Notification | None:
+    def sync(self, role: str, now: float) -> Update | None:
         """The current state for ``role``, for a member that (re)joins. Not an event.
 
         ``None`` for a paused agent: it receives nothing until resumed, when it is told all.
@@ -271,16 +277,16 @@ class Coordinator:
         if not isinstance(role, str) or role not in self.members or role in self.paused:
             return None
         event = Event(seq=self.seq, time=now, type=EventType.SYNC, recipients=[role])
-        return self._notification(role, event, now, with_context=True)
+        return self._update(role, event, now, with_context=True)
 
-    def watch(self, role: str, now: float) -> Notification | None:
-        """What ``role`` sees now, as a sync notification for someone watching over its
-        shoulder (a read-only panel). Changes nothing: the member's own notifications go on as
-        if nobody watched. ``None`` before the start and for a role not in the team."""
-        if not self.started_at or not isinstance(role, str) or role not in self.members:
+    def watch(self, role: str, now: float) -> Update | None:
+        """What ``role`` sees now, as a whole ``sync`` update for someone watching over its
+        shoulder (a read-only panel). Changes nothing: the member's own updates go on as if
+        nobody watched. ``None`` before the start and for a role not in the team."""
+        if self.seq == 0 or not isinstance(role, str) or role not in self.members:
             return None
         event = Event(seq=self.seq, time=now, type=EventType.SYNC, recipients=[role])
-        return self._notification(role, event, now, with_context=True, watcher=True)
+        return self._update(role, event, now, with_context=True, watcher=True)
 
     def replay(self, event: Event) -> Transition:
         """Re-apply a logged event to a fresh coordinator."""
@@ -644,41 +650,50 @@ class Coordinator:
             fields["info"] = {**fields.get("info", {}), "observed": True}
         event = Event(seq=self.seq, time=now, type=type_, actor=actor, recipients=delivered,
                       request_id=request_id, **fields)
-        # The context again only where it may be news: everyone at the start, and the agents
-        # a RESUME wakes (they were told nothing while paused).
-        given_context = set(delivered) if type_ is EventType.START else set(
+        # Whole updates (with the context) only where it may be news: everyone at the start and
+        # at the end (the last state, whole, even to a member that missed updates), and the
+        # agents a RESUME wakes (they were told nothing while paused).
+        given_context = set(delivered) if type_ in (EventType.START, EventType.END) else set(
             event.info.get("agents", ())) if type_ is EventType.RESUME else set()
         views = self.env.views(delivered)
+        sent = event.as_sent()  # once for all its recipients
+        prints: Prints = {}  # each shared component fingerprinted once for all of them too
         transition = Transition(
             events=[event],
-            notifications=[self._notification(r, event, now, r in given_context, views[r])
-                           for r in delivered],
+            updates=[self._update(r, sent, now, r in given_context, views[r], prints=prints)
+                     for r in delivered],
         )
         if self.seq >= self.max_events and type_ is not EventType.END and not self.done:
             transition.extend(self.end(now, "event_limit"))
         return transition
 
-    def _notification(self, role: str, event: Event, now: float, with_context: bool = False,
-                      view: Observation | None = None, watcher: bool = False) -> Notification:
-        """``role``'s notification of ``event``; for a ``watcher``, one that records nothing
-        about what the member was shown."""
+    def _update(self, role: str, event: Event, now: float, with_context: bool = False,
+                view: Observation | None = None, watcher: bool = False,
+                prints: Prints | None = None) -> Update:
+        """``role``'s update for ``event``: what changed for it since its previous update, or
+        its whole state when it gets the context (its first update, START, END, a sync, a
+        RESUME that wakes it) or watches. For a ``watcher``, it records nothing about what the
+        member was shown."""
         prev_seq = None if watcher else self._last_seq.get(role)
-        chat = self.visible_chat(role)
+        whole = with_context or prev_seq is None
         view = view or self.env.view(role)
+        changed, versions = self._versions.diff(role, view, event.seq, record=not watcher,
+                                                cache=prints)
         if not watcher:
             self._last_seq[role] = event.seq
             if self._replacements.components:
                 self._replacements.shown(role, event.seq, view)
         # Every part is already a validated model: skip re-validating on the hot path.
-        return Notification.model_construct(
+        return Update.model_construct(
             session_id=self.session_id,
             seq=event.seq,
             prev_seq=prev_seq,
             recipient=role,
             event=self._event_for(role, event),
-            view=view,
-            chat=chat,
-            new_messages=[m for m in chat if m.seq > (prev_seq or 0) and m.sender != role],
+            whole=whole,
+            components=list(view.components) if whole else changed,
+            versions=versions,
+            messages=self._chat_since(role, None if whole else prev_seq),
             pending_confirmations=list(self.pending.values()),
             step_counts=self._counts_for(role, self.step_counts),
             step_limits=self._counts_for(role, self.step_limits),
@@ -687,9 +702,14 @@ class Coordinator:
             time=now,
             done=self.done,
             end_reason=self.end_reason,
-            context=self.context(role) if with_context or prev_seq is None else None,
-            merged_events=[],  # given, not defaulted: resolving a default_factory here is slow
+            context=self.context(role) if whole else None,
         )
+
+    def _chat_since(self, role: str, seq: int | None) -> list[ChatMessage]:
+        """The messages ``role`` may see that were sent after event ``seq`` (all for ``None``):
+        a search, not a scan, since the chat is in ``seq`` order."""
+        start = 0 if seq is None else bisect.bisect_right(self.chat, seq, key=_message_seq)
+        return [message for message in self.chat[start:] if message.visible_to(role)]
 
     def _event_for(self, role: str, event: Event) -> Event:
         """``event`` as ``role`` is sent it: its recipients without the other people (the
@@ -712,6 +732,10 @@ class Coordinator:
         if role in counts:
             shown[role] = counts[role]
         return shown
+
+
+def _message_seq(message: ChatMessage) -> int:
+    return message.seq
 
 
 def _as_text(raw: Any) -> str:

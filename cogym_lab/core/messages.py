@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cogym_lab.core.actions import ActionSpec
-from cogym_lab.core.observation import Observation
+from cogym_lab.core.observation import Component, Observation
 from cogym_lab.core.progress import Progress
 
 MemberKind = Literal["agent", "user", "person"]
@@ -46,6 +46,15 @@ class EventType(StrEnum):
     SYNC = "sync"  # a member asked for the current state; never logged
 
 
+#: How much of a logged action (or of a text in its ``info``) an update repeats: what the action
+#: changed travels in the update's components, so a long text need not travel twice.
+SENT_TEXT_CHARS = 2000
+
+
+def _shortened(text: str) -> str:
+    return text[:SENT_TEXT_CHARS - 1] + "…"
+
+
 class Event(BaseModel):
     """One line of ``events.jsonl``. Small on purpose: never a copy of the chat or the views."""
 
@@ -61,6 +70,31 @@ class Event(BaseModel):
     reward: float | None = None
     info: dict[str, Any] = Field(default_factory=dict)
     request_id: str | None = None  # the StepRequest that caused it, so its sender sees the ack
+
+    def as_sent(self) -> Event:
+        """This event as updates carry it: an action, and texts in ``info``, longer than
+        :data:`SENT_TEXT_CHARS` are shortened (the log keeps them whole), and
+        ``info["action_chars"]`` gives the full action's length."""
+        long_action = self.action is not None and len(self.action) > SENT_TEXT_CHARS
+        long_info = [key for key, value in self.info.items()
+                     if isinstance(value, str) and len(value) > SENT_TEXT_CHARS]
+        if not long_action and not long_info:
+            return self
+        info = {**self.info, **{key: _shortened(self.info[key]) for key in long_info}}
+        update: dict[str, Any] = {"info": info}
+        if long_action and self.action is not None:
+            update["action"] = _shortened(self.action)
+            info["action_chars"] = len(self.action)
+        return self.model_copy(update=update)
+
+    def records(self, action: str) -> bool:
+        """Whether this event, as logged or as sent, records ``action``."""
+        if self.action is None:
+            return False
+        full = self.info.get("action_chars")
+        if isinstance(full, int) and len(self.action) < full:  # shortened on the way
+            return len(action) == full and action.startswith(self.action[:-1])
+        return self.action == action
 
 
 class ChatMessage(BaseModel):
@@ -102,11 +136,14 @@ class SessionContext(BaseModel):
 
 
 class Notification(BaseModel):
-    """What a member receives on ``{session}/{role}/obs``: the event and its full current view.
+    """What a member acts on: one event and the member's whole current state after it.
+
+    Members never receive this over the bus: the env sends :class:`Update` frames, which carry
+    only what changed, and the member's :class:`~cogym_lab.core.member_copy.MemberCopy` keeps
+    the whole state and hands the member this.
 
     ``seq`` is the session-wide event number; ``prev_seq`` is the ``seq`` of the previous
-    notification sent to this recipient, so a member that sees ``prev_seq`` differ from the last
-    ``seq`` it received knows it missed one and can ask for a sync.
+    notification sent to this recipient.
     """
 
     session_id: str
@@ -129,6 +166,47 @@ class Notification(BaseModel):
     end_reason: str | None = None
     context: SessionContext | None = None  # on start, a first notification, sync; resumed agents
     merged_events: list[Event] = Field(default_factory=list)  # filled by AgentNode when merging
+
+
+class Update(BaseModel):
+    """What the env sends a member on ``{session}/{role}/obs``: one event and what it changed.
+
+    A member keeps its own copy of its view and chat (``MemberCopy``) and applies each update
+    to it, so an update's size does not grow with the chat or with the parts of the view that
+    did not change. ``docs/notifications.md`` describes the format.
+
+    * ``whole``: ``components`` is the whole view and ``messages`` the whole chat the member
+      may see; the receiver replaces its copy. Sent with the first update a member gets, at the
+      start, on a join or a sync, to an agent a RESUME wakes, and to a watcher.
+    * Otherwise ``components`` holds the components that changed (or appeared) since the
+      member's previous update, and ``messages`` the messages it may see that were sent since
+      then (its own included).
+    * ``versions`` names every component of the view, in display order, with the ``seq`` of the
+      event at which it last changed for this member. A component left out of ``components``
+      must be in the receiver's copy at exactly that version, and ``prev_seq`` must be the last
+      ``seq`` it received; otherwise it missed an update and asks for a sync.
+    """
+
+    session_id: str
+    seq: int
+    prev_seq: int | None
+    recipient: str
+    event: Event  # as logged, but a person is not sent the other people among its recipients
+    whole: bool
+    components: list[Component]
+    versions: dict[str, int]
+    messages: list[ChatMessage]
+    pending_confirmations: list[Confirmation]
+    # The recipient's own count and limit, and those of every member who is not a person
+    # (agents and simulated users): never the whole table of a team with many people seats.
+    step_counts: dict[str, int]
+    step_limits: dict[str, int]
+    paused: list[str]
+    started_at: float
+    time: float
+    done: bool = False
+    end_reason: str | None = None
+    context: SessionContext | None = None  # with the member's first update, a sync, a RESUME
 
 
 #: What a step request asks: to act, to join the session, or for the current state.

@@ -7,10 +7,11 @@ from cogym_lab.nodes.member_node import (
     UserNode,
     merge_notifications,
 )
-from cogym_lab.nodes.replay import Replay, ReplayFrame, ReplayMismatch, replay
+from cogym_lab.nodes.replay import Replay, ReplayMismatch, replay, replay_states
 from cogym_lab.nodes.session import Session, SessionConfig, SessionResult
 
 __all__ = [
-    "AgentNode", "EnvNode", "MemberNode", "Replay", "ReplayFrame", "ReplayMismatch", "Session",
+    "AgentNode", "EnvNode", "MemberNode", "Replay", "ReplayMismatch", "Session",
     "SessionConfig", "SessionResult", "UserNode", "merge_notifications", "replay",
+    "replay_states",
 ]

@@ -12,16 +12,23 @@ from typing import Any
 from pydantic import ValidationError
 
 from cogym_lab.bus import Bus, Subscription
-from cogym_lab.core import Deferred, Notification
+from cogym_lab.core import Deferred
 from cogym_lab.core.coordinator import Coordinator, Transition
 from cogym_lab.core.grammar import RawAction
-from cogym_lab.core.messages import Event, EventType, StepRequest, obs_channel, step_channel
+from cogym_lab.core.messages import (
+    Event,
+    EventType,
+    StepRequest,
+    Update,
+    obs_channel,
+    step_channel,
+)
 from cogym_lab.core.text_merge import PrecomputedMerge, merge_off_loop, worth_offloading
 from cogym_lab.nodes.restore import Restored
 
 log = logging.getLogger(__name__)
 EventObserver = Callable[[Event], Any]
-NotificationWatcher = Callable[[Notification], None]
+UpdateWatcher = Callable[[Update], None]
 
 #: The end reason of a session whose event log could not be written.
 LOG_FAILED = "log_failed"
@@ -61,7 +68,7 @@ class EnvNode:
     END reaches the members but is not logged either, so the log stays a replayable prefix), and
     :attr:`log_failure` says why.
 
-    ``watchers`` see every notification just before it is published (the leakage guard).
+    ``watchers`` see every update just before it is published (the leakage guard).
 
     ``restored`` (from :func:`cogym_lab.nodes.restore.restore`) carries on a session whose
     coordinator was rebuilt from its log: instead of starting, every member gets the current
@@ -72,7 +79,7 @@ class EnvNode:
                  join_timeout: float = 30.0, seed: int | None = None,
                  recorders: Iterable[EventObserver] = (),
                  observers: Iterable[EventObserver] = (),
-                 watchers: Iterable[NotificationWatcher] = (),
+                 watchers: Iterable[UpdateWatcher] = (),
                  restored: Restored | None = None) -> None:
         self.bus = bus
         self.coordinator = coordinator
@@ -209,10 +216,10 @@ class EnvNode:
             await self._send_state(request.role, now)
 
     async def _send_state(self, role: str, now: float) -> None:
-        notification = self.coordinator.sync(role, now)
-        if notification is not None:
-            self._watch([notification])
-            await self.bus.publish(obs_channel(self.session_id, role), notification)
+        update = self.coordinator.sync(role, now)
+        if update is not None:
+            self._watch([update])
+            await self.bus.publish(obs_channel(self.session_id, role), update)
 
     async def _resume(self, restored: Restored) -> None:
         """Carry on a restored session: everyone gets the current state (with its context, so
@@ -239,9 +246,9 @@ class EnvNode:
                         await result
                 except Exception:  # an observer's bug must not stop the session
                     log.exception("event observer failed on event %s", event.seq)
-        self._watch(transition.notifications)
+        self._watch(transition.updates)
         await self.bus.publish_many([
-            (obs_channel(self.session_id, n.recipient), n) for n in transition.notifications])
+            (obs_channel(self.session_id, u.recipient), u) for u in transition.updates])
         for role, deferred in transition.deferred:
             self._start_deferred(role, deferred, transition.events[0])
 
@@ -266,24 +273,23 @@ class EnvNode:
         log.error("session %s stops: %s", self.session_id, self.log_failure)
         ending = self.coordinator.end(time.time(), LOG_FAILED, unlogged_seq=event.seq)
         # If the unlogged event was itself the END, the members still need to hear of it.
-        ends = ending.notifications or [n for n in transition.notifications
-                                        if n.event.type is EventType.END]
+        ends = ending.updates or [u for u in transition.updates if u.event.type is EventType.END]
         try:
             await self.bus.publish_many([
-                (obs_channel(self.session_id, n.recipient), n) for n in ends])
+                (obs_channel(self.session_id, u.recipient), u) for u in ends])
         except Exception:  # a transport that fails too must not hide the log failure
             log.exception("session %s: the END after the log failure was not sent",
                           self.session_id)
         if self._subscription is not None:
             await self._subscription.close()  # wakes run() wherever it waits
 
-    def _watch(self, notifications: list[Notification]) -> None:
+    def _watch(self, updates: list[Update]) -> None:
         for watcher in self.watchers:
-            for notification in notifications:
+            for update in updates:
                 try:
-                    watcher(notification)
+                    watcher(update)
                 except Exception:  # a watcher's bug must not stop the session
-                    log.exception("notification watcher failed on event %s", notification.seq)
+                    log.exception("update watcher failed on event %s", update.seq)
 
     def _start_deferred(self, role: str, deferred: Deferred, started_by: Event) -> None:
         task = asyncio.create_task(self._run_deferred(role, deferred, started_by))

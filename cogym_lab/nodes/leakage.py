@@ -1,14 +1,15 @@
 """The leakage guard: did anything a task keeps hidden reach an agent other than through a person?
 
 A task declares its hidden strings (``CoEnv.hidden_strings``: a gold answer, a hidden
-preference). While a session runs, the guard searches every notification sent to an agent and
+preference). While a session runs, the guard searches every update sent to an agent and
 every prompt an agent's LM was given for them. A hidden string may reach an agent honestly: the
 human side wrote it itself (in a message or an action), or the agent wrote it before it was ever
 shown it (a finding phrased exactly as the gold one), so at the end such hits are excused; what
 is left is reported in ``session.json`` as ``leakage``.
 
 Matching ignores case and collapses whitespace, so a string wrapped over lines by a printout is
-still found. Only views that changed since the role's last notification are searched again.
+still found. Only what an update carries is searched: the components that changed for
+the role and the messages new to it.
 """
 
 from __future__ import annotations
@@ -20,10 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from cogym_lab.core import Notification
 from cogym_lab.core.actions import ActionError
 from cogym_lab.core.grammar import parse_canonical
-from cogym_lab.core.messages import Event
+from cogym_lab.core.messages import Event, Update
 from cogym_lab.core.text import string_leaves
 
 _SPACE = re.compile(r"\s+")
@@ -70,7 +70,6 @@ class LeakageGuard:
     _agent_wrote: dict[tuple[str, str], int] = field(default_factory=dict, init=False)
     _last_seq: dict[str, int] = field(default_factory=dict, init=False)
     _hits: dict[tuple[str, str, str], LeakHit] = field(default_factory=dict, init=False)
-    _last_content: dict[tuple[str, str], Any] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self._needles = {needle: text for text in self.hidden
@@ -80,25 +79,23 @@ class LeakageGuard:
     def active(self) -> bool:
         return bool(self._needles) and bool(self.agents)
 
-    def watch_notification(self, notification: Notification) -> None:
-        """Search what ``notification`` shows its recipient, if it is an agent."""
-        role = notification.recipient
+    def watch_update(self, update: Update) -> None:
+        """Search what ``update`` shows its recipient, if it is an agent: the components and
+        messages it carries are exactly what is new to it."""
+        role = update.recipient
         if not self.active or role not in self.agents:
             return
-        seq = notification.seq
+        seq = update.seq
         self._last_seq[role] = max(seq, self._last_seq.get(role, 0))
-        for component in notification.view.components:
-            key = (role, component.name)
-            if key in self._last_content and self._last_content[key] == component.content:
-                continue  # searched already when it last changed
-            self._last_content[key] = component.content
+        for component in update.components:
             self._search(role, f"view:{component.name}", seq, component.content)
-        for message in notification.new_messages:
-            self._search(role, "chat", seq, message.text)
-        for request in notification.pending_confirmations:
+        for message in update.messages:
+            if message.sender != role:
+                self._search(role, "chat", seq, message.text)
+        for request in update.pending_confirmations:
             self._search(role, "confirmation", seq, request.pending_action)
-        if notification.context is not None:
-            self._search(role, "context", seq, notification.context.task_description)
+        if update.context is not None:
+            self._search(role, "context", seq, update.context.task_description)
 
     def watch_prompt(self, role: str, messages: Iterable[Mapping[str, Any]],
                      purpose: str = "") -> None:

@@ -1,5 +1,9 @@
 """Member nodes: wrap an agent, a simulated user or any object with ``start``, ``act`` and ``end``.
 
+The env sends only what each event changed; the node keeps the member's copy of its view and
+chat (``MemberCopy``), asks for a sync when it missed an update, and hands the member whole
+notifications.
+
 The node receives notifications in the background while its member thinks. Whatever arrived in
 the meantime is merged into one notification: the newest view, every message not yet seen, and
 the list of events it stands for. So nothing is dropped.
@@ -29,12 +33,14 @@ from cogym_lab.core.actions import ActionSpec
 from cogym_lab.core.collaboration import NOT_ECHOED, WAIT_TEAMMATE_CONTINUE
 from cogym_lab.core.grammar import parse_action
 from cogym_lab.core.member import Member
+from cogym_lab.core.member_copy import MemberCopy, OutOfSync
 from cogym_lab.core.messages import (
     AgentState,
     AgentStatus,
     EventType,
     MemberKind,
     StepRequest,
+    Update,
     WaitingFor,
     obs_channel,
     status_channel,
@@ -42,6 +48,10 @@ from cogym_lab.core.messages import (
 )
 
 log = logging.getLogger(__name__)
+
+#: Seconds before a member that missed an update asks for a sync again, if none came.
+SYNC_RETRY_SECONDS = 5.0
+
 
 def merge_notifications(batch: list[Notification]) -> Notification:
     """One notification standing for ``batch``: newest state, all unseen messages, all events."""
@@ -84,10 +94,11 @@ class MemberNode:
         self.results_dir = Path(results_dir) if results_dir else None
         self.final: Notification | None = None
         self.stats = {"notifications": 0, "merged": 0, "acts": 0, "actions_sent": 0,
-                      "act_failures": 0, "gaps": 0}
+                      "act_failures": 0, "gaps": 0, "syncs_asked": 0}
         self._inbox: list[Notification] = []
         self._wake = asyncio.Event()
-        self._last_seq: int | None = None
+        self._copy = MemberCopy(role)  # the view and chat, kept up to date from updates
+        self._gap_asked_at: float | None = None  # when a sync was asked for a missed update
         self._started = False
         self._specs: dict[str, ActionSpec] = {}
         self.ack_timeout = ack_timeout
@@ -114,34 +125,50 @@ class MemberNode:
     async def request_sync(self) -> None:
         """Ask the env for the current state (after a reconnect or a detected gap)."""
         self._syncs_asked.append(self._awaiting)
+        self.stats["syncs_asked"] += 1
         await self._send(StepRequest(role=self.role, kind="sync"))
 
     async def _receive(self, subscription: Any) -> None:
         async for message in subscription:
             try:
-                notification = Notification.model_validate(message)
+                update = Update.model_validate(message)
             except ValidationError as error:
-                log.warning("%s: ignoring a malformed notification: %s", self.role, error)
+                log.warning("%s: ignoring a malformed update: %s", self.role, error)
                 continue
-            sync = notification.event.type is EventType.SYNC
-            if not sync and self._last_seq is not None and notification.seq <= self._last_seq:
-                continue  # already seen
-            if not sync and notification.prev_seq != self._last_seq and self._started:
-                self.stats["gaps"] += 1
-                await self.request_sync()
-            self._last_seq = max(self._last_seq or 0, notification.seq)
+            notification = await self._apply(update)
+            if notification is None:
+                continue
+            sync = update.event.type is EventType.SYNC
             shows_our_step = self._syncs_asked.popleft() == self._awaiting \
                 if sync and self._syncs_asked else False
-            if shows_our_step or notification.event.type is EventType.RESUME or \
-                    notification.event.request_id == self._awaiting:
+            if shows_our_step or update.event.type is EventType.RESUME or \
+                    update.event.request_id == self._awaiting:
                 self._awaiting = None
             self.stats["notifications"] += 1
             self._inbox.append(notification)
             self._wake.set()
 
+    async def _apply(self, update: Update) -> Notification | None:
+        """``update`` applied to the member's copy; ``None`` for one already seen or one that
+        cannot apply, for which a sync is asked (again if its answer is long in coming)."""
+        try:
+            return self._copy.apply(update)
+        except OutOfSync as gap:
+            now = time.monotonic()
+            if self._gap_asked_at is None or now - self._gap_asked_at > SYNC_RETRY_SECONDS:
+                log.info("%s: %s; asking for a sync", self.role, gap)
+                self.stats["gaps"] += 1
+                self._gap_asked_at = now
+                await self.request_sync()
+            return None
+        finally:
+            if not self._copy.out_of_sync:
+                self._gap_asked_at = None
+
     async def _act_loop(self) -> Notification:
         while True:
-            await self._wake.wait()
+            if not await self._woken():
+                continue
             self._wake.clear()
             if not self._inbox:
                 continue
@@ -218,20 +245,38 @@ class MemberNode:
             return None
         return parsed.name
 
+    async def _woken(self) -> bool:
+        """Wait for news; ``False`` when the member's own last step went unanswered for
+        ``ack_timeout`` (its update was lost on a quiet session): a sync is asked for then."""
+        if not self._awaiting:
+            await self._wake.wait()
+            return True
+        try:  # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation
+            async with asyncio.timeout(self.ack_timeout):
+                await self._wake.wait()
+        except TimeoutError:
+            await self._resync_unanswered()
+            return False
+        return True
+
+    async def _resync_unanswered(self) -> None:
+        log.warning("%s: no notification for its own step after %.0fs; resyncing",
+                    self.role, self.ack_timeout)
+        self._awaiting = None
+        await self.request_sync()
+
     async def _wait_for_ack(self) -> None:
         """Hold the member until its own last step shows up, collecting what arrives meanwhile."""
         deadline = asyncio.get_running_loop().time() + self.ack_timeout
         while self._awaiting and not any(n.done for n in self._inbox):
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
-                log.warning("%s: no notification for its own step after %.0fs; resyncing",
-                            self.role, self.ack_timeout)
-                self._awaiting = None
-                await self.request_sync()
+                await self._resync_unanswered()
                 return
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), remaining)
+                async with asyncio.timeout(remaining):
+                    await self._wake.wait()
 
     async def _send(self, request: StepRequest) -> None:
         await self.bus.publish(step_channel(self.session_id), request)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,31 +38,30 @@ class FinalStateMismatch(ReplayMismatch):
     not deterministic."""
 
 
-@dataclass(frozen=True)
-class ReplayFrame:
-    event: Event
-    state: dict[str, Any]  # Coordinator.snapshot() after the event
-
-
 @dataclass
 class Replay:
+    """What replaying a session's log gave: its events, its final state, and the states after
+    the events asked for (``keep``). Keeping a state per event would cost the square of the
+    session's length (every state holds the chat so far): :func:`replay_states` walks them all
+    instead, one at a time."""
+
     session: dict[str, Any]
-    frames: list[ReplayFrame]
+    events: list[Event]
+    final_state: dict[str, Any]
+    #: seq -> the state right after that event, for the events ``replay`` was asked to keep.
+    states: dict[int, dict[str, Any]] = field(default_factory=dict)
     #: Whether the rebuilt final state was compared with a saved one (and matched).
     final_state_checked: bool = False
     #: Why it was not, when it was not: for the reader of the replay.
     note: str | None = None
 
-    @property
-    def final_state(self) -> dict[str, Any]:
-        return self.frames[-1].state if self.frames else {}
-
     def state_at(self, seq: int) -> dict[str, Any]:
-        """The state right after event ``seq``."""
-        for frame in self.frames:
-            if frame.event.seq == seq:
-                return frame.state
-        raise KeyError(f"No event {seq}; the log has 1..{len(self.frames)}")
+        """The state right after event ``seq`` (one of those ``replay`` was asked to keep)."""
+        if seq in self.states:
+            return self.states[seq]
+        if not 1 <= seq <= len(self.events):
+            raise KeyError(f"No event {seq}; the log has 1..{len(self.events)}")
+        raise KeyError(f"The state after event {seq} was not kept: replay(..., keep=[{seq}])")
 
 
 def rebuild_coordinator(session: dict[str, Any]) -> Coordinator:
@@ -74,17 +74,34 @@ def rebuild_coordinator(session: dict[str, Any]) -> Coordinator:
     return build_coordinator(env, team, session["session_id"], config, session["task"])
 
 
-def replay(results_dir: str | Path) -> Replay:
-    """Re-run a session's events on a fresh env and return the state after every event.
+def replay_states(results_dir: str | Path) -> Iterator[tuple[Event, Coordinator]]:
+    """Each logged event of ``results_dir``, once re-applied, with the coordinator in the state
+    right after it (``coordinator.snapshot()`` gives it as plain data). Raises
+    :class:`ReplayMismatch` when an event replays differently. Checks no final state:
+    :func:`replay` does."""
+    coordinator = rebuild_coordinator(read_session(results_dir))
+    for event, _ in replay_events(coordinator, read_events(results_dir)):
+        yield event, coordinator
+
+
+def replay(results_dir: str | Path, *, keep: Iterable[int] = ()) -> Replay:
+    """Re-run a session's events on a fresh env, check the final state, and return it with the
+    states after the events ``keep`` names. Time and memory grow with the log's length.
 
     Raises :class:`ReplayMismatch` when an event replays differently, and its subclass
     :class:`FinalStateMismatch` when the rebuilt final state differs from the saved one.
     """
     session = read_session(results_dir)
-    coordinator = rebuild_coordinator(session)
-    frames = [ReplayFrame(event=event, state=coordinator.snapshot())
-              for event, _ in replay_events(coordinator, read_events(results_dir))]
-    replayed = Replay(session=session, frames=frames)
+    wanted = set(keep)
+    events: list[Event] = []
+    states: dict[int, dict[str, Any]] = {}
+    coordinator: Coordinator | None = None
+    for event, coordinator in replay_states(results_dir):
+        events.append(event)
+        if event.seq in wanted:
+            states[event.seq] = coordinator.snapshot()
+    final = coordinator.snapshot() if coordinator is not None else {}
+    replayed = Replay(session=session, events=events, final_state=final, states=states)
     saved = session.get("final_state")
     if saved is None:
         replayed.note = (f"session.json holds no final state (status: "

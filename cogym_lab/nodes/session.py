@@ -258,7 +258,7 @@ class Session:
             join_timeout=self.config.join_timeout, seed=self.config.seed,
             recorders=[writer.append_event] if writer else [],
             observers=[self.leakage.watch_event, *self.observers],
-            watchers=[self.leakage.watch_notification] if self.leakage.active else [],
+            watchers=[self.leakage.watch_update] if self.leakage.active else [],
             restored=self.restored if resumed else None,
         )
         if self.interrupted:  # interrupted before it could start

@@ -56,7 +56,7 @@ class EndedSession:
     interrupted: str | None
     status: str  # finished, failed or interrupted
     end_reason: str | None
-    #: role -> the member's view at the end, as a ``sync`` notification in JSON text.
+    #: role -> the member's view at the end, as a whole ``sync`` update in JSON text.
     views: dict[str, str] = field(default_factory=dict)
     #: The final state snapshot in JSON text, kept only when ``session.json`` does not hold it.
     state: str | None = None
@@ -72,9 +72,9 @@ class EndedSession:
         now = time.time()
         views = {}
         for member in session.team:
-            notification = coordinator.watch(member.role, now)  # None if it never started
-            if notification is not None:
-                views[member.role] = _compact(notification.model_dump(mode="json"))
+            update = coordinator.watch(member.role, now)  # None if it never started
+            if update is not None:
+                views[member.role] = _compact(update.model_dump(mode="json"))
         directory = session.results_dir
         on_disk = status == "finished" and directory is not None and (
             directory / SESSION_FILE).is_file()

@@ -285,11 +285,14 @@ class RatingHandler(CogymAPIHandler):
 
 class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocketMixin,
                               WebSocketHandler, JupyterHandler):
-    """Follows one person seat of the caller's: streams its notifications, takes its actions.
+    """Follows one person seat of the caller's: streams its updates, takes its actions.
 
-    Open ``.../sessions/<id>/ws?role=<role>``. Each notification arrives as a JSON text message;
-    send ``{"action": "..."}`` or ``{"action": {"name": ..., "args": {...}}}`` to act (add
-    ``"base": text`` to a whole-text replacement, and ``"id"`` to have answers name the action).
+    Open ``.../sessions/<id>/ws?role=<role>``. Each update (what an event changed for the seat)
+    arrives as a JSON text message; send ``{"action": "..."}`` or ``{"action": {"name": ...,
+    "args": {...}}}`` to act (add ``"base": text`` to a whole-text replacement, and ``"id"`` to
+    have answers name the action).
+    Send ``{"type": "sync"}`` to be sent the seat's whole state again (a panel whose copy missed
+    an update does): the env answers with a whole update, which every socket of the seat gets.
     Agents' status updates arrive as ``{"type": "status", ...}``. Every action is either sent
     on to the env or answered by ``{"type": "error", "code", "error", "id"}``: a frame too big,
     not JSON, of the wrong shape, or over the connection's rate (``"rate_limited"``). The socket
@@ -304,8 +307,10 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
     agent, a simulated user, a seat) read-only. The socket streams that member's notifications
     and the agents' statuses, starting with the member's current state (built without a sync,
     which the member itself would receive and act on); every frame sent on it is answered by
-    ``{"type": "error", "code": "read_only", ...}`` and changes nothing. It is not a person's
-    panel, so it is never counted for the grace period.
+    ``{"type": "error", "code": "read_only", ...}`` and changes nothing, except
+    ``{"type": "sync"}``, which this socket alone answers with the member's current state again
+    (built as when it opened). It is not a person's panel, so it is never counted for the grace
+    period.
     """
 
     auth_resource = AUTH_RESOURCE
@@ -411,6 +416,8 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
         frame_id = _frame_id(data)
         if not self.bucket.take():  # every frame counts, well formed or not
             return error_frame("rate_limited", rate_message(limits), frame_id)
+        if isinstance(data, dict) and data.get("type") == "sync":  # a watcher may ask too
+            return await self._sync(frame_id)
         if self.watching:  # whatever it says: nothing reaches the session from a watcher
             return error_frame("read_only", self.READ_ONLY.format(role=self.role), frame_id)
         if problem is not None:
@@ -423,6 +430,20 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
                                + validation_message(error), frame_id)
         try:
             await self.host.act(self.session_id, self.role, frame.action, base=frame.base)
+        except HostingError as error:
+            return error_frame("refused", error.message, frame_id)
+        return None
+
+    async def _sync(self, frame_id: Any) -> dict[str, Any] | None:
+        """Send the whole state again: a watcher's to this socket alone, a seat's by asking the
+        env (its answer reaches every socket of the seat). The answer to send back, if any."""
+        try:
+            if self.watching:
+                current = self.host.watched(self.session_id, self.role)
+                if current is not None:
+                    await self._send(current)
+            else:
+                await self.host.sync(self.session_id, self.role)
         except HostingError as error:
             return error_frame("refused", error.message, frame_id)
         return None

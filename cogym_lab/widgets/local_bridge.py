@@ -24,7 +24,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cogym_lab.core.messages import obs_channel, status_channel
+from cogym_lab.core.member_copy import MemberCopy, OutOfSync
+from cogym_lab.core.messages import Update, obs_channel, status_channel
 from cogym_lab.runtime.hosting import HostedSession, HostingError, SessionHost
 from cogym_lab.widgets import wire
 
@@ -72,7 +73,9 @@ class LocalBridge:
         self.send = send
         self.loop = loop
         self.observer = observer  # told of each notification relayed (the panel's last_seq)
-        self.latest: dict[str, Any] | None = None  # the last notification relayed
+        # The seat's state as the relayed updates built it: the last update, and the copy.
+        self._copy = MemberCopy(role)
+        self._last: Update | None = None
         self.statuses: dict[str, dict[str, Any]] = {}  # agent role -> its last status
         self.relayed = 0
         self._ready = asyncio.Event()  # set once the subscriptions exist (binds to loop lazily)
@@ -122,8 +125,9 @@ class LocalBridge:
             running = False
         if running:
             await self.host.sync(self.session_id, self.role)
-        elif self.latest is not None:  # ended: the last state (with the rating form) again
-            self._send(wire.notification(self.latest))
+        elif self._last is not None:  # ended: the last state (with the rating form) again
+            self._send(wire.notification(
+                self._copy.whole_update(self._last).model_dump(mode="json")))
         else:
             self._send(wire.error(f"Session {self.session_id} is not running."))
 
@@ -179,8 +183,16 @@ class LocalBridge:
         async for message in subscription:
             forward(message)
 
+    @property
+    def latest(self) -> dict[str, Any] | None:
+        """What the seat was last shown, as a whole notification in JSON (``None`` before
+        anything was relayed)."""
+        if self._last is None:
+            return None
+        return self._copy.notification(self._last).model_dump(mode="json")
+
     def _on_notification(self, message: dict[str, Any]) -> None:
-        self.latest = message
+        self._keep(message)
         self.relayed += 1
         if self.observer is not None:
             try:
@@ -188,6 +200,15 @@ class LocalBridge:
             except Exception:
                 log.warning("the panel's observer failed", exc_info=True)
         self._send(wire.notification(message))
+
+    def _keep(self, message: dict[str, Any]) -> None:
+        """Apply a relayed update to the bridge's copy (the browser keeps its own)."""
+        try:
+            update = Update.model_validate(message)
+            if self._copy.apply(update) is not None:
+                self._last = update
+        except (ValidationError, OutOfSync) as problem:  # the browser asks for a sync itself
+            log.debug("the panel relay's copy missed an update: %s", problem)
 
     def _on_status(self, message: dict[str, Any]) -> None:
         if isinstance(message.get("role"), str):

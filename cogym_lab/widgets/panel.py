@@ -105,7 +105,7 @@ class SessionPanel(anywidget.AnyWidget):
 
     @property
     def latest(self) -> dict[str, Any] | None:
-        """Local mode: the last notification relayed to the browser."""
+        """Local mode: what the seat was last shown (its whole view and chat) in JSON."""
         return self.bridge.latest if self.bridge else None
 
     def _from_browser(self, _widget: Any, content: Any, _buffers: Any) -> None:

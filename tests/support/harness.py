@@ -8,7 +8,15 @@ from typing import Any
 from cogym_lab.bus import Bus, Subscription
 from cogym_lab.core import Notification
 from cogym_lab.core.coordinator import Coordinator
-from cogym_lab.core.messages import Event, StepRequest, TeamMember, obs_channel, step_channel
+from cogym_lab.core.member_copy import MemberCopies
+from cogym_lab.core.messages import (
+    Event,
+    StepRequest,
+    TeamMember,
+    Update,
+    obs_channel,
+    step_channel,
+)
 from cogym_lab.envs.todo import TodoEnv
 from cogym_lab.nodes import EnvNode
 
@@ -24,6 +32,8 @@ class Harness:
         self.events: list[Event] = []
         self.subscriptions: dict[str, Subscription] = {}
         self.session_id = "s-test"
+        self.copies = MemberCopies()  # each member's view and chat, as its updates built them
+        self.updates: list[Update] = []  # every update received, as it came
 
     async def start(self, make_bus: Any, *, idle_seconds: float = 30.0) -> dict[str, Notification]:
         self.env_bus: Bus = await make_bus()
@@ -45,9 +55,13 @@ class Harness:
         return request
 
     async def expect(self, role: str, timeout: float = 5.0) -> Notification:
+        """``role``'s next notification, as its member would act on it."""
         message = await self.subscriptions[role].get(timeout)
         assert message is not None, f"{role} got no notification within {timeout}s"
-        return Notification.model_validate(message)
+        update = Update.model_validate(message)
+        self.updates.append(update)
+        (notification,) = self.copies.apply([update])
+        return notification
 
     async def nothing_for(self, role: str, within: float = 0.3) -> None:
         message = await self.subscriptions[role].get(within)

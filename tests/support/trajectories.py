@@ -11,8 +11,8 @@ from typing import Any
 from cogym_lab.core.messages import TeamMember
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
 from cogym_lab.envs import make_env
-from cogym_lab.nodes.results import ResultsWriter
 from cogym_lab.nodes.grading import is_delivered
+from cogym_lab.nodes.results import ResultsWriter
 from cogym_lab.nodes.session import SessionConfig, build_coordinator
 
 #: A small todo instance whose grade is easy to work out by hand:

@@ -10,7 +10,8 @@ loopback port. For each document size it runs ``--sessions`` sessions one after 
 ``WRITE`` replaces whole) with an agent that never acts (it receives every update, as a real
 one would) and a person seat that replaces the text ``--edits`` times, each time with one word
 changed, sending its steps on the step channel as the server's WebSocket does. Each session
-ends with ``channel_ttl`` = ``--ttl`` seconds. Printed: Redis's ``used_memory`` (less the
+ends with ``channel_ttl`` = ``--ttl`` seconds (a tree from before session channels expired
+has no such setting: nothing is ever deleted there). Printed: Redis's ``used_memory`` (less the
 empty server's) and its number of keys right after the batch, and again once ``--ttl`` has
 passed.
 """
@@ -46,17 +47,20 @@ def document(size: int, version: int) -> str:
 
 
 async def one_session(url: str, size: int, edits: int, ttl: float, index: int) -> None:
-    from cogym_lab.bus import RedisBus
+    from cogym_lab.bus.redis import RedisBus
     from cogym_lab.core.messages import StepRequest, step_channel
     from cogym_lab.nodes import Session, SessionConfig
     from tests.support.notes_env import NotesEnv
 
     bus = RedisBus(url)
     await bus.connect()
+    limits: dict[str, Any] = {"idle_seconds": 600, "max_events": 10**6}
+    if "channel_ttl" in SessionConfig.__dataclass_fields__:  # a tree from before expiries has none
+        limits["channel_ttl"] = ttl
     session = Session(NotesEnv(), {"agent": Idle(), "user": None},
                       kinds={"agent": "agent", "user": "person"}, bus=bus,
                       session_id=f"redis-memory-{size}-{index}-{time.time_ns()}",
-                      config=SessionConfig(idle_seconds=600, channel_ttl=ttl, max_events=10**6))
+                      config=SessionConfig(**limits))
     channel = step_channel(session.session_id)
     running = asyncio.create_task(session.run())
     await bus.publish(channel, StepRequest(role="user", kind="join"))

@@ -123,10 +123,14 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
             if len(component) > 1:
                 found.append(sorted(component))
 
-    sys.setrecursionlimit(10_000)
-    for node in sorted(graph):
-        if node not in index:
-            strong(node)
+    limit = sys.getrecursionlimit()  # raised for the walk only: the process keeps its own
+    sys.setrecursionlimit(max(limit, 10_000))
+    try:
+        for node in sorted(graph):
+            if node not in index:
+                strong(node)
+    finally:
+        sys.setrecursionlimit(limit)
     return found
 
 

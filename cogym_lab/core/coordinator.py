@@ -119,6 +119,7 @@ class Coordinator:
         if not roles or len(set(roles)) != len(roles):
             raise ValueError(f"A team needs at least one member and unique roles, got {roles}")
         self.env = env
+        env.bind_team(team)  # a task whose rules depend on who is a person (plans) reads it
         self.session_id = session_id
         self.task = task or env.name
         self.team = list(team)

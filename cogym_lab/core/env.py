@@ -37,6 +37,7 @@ from cogym_lab.core.actions import (
     ParamType,
 )
 from cogym_lab.core.grammar import RawAction, expected_forms, format_action, parse_action
+from cogym_lab.core.messages import TeamMember
 from cogym_lab.core.observation import Component, Observation
 from cogym_lab.core.progress import ProgressListener
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
@@ -125,7 +126,7 @@ class ActionOutcome:
     deferred: Deferred | None = None
 
 
-def action(description: str, *, private: bool = False, internal: bool = False,
+def action(description: str, /, *, private: bool = False, internal: bool = False,
            name: str | None = None, replaces: str | None = None, picks: ItemPick | None = None,
            **param_descriptions: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a method ``(self, role, **params)`` as a task action.
@@ -207,7 +208,9 @@ class CoEnv(abc.ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        handlers = dict(getattr(cls, "_handlers", {}))
+        handlers: dict[str, tuple[ActionSpec, str]] = {}
+        for base in reversed(cls.__mro__[1:]):  # every base's actions: a mixin's too
+            handlers.update(vars(base).get("_handlers", {}))
         for attribute, member in vars(cls).items():
             if hasattr(member, _MARK):
                 spec = _spec_from_method(member)
@@ -218,6 +221,8 @@ class CoEnv(abc.ABC):
     def __init__(self, *, roles: Sequence[str] | None = None) -> None:
         #: Roles allowed to act; ``None`` admits any role the session brings.
         self.roles: tuple[str, ...] | None = tuple(roles) if roles is not None else None
+        #: The session's team (who is an agent, who a person), once :meth:`bind_team` told it.
+        self.team: tuple[TeamMember, ...] = ()
         self._is_reset = False
 
     # -- what subclasses provide -------------------------------------------------------------
@@ -318,6 +323,11 @@ class CoEnv(abc.ABC):
         return [{}]
 
     # -- the API -----------------------------------------------------------------------------
+
+    def bind_team(self, team: Sequence[TeamMember]) -> None:
+        """Tell the env the session's team before it starts (the coordinator does): a task
+        whose rules depend on who is an agent and who a person reads :attr:`team`."""
+        self.team = tuple(team)
 
     def action_specs(self, *, include_internal: bool = False) -> list[ActionSpec]:
         """The task actions members may take, in definition order (with ``include_internal``,

@@ -103,7 +103,24 @@ def _parse_and_bind(raw: RawAction, specs: Mapping[str, ActionSpec]) -> tuple[Ac
     spec = specs.get(action.name)
     if spec is None:
         raise ActionError(f"Unknown action {action.name!r}. {expected_forms(specs)}")
+    _check_depth(action.args)
     return Action(name=action.name, args=clean(spec.bind(dict(action.args)))), spec
+
+
+#: How deep an action's args may nest. Checked, not left to Python's recursion limit, which
+#: another part of the process may have raised.
+MAX_ARG_DEPTH = 64
+
+
+def _check_depth(value: Any) -> None:
+    """Refuse args nested deeper than :data:`MAX_ARG_DEPTH` (walked without recursion)."""
+    level = [value]
+    for _ in range(MAX_ARG_DEPTH + 1):
+        level = [child for item in level if isinstance(item, (dict, list, tuple))
+                 for child in (item.values() if isinstance(item, dict) else item)]
+        if not level:
+            return
+    raise ActionError(f"The action's args nest more than {MAX_ARG_DEPTH} levels deep.")
 
 
 def expected_forms(specs: Mapping[str, ActionSpec]) -> str:

@@ -9,6 +9,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from cogym_lab.core import CoEnv
+from cogym_lab.core.plan_env import with_plans
 from cogym_lab.core.protocol import get_protocol
 
 EnvFactory = Callable[..., CoEnv]
@@ -41,9 +42,12 @@ def make_env(name: str, instance: int | None = None, *, protocol: str | None = N
     with ``env_args`` on top, scored by ``protocol`` (the default protocol when not given).
 
     The protocol may choose the instance set, so it is applied before the instance is picked.
-    An env whose constructor takes no ``protocol`` gets it as an attribute.
+    An env whose constructor takes no ``protocol`` gets it as an attribute. ``plans=True``
+    gives the task interactive plans (``core.plan_env.with_plans``).
     """
     factory = _resolve(name)
+    if env_args.pop("plans", False):
+        factory = with_plans(factory)  # type: ignore[arg-type]  # with_plans checks it
     protocol = get_protocol(protocol or env_args.pop("protocol", None)).name
     takes_protocol = _accepts(factory, "protocol")
     if instance is not None:

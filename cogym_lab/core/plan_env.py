@@ -1,0 +1,182 @@
+"""Interactive plans in any task: ``with_plans(TaskEnv)`` is the task with a shared ``plan``
+component and the plan actions (``docs/plans.md``).
+
+The plan's rules live in :mod:`cogym_lab.core.plans`; this module only puts a
+:class:`~cogym_lab.core.plans.PlanBoard` into a task and says which side of the team a role is
+on (its agents, or its people and simulated users), which the rules need: a person step waits
+for the person side, the person picks a plan and curates outputs. ``make_env(task, plans=True)``
+builds the planned task, and its ``env_args`` say so, so replay rebuilds it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from cogym_lab.core.actions import ActionError
+from cogym_lab.core.env import CoEnv, action
+from cogym_lab.core.observation import Component, RenderType
+from cogym_lab.core.plans import PlanBoard, Side
+
+PLAN_COMPONENT = "plan"
+
+
+class Planning(CoEnv):
+    """The plan part of a planned task; combined with a task class by :func:`with_plans`."""
+
+    name = "planning"
+    plan_board: PlanBoard
+
+    def __init__(self, *args: Any, plans: bool = True, **kwargs: Any) -> None:
+        # ``plans`` is what env_args() says: taken here, so the task's own constructor never
+        # sees it (replay and check_env rebuild the env from env_args()).
+        super().__init__(*args, **kwargs)
+
+    def _reset(self, seed: int | None) -> None:
+        super()._reset(seed)  # type: ignore[safe-super]  # the task's own, after this in the MRO
+        self.plan_board = PlanBoard(self.task_description)
+
+    def public_components(self) -> list[Component]:
+        shown = super().public_components()  # type: ignore[safe-super]
+        return [*shown, Component(name=PLAN_COMPONENT, render_type=RenderType.PLAN,
+                                  content=self.plan_board.content(), title="Plan")]
+
+    def env_args(self) -> dict[str, Any]:
+        return {**super().env_args(), "plans": True}
+
+    def put_plan_output(self, role: str, text: str) -> None:
+        """Put the finished plan's output into the task's workspace (its editor, its
+        findings). Tasks override this; by default the output stays in the plan."""
+
+    # -- who is who --------------------------------------------------------------------------
+
+    def side(self, role: str) -> Side:
+        """The side ``role`` plays: ``agent`` for the team's agents, ``person`` for its people
+        and simulated users. A role the env was not told about counts as an agent."""
+        kind = {member.role: member.kind for member in self.team}.get(role, "agent")
+        return "agent" if kind == "agent" else "person"
+
+    def _person_only(self, role: str, what: str) -> None:
+        people = [m for m in self.team if m.kind != "agent"]
+        if people and self.side(role) != "person":
+            raise ActionError(f"Only the person side {what}.")
+
+    # -- co-planning -------------------------------------------------------------------------
+
+    @action("Offer one to three alternative plans for the person to pick from. Each plan is "
+            '{"title": "...", "steps": [{"description": "...", "assignee": "agent" or '
+            '"person"}]}.', plans="The plans, as a JSON list")
+    def propose_plans(self, role: str, plans: list[Any]) -> None:
+        self.plan_board.propose(plans)
+
+    @action("Pick one of the proposed plans (0 for the first).", index="Which plan, from 0")
+    def select_plan(self, role: str, index: int) -> None:
+        self._person_only(role, "picks the plan")
+        self.plan_board.select(index)
+
+    @action("Add a step to the plan.", description="What the step does",
+            assignee="Who does it: agent or person", after="The step it goes after (empty: at "
+            "the end)")
+    def add_step(self, role: str, description: str, assignee: str = "agent",
+                 after: str = "") -> None:
+        self.plan_board.add_step(description, assignee, after or None)
+
+    @action("Rewrite a step's description.", step="The step's id, e.g. s2",
+            description="The new description", base="The description you edited, if you "
+            "started from an older one (your edit is then merged with the ones made since)")
+    def edit_step(self, role: str, step: str, description: str, base: str = "") -> None:
+        self.plan_board.edit_step(step, description, base or None)
+
+    @action("Replace a step's description with a suggested one; UNDO_SUGGESTION brings the "
+            "old one back.", step="The step's id", description="The suggested description")
+    def suggest_step(self, role: str, step: str, description: str) -> None:
+        self.plan_board.suggest_step(step, description)
+
+    @action("Bring back the description a suggestion replaced.", step="The step's id")
+    def undo_suggestion(self, role: str, step: str) -> None:
+        self.plan_board.undo_suggestion(step)
+
+    @action("Delete a step from the plan.", step="The step's id")
+    def delete_step(self, role: str, step: str) -> None:
+        self.plan_board.delete_step(step)
+
+    @action("Move a step to another position (0 for the top).", step="The step's id",
+            position="Its new position, from 0")
+    def move_step(self, role: str, step: str, position: int) -> None:
+        self.plan_board.move_step(step, position)
+
+    @action("Assign a step to the agent or to the person.", step="The step's id",
+            assignee="agent or person")
+    def assign_step(self, role: str, step: str, assignee: str) -> None:
+        self.plan_board.assign_step(step, assignee)
+
+    # -- co-execution ------------------------------------------------------------------------
+
+    @action("Run one step (every step before it must be done).", step="The step's id")
+    def run_step(self, role: str, step: str) -> None:
+        self.plan_board.run_step(step)
+
+    @action("Run the whole plan from its first step, each step after the one before.")
+    def run_all(self, role: str) -> None:
+        self.plan_board.run_all()
+
+    @action("Run the plan on from the first step that is not done.")
+    def run_remaining(self, role: str) -> None:
+        self.plan_board.run_remaining()
+
+    @action("Stop running on after this step is done.", step="The step's id")
+    def pause_after_step(self, role: str, step: str) -> None:
+        self.plan_board.pause_after(step)
+
+    @action("Complete a step that waits for your side, with what it produced.",
+            step="The step's id", text="What the step found or wrote",
+            items='What it produced as items, e.g. [{"id": "...", "title": "..."}]')
+    def complete_step(self, role: str, step: str, text: str = "", items: Any = None) -> None:
+        self.plan_board.complete(step, self.side(role), role, text, items)
+
+    @action("Say that a running agent step could not be done; the person is asked to do it.",
+            step="The step's id", reason="Why, in a sentence")
+    def fail_step(self, role: str, step: str, reason: str = "") -> None:
+        if self.side(role) != "agent":
+            raise ActionError("Only the agent side fails its steps; complete the step instead.")
+        self.plan_board.fail(step, reason)
+
+    @action("Curate a completed step's output: its text, its items, or both.",
+            step="The step's id", text="The output's new text (leave out to keep it)",
+            items="The output's new items (leave out to keep them)")
+    def edit_step_output(self, role: str, step: str, text: Any = None,
+                         items: Any = None) -> None:
+        self._person_only(role, "curates step outputs")
+        self.plan_board.edit_output(step, text, items)
+
+    @action("Write the plan's output (the last step's output, rewritten to answer the "
+            "request) into the workspace, once every step is done.", text="The output")
+    def write_plan_output(self, role: str, text: str) -> None:
+        checked = self.plan_board.check_output(text)  # before the workspace changes: all or nothing
+        self.put_plan_output(role, checked)
+        self.plan_board.write_output(checked)
+
+
+def with_plans(env_class: type[CoEnv]) -> type[CoEnv]:
+    """``env_class`` with interactive plans: the ``plan`` component and the plan actions."""
+    if not isinstance(env_class, type) or not issubclass(env_class, CoEnv):
+        raise TypeError(f"Plans go into a CoEnv class, not {env_class!r}.")
+    if issubclass(env_class, Planning):
+        return env_class
+    clash = set(env_class._specs) & set(Planning._specs)
+    if clash:
+        raise TypeError(f"{env_class.__name__} already has actions named {sorted(clash)}.")
+    task_signature = inspect.signature(env_class)
+    plans = inspect.Parameter("plans", inspect.Parameter.KEYWORD_ONLY, default=True,
+                              annotation=bool)
+    shown = [p for p in task_signature.parameters.values() if p.kind != p.VAR_KEYWORD]
+    shown += [plans, *(p for p in task_signature.parameters.values() if p.kind == p.VAR_KEYWORD)]
+    return type(f"{env_class.__name__}WithPlans", (Planning, env_class), {
+        "__module__": env_class.__module__,
+        "__qualname__": f"{env_class.__qualname__}WithPlans",
+        # The task's own arguments, and ``plans``: what make_env and check_env look at.
+        "__signature__": task_signature.replace(parameters=shown),
+    })
+
+
+__all__ = ["PLAN_COMPONENT", "Planning", "with_plans"]

@@ -1,0 +1,416 @@
+"""Interactive plans (Cocoa): a shared, editable plan that a person and an agent make together
+(co-planning) and carry out together (co-execution). ``docs/plans.md`` describes it.
+
+A plan is an ordered list of steps, each assigned to the agent side or the person side, each
+with a status and, once run, an output. This module is the plan's state and its rules, with no
+I/O and no task in it: :class:`PlanBoard` applies one plan act at a time and raises
+:class:`~cogym_lab.core.actions.ActionError`, changing nothing, when an act cannot be taken.
+``core.plan_env`` puts a board into any task as its ``plan`` component and its plan actions.
+
+Execution follows the paper (§4.2): steps run in order, never out of order; an agent step that
+runs is ``running`` until its side completes it, a person step ``needs_input``; in continuous
+mode each completed step starts the next one, until a person step, a step marked
+``PAUSE_AFTER_STEP``, or the end; running a step again marks the later completed steps
+``stale``, and continuous mode runs them again; when every step is done, the plan waits for its
+output (the last step's output rewritten to answer the request), which goes to the task's
+workspace.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cogym_lab.core.actions import ActionError
+from cogym_lab.core.text_merge import merge_text
+
+Side = Literal["agent", "person"]
+SIDES: tuple[Side, ...] = ("agent", "person")
+StepStatus = Literal["not_run", "running", "needs_input", "done", "failed", "stale"]
+#: Plans an agent may propose at once (the paper's plan selector shows a few).
+MAX_PROPOSALS = 3
+MAX_STEPS = 30
+
+
+class StepOutput(BaseModel):
+    """What a step produced: items (papers, cells, entities: each a small dict) and text."""
+
+    model_config = ConfigDict(frozen=True)
+
+    items: tuple[dict[str, Any], ...] = ()
+    text: str = ""
+    edited: bool = False  # the person curated it after it was produced
+
+
+class PlanStep(BaseModel):
+    """One step of a plan."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str  # stable while the plan lives: "s1", "s2", ...
+    description: str
+    assignee: Side
+    status: StepStatus = "not_run"
+    output: StepOutput | None = None
+    runs: int = 0  # times it was completed; more than one means reruns
+    completed_by: str | None = None  # the role that completed it last
+    undo: str | None = None  # the description a SUGGEST_STEP replaced, until kept or undone
+
+
+class Plan(BaseModel):
+    """An ordered list of steps, with a short title for the plan selector."""
+
+    model_config = ConfigDict(frozen=True)
+
+    title: str = ""
+    steps: tuple[PlanStep, ...] = ()
+
+
+class PlanState(BaseModel):
+    """The plan component's content: the proposals, the chosen plan and how it runs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    request: str  # what the plan answers: the task's request
+    proposals: tuple[Plan, ...] = ()
+    plan: Plan | None = None
+    continuous: bool = False  # run all / run remaining: each completed step starts the next
+    pause_after: str | None = None  # a step after which continuous running stops
+    #: What completed steps produced, in plan order: the context later steps work from.
+    context: tuple[dict[str, Any], ...] = ()
+    awaiting_output: bool = False  # every step is done; the plan output is not written yet
+    output: str | None = None  # the plan output, as written to the workspace
+    next_id: int = Field(default=1, ge=1)
+
+
+def _steps_from(spec: Any, first_id: int) -> tuple[tuple[PlanStep, ...], int]:
+    """Steps from what a member sent (``[{"description", "assignee"}]`` or ``["text"]``)."""
+    if not isinstance(spec, list) or not spec:
+        raise ActionError("A plan is a non-empty list of steps, each "
+                          '{"description": "...", "assignee": "agent" or "person"}.')
+    if len(spec) > MAX_STEPS:
+        raise ActionError(f"A plan has at most {MAX_STEPS} steps, not {len(spec)}.")
+    steps, next_id = [], first_id
+    for raw in spec:
+        description, assignee = (raw, "agent") if isinstance(raw, str) else (
+            (raw.get("description"), raw.get("assignee", "agent")) if isinstance(raw, dict)
+            else (None, None))
+        steps.append(PlanStep(id=f"s{next_id}", description=_description(description),
+                              assignee=_side(assignee)))
+        next_id += 1
+    return tuple(steps), next_id
+
+
+def _description(text: Any) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise ActionError("A step needs a description: what the step does, in words.")
+    return text.strip()
+
+
+def _side(assignee: Any) -> Side:
+    if assignee not in SIDES:
+        raise ActionError(f"A step is assigned to 'agent' or 'person', not {assignee!r}.")
+    return "agent" if assignee == "agent" else "person"
+
+
+def _items(items: Any) -> tuple[dict[str, Any], ...]:
+    if items is None:
+        return ()
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise ActionError('A step\'s items are a list of objects, e.g. [{"id": "...", '
+                          '"title": "..."}].')
+    return tuple(dict(item) for item in items)
+
+
+class PlanBoard:
+    """The plan of one session, changed only through its acts (one method each).
+
+    Each act takes the acting role and its side, checks everything first, and either raises
+    :class:`ActionError` with the reason or changes the state: an act that fails changes
+    nothing.
+    """
+
+    def __init__(self, request: str) -> None:
+        self.state = PlanState(request=request)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    @property
+    def steps(self) -> tuple[PlanStep, ...]:
+        return self.state.plan.steps if self.state.plan else ()
+
+    def step(self, step_id: str) -> PlanStep:
+        for step in self.steps:
+            if step.id == step_id:
+                return step
+        if self.state.plan is None:
+            raise ActionError("There is no plan yet: propose plans, then select one.")
+        known = ", ".join(step.id for step in self.steps) or "none"
+        raise ActionError(f"No step {step_id!r} in the plan; its steps are {known}.")
+
+    def index(self, step_id: str) -> int:
+        return [step.id for step in self.steps].index(self.step(step_id).id)
+
+    def content(self) -> dict[str, Any]:
+        """The plan as the ``plan`` component shows it (plain JSON)."""
+        return self.state.model_dump(mode="json")
+
+    # -- co-planning -------------------------------------------------------------------------
+
+    def propose(self, plans: Any) -> None:
+        """Offer one to three alternative plans; a later proposal replaces an earlier one."""
+        if not isinstance(plans, list) or not 1 <= len(plans) <= MAX_PROPOSALS:
+            raise ActionError(f"Propose 1 to {MAX_PROPOSALS} plans, each "
+                              '{"title": "...", "steps": [...]}.')
+        proposals, next_id = [], self.state.next_id
+        for raw in plans:
+            if not isinstance(raw, dict):
+                raise ActionError('Each proposed plan is {"title": "...", "steps": [...]}.')
+            steps, next_id = _steps_from(raw.get("steps"), next_id)
+            title = raw.get("title")
+            proposals.append(Plan(title=title.strip() if isinstance(title, str) else "",
+                                  steps=steps))
+        self._set(proposals=tuple(proposals), next_id=next_id)
+
+    def select(self, index: int) -> None:
+        """Make proposal ``index`` (from 0) the plan; the proposals are cleared."""
+        proposals = self.state.proposals
+        if not proposals:
+            raise ActionError("No plans were proposed to select from.")
+        if not 0 <= index < len(proposals):
+            raise ActionError(f"Select a plan from 0 to {len(proposals) - 1}, not {index}.")
+        self._set(plan=proposals[index], proposals=(), continuous=False, pause_after=None,
+                  context=(), awaiting_output=False, output=None)
+
+    def add_step(self, description: Any, assignee: Any, after: str | None) -> PlanStep:
+        """A new step below ``after`` (at the top for ``""``, at the end for ``None``)."""
+        if self.state.plan is None:
+            raise ActionError("There is no plan yet: propose plans, then select one.")
+        if len(self.steps) >= MAX_STEPS:
+            raise ActionError(f"A plan has at most {MAX_STEPS} steps.")
+        step = PlanStep(id=f"s{self.state.next_id}", description=_description(description),
+                        assignee=_side(assignee))
+        steps = list(self.steps)
+        position = len(steps) if after is None else 0 if after == "" else self.index(after) + 1
+        steps.insert(position, step)
+        self._set_steps(steps, next_id=self.state.next_id + 1)
+        self._stale_from(position + 1)  # later steps no longer follow from what came before
+        return step
+
+    def edit_step(self, step_id: str, description: Any, base: str | None = None) -> None:
+        """Rewrite a step's description; an edit made from an older ``base`` is merged with
+        the edits made since, so neither is lost. A completed step becomes stale."""
+        step = self.step(step_id)
+        text = _description(description)
+        if base is not None and base != step.description:
+            text = merge_text(base, step.description, text)
+        self._replace(step_id, description=text, undo=None)
+        self._stale_if_run(step_id)
+
+    def suggest_step(self, step_id: str, description: Any) -> None:
+        """An LM's suggestion replaces the description, and the old one is kept for undo."""
+        step = self.step(step_id)
+        self._replace(step_id, description=_description(description),
+                      undo=step.undo if step.undo is not None else step.description)
+        self._stale_if_run(step_id)
+
+    def undo_suggestion(self, step_id: str) -> None:
+        step = self.step(step_id)
+        if step.undo is None:
+            raise ActionError(f"Step {step_id} has no suggestion to undo.")
+        self._replace(step_id, description=step.undo, undo=None)
+        self._stale_if_run(step_id)
+
+    def delete_step(self, step_id: str) -> None:
+        self._not_running(step_id, "deleted")
+        position = self.index(step_id)
+        self._set_steps([s for s in self.steps if s.id != step_id])
+        self._set(context=tuple(c for c in self.state.context if c["step"] != step_id),
+                  pause_after=None if self.state.pause_after == step_id
+                  else self.state.pause_after)
+        self._stale_from(position)
+
+    def move_step(self, step_id: str, position: int) -> None:
+        """Move a step to ``position`` (from 0); what it moved past no longer follows from it."""
+        self._not_running(step_id, "moved")
+        steps = list(self.steps)
+        if not 0 <= position < len(steps):
+            raise ActionError(f"Move a step to a position from 0 to {len(steps) - 1}.")
+        old = self.index(step_id)
+        steps.insert(position, steps.pop(old))
+        self._set_steps(steps)
+        self._stale_from(min(old, position))
+
+    def assign_step(self, step_id: str, assignee: Any) -> None:
+        """Give a step to the agent or the person side. A step waiting for its side is handed
+        over as it stands: a running agent step given to the person needs their input."""
+        step = self.step(step_id)
+        side = _side(assignee)
+        status = step.status
+        if status in ("running", "needs_input"):
+            status = "running" if side == "agent" else "needs_input"
+        self._replace(step_id, assignee=side, status=status)
+
+    # -- co-execution ------------------------------------------------------------------------
+
+    def run_step(self, step_id: str) -> PlanStep:
+        """Run one step (stepwise). Every earlier step must be done: never out of order. A
+        completed step runs again, and the later completed steps become stale."""
+        self._startable(step_id)
+        self._set(continuous=False)
+        return self._start(step_id)
+
+    def run_all(self) -> PlanStep:
+        """Run the plan from its first step, continuously."""
+        if not self.steps:
+            raise ActionError("There is no plan to run: propose plans, then select one.")
+        self._no_step_in_progress()
+        self._set(continuous=True)
+        return self._start(self.steps[0].id)
+
+    def run_remaining(self) -> PlanStep:
+        """Run continuously from the first step that is not done."""
+        self._no_step_in_progress()
+        remaining = next((s for s in self.steps if s.status != "done"), None)
+        if remaining is None:
+            raise ActionError("Every step is done: run a step again, or run all.")
+        self._set(continuous=True)
+        return self._start(remaining.id)
+
+    def pause_after(self, step_id: str) -> None:
+        """Stop continuous running once ``step_id`` is done."""
+        self.step(step_id)
+        self._set(pause_after=step_id)
+
+    def complete(self, step_id: str, side: Side, role: str, text: Any, items: Any) -> None:
+        """``role`` (of ``side``) completes a step that waits for its side: a running agent
+        step, a person step that needs input, or any failed step. Continuous mode then starts
+        the next step."""
+        step = self.step(step_id)
+        waiting = (step.status == "running" and step.assignee == side) or (
+            step.status == "needs_input" and step.assignee == side) or step.status == "failed"
+        if not waiting:
+            raise ActionError(f"Step {step_id} is {step.status.replace('_', ' ')} and "
+                              f"assigned to the {step.assignee}: it does not wait for the "
+                              f"{side} to complete it.")
+        output = StepOutput(items=_items(items), text=text if isinstance(text, str) else "")
+        self._replace(step_id, status="done", output=output, runs=step.runs + 1,
+                      completed_by=role)
+        self._record(step_id, output)
+        self._advance(step_id)
+
+    def fail(self, step_id: str, reason: Any) -> None:
+        """The agent could not complete its running step: the person is asked to instead."""
+        step = self.step(step_id)
+        if step.status != "running":
+            raise ActionError(f"Step {step_id} is not running.")
+        note = reason if isinstance(reason, str) and reason.strip() else "no output"
+        self._replace(step_id, status="failed", output=StepOutput(text=f"Failed: {note}"))
+        self._set(continuous=False)
+
+    def edit_output(self, step_id: str, text: Any, items: Any) -> None:
+        """The person curates a completed step's output (adds or removes items, edits text).
+        The steps after it that were done worked from the old output: they become stale."""
+        step = self.step(step_id)
+        if step.status != "done" or step.output is None:
+            raise ActionError(f"Step {step_id} has no output to edit yet.")
+        output = StepOutput(
+            items=_items(items) if items is not None else step.output.items,
+            text=text if isinstance(text, str) else step.output.text, edited=True)
+        self._replace(step_id, output=output)
+        self._record(step_id, output)
+        self._stale_from(self.index(step_id) + 1)
+
+    def check_output(self, text: Any) -> str:
+        """``text`` as the plan output, if the plan may take one now (every step is done)."""
+        if not self.state.awaiting_output and self.state.output is None:
+            raise ActionError("The plan output comes once every step is done.")
+        if not isinstance(text, str) or not text.strip():
+            raise ActionError("The plan output is a non-empty text.")
+        return text
+
+    def write_output(self, text: Any) -> None:
+        """Keep the plan output (checked by :meth:`check_output`)."""
+        self._set(output=self.check_output(text), awaiting_output=False)
+
+    # -- the rules ---------------------------------------------------------------------------
+
+    def _start(self, step_id: str) -> PlanStep:
+        position = self.index(step_id)
+        self._stale_from(position + 1)  # a rerun: what followed from it must run again
+        step = self.step(step_id)
+        self._replace(step_id, status="running" if step.assignee == "agent" else "needs_input")
+        self._set(awaiting_output=False)
+        return self.step(step_id)
+
+    def _advance(self, done_id: str) -> None:
+        """After a step completes: continuous mode starts the next one that is not done; the
+        plan waits for its output once every step is done."""
+        if all(step.status == "done" for step in self.steps):
+            self._set(continuous=False, awaiting_output=True)
+            return
+        if not self.state.continuous:
+            return
+        if self.state.pause_after == done_id:
+            self._set(continuous=False, pause_after=None)
+            return
+        after = self.index(done_id) + 1
+        following = next((s for s in self.steps[after:] if s.status != "done"), None)
+        if following is None or any(s.status != "done" for s in self.steps[:after]):
+            self._set(continuous=False)  # an earlier step was made stale meanwhile
+            return
+        self._start(following.id)
+
+    def _startable(self, step_id: str) -> None:
+        position = self.index(step_id)
+        self._no_step_in_progress(except_id=step_id)
+        waiting = [s.id for s in self.steps[:position] if s.status != "done"]
+        if waiting:
+            raise ActionError(f"Steps run in order: {', '.join(waiting)} must be done before "
+                              f"{step_id} runs.")
+
+    def _no_step_in_progress(self, except_id: str | None = None) -> None:
+        busy = [s.id for s in self.steps
+                if s.status in ("running", "needs_input") and s.id != except_id]
+        if busy:
+            raise ActionError(f"Step {busy[0]} is in progress; complete it first (or pause).")
+
+    def _not_running(self, step_id: str, what: str) -> None:
+        if self.step(step_id).status == "running":
+            raise ActionError(f"Step {step_id} is running and cannot be {what} now.")
+
+    def _stale_from(self, position: int) -> None:
+        steps = [s.model_copy(update={"status": "stale"}) if i >= position and s.status == "done"
+                 else s for i, s in enumerate(self.steps)]
+        if steps != list(self.steps):
+            self._set_steps(steps)
+            self._set(awaiting_output=False)
+
+    def _stale_if_run(self, step_id: str) -> None:
+        position = self.index(step_id)
+        if self.steps[position].status == "done":
+            self._stale_from(position)
+
+    def _record(self, step_id: str, output: StepOutput) -> None:
+        """Put ``output`` in the context pool, in plan order, replacing the step's older one."""
+        entries = {c["step"]: c for c in self.state.context}
+        entries[step_id] = {"step": step_id, "description": self.step(step_id).description,
+                            "items": [dict(i) for i in output.items], "text": output.text}
+        order = [s.id for s in self.steps]
+        self._set(context=tuple(entries[i] for i in order if i in entries))
+
+    def _replace(self, step_id: str, **changes: Any) -> None:
+        self._set_steps([s.model_copy(update=changes) if s.id == step_id else s
+                         for s in self.steps])
+
+    def _set_steps(self, steps: list[PlanStep], **changes: Any) -> None:
+        assert self.state.plan is not None
+        self._set(plan=self.state.plan.model_copy(update={"steps": tuple(steps)}), **changes)
+
+    def _set(self, **changes: Any) -> None:
+        self.state = self.state.model_copy(update=changes)
+
+
+__all__ = ["MAX_PROPOSALS", "MAX_STEPS", "SIDES", "Plan", "PlanBoard", "PlanState", "PlanStep",
+           "Side", "StepOutput", "StepStatus"]

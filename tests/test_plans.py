@@ -19,7 +19,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from cogym_lab.core.coordinator import Coordinator, Transition
 from cogym_lab.core.messages import Event, EventType, TeamMember
-from cogym_lab.core.plan_env import with_plans
+from cogym_lab.core.plan_env import PLAN_COMPONENT, with_plans
 from cogym_lab.envs import make_env
 from cogym_lab.envs.todo import TodoEnv
 from cogym_lab.nodes.restore import replay_events
@@ -77,14 +77,14 @@ def test_the_agent_proposes_and_only_the_person_side_picks() -> None:
     team = Team()
     team.refused("user", "SELECT_PLAN", "No plans were proposed", index=0)
     team.ok("agent", "PROPOSE_PLANS", plans=THREE_STEPS)
-    plan = team.env.view("user")["plan"].content
+    plan = team.env.view("user")[PLAN_COMPONENT].content
     assert [p["title"] for p in plan["proposals"]] == ["Gear first", "Just ask"]
     assert plan["proposals"][1]["steps"][0]["assignee"] == "agent"  # a bare text: an agent step
     team.refused("agent", "SELECT_PLAN", "Only the person side picks the plan", index=0)
     team.refused("user", "SELECT_PLAN", "from 0 to 1", index=2)
     team.ok("user", "SELECT_PLAN", index=0)
     assert [s.description for s in team.env.plan_board.steps][0] == "List the gear for the trip"
-    assert team.env.view("agent")["plan"].content["proposals"] == []
+    assert team.env.view("agent")[PLAN_COMPONENT].content["proposals"] == []
 
 
 @pytest.mark.parametrize(("plans", "match"), [
@@ -113,7 +113,7 @@ def test_continuous_running_stops_at_the_person_step_and_goes_on_after_it() -> N
     team.ok("agent", "COMPLETE_STEP", step="s3", text="added")
     assert team.env.plan_board.state.awaiting_output and not team.env.plan_board.state.continuous
     team.ok("agent", "WRITE_PLAN_OUTPUT", text="Bring a tent, a stove and the rain jacket.")
-    assert team.env.view("user")["plan"].content["output"].startswith("Bring a tent")
+    assert team.env.view("user")[PLAN_COMPONENT].content["output"].startswith("Bring a tent")
 
 
 def test_stepwise_running_and_pause_after_a_step() -> None:
@@ -255,7 +255,7 @@ class PlanMachine(RuleBasedStateMachine):
             assert all(s.status == "done" for s in steps[:i])
             assert steps[i].status == ("running" if steps[i].assignee == "agent"
                                        else "needs_input")
-        json.dumps(self.team.env.view("agent")["plan"].content)  # plain JSON on the wire
+        json.dumps(self.team.env.view("agent")[PLAN_COMPONENT].content)  # plain JSON on the wire
 
     @invariant()
     def the_log_replays_to_the_same_state(self) -> None:
@@ -286,5 +286,5 @@ def test_a_planned_task_passes_check_env_and_keeps_its_constructor(use_shared_da
     assert check_env(with_plans(TodoEnv)) == []  # actions typed, env_args rebuild it, replays
     travel = make_env("travel_planning", instance=0, plans=True, protocol="cogym_lab")
     travel.reset(seed=0)
-    assert travel.protocol == "cogym_lab" and "plan" in travel.view("agent")
+    assert travel.protocol == "cogym_lab" and PLAN_COMPONENT in travel.view("agent")
     assert "FLIGHT_SEARCH" in travel._specs and "RUN_ALL" in travel._specs

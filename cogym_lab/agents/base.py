@@ -160,6 +160,14 @@ class LMAgent(abc.ABC):
                              f"{c.pending_action}")
         return "\n".join(line for line in lines if line) or "Nothing new."
 
+    async def collaborative_step(self, notification: Notification) -> str:
+        """One ReAct step over the task actions and the collaboration acts together (the
+        collaborative agent's every step; the plan-aware agent's answers to messages)."""
+        specs = merge_specs(self.task_specs, self.collaboration_specs)
+        instruction = agent_prompt("act", actions=self.actions_text(specs),
+                                   action_guidance=agent_prompt("act_collaborative_guidance"))
+        return await self.ask_action(self.system_prompt(notification), instruction, specs, "act")
+
     async def ask(self, messages: Messages, purpose: str) -> str:
         completion = await self.lm.complete(messages, purpose=purpose)
         return completion.text

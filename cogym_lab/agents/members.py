@@ -1,10 +1,12 @@
-"""The paper's three agents as member types (Co-Gym §5.1)."""
+"""The paper's three agents as member types (Co-Gym §5.1), and the plan-aware agent
+(Cocoa's interactive plans)."""
 
 from __future__ import annotations
 
 from cogym_lab.agents.autonomous import AutonomousAgent
 from cogym_lab.agents.base import LMAgent
 from cogym_lab.agents.collaborative import CollaborativeAgent
+from cogym_lab.agents.plan_aware import PlanAwareAgent
 from cogym_lab.agents.planning import PlanningAgent
 from cogym_lab.core.member import MemberSetup, MemberType
 
@@ -26,3 +28,7 @@ COLLABORATIVE = MemberType(
 COLLABORATIVE_PLANNING = MemberType(
     name="collaborative-planning", kind="agent", build=_builder(PlanningAgent),
     summary="Collaborative Agent with Situational Planning: decide the kind of step, then act.")
+PLAN_AWARE = MemberType(
+    name="plan-aware", kind="agent", build=_builder(PlanAwareAgent),
+    summary="Plan-aware agent: proposes interactive plans, carries out its steps, asks for the "
+            "person's steps, and writes the plan output (a task made with plans).")

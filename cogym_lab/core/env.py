@@ -199,6 +199,10 @@ class CoEnv(abc.ABC):
     #: Whether the task runs in a person's notebook: its kernel and live document, which the
     #: host links and passes as the ``notebook`` constructor argument.
     runs_in_notebook: ClassVar[bool] = False
+    #: How a step of an interactive plan maps onto this task's actions, in a sentence or two
+    #: for the plan-aware agent ("search papers, add the good ones to the library, then
+    #: draft"). Empty: the agent works a step out from the actions alone.
+    plan_step_guidance: ClassVar[str] = ""
     #: ``package.module:command``: a click command that grades a file of this task's outcomes
     #: (``cogym-lab grade TASK ...``), or ``None`` when the task has no batch grader.
     grade_command: ClassVar[str | None] = None
@@ -281,6 +285,11 @@ class CoEnv(abc.ABC):
         """Whether an agent's ``action`` must be approved by a teammate before it runs (a task
         set to ask first). The coordinator then turns it into a confirmation request."""
         return False
+
+    def put_plan_output(self, role: str, text: str) -> None:  # noqa: B027 - optional hook
+        """Write a finished interactive plan's output into the workspace (the editor, the
+        findings), for a task made with plans (``docs/plans.md``); raise :class:`ActionError`
+        to refuse it. By default the output stays in the plan."""
 
     def observed_steps(self) -> AsyncIterator[tuple[str, RawAction]] | None:
         """Steps the env sees members take outside the session (a person running a cell in

@@ -18,7 +18,8 @@ from cogym_lab.core.env import CoEnv, action
 from cogym_lab.core.observation import Component, RenderType
 from cogym_lab.core.plans import PlanBoard, Side
 
-PLAN_COMPONENT = "plan"
+#: The plan component's name (not "plan": the travel task's editor has that one).
+PLAN_COMPONENT = "interactive_plan"
 
 
 class Planning(CoEnv):
@@ -34,19 +35,18 @@ class Planning(CoEnv):
 
     def _reset(self, seed: int | None) -> None:
         super()._reset(seed)  # type: ignore[safe-super]  # the task's own, after this in the MRO
-        self.plan_board = PlanBoard(self.task_description)
+        self.plan_board = PlanBoard(self.task_description, self.plan_step_guidance)
 
     def public_components(self) -> list[Component]:
         shown = super().public_components()  # type: ignore[safe-super]
+        if any(component.name == PLAN_COMPONENT for component in shown):
+            raise TypeError(f"{type(self).__name__}: the task has its own {PLAN_COMPONENT!r} "
+                            "component, so it cannot take an interactive plan.")
         return [*shown, Component(name=PLAN_COMPONENT, render_type=RenderType.PLAN,
-                                  content=self.plan_board.content(), title="Plan")]
+                                  content=self.plan_board.content(), title="Interactive plan")]
 
     def env_args(self) -> dict[str, Any]:
         return {**super().env_args(), "plans": True}
-
-    def put_plan_output(self, role: str, text: str) -> None:
-        """Put the finished plan's output into the task's workspace (its editor, its
-        findings). Tasks override this; by default the output stays in the plan."""
 
     # -- who is who --------------------------------------------------------------------------
 

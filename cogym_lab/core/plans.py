@@ -73,6 +73,7 @@ class PlanState(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     request: str  # what the plan answers: the task's request
+    guidance: str = ""  # how a step maps onto the task's actions (CoEnv.plan_step_guidance)
     proposals: tuple[Plan, ...] = ()
     plan: Plan | None = None
     continuous: bool = False  # run all / run remaining: each completed step starts the next
@@ -123,6 +124,12 @@ def _items(items: Any) -> tuple[dict[str, Any], ...]:
     return tuple(dict(item) for item in items)
 
 
+def below(existing: str, output: str) -> str:
+    """``output`` put below ``existing`` (a task's editor text), which keeps every word of it:
+    how the tasks write a finished plan's output into their workspace."""
+    return f"{existing.rstrip()}\n\n{output}" if existing.strip() else output
+
+
 class PlanBoard:
     """The plan of one session, changed only through its acts (one method each).
 
@@ -131,8 +138,8 @@ class PlanBoard:
     nothing.
     """
 
-    def __init__(self, request: str) -> None:
-        self.state = PlanState(request=request)
+    def __init__(self, request: str, guidance: str = "") -> None:
+        self.state = PlanState(request=request, guidance=guidance)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -413,4 +420,4 @@ class PlanBoard:
 
 
 __all__ = ["MAX_PROPOSALS", "MAX_STEPS", "SIDES", "Plan", "PlanBoard", "PlanState", "PlanStep",
-           "Side", "StepOutput", "StepStatus"]
+           "Side", "StepOutput", "StepStatus", "below"]

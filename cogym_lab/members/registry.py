@@ -21,6 +21,7 @@ _BUILTIN = {
     "autonomous": "cogym_lab.agents.members:AUTONOMOUS",
     "collaborative": "cogym_lab.agents.members:COLLABORATIVE",
     "collaborative-planning": "cogym_lab.agents.members:COLLABORATIVE_PLANNING",
+    "plan-aware": "cogym_lab.agents.members:PLAN_AWARE",
     "simulated": "cogym_lab.users.members:SIMULATED_USER",
 }
 _registered: dict[str, MemberType | str] = {}

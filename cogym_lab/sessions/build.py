@@ -70,7 +70,7 @@ def build_session(spec: SessionSpec, *, session_id: str | None = None,
     team = _team(spec, env_class, load_team)
     kinds = _kinds(team)
     _check_lm_keys(spec, team)
-    env = _env(spec, env_class, protocol, notebook)
+    env = _env(spec, env_class, protocol, notebook, plans=team.plans)
     members, guided = _members(spec, team, kinds, env, remote=remote, guides=guides)
     tools = attach_tool_lms(env, tool_lm_config(team, spec.lm_arguments()))
     config = session_config(team, spec)
@@ -102,7 +102,7 @@ def build_one_member(spec: SessionSpec, role: str, *,
         runnable = ", ".join(r for r, kind in kinds.items() if kind != "person") or "none"
         raise SessionBuildError(f"Team {team.name!r} has no member {role!r} to run here; its "
                                 f"members are {runnable}.", "team")
-    env = _env(spec, env_class, protocol, None)
+    env = _env(spec, env_class, protocol, None, plans=team.plans)
     members, _ = _members(spec, team.model_copy(update={"members": {role: team.members[role]}}),
                           kinds, env, remote=False, guides=False)
     return members[role], kinds[role]
@@ -185,8 +185,11 @@ def _takes_data_dir(task: str) -> bool:
         return False
 
 
-def _env(spec: SessionSpec, env_class: type[CoEnv], protocol: str, notebook: Any) -> CoEnv:
+def _env(spec: SessionSpec, env_class: type[CoEnv], protocol: str, notebook: Any, *,
+         plans: bool = False) -> CoEnv:
     env_args = dict(spec.env_args)
+    if plans:  # the team works through an interactive plan
+        env_args["plans"] = True
     if spec.data_dir is not None and "data_dir" not in env_args and _takes_data_dir(spec.task):
         env_args["data_dir"] = spec.data_dir
     folder = env_args.get("data_dir") if isinstance(env_args.get("data_dir"), str) else None

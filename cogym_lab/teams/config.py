@@ -4,6 +4,7 @@ A team is a TOML file::
 
     name = "collaborative-planning"
     description = "..."
+    plans = false             # true: the task gets an interactive plan (docs/plans.md)
 
     [session]                 # optional SessionConfig overrides
     idle_seconds = 30
@@ -76,6 +77,9 @@ class TeamConfig(BaseModel):
     name: str
     description: str = ""
     tasks: list[str] | None = None  # the tasks it can play; None: any
+    #: The team works through an interactive plan: its sessions' tasks are made with plans
+    #: (``make_env(task, plans=True)``, docs/plans.md).
+    plans: bool = False
     session: dict[str, Any] = Field(default_factory=dict)
     members: dict[str, MemberConfig]
     tools: ToolsConfig | None = None

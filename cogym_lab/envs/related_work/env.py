@@ -37,6 +37,7 @@ from cogym_lab.core import (
 from cogym_lab.core.actions import ItemPick
 from cogym_lab.core.env import ScoreReport
 from cogym_lab.core.grammar import format_action
+from cogym_lab.core.plans import below
 from cogym_lab.core.progress import ProgressListener, ProgressMeter
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
 from cogym_lab.datasets import DataItem, format_size
@@ -79,6 +80,10 @@ class RelatedWorkEnv(DatasetEnv):
     _grade: RelatedWorkGrade | None = field(default=None, init=False, repr=False)
 
     name = "related_work"
+    plan_step_guidance = (
+        "Search papers for the step (SEARCH_PAPER), add the good ones to the library "
+        "(LIBRARY_ADD_PAPER), note why they matter, and draft with LIBRARY_TO_DRAFT; complete "
+        "the step with the papers as items.")
     data_files: ClassVar[tuple[DataItem, ...]] = DATA_FILES
 
     @classmethod
@@ -213,6 +218,10 @@ class RelatedWorkEnv(DatasetEnv):
                                delivered=self.delivered())
 
     # -- actions -------------------------------------------------------------------------------
+
+    def put_plan_output(self, role: str, text: str) -> None:
+        """A finished interactive plan's output goes below the text: nothing is erased."""
+        self.text = below(self.text, text)
 
     @action("Search papers by topic, title or keywords (top 10). Only you see the results.",
             private=True, query="What to look for")

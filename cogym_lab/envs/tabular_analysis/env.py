@@ -47,6 +47,7 @@ from cogym_lab.core import (
 )
 from cogym_lab.core.env import ScoreReport
 from cogym_lab.core.grammar import RawAction
+from cogym_lab.core.plans import below
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL, get_protocol
 from cogym_lab.datasets import DataItem
 from cogym_lab.datasets import data_dir as resolve_data_dir
@@ -129,6 +130,9 @@ class TabularAnalysisEnv(DatasetEnv):
     _grade: HypothesisGrade | None = field(default=None, init=False, repr=False)
 
     name = "tabular_analysis"
+    plan_step_guidance = (
+        "Carry out an analysis step as one or a few cells in the shared notebook "
+        "(EXECUTE_JUPYTER_CELL), then complete the step with what the outputs show.")
     data_files: ClassVar[tuple[DataItem, ...]] = DATA_FILES
 
     def __post_init__(self) -> None:
@@ -280,6 +284,10 @@ class TabularAnalysisEnv(DatasetEnv):
         return self.executor
 
     # -- actions -------------------------------------------------------------------------------
+
+    def put_plan_output(self, role: str, text: str) -> None:
+        """A finished interactive plan's output goes below the text: nothing is erased."""
+        self.findings = below(self.findings, text)
 
     @action("Run Python code in the shared Jupyter kernel; the cell and its outputs join the "
             "notebook everyone sees.", code="The code of one cell")

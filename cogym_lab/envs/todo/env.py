@@ -41,6 +41,7 @@ class TodoEnv(CoEnv):
 
     name = "todo"
     default_team = "example"  # the rule-based team: todo runs without an LM
+    plan_step_guidance = "Add, check or remove checklist items for the step, then complete it."
 
     def __post_init__(self) -> None:
         super().__init__(roles=self.roles)

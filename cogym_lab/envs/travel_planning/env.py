@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from cogym_lab.core import ActionError, Component, RenderType, action
 from cogym_lab.core.env import ScoreReport, SessionScores
+from cogym_lab.core.plans import below
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
 from cogym_lab.datasets import DataItem
 from cogym_lab.envs.dataset_env import DatasetEnv
@@ -73,6 +74,9 @@ class TravelPlanningEnv(DatasetEnv):
     _grade: Grade | None = field(default=None, init=False, repr=False)  # the last one given
 
     name = "travel_planning"
+    plan_step_guidance = (
+        "Search for what the step needs (flights, places to stay, restaurants, attractions, "
+        "distances), then fill in the days it covers in the plan.")
     data_files: ClassVar[tuple[DataItem, ...]] = DATA_FILES
 
     @classmethod
@@ -174,6 +178,10 @@ class TravelPlanningEnv(DatasetEnv):
         return explain_grade(self._grade or self.grade(), scores)
 
     # -- actions -------------------------------------------------------------------------------
+
+    def put_plan_output(self, role: str, text: str) -> None:
+        """A finished interactive plan's output goes below the text: nothing is erased."""
+        self.plan_text = below(self.plan_text, text)
 
     @action("Replace the whole shared plan with new text (keep the day-by-day form).",
             replaces="plan", text="The full plan")

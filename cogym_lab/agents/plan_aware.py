@@ -1,0 +1,165 @@
+"""The plan-aware agent: a fourth agent type, which works with its teammate through an
+interactive plan (Cocoa, ``docs/plans.md``) in a task made with plans.
+
+What it does is decided by the plan's state, and only the content of each move comes from the
+LM:
+
+* a new message from a teammate is answered first, as the collaborative agent would, with the
+  plan actions among its choices (the teammate may ask to change the plan);
+* with no plan yet, it proposes one to three, with plans made earlier in the same results
+  folder as examples (the paper's "learning from previous plans"); then it waits for the
+  person side to pick one;
+* a picked plan that has not run yet, it runs (``RUN_ALL``); the person may pause or run steps
+  one by one instead;
+* a running agent step, it carries out with the task's own actions and completes (or fails)
+  with what it produced, at most ``max_step_actions`` actions per run of a step;
+* a person step that needs input, it tells the person about, once per run of the step;
+* when every step is done, it writes the plan output (the last step's output rewritten to
+  answer the request) into the workspace.
+
+Edits, reassignments and reruns need nothing special: each decision reads the plan as it is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from cogym_lab.agents.base import WAIT, LMAgent, merge_specs
+from cogym_lab.agents.plan_examples import earlier_plans
+from cogym_lab.agents.templates import agent_prompt
+from cogym_lab.core import Notification
+from cogym_lab.core.plan_env import PLAN_COMPONENT
+from cogym_lab.core.plans import MAX_PROPOSALS
+
+#: The plan actions the agent takes while it works on a step.
+STEP_ACTS = ("COMPLETE_STEP", "FAIL_STEP")
+
+
+class PlanAwareAgent(LMAgent):
+    agent_type = "plan-aware"
+
+    def __init__(self, *args: Any, max_step_actions: int = 6, examples: int = 3,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.max_step_actions = max_step_actions
+        self.examples = examples
+        self._proposed = False
+        self._ran = False
+        self._told: set[tuple[str, int]] = set()  # (step, runs) person steps announced
+        self._actions_on: dict[tuple[str, int], int] = {}  # task actions per run of a step
+
+    async def decide(self, notification: Notification) -> str | None:
+        plan = _plan_state(notification)
+        if plan is None or any(m.sender != self.role for m in notification.new_messages):
+            return await self._converse(notification)
+        if plan["plan"] is None:
+            return await self._propose(notification, plan) if not plan["proposals"] and \
+                not self._proposed else WAIT
+        steps = plan["plan"]["steps"]
+        if plan["awaiting_output"]:
+            return await self._write_output(notification, plan)
+        busy = next((s for s in steps if s["status"] in ("running", "needs_input")), None)
+        if busy is not None and busy["status"] == "running" and busy["assignee"] == "agent":
+            return await self._work_on(notification, plan, busy)
+        if busy is not None and busy["status"] == "needs_input":
+            key = (busy["id"], busy["runs"])
+            if key in self._told:
+                return WAIT
+            self._told.add(key)
+            return self.message(agent_prompt("plan_person_step", step_id=busy["id"],
+                                             step_description=busy["description"]))
+        if not self._ran and all(s["status"] == "not_run" for s in steps):
+            self._ran = True
+            return "RUN_ALL()"
+        return WAIT
+
+    # -- the moves -----------------------------------------------------------------------------
+
+    async def _converse(self, notification: Notification) -> str:
+        """Answer the teammate as the collaborative agent does, every action at hand."""
+        return await self.collaborative_step(notification)
+
+    async def _propose(self, notification: Notification, plan: Mapping[str, Any]) -> str:
+        self._proposed = True
+        folder = self.context.results_dir if self.context else None
+        examples = earlier_plans(folder, self.examples)
+        instruction = agent_prompt(
+            "plan_propose", guidance=plan["guidance"] or "(use the actions as they fit)",
+            actions=self.actions_text(self.task_specs),
+            examples="\n".join(json.dumps(e, ensure_ascii=False) for e in examples) or "(none)")
+        plans = await self.ask_field(self.system_prompt(notification), instruction, "Plans",
+                                     "plan:propose", _read_plans)
+        return f"PROPOSE_PLANS(plans={json.dumps(plans, ensure_ascii=False)})"
+
+    async def _work_on(self, notification: Notification, plan: Mapping[str, Any],
+                       step: Mapping[str, Any]) -> str:
+        key = (step["id"], step["runs"])
+        done = self._actions_on.get(key, 0)
+        finishing = done >= self.max_step_actions
+        acts = {name: self.task_specs[name] for name in STEP_ACTS if name in self.task_specs}
+        specs = acts if finishing else merge_specs(
+            {n: s for n, s in self.task_specs.items() if n not in _PLAN_ACTS}, acts)
+        progress = (f"You have taken {done} actions on this step: complete it now with what "
+                    "you have." if finishing else f"Actions taken on this step so far: {done}.")
+        instruction = agent_prompt(
+            "plan_step", step_id=step["id"], step_description=step["description"],
+            guidance=plan["guidance"] or "(use the actions as they fit)",
+            context=_context_text(plan), progress=progress, actions=self.actions_text(specs))
+        action = await self.ask_action(self.system_prompt(notification), instruction, specs,
+                                       "plan:step")
+        if not action.startswith(STEP_ACTS):
+            self._actions_on[key] = done + 1
+        return action
+
+    async def _write_output(self, notification: Notification, plan: Mapping[str, Any]) -> str:
+        instruction = agent_prompt("plan_output", request=plan["request"],
+                                   context=_context_text(plan))
+        text = await self.ask_field(self.system_prompt(notification), instruction, "Output",
+                                    "plan:output")
+        return f"WRITE_PLAN_OUTPUT(text={json.dumps(text, ensure_ascii=False)})"
+
+
+_PLAN_ACTS = frozenset({
+    "PROPOSE_PLANS", "SELECT_PLAN", "ADD_STEP", "EDIT_STEP", "SUGGEST_STEP", "UNDO_SUGGESTION",
+    "DELETE_STEP", "MOVE_STEP", "ASSIGN_STEP", "RUN_STEP", "RUN_ALL", "RUN_REMAINING",
+    "PAUSE_AFTER_STEP", "COMPLETE_STEP", "FAIL_STEP", "EDIT_STEP_OUTPUT", "WRITE_PLAN_OUTPUT"})
+
+
+def _plan_state(notification: Notification) -> dict[str, Any] | None:
+    """The plan component's content, or ``None`` in a task made without plans."""
+    if PLAN_COMPONENT not in notification.view:
+        return None
+    content = notification.view[PLAN_COMPONENT].content
+    return content if isinstance(content, dict) else None
+
+
+def _context_text(plan: Mapping[str, Any]) -> str:
+    lines = []
+    for entry in plan.get("context", ()):
+        items = ", ".join(str(i.get("title") or i.get("id") or i) for i in entry["items"])
+        lines.append(f"- {entry['step']} ({entry['description']}): {entry['text']}"
+                     + (f" [items: {items}]" if items else ""))
+    return "\n".join(lines) or "(nothing yet)"
+
+
+def _read_plans(value: str | None) -> list[dict[str, Any]]:
+    """The proposed plans, as JSON; ``ValueError`` (a repair prompt) when they are not."""
+    if value is None:
+        raise ValueError("the reply had no 'Plans:' line")
+    try:
+        plans = json.loads(value)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"the plans are not JSON: {error.msg}") from None
+    if isinstance(plans, dict):
+        plans = [plans]
+    if not isinstance(plans, list) or not 1 <= len(plans) <= MAX_PROPOSALS or not all(
+            isinstance(p, dict) and isinstance(p.get("steps"), list) and p["steps"]
+            for p in plans):
+        raise ValueError(f"give 1 to {MAX_PROPOSALS} plans, each with a non-empty 'steps' "
+                         "list")
+    return plans
+
+
+__all__ = ["PlanAwareAgent"]

@@ -286,6 +286,12 @@ class SessionHandle:
         return [m for m in messages if not self.role or m.visible_to(seat)]
 
     @property
+    def plan(self) -> dict[str, Any] | None:
+        """The interactive plan as your seat sees it (docs/plans.md): proposals, steps with
+        their status and output, the plan output; ``None`` in a task made without plans."""
+        return _plan_in(self._state(), self._seat())
+
+    @property
     def result(self) -> dict[str, Any] | None:
         """The session's result (outcome, scores, ...) once it has ended."""
         return self.snapshot().get("result")
@@ -344,6 +350,18 @@ class SessionHandle:
                 raise TimeoutError(f"Session {self.session_id} did not get there within "
                                    f"{timeout:.0f} s (status: {snapshot.get('status')}).")
             await asyncio.sleep(poll)
+
+    async def wait_for_plan(self, predicate: Callable[[dict[str, Any]], Any],
+                            timeout: float = 600.0) -> dict[str, Any]:
+        """Wait until ``predicate(plan)`` holds for the interactive plan (see :attr:`plan`);
+        returns the plan then. Use with ``await``."""
+        seat = self._seat()
+
+        def holds(snapshot: dict[str, Any]) -> bool:
+            plan = _plan_in(snapshot.get("state") or {}, seat)
+            return plan is not None and bool(predicate(plan))
+
+        return _plan_in((await self.wait_until(holds, timeout)).get("state") or {}, seat) or {}
 
     async def wait(self, timeout: float = 600.0) -> dict[str, Any] | None:
         """Wait for the session to end; returns its result."""
@@ -454,3 +472,12 @@ class SessionHandle:
         return (f"<p><b>Session {html.escape(self.session_id)}</b> — "
                 f"{html.escape(self.task)}, {html.escape(str(snapshot.get('status')))}"
                 f" ({html.escape(self.backend.kind)})</p><ul>{chat}</ul>")
+
+
+def _plan_in(state: dict[str, Any], seat: str) -> dict[str, Any] | None:
+    """The interactive plan's content in a snapshot's ``state`` as ``seat`` sees it."""
+    from cogym_lab.core.plan_env import PLAN_COMPONENT
+
+    view = (state.get("views") or {}).get(seat) or {}
+    return next((c["content"] for c in view.get("components", ())
+                 if c.get("name") == PLAN_COMPONENT), None)

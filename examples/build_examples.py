@@ -242,12 +242,70 @@ first = sorted(Path(runs["collaborative"].out).glob("*/session.json"))[0].parent
 print(cogym_eval.show(first))"""),
 ]
 
+INTERACTIVE_PLANS = [
+    ("markdown", """\
+# Plan a Related Work section with an agent, step by step
+
+An *interactive plan* (from Cocoa: Feng et al., "Cocoa: Co-Planning and Co-Execution with AI
+Agents") is a shared, editable list of steps that you and the agent make together and then carry
+out together, like the cells of a notebook. Each step is the agent's or yours. The agent proposes
+plans; you pick one, give yourself the steps that need your judgement, and run it. The panel
+shows the plan with a play button per step, *Run all* and *Run remaining*, and a side area to
+complete your steps and curate what the agent's steps produced. This notebook does the same from
+Python. `docs/plans.md` describes plans in full.
+
+""" + SETUP),
+    ("code", "%load_ext cogym_lab"),
+    ("markdown", """\
+The `collaborative-plans` team pairs the plan-aware agent with your seat; the task gets a plan.
+`index_limit=5000` searches the first 5,000 papers only, for a quick first session."""),
+    ("code", "%cogym new related_work --instance 0 --team collaborative-plans "
+             "--env-arg index_limit=5000"),
+    ("markdown", "The agent proposes a plan first. Each step says whose it is."),
+    ("code", """\
+paper = cogym_session
+plan = await paper.wait_for_plan(lambda plan: plan["proposals"], timeout=600)
+for number, proposal in enumerate(plan["proposals"]):
+    print(f"{number}: {proposal['title']}")
+    for step in proposal["steps"]:
+        print(f"   {step['id']} ({step['assignee']}): {step['description']}")"""),
+    ("markdown", """\
+Pick the first plan, take the step that chooses the papers (which papers matter is yours to
+judge), and run the plan: the agent does its steps and the run stops at yours."""),
+    ("code", """\
+paper.act({"name": "SELECT_PLAN", "args": {"index": 0}})
+plan = await paper.wait_for_plan(lambda plan: plan["plan"] is not None)
+choose = plan["plan"]["steps"][1]["id"]
+paper.act({"name": "ASSIGN_STEP", "args": {"step": choose, "assignee": "person"}})
+paper.act({"name": "RUN_ALL", "args": {}})
+plan = await paper.wait_for_plan(
+    lambda plan: any(s["status"] == "needs_input" for s in plan["plan"]["steps"]))
+found = plan["context"][-1]["items"]
+for item in found:
+    print(item["id"], "-", item["title"])"""),
+    ("markdown", "Keep two of the papers the search found: complete your step with them. "
+                 "The agent carries on from what you kept."),
+    ("code", """\
+paper.act({"name": "COMPLETE_STEP",
+           "args": {"step": choose, "text": "These two matter most.", "items": found[:2]}})
+plan = await paper.wait_for_plan(lambda plan: plan["output"], timeout=600)
+for step in plan["plan"]["steps"]:
+    print(f"{step['id']} {step['status']:>5} by {step['completed_by']}: {step['description']}")
+print(paper.view["editor"].content)"""),
+    ("markdown", "Finish to have the section graded."),
+    ("code", """\
+paper.finish()
+result = await paper.wait(timeout=600)
+result["scores"]"""),
+]
+
 NOTEBOOKS = {
     "01_your_dataframe.ipynb": YOUR_DATAFRAME,
     "02_travel_planning.ipynb": TRAVEL,
     "03_related_work.ipynb": RELATED_WORK,
     "04_watch_agent_and_simulated_user.ipynb": WATCH,
     "05_evaluation_demo.ipynb": EVALUATION,
+    "06_interactive_plans.ipynb": INTERACTIVE_PLANS,
 }
 
 

@@ -19,8 +19,10 @@
 //   wire messages and view state   JSDoc typedefs, checked by tsc (tsc -p js/jsconfig.json)
 //   safe rendering                 h(), escapeHtml, renderMarkdown, parseAction, lineDiff
 //   content views                  one class per read-only render type (TextView, TableView,
-//                                  SearchResultsView, LibraryView, NotebookView, PlanView,
+//                                  SearchResultsView, LibraryView, NotebookView,
 //                                  ChecklistView; JsonView for any other) and the EditorView
+//   the plan view                  PlanView (interactive plans: its step rows, the new-step
+//                                  form and the side area with a step's output)
 //   panel views                    HeaderView, ErrorBanner, WorkspaceView, AgentStatusView,
 //                                  ConfirmationsView, ChatView, ActionFormView, RatingView:
 //                                  each owns its part of the DOM and its own state
@@ -249,6 +251,9 @@
  * @property {number} outcome_rating  1 to 5
  * @property {number} satisfaction  1 to 5
  * @property {string} comment
+ * @property {number} [steerability]  1 to 5, when answered: "I could easily steer the agent …"
+ * @property {number} [ease_of_use]  1 to 5, when answered: "I found the system easy to use"
+ * @property {number} [utility]  1 to 5, when answered: "The outputs were useful to me"
  */
 
 /**
@@ -355,6 +360,22 @@ export const SATISFACTION_RUBRIC = {
   4: "4 - Satisfied: it communicated well on the whole and was a real help.",
   5: "5 - Very satisfied: it communicated well throughout and helped a great deal.",
 };
+
+/** The 5-point agreement scale of the optional statements (Cocoa's study), 1 to 5. */
+const AGREEMENT_SCALE = {
+  1: "1 - Strongly disagree",
+  2: "2 - Disagree",
+  3: "3 - Neither agree nor disagree",
+  4: "4 - Agree",
+  5: "5 - Strongly agree",
+};
+
+/** The optional statements of the rating form: the rating's field, and the statement. */
+const LIKERT_ITEMS = /** @type {const} */ ([
+  ["steerability", "I could easily steer the agent towards something helpful"],
+  ["ease_of_use", "I found the system easy to use"],
+  ["utility", "The outputs were useful to me"],
+]);
 
 // -- safe rendering ---------------------------------------------------------------------------
 
@@ -1068,25 +1089,6 @@ class NotebookView extends JsonView {
   }
 }
 
-/** `plan`: markdown for a string, a numbered list for a list. */
-class PlanView extends JsonView {
-  /** @param {Json} content */
-  render(content) {
-    if (typeof content === "string") {
-      const preview = h("div", { class: "cogym-markdown" });
-      preview.innerHTML = renderMarkdown(content); // escaped first: see renderMarkdown
-      return preview;
-    }
-    if (Array.isArray(content)) {
-      return h("ol", { class: "cogym-records" }, content.map((step) =>
-        h("li", { testid: "plan-step" }, step && typeof step === "object"
-          ? recordList([step])
-          : h("span", { text: asText(step) }))));
-    }
-    return textBlock(content);
-  }
-}
-
 /** `checklist`: items with ☑/☐ and who added them. */
 class ChecklistView extends JsonView {
   /** @param {Json} items */
@@ -1112,13 +1114,12 @@ class ChecklistView extends JsonView {
   }
 }
 
-/** The read-only view of each render type; the editor is interactive: see EditorView. */
+/** The read-only view of each render type; the editor and the plan act: see EditorView, PlanView. */
 const CONTENT_VIEWS = {
   text: TextView,
   search_results: SearchResultsView,
   library: LibraryView,
   notebook: NotebookView,
-  plan: PlanView,
   table: TableView,
   checklist: ChecklistView,
 };
@@ -1244,6 +1245,689 @@ class EditorView {
 
   renderPreview() {
     this.preview.innerHTML = renderMarkdown(this.textarea.value); // escaped first
+  }
+}
+
+// -- the plan view: co-planning and co-execution (interactive plans, docs/plans.md) -----------
+
+/**
+ * What a plan step produced (cogym_lab.core.plans.StepOutput).
+ * @typedef {object} PlanStepOutput
+ * @property {Json[]} [items]  small records: papers, cells, entities
+ * @property {string} [text]
+ * @property {boolean} [edited]  the person curated it
+ */
+
+/**
+ * One step of a plan (cogym_lab.core.plans.PlanStep).
+ * @typedef {object} PlanStep
+ * @property {string} id
+ * @property {string} description
+ * @property {string} assignee  "agent" or "person"
+ * @property {string} status  not_run / running / needs_input / done / failed / stale
+ * @property {PlanStepOutput | null} [output]
+ * @property {number} [runs]
+ * @property {string | null} [completed_by]
+ */
+
+/**
+ * @typedef {object} PlanDraft  a proposal, or the plan itself
+ * @property {string} [title]
+ * @property {PlanStep[]} steps
+ */
+
+/**
+ * The plan component's content (cogym_lab.core.plans.PlanState).
+ * @typedef {object} PlanContent
+ * @property {string} [request]
+ * @property {PlanDraft[]} proposals
+ * @property {PlanDraft | null} plan
+ * @property {boolean} [continuous]
+ * @property {string | null} [pause_after]
+ * @property {boolean} [awaiting_output]
+ * @property {string | null} [output]
+ */
+
+/** Each step status: its mark (the running one is a spinner) and its words for screen readers. */
+const STEP_STATUS = {
+  not_run: { mark: "•", words: "not run yet" },
+  running: { mark: "", words: "running" },
+  needs_input: { mark: "?", words: "needs input" },
+  done: { mark: "✓", words: "done" },
+  failed: { mark: "✗", words: "failed" },
+  stale: { mark: "↻", words: "stale: an earlier step changed, run it again" },
+};
+
+/**
+ * @param {Json} content
+ * @returns {PlanContent | null} the content read as a plan, or null for another shape
+ */
+function planContent(content) {
+  if (!content || typeof content !== "object" || Array.isArray(content)) return null;
+  const record = keyed(content);
+  if (!("proposals" in record) && !("plan" in record)) return null;
+  /** @param {Json} steps */
+  const stepsOf = (steps) => (Array.isArray(steps) ? steps : []).filter((step) =>
+    step && typeof step === "object" && typeof keyed(step).id === "string");
+  /** @param {Json} draft @returns {PlanDraft} */
+  const draftOf = (draft) => ({ title: asText(keyed(draft).title),
+    steps: /** @type {PlanStep[]} */ (stepsOf(keyed(draft).steps)) });
+  const proposals = Array.isArray(record.proposals) ? record.proposals : [];
+  return {
+    request: asText(record.request),
+    proposals: proposals.filter((p) => p && typeof p === "object").map(draftOf),
+    plan: record.plan && typeof record.plan === "object" ? draftOf(record.plan) : null,
+    continuous: Boolean(record.continuous),
+    pause_after: typeof record.pause_after === "string" ? record.pause_after : null,
+    awaiting_output: Boolean(record.awaiting_output),
+    output: typeof record.output === "string" ? record.output : null,
+  };
+}
+
+/**
+ * A plan of another shape (a text or a list, as tasks' own plans are): markdown for a string,
+ * a numbered list for a list, and anything else as text.
+ * @param {Json} content
+ * @returns {HTMLElement}
+ */
+function plainPlan(content) {
+  if (typeof content === "string") {
+    const preview = h("div", { class: "cogym-markdown" });
+    preview.innerHTML = renderMarkdown(content); // escaped first: see renderMarkdown
+    return preview;
+  }
+  if (Array.isArray(content)) {
+    return h("ol", { class: "cogym-records" }, content.map((step) =>
+      h("li", { testid: "plan-step" }, step && typeof step === "object"
+        ? recordList([step])
+        : h("span", { text: asText(step) }))));
+  }
+  return textBlock(content);
+}
+
+/**
+ * @param {string} side  "agent" or "person"
+ * @returns {string} the side a step is handed to by the assignment toggle
+ */
+function otherSide(side) {
+  return side === "agent" ? "person" : "agent";
+}
+
+/**
+ * A text field that keeps what the person typed while updates come. It shows the session's
+ * text only while the person has not changed it; a save sends the text with the text it
+ * started from (its base), and keeps showing what was sent until the session's text moves on.
+ */
+class DraftText {
+  /** @param {HTMLTextAreaElement | HTMLInputElement} field */
+  constructor(field) {
+    this.field = field;
+    this.base = ""; // the session's text the person's edit started from
+    /** @type {{from: string, text: string} | null} sent, while the session still shows `from` */
+    this.pending = null;
+  }
+
+  /** @returns {boolean} whether the person changed the text since it was last taken */
+  get dirty() {
+    return this.field.value !== this.base;
+  }
+
+  /** @param {string} remote  the session's text now */
+  take(remote) {
+    if (this.pending && remote === this.pending.from) return; // not applied yet: keep showing it
+    this.pending = null;
+    if (this.dirty) return; // the person's edit wins until saved or cancelled
+    this.field.value = remote;
+    this.base = remote;
+  }
+
+  /** @returns {string} the text to send; what was there before stays its base until applied */
+  sent() {
+    const text = this.field.value;
+    this.pending = { from: this.base, text };
+    this.base = text;
+    return text;
+  }
+
+  cancel() {
+    this.field.value = this.pending ? this.pending.text : this.base;
+  }
+}
+
+/**
+ * One step of the plan: its status, its assignment toggle, its description (edited in place),
+ * and its buttons. Updated in place, so the field being edited keeps its text and its focus.
+ */
+class PlanStepRow {
+  /**
+   * @param {PlanView} plan
+   * @param {PlanStep} step
+   */
+  constructor(plan, step) {
+    this.plan = plan;
+    this.step = step;
+    this.number = 0;
+    this.mark = h("span", { class: "cogym-step-mark", "aria-hidden": "true" });
+    this.statusWords = h("span", { class: "cogym-sr-only" });
+    this.status = h("span", { class: "cogym-step-status", testid: "plan-step-status" },
+      this.mark, this.statusWords);
+    this.assign = h("button", { class: "cogym-step-assign", testid: "plan-step-assign",
+      on: { click: () => this.send("ASSIGN_STEP", { assignee: otherSide(this.step.assignee) }) } });
+    this.description = h("textarea", { class: "cogym-step-text", testid: "plan-step-description",
+      rows: 1, spellcheck: true, on: { keydown: (event) => this.onKey(event) } });
+    this.draft = new DraftText(this.description);
+    this.run = h("button", { class: "cogym-icon", testid: "plan-step-run", text: "▶",
+      on: { click: () => this.send("RUN_STEP") } });
+    this.pause = h("button", { testid: "plan-step-pause", text: "Pause after this step",
+      on: { click: () => this.send("PAUSE_AFTER_STEP") } });
+    this.inspect = h("button", { testid: "plan-step-inspect",
+      on: { click: () => this.plan.inspect(this.step.id, true) } });
+    this.remove = h("button", { class: "cogym-icon cogym-danger", testid: "plan-step-delete",
+      text: "✕", on: { click: () => this.send("DELETE_STEP") } });
+    this.addBelow = h("button", { class: "cogym-icon", testid: "plan-step-add", text: "+",
+      on: { click: () => this.plan.newStep.open(this) } });
+    this.edited = h("span", { class: "cogym-badge", testid: "plan-step-edited", text: "edited",
+      hidden: true });
+    this.root = h("li", { class: "cogym-step", testid: "plan-step" },
+      h("div", { class: "cogym-step-line" }, this.status,
+        h("span", { class: "cogym-step-number", "aria-hidden": "true" }), this.assign,
+        this.description, this.edited),
+      h("div", { class: "cogym-step-buttons" }, this.run, this.pause, this.inspect, this.remove,
+        this.addBelow));
+  }
+
+  /**
+   * @param {PlanStep} step
+   * @param {number} number  its place in the plan, from 1
+   * @param {{runnable: boolean, continuous: boolean, pauseAfter: string | null, done: boolean}} state
+   */
+  update(step, number, state) {
+    this.step = step;
+    this.number = number;
+    const status = Object.hasOwn(STEP_STATUS, step.status)
+      ? STEP_STATUS[/** @type {keyof typeof STEP_STATUS} */ (step.status)]
+      : { mark: "•", words: step.status };
+    Object.assign(this.root.dataset, { step: step.id, status: step.status, assignee: step.assignee });
+    /** @type {HTMLElement} */ (this.root.querySelector(".cogym-step-number")).textContent = `${number}.`;
+    this.mark.textContent = status.mark;
+    this.statusWords.textContent = `Step ${number}: ${status.words}.`;
+    this.status.title = status.words;
+    const side = step.assignee === "person" ? "person" : "agent";
+    this.assign.textContent = side === "person" ? "Person" : "Agent";
+    this.assign.dataset.assignee = side;
+    this.assign.setAttribute("aria-label",
+      `Step ${number} is the ${side}'s: hand it to the ${otherSide(side)}`);
+    this.draft.take(asText(step.description));
+    this.description.setAttribute("aria-label", `Step ${number}: its description (Enter saves, `
+      + "Shift+Enter is a new line, Escape cancels)");
+    const running = step.status === "running";
+    const inProgress = running || step.status === "needs_input";
+    this.run.disabled = state.done || !state.runnable;
+    this.run.setAttribute("aria-label", `Run step ${number}`);
+    this.run.title = `Run step ${number}`;
+    this.pause.hidden = !(inProgress && state.continuous);
+    const pausing = state.pauseAfter === step.id;
+    this.pause.disabled = state.done || pausing;
+    this.pause.textContent = pausing ? "Pauses after this step" : "Pause after this step";
+    this.remove.disabled = state.done || running;
+    this.remove.setAttribute("aria-label", `Delete step ${number}`);
+    this.remove.title = `Delete step ${number}`;
+    this.addBelow.disabled = state.done;
+    this.addBelow.setAttribute("aria-label", `Add a step below step ${number}`);
+    this.addBelow.title = `Add a step below step ${number}`;
+    const waiting = step.assignee === "person" && step.status === "needs_input";
+    this.inspect.textContent = waiting ? "Your input…" : "Output";
+    this.inspect.setAttribute("aria-label", waiting
+      ? `Step ${number} needs your input: open it` : `Show the output of step ${number}`);
+    this.edited.hidden = !step.output?.edited;
+    this.description.readOnly = state.done;
+  }
+
+  /** @param {KeyboardEvent} event  Enter or Ctrl/Cmd+S saves, Shift+Enter is a new line */
+  onKey(event) {
+    const save = (event.key === "Enter" && !event.shiftKey && !event.isComposing)
+      || ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === "s");
+    if (save) {
+      event.preventDefault();
+      this.save();
+    } else if (event.key === "Escape") {
+      this.draft.cancel(); // the panel's key guard then leaves the field
+    }
+  }
+
+  save() {
+    const text = this.description.value.trim();
+    if (!this.draft.dirty || this.plan.host.done()) return;
+    if (!text) {
+      this.draft.cancel(); // a step needs a description: an emptied one is not sent
+      return;
+    }
+    const base = this.draft.base;
+    this.description.value = text;
+    this.draft.sent();
+    this.send("EDIT_STEP", { description: text, base });
+  }
+
+  /**
+   * @param {string} name  a plan action about this step
+   * @param {Record<string, unknown>} [args]
+   */
+  send(name, args = {}) {
+    this.plan.host.send({ name, args: { step: this.step.id, ...args } });
+  }
+}
+
+/** The form that adds a step below another: a description, who does it, Add and Cancel. */
+class NewStepForm {
+  /** @param {PlanView} plan */
+  constructor(plan) {
+    this.plan = plan;
+    /** @type {PlanStepRow | null} the row it adds below; null: at the end */
+    this.after = null;
+    this.text = h("textarea", { class: "cogym-step-text", testid: "plan-new-step", rows: 1,
+      "aria-label": "The new step's description (Enter adds it, Escape cancels)",
+      placeholder: "What the step does", on: { keydown: (event) => this.onKey(event) } });
+    this.assignee = h("select", { testid: "plan-new-step-assignee", "aria-label": "Who does it" },
+      h("option", { value: "agent", text: "Agent" }), h("option", { value: "person", text: "Person" }));
+    this.add = h("button", { class: "cogym-primary", testid: "plan-new-step-add", text: "Add step",
+      on: { click: () => this.submit() } });
+    this.cancel = h("button", { testid: "plan-new-step-cancel", text: "Cancel",
+      on: { click: () => this.close() } });
+    this.root = h("li", { class: "cogym-step cogym-new-step", hidden: true },
+      h("div", { class: "cogym-step-line" }, this.text),
+      h("div", { class: "cogym-step-buttons" }, this.assignee, this.add, this.cancel));
+  }
+
+  /** @param {PlanStepRow | null} row  the row to add below (null: at the end) */
+  open(row) {
+    this.after = row;
+    if (row) row.root.after(this.root);
+    else this.plan.steps.append(this.root);
+    this.root.hidden = false;
+    this.text.focus();
+  }
+
+  close() {
+    const back = this.after ? this.after.addBelow : this.plan.addAtEnd;
+    this.root.hidden = true;
+    this.text.value = "";
+    if (this.root.contains(document.activeElement)) back.focus();
+  }
+
+  /** @param {KeyboardEvent} event */
+  onKey(event) {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      this.submit();
+    } else if (event.key === "Escape") {
+      this.close();
+    }
+  }
+
+  submit() {
+    const description = this.text.value.trim();
+    if (!description || this.plan.host.done()) return;
+    this.plan.host.send({ name: "ADD_STEP", args: { description, assignee: this.assignee.value,
+      after: this.after ? this.after.step.id : "" } });
+    this.close();
+  }
+}
+
+/**
+ * The side area of the plan: one step's output, to inspect and curate. Its items show as a list
+ * with a remove button each and a field to add one; its text in a textarea. A person step that
+ * needs input (or a failed step) is completed from here; a done step's output is saved from here.
+ */
+class StepOutputView {
+  /** @param {PlanView} plan */
+  constructor(plan) {
+    this.plan = plan;
+    /** @type {PlanStep | null} */
+    this.step = null;
+    this.number = 0;
+    /** @type {Json[]} the items as the person curates them */
+    this.items = [];
+    this.itemsBase = "[]"; // the session's items, as JSON, that the curation started from
+    /** @type {{from: string, items: string} | null} items sent, while the session shows `from` */
+    this.pendingItems = null;
+    this.editable = false; // the person may change the output now
+    this.heading = h("h5", { class: "cogym-output-heading", testid: "step-output-title", tabindex: "-1" });
+    this.state = h("div", { class: "cogym-muted", testid: "step-output-state" });
+    this.edited = h("span", { class: "cogym-badge", testid: "step-output-edited",
+      text: "edited by a person", hidden: true });
+    this.list = h("ul", { class: "cogym-records cogym-output-items", testid: "step-output-items" });
+    this.itemInput = h("input", { type: "text", testid: "step-output-item-input",
+      "aria-label": "A new item (Enter adds it)", placeholder: "Add an item",
+      on: { keydown: (event) => this.onItemKey(event) } });
+    this.addItem = h("button", { testid: "step-output-item-add", text: "Add item",
+      on: { click: () => this.add() } });
+    this.text = h("textarea", { testid: "step-output-text", rows: 5,
+      "aria-label": "The step's output text" });
+    this.draft = new DraftText(this.text);
+    this.complete = h("button", { class: "cogym-primary", testid: "step-output-complete",
+      text: "Complete step", on: { click: () => this.submit("COMPLETE_STEP") } });
+    this.save = h("button", { class: "cogym-primary", testid: "step-output-save",
+      text: "Save output", on: { click: () => this.submit("EDIT_STEP_OUTPUT") } });
+    this.empty = muted("Choose a step's Output to see what it produced.");
+    this.adder = h("div", { class: "cogym-row" }, this.itemInput, this.addItem);
+    // The items and the text: hidden for a step with no output that does not wait for anyone here.
+    this.fields = h("div", { class: "cogym-output-editor" },
+      h("div", { class: "cogym-field", text: "Items" }), this.list, this.adder,
+      h("label", { class: "cogym-field", text: "Text" }), this.text,
+      h("div", { class: "cogym-row" }, this.complete, this.save));
+    this.editor = h("div", { class: "cogym-output-editor" },
+      h("div", { class: "cogym-row" }, this.heading, this.edited), this.state, this.fields);
+    this.root = h("section", { class: "cogym-step-output", testid: "step-output",
+      "aria-label": "The step's output" }, this.empty, this.editor);
+  }
+
+  /**
+   * @param {PlanStep | null} step  the step shown; null: none
+   * @param {number} number  its place in the plan
+   */
+  show(step, number) {
+    const changedStep = this.step?.id !== step?.id;
+    if (changedStep) { // another step's drafts start afresh
+      this.text.value = "";
+      this.itemInput.value = "";
+      this.draft = new DraftText(this.text);
+      this.pendingItems = null;
+      this.itemsBase = "";
+    }
+    this.step = step;
+    this.number = number;
+    this.empty.hidden = Boolean(step);
+    this.editor.hidden = !step;
+    this.root.dataset.step = step ? step.id : "";
+    if (!step) return;
+    const output = step.output || {};
+    const waiting = this.waitsForPerson(step);
+    const curable = Boolean(step.output) && ["done", "stale"].includes(step.status);
+    const done = this.plan.host.done();
+    this.heading.textContent = `Step ${number}: ${shorten(asText(step.description), 80)}`;
+    this.state.textContent = waiting ? "This step waits for you: add what it needs, then complete it."
+      : step.output ? `Done by ${step.completed_by || "?"}${(step.runs || 0) > 1 ? `, run ${step.runs} times` : ""}.`
+        : "No output yet.";
+    this.edited.hidden = !output.edited;
+    this.draft.take(asText(output.text));
+    this.takeItems(Array.isArray(output.items) ? output.items : []);
+    const editable = !done && (waiting || curable);
+    this.text.readOnly = !editable;
+    this.itemInput.readOnly = !editable;
+    this.addItem.disabled = !editable;
+    this.complete.hidden = !waiting;
+    this.complete.disabled = done;
+    this.save.hidden = !curable || waiting;
+    this.save.disabled = done;
+    this.editable = editable;
+    this.fields.hidden = !step.output && !waiting;
+    this.adder.hidden = !editable;
+    this.drawItems();
+  }
+
+  /**
+   * @param {PlanStep} step
+   * @returns {boolean} whether the person completes it from here
+   */
+  waitsForPerson(step) {
+    return (step.assignee === "person" && step.status === "needs_input") || step.status === "failed";
+  }
+
+  /** @param {Json[]} remote  the session's items now */
+  takeItems(remote) {
+    const json = JSON.stringify(remote);
+    if (this.pendingItems && json === this.pendingItems.from) return;
+    this.pendingItems = null;
+    if (this.itemsBase && JSON.stringify(this.items) !== this.itemsBase) return; // curated
+    this.items = [...remote];
+    this.itemsBase = json;
+  }
+
+  drawItems() {
+    this.list.replaceChildren(...this.items.map((item, index) => {
+      const [, title] = item && typeof item === "object" ? recordTitle(keyed(item)) : [null, asText(item)];
+      const fields = item && typeof item === "object" ? Object.entries(keyed(item))
+        .filter(([key]) => !["title", "name", "text", "label"].includes(key)) : [];
+      const remove = h("button", { class: "cogym-icon cogym-danger", testid: "step-output-item-remove",
+        text: "✕", title: "Remove this item", "aria-label": `Remove item: ${shorten(title, 60)}`,
+        disabled: !this.editable, on: { click: () => this.removeItem(index) } });
+      return h("li", { class: "cogym-output-item", testid: "step-output-item" },
+        h("span", { class: "cogym-output-item-text" }, h("span", { text: title }),
+          fields.map(([key, value]) => h("span", { class: "cogym-field" }, ` ${key}: ${shorten(value, 120)}`))),
+        remove);
+    }));
+    if (!this.items.length) this.list.append(h("li", { class: "cogym-muted", text: "No items." }));
+  }
+
+  /** @param {KeyboardEvent} event  Enter adds the item */
+  onItemKey(event) {
+    if (event.key === "Enter" && !event.isComposing) {
+      event.preventDefault();
+      this.add();
+    }
+  }
+
+  add() {
+    const text = this.itemInput.value.trim();
+    if (!text || !this.editable) return;
+    if (!this.itemsBase) this.itemsBase = JSON.stringify(this.items);
+    this.items = [...this.items, { title: text }];
+    this.itemInput.value = "";
+    this.drawItems();
+  }
+
+  /** @param {number} index */
+  removeItem(index) {
+    if (!this.itemsBase) this.itemsBase = JSON.stringify(this.items);
+    this.items = this.items.filter((_, i) => i !== index);
+    this.drawItems();
+    this.itemInput.focus(); // the button pressed is gone: the keyboard goes on from the field
+  }
+
+  /** @param {"COMPLETE_STEP" | "EDIT_STEP_OUTPUT"} name */
+  submit(name) {
+    const step = this.step;
+    if (!step || this.plan.host.done()) return;
+    const items = this.items;
+    this.pendingItems = { from: this.itemsBase, items: JSON.stringify(items) };
+    this.itemsBase = JSON.stringify(items);
+    const text = this.draft.sent();
+    this.plan.host.send({ name, args: { step: step.id, text, items } });
+  }
+}
+
+/**
+ * `plan`: the shared plan of interactive plans (docs/plans.md). The proposals to choose from;
+ * then the plan's steps, each with its status, who does it, its description (edited in place)
+ * and its buttons; Run all and Run remaining; a side area with one step's output; the plan
+ * output below. Every control sends a plan action. Updated in place: what the person is typing
+ * keeps its text and its focus whatever else changes. Content of another shape (a text or a
+ * list) shows as before: markdown, or a numbered list.
+ * @implements {ComponentView}
+ */
+class PlanView {
+  /**
+   * @param {Component} component
+   * @param {ViewHost} host
+   */
+  constructor(component, host) {
+    this.name = component.name;
+    this.host = host;
+    /** @type {Map<string, PlanStepRow>} */
+    this.rows = new Map();
+    /** @type {string | null} the step the person chose to inspect */
+    this.chosen = null;
+    this.plain = h("div", { hidden: true });
+    this.proposals = h("div", { class: "cogym-proposals", testid: "plan-proposals", hidden: true });
+    this.proposalsJson = "";
+    this.title = h("h5", { class: "cogym-plan-title", testid: "plan-title" });
+    this.runAll = h("button", { testid: "plan-run-all", text: "▶▶ Run all",
+      "aria-label": "Run all: the whole plan from its first step",
+      on: { click: () => this.host.send({ name: "RUN_ALL", args: {} }) } });
+    this.runRemaining = h("button", { testid: "plan-run-remaining", text: "▶ Run remaining",
+      "aria-label": "Run remaining: from the first step not done",
+      on: { click: () => this.host.send({ name: "RUN_REMAINING", args: {} }) } });
+    this.mode = h("span", { class: "cogym-muted", testid: "plan-mode", "aria-live": "polite" });
+    this.steps = h("ol", { class: "cogym-steps", testid: "plan-steps", "aria-label": "The plan's steps" });
+    this.newStep = new NewStepForm(this);
+    this.addAtEnd = h("button", { testid: "plan-add-step", text: "+ Add a step",
+      on: { click: () => this.newStep.open(null) } });
+    this.awaiting = h("div", { class: "cogym-plan-note", testid: "plan-awaiting-output", role: "status",
+      text: "Every step is done: the plan output is written next.", hidden: true });
+    this.outputText = h("div", { class: "cogym-plan-output-text", testid: "plan-output-text" });
+    this.output = h("details", { class: "cogym-fold cogym-plan-output", testid: "plan-output", hidden: true },
+      h("summary", { text: "Plan output" }), this.outputText);
+    this.side = new StepOutputView(this);
+    this.main = h("div", { class: "cogym-plan-main" }, this.title,
+      h("div", { class: "cogym-row" }, this.runAll, this.runRemaining, this.mode),
+      this.steps, h("div", { class: "cogym-row" }, this.addAtEnd));
+    this.board = h("div", { class: "cogym-plan-board", hidden: true }, this.main, this.side.root);
+    this.body = h("div", { class: "cogym-plan-view" }, this.plain, this.proposals, this.board,
+      this.awaiting, this.output);
+    this.update(component);
+  }
+
+  /** @param {Component} component */
+  update(component) {
+    const focused = document.activeElement;
+    const field = focused instanceof HTMLTextAreaElement || focused instanceof HTMLInputElement
+      ? { start: focused.selectionStart, end: focused.selectionEnd } : null;
+    const plan = planContent(component.content);
+    try {
+      if (plan) this.render(plan);
+      else this.showPlain(plainPlan(component.content));
+    } catch (error) {
+      this.showPlain(jsonBlock(component.content)); // an unexpected shape still shows as JSON
+    }
+    // A row moved by a reorder loses the focus: give it back, with the caret where it was.
+    if (focused instanceof HTMLElement && focused !== document.activeElement
+        && focused.isConnected && this.body.contains(focused)) {
+      focused.focus();
+      if (field && (focused instanceof HTMLTextAreaElement || focused instanceof HTMLInputElement)) {
+        focused.setSelectionRange(field.start, field.end);
+      }
+    }
+  }
+
+  /** @param {HTMLElement} node  a plan of another shape */
+  showPlain(node) {
+    this.plain.replaceChildren(node);
+    this.plain.hidden = false;
+    this.proposals.hidden = true;
+    this.board.hidden = true;
+    this.awaiting.hidden = true;
+    this.output.hidden = true;
+  }
+
+  /** @param {PlanContent} plan */
+  render(plan) {
+    this.plain.hidden = true;
+    const done = this.host.done();
+    this.renderProposals(plan.proposals, done);
+    const steps = plan.plan ? plan.plan.steps : [];
+    this.board.hidden = !plan.plan;
+    this.title.textContent = plan.plan?.title || "The plan";
+    const inProgress = steps.find((s) => s.status === "running" || s.status === "needs_input");
+    const notDone = steps.filter((s) => s.status !== "done");
+    this.runAll.disabled = done || !steps.length || Boolean(inProgress);
+    this.runRemaining.disabled = done || !notDone.length || Boolean(inProgress);
+    const pauseNumber = steps.findIndex((s) => s.id === plan.pause_after) + 1;
+    this.mode.textContent = plan.continuous
+      ? `Running on${pauseNumber ? `, pausing after step ${pauseNumber}` : ""}.`
+      : inProgress ? "Running one step." : "";
+    this.addAtEnd.disabled = done;
+    this.renderSteps(steps, plan, done);
+    this.awaiting.hidden = !plan.awaiting_output;
+    this.output.hidden = plan.output === null || plan.output === undefined;
+    this.outputText.textContent = plan.output || "";
+    this.pickInspected(steps);
+  }
+
+  /**
+   * @param {PlanDraft[]} proposals
+   * @param {boolean} done
+   */
+  renderProposals(proposals, done) {
+    const json = JSON.stringify([proposals, done]);
+    this.proposals.hidden = !proposals.length;
+    if (json === this.proposalsJson) return;
+    this.proposalsJson = json;
+    this.proposals.replaceChildren(
+      h("h5", { text: proposals.length > 1 ? `Choose a plan (${proposals.length} proposed)` : "A proposed plan" }),
+      ...proposals.map((proposal, index) => {
+        const title = proposal.title || `Plan ${index + 1}`;
+        return h("section", { class: "cogym-proposal", testid: "plan-proposal", dataset: { index: String(index) },
+          "aria-label": `Proposed plan ${index + 1}: ${shorten(title, 80)}` },
+        h("strong", { text: title }),
+        h("ol", { class: "cogym-proposal-steps" }, proposal.steps.map((step) =>
+          h("li", { testid: "plan-proposal-step" },
+            h("span", { class: "cogym-badge", text: step.assignee === "person" ? "person" : "agent" }),
+            " ", h("span", { text: asText(step.description) })))),
+        h("button", { class: "cogym-primary", testid: "plan-select", text: "Use this plan",
+          "aria-label": `Use this plan: ${shorten(title, 80)}`, disabled: done,
+          on: { click: () => this.host.send({ name: "SELECT_PLAN", args: { index } }) } }));
+      }));
+  }
+
+  /**
+   * @param {PlanStep[]} steps
+   * @param {PlanContent} plan
+   * @param {boolean} done  the session ended
+   */
+  renderSteps(steps, plan, done) {
+    const busy = steps.some((s) => s.status === "running" || s.status === "needs_input");
+    /** @type {Set<string>} */
+    const seen = new Set();
+    let allDoneBefore = true;
+    steps.forEach((step, index) => {
+      seen.add(step.id);
+      let row = this.rows.get(step.id);
+      if (!row) {
+        row = new PlanStepRow(this, step);
+        this.rows.set(step.id, row);
+      }
+      row.update(step, index + 1, { runnable: allDoneBefore && !busy, continuous: Boolean(plan.continuous),
+        pauseAfter: plan.pause_after || null, done });
+      allDoneBefore = allDoneBefore && step.status === "done";
+      const rowsShown = [...this.steps.children].filter((node) => node !== this.newStep.root);
+      if (rowsShown[index] !== row.root) this.steps.insertBefore(row.root, rowsShown[index] || null);
+    });
+    for (const [id, row] of this.rows) {
+      if (seen.has(id)) continue;
+      if (this.newStep.after === row) this.newStep.close();
+      row.root.remove();
+      this.rows.delete(id);
+    }
+    if (!this.newStep.root.hidden) this.newStep.after?.root.after(this.newStep.root);
+  }
+
+  /**
+   * The side area shows the step the person chose; else the one waiting for the person; else
+   * the step in progress.
+   * @param {PlanStep[]} steps
+   */
+  pickInspected(steps) {
+    const chosen = steps.find((s) => s.id === this.chosen);
+    const step = chosen || steps.find((s) => this.side.waitsForPerson(s))
+      || steps.find((s) => s.status === "running") || null;
+    const number = step ? steps.indexOf(step) + 1 : 0;
+    this.side.show(step, number);
+    for (const row of this.rows.values()) {
+      row.inspect.setAttribute("aria-pressed", String(row.step.id === step?.id));
+    }
+  }
+
+  /**
+   * @param {string} stepId  show that step's output in the side area
+   * @param {boolean} [focus]  and move the keyboard there
+   */
+  inspect(stepId, focus = false) {
+    this.chosen = stepId;
+    const steps = [...this.rows.values()].map((row) => row.step);
+    const ordered = [...this.steps.children].map((node) => [...this.rows.values()]
+      .find((row) => row.root === node)).filter((row) => row !== undefined).map((row) => row.step);
+    this.pickInspected(ordered.length ? ordered : steps);
+    if (focus) (this.side.editable ? this.side.text : this.side.heading).focus();
   }
 }
 
@@ -1421,7 +2105,7 @@ class WorkspaceView {
         entry.view.update(component);
         entry.json = json;
         if (flashChanges) flash(entry.box, seq);
-      } else if (entry.view instanceof EditorView) {
+      } else if (entry.view instanceof EditorView || entry.view instanceof PlanView) {
         entry.view.update(component); // read-only state may change when the session ends
       }
       entry.component = component;
@@ -1442,9 +2126,9 @@ class WorkspaceView {
    * @returns {ComponentEntry} a new box with the view of the component's render type
    */
   create(component, json) {
-    const view = component.render_type === "editor"
-      ? new EditorView(component, this.editorHost)
-      : new (contentViewFor(component.render_type))(component, this.editorHost);
+    const view = component.render_type === "editor" ? new EditorView(component, this.editorHost)
+      : component.render_type === "plan" ? new PlanView(component, this.editorHost)
+        : new (contentViewFor(component.render_type))(component, this.editorHost);
     const badge = component.private ? this.privateBadge : "shared";
     const box = h("div", { class: "cogym-box", testid: `view-${component.render_type}`,
       dataset: { component: component.name } },
@@ -2195,7 +2879,10 @@ class ScoresView {
   }
 }
 
-/** The rating form at the end: outcome and satisfaction (1 to 5) and a comment. */
+/**
+ * The rating form at the end: outcome and satisfaction (1 to 5), three optional statements on
+ * a 5-point agreement scale (steerability, ease of use, utility), and a comment.
+ */
 class RatingView {
   /**
    * @param {string} role
@@ -2218,6 +2905,12 @@ class RatingView {
       Object.entries(rubric).map(([value, label]) => h("option", { value, text: label })));
     const outcome = scale("rating-outcome", OUTCOME_RUBRIC);
     const satisfaction = scale("rating-satisfaction", SATISFACTION_RUBRIC);
+    // Optional: each statement answered on the agreement scale, or left out of the rating.
+    const likert = LIKERT_ITEMS.map(([field, statement]) => /** @type {const} */ ([field,
+      h("select", { testid: `rating-${field.replace(/_/g, "-")}`, "aria-label": `${statement} (optional)` },
+        h("option", { value: "", text: "No answer" }),
+        Object.entries(AGREEMENT_SCALE).map(([value, label]) => h("option", { value, text: label }))),
+      statement]));
     const comment = h("textarea", { testid: "rating-comment", rows: 3,
       placeholder: "Anything you want to tell us (optional)" });
     const result = h("div", { testid: "rating-result", class: "cogym-muted" });
@@ -2233,8 +2926,13 @@ class RatingView {
       result.dataset.state = "saving";
       result.textContent = "Saving…";
       try {
-        await this.rate({ role: this.role, outcome_rating: Number(outcome.value),
-          satisfaction: Number(satisfaction.value), comment: comment.value });
+        /** @type {Rating} */
+        const rating = { role: this.role, outcome_rating: Number(outcome.value),
+          satisfaction: Number(satisfaction.value), comment: comment.value };
+        for (const [field, select] of likert) {
+          if (select.value) rating[field] = Number(select.value); // unanswered: left out
+        }
+        await this.rate(rating);
         result.dataset.state = "saved";
         result.textContent = "Thank you: your rating is saved with the session's results.";
       } catch (error) {
@@ -2250,6 +2948,9 @@ class RatingView {
       h("label", {}, h("span", { text: "The outcome: how good is the result?" }), outcome),
       h("label", {},
         h("span", { text: "Overall satisfaction with the agent as a teammate" }), satisfaction),
+      h("fieldset", { class: "cogym-likert", testid: "rating-likert" },
+        h("legend", { text: "How much do you agree? (optional)" }),
+        likert.map(([, select, statement]) => h("label", {}, h("span", { text: statement }), select))),
       h("label", {}, h("span", { text: "Comment" }), comment),
       h("div", { class: "cogym-row" }, submit), result);
     this.root.hidden = false;
@@ -2413,7 +3114,7 @@ function keepKeysInPanel(root) {
 }
 
 /** Controls that only change what the panel shows: a watcher may use them. */
-const VIEW_ONLY_CONTROLS = new Set(["editor-preview-toggle", "panel-error-dismiss"]);
+const VIEW_ONLY_CONTROLS = new Set(["editor-preview-toggle", "panel-error-dismiss", "plan-step-inspect"]);
 
 /**
  * Watch mode: every control that would act is disabled. Text fields become read-only and

@@ -19,6 +19,7 @@ from cogym_lab.lm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from cogym_lab.testing import ScriptedOpenAIServer
 from tests.support.eval_scripts import ReportJudgePlay, RouteByInstance, travel_routes
 from tests.support.example_scripts import FINDING, OwnDataRolePlay
+from tests.support.plan_scripts import RelatedWorkPlanPlay
 from tests.support.related_scripts import RelatedWorkRolePlay
 from tests.support.travel_scripts import TravelRolePlay
 
@@ -64,7 +65,7 @@ def test_the_notebooks_are_built_from_the_script_and_carry_no_outputs(tmp_path):
     subprocess.run([sys.executable, str(EXAMPLES / "build_examples.py")], check=True,
                    capture_output=True)
     for name, text in before.items():
-        if name[:2] in ("01", "02", "03", "04", "05"):
+        if name[:2] in ("01", "02", "03", "04", "05", "06"):
             assert (EXAMPLES / name).read_text() == text, f"{name} differs from the script"
             notebook = nbformat.read(EXAMPLES / name, as_version=4)
             nbformat.validate(notebook)
@@ -92,6 +93,21 @@ def test_related_work_notebook(notebook_env, monkeypatch):
     assert "agent: A first draft is in the editor." in outputs[2]
     assert "### Foundations" in outputs[3] and "[1]" in outputs[3]
     assert "'performance': 0.8" in outputs[4] and play.drafts == 1 and play.judged == 1
+
+
+def test_interactive_plans_notebook(notebook_env, monkeypatch):
+    env = make_env("related_work", instance=0, index_limit=1)  # the topic, without an index
+    play = RelatedWorkPlanPlay(env.task.topic)
+    with ScriptedOpenAIServer(responder=play) as lm:
+        outputs = run_notebook("06_interactive_plans.ipynb", notebook_env, lm, monkeypatch)
+    assert "0: Survey, choose, draft" in outputs[2] and "s2 (agent): Choose" in outputs[2]
+    kept = outputs[3].splitlines()
+    assert len(kept) == 4 and all(" - " in line for line in kept)  # the search's papers
+    steps = outputs[4]
+    assert "s2  done by user: Choose the papers to keep" in steps
+    assert "s3  done by agent" in steps and "### Outlook" in steps  # the output, in the editor
+    assert "[1]" in steps and play.drafts == 1
+    assert "'performance': 0.8" in outputs[5] and play.judged == 1
 
 
 def test_watch_an_agent_and_a_simulated_user_notebook(notebook_env, monkeypatch):

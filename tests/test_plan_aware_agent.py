@@ -100,8 +100,8 @@ def test_the_plan_aware_agent_plans_runs_asks_and_writes_the_output(tmp_path) ->
     assert names.index("PROPOSE_PLANS") < names.index("SELECT_PLAN") < names.index("RUN_ALL")
     assert ("agent", "ADD_ITEM") in acts and ("user", "COMPLETE_STEP") in acts
     asked = [e for e in events if e.type is EventType.MESSAGE and e.actor == "agent"]
-    assert any("Step s2 of the plan is yours" in (e.action or "") for e in asked)  # asked once
-    assert len([e for e in asked if "Step s2" in (e.action or "")]) == 1
+    assert any("Step 2 of the plan is yours" in (e.action or "") for e in asked)  # asked once
+    assert len([e for e in asked if "Step 2 of" in (e.action or "")]) == 1
     assert all(e.status == "ok" for e in events if e.actor == "agent")
     final = read_session(tmp_path / "first")["final_state"]
     plan = next(c["content"] for c in final["views"]["agent"]["components"]
@@ -141,3 +141,38 @@ def test_a_session_of_the_plans_team_is_built_on_the_task_with_a_plan(monkeypatc
     session = build_session(spec, guides=True)  # no model set: a guide, but the env is built
     assert session.env.env_args()["plans"] is True
     assert "RUN_ALL" in {spec.name for spec in session.env.action_specs()}
+
+
+async def test_the_simulated_user_co_plans_through_its_task_actions(server) -> None:
+    """Its prompt says what it may do with a plan, and its task actions include the plan's: it
+    picks a proposed plan, then takes a step that needs what only it knows."""
+    from cogym_lab.core.coordinator import Coordinator
+    from cogym_lab.core.messages import TeamMember
+    from cogym_lab.users import Persona, SimulatedUser
+    from tests.support.notified import notified
+
+    lm = make_lm(LMConfig(model="user-lm", base_url=server.base_url, backoff=0.01,
+                          max_retries=0))
+    user = SimulatedUser(lm, "You will not go without: rain jacket, headlamp.",
+                         persona=Persona(proactive_action=True))
+    coordinator = Coordinator(make_env("todo", plans=True),
+                              [TeamMember(role="agent"), TeamMember(role="user", kind="user")],
+                              session_id="co-plan")
+    first = {n.recipient: n for n in notified(coordinator, coordinator.start(0.0))}
+    user.start(first["user"].context)
+    proposed = coordinator.handle("agent", {"name": "PROPOSE_PLANS", "args": {"plans": PLANS}},
+                                  1.0)
+    notification = next(n for n in notified(coordinator, proposed) if n.recipient == "user")
+    server.extend(["Thought: there is a plan to pick.\nChoice: 3",
+                   "Thought: the first plan.\nAction: SELECT_PLAN(index=0)"])
+    picked = await user.act(notification)
+    assert picked == "SELECT_PLAN(index=0)"
+    decide, act = server.bodies
+    assert "interactive plan" in decide["messages"][0]["content"]  # its co-planning moves
+    assert "ASSIGN_STEP" in act["messages"][-1]["content"]  # among its task actions
+    selected = coordinator.handle("user", picked, 2.0)
+    notification = next(n for n in notified(coordinator, selected) if n.recipient == "user")
+    server.extend(["Choice: 3", 'Action: ASSIGN_STEP(step="s2", assignee="person")'])
+    taken = coordinator.handle("user", await user.act(notification), 3.0)
+    assert taken.events[0].status == "ok"
+    assert coordinator.env.plan_board.steps[1].assignee == "person"  # type: ignore[attr-defined]

@@ -184,10 +184,10 @@ def test_plan_edits_merge_undo_and_keep_running_steps_in_place() -> None:
     assert team.env.plan_board.steps[2].description == "Add the items to the checklist"
     team.refused("user", "UNDO_SUGGESTION", "no suggestion", step="s3")
     team.ok("user", "ADD_STEP", description="Pack the car", assignee="person", after="s1")
-    assert [s.id for s in team.env.plan_board.steps] == ["s1", "s5", "s2", "s3"]
-    team.ok("user", "MOVE_STEP", step="s5", position=3)
+    assert [s.id for s in team.env.plan_board.steps] == ["s1", "s4", "s2", "s3"]
+    team.ok("user", "MOVE_STEP", step="s4", position=3)
     team.ok("user", "DELETE_STEP", step="s2")
-    assert [s.id for s in team.env.plan_board.steps] == ["s1", "s3", "s5"]
+    assert [s.id for s in team.env.plan_board.steps] == ["s1", "s3", "s4"]
     team.ok("user", "RUN_STEP", step="s1")
     team.refused("user", "DELETE_STEP", "running", step="s1")
     team.refused("user", "RUN_STEP", "s1 is in progress", step="s3")

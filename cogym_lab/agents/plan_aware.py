@@ -9,11 +9,12 @@ LM:
 * with no plan yet, it proposes one to three, with plans made earlier in the same results
   folder as examples (the paper's "learning from previous plans"); then it waits for the
   person side to pick one;
-* a picked plan that has not run yet, it runs (``RUN_ALL``); the person may pause or run steps
-  one by one instead;
+* a picked plan that has not run yet is the person's to shape and run: the agent says so once,
+  and runs it (``RUN_ALL``) only if nobody acts for a while (an idle tick);
 * a running agent step, it carries out with the task's own actions and completes (or fails)
   with what it produced, at most ``max_step_actions`` actions per run of a step;
-* a person step that needs input, it tells the person about, once per run of the step;
+* a person step that needs input, it tells the person about, once per run of the step (waiting
+  for the person is not counted as being stuck);
 * when every step is done, it writes the plan output (the last step's output rewritten to
   answer the request) into the workspace.
 
@@ -30,6 +31,7 @@ from cogym_lab.agents.base import WAIT, LMAgent, merge_specs
 from cogym_lab.agents.plan_examples import earlier_plans
 from cogym_lab.agents.templates import agent_prompt
 from cogym_lab.core import Notification
+from cogym_lab.core.messages import EventType
 from cogym_lab.core.plan_env import PLAN_COMPONENT
 from cogym_lab.core.plans import MAX_PROPOSALS
 
@@ -46,17 +48,20 @@ class PlanAwareAgent(LMAgent):
         self.max_step_actions = max_step_actions
         self.examples = examples
         self._proposed = False
-        self._ran = False
+        self._announced = False  # told the person the picked plan is theirs to shape and run
+        self._waiting_for_person = False  # this decision waits for the person, as planned
         self._told: set[tuple[str, int]] = set()  # (step, runs) person steps announced
         self._actions_on: dict[tuple[str, int], int] = {}  # task actions per run of a step
 
     async def decide(self, notification: Notification) -> str | None:
+        self._waiting_for_person = False
         plan = _plan_state(notification)
         if plan is None or any(m.sender != self.role for m in notification.new_messages):
             return await self._converse(notification)
         if plan["plan"] is None:
-            return await self._propose(notification, plan) if not plan["proposals"] and \
-                not self._proposed else WAIT
+            if plan["proposals"] or self._proposed:
+                return self._wait_for_person()  # the person side picks
+            return await self._propose(notification, plan)
         steps = plan["plan"]["steps"]
         if plan["awaiting_output"]:
             return await self._write_output(notification, plan)
@@ -66,14 +71,36 @@ class PlanAwareAgent(LMAgent):
         if busy is not None and busy["status"] == "needs_input":
             key = (busy["id"], busy["runs"])
             if key in self._told:
-                return WAIT
+                return self._wait_for_person()
             self._told.add(key)
-            return self.message(agent_prompt("plan_person_step", step_id=busy["id"],
+            number = [s["id"] for s in steps].index(busy["id"]) + 1
+            return self.message(agent_prompt("plan_person_step", number=number,
                                              step_description=busy["description"]))
-        if not self._ran and all(s["status"] == "not_run" for s in steps):
-            self._ran = True
-            return "RUN_ALL()"
+        if all(s["status"] == "not_run" for s in steps):
+            return self._start_when_left_alone(notification)
         return WAIT
+
+    def _start_when_left_alone(self, notification: Notification) -> str:
+        """A picked plan that has not run: the person may reshape it first (reassign steps,
+        edit them) and run it themselves. The agent says so once, and runs it only when
+        nobody did anything for a while (an idle tick)."""
+        if not self._announced:
+            self._announced = True
+            return self.message(agent_prompt("plan_ready"))
+        if notification.event.type is EventType.TICK:
+            return "RUN_ALL()"
+        return self._wait_for_person()
+
+    def _wait_for_person(self) -> str:
+        """Wait, without the loop guard counting it: waiting for the person is the plan."""
+        self._waiting_for_person = True
+        return WAIT
+
+    def _guard(self, action: str | None) -> str | None:
+        if self._waiting_for_person:
+            self._recent.clear()
+            return action
+        return super()._guard(action)
 
     # -- the moves -----------------------------------------------------------------------------
 
@@ -138,10 +165,16 @@ def _plan_state(notification: Notification) -> dict[str, Any] | None:
 def _context_text(plan: Mapping[str, Any]) -> str:
     lines = []
     for entry in plan.get("context", ()):
-        items = ", ".join(str(i.get("title") or i.get("id") or i) for i in entry["items"])
+        items = "; ".join(_item_text(item) for item in entry["items"])
         lines.append(f"- {entry['step']} ({entry['description']}): {entry['text']}"
                      + (f" [items: {items}]" if items else ""))
     return "\n".join(lines) or "(nothing yet)"
+
+
+def _item_text(item: Mapping[str, Any]) -> str:
+    """An output item for a prompt: its id (what actions take) and its title, if it has them."""
+    shown = [str(item[key]) for key in ("id", "title") if item.get(key)]
+    return " - ".join(shown) or json.dumps(item, ensure_ascii=False)
 
 
 def _read_plans(value: str | None) -> list[dict[str, Any]]:

@@ -172,6 +172,7 @@ def with_plans(env_class: type[CoEnv]) -> type[CoEnv]:
     shown = [p for p in task_signature.parameters.values() if p.kind != p.VAR_KEYWORD]
     shown += [plans, *(p for p in task_signature.parameters.values() if p.kind == p.VAR_KEYWORD)]
     return type(f"{env_class.__name__}WithPlans", (Planning, env_class), {
+        "name": env_class.name,  # the task's name, not the mix-in's: results say which task
         "__module__": env_class.__module__,
         "__qualname__": f"{env_class.__qualname__}WithPlans",
         # The task's own arguments, and ``plans``: what make_env and check_env look at.

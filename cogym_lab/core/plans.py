@@ -187,8 +187,13 @@ class PlanBoard:
             raise ActionError("No plans were proposed to select from.")
         if not 0 <= index < len(proposals):
             raise ActionError(f"Select a plan from 0 to {len(proposals) - 1}, not {index}.")
-        self._set(plan=proposals[index], proposals=(), continuous=False, pause_after=None,
-                  context=(), awaiting_output=False, output=None)
+        # Numbered afresh: the ids of the plan's life match the positions people see at first.
+        chosen = proposals[index]
+        steps = tuple(step.model_copy(update={"id": f"s{n}"})
+                      for n, step in enumerate(chosen.steps, 1))
+        self._set(plan=chosen.model_copy(update={"steps": steps}), proposals=(),
+                  continuous=False, pause_after=None, context=(), awaiting_output=False,
+                  output=None, next_id=len(steps) + 1)
 
     def add_step(self, description: Any, assignee: Any, after: str | None) -> PlanStep:
         """A new step below ``after`` (at the top for ``""``, at the end for ``None``)."""

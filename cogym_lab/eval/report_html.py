@@ -96,6 +96,40 @@ COLUMN_HELP: dict[str, str] = {
     "collaboration_acts": "Mean collaboration acts (messages, confirmations, pauses, "
                           "finish) per session",
     "annotated": "Sessions the failure annotator labelled",
+    # Interactive plans (eval.plan_measures; docs/evaluation.md)
+    "ratio_rounds": "Rounds (step runs) with an output-to-input item ratio, over the planned "
+                    "sessions",
+    "item_ratio": "Output-to-input item ratio: share of a round's output items still in the "
+                  "context pool when the next step started, mean over rounds",
+    "person_acts": "Acts of the person side per planned session",
+    "co_planning_share": "Share of the person side's acts that are co-planning (propose, "
+                         "select, add, edit, delete, move, assign, suggest, undo)",
+    "co_execution_share": "Share of the person side's acts that are co-execution (run, run "
+                          "all, run remaining, pause after, complete, fail)",
+    "curation_share": "Share of the person side's acts that curate a step's output",
+    "co_planning_time_share": "Share of the person side's time in co-planning (each act "
+                              "lasts until the side's next act, at most 60 s)",
+    "co_execution_time_share": "Share of the person side's time in co-execution (each act "
+                               "lasts until the side's next act, at most 60 s)",
+    "curation_time_share": "Share of the person side's time curating outputs (each act lasts "
+                           "until the side's next act, at most 60 s)",
+    "steps_agent": "Steps of the final plan assigned to the agent side",
+    "steps_person": "Steps of the final plan assigned to the person side",
+    "completed_agent": "Steps of the final plan done, completed by the agent side",
+    "completed_person": "Steps of the final plan done, completed by the person side",
+    "completed_not_completed": "Steps of the final plan not done",
+    "rerun_steps": "Steps completed more than once",
+    "sessions_with_reruns": "Planned sessions with at least one rerun step",
+    # Rating comparisons (Wilcoxon signed-rank)
+    "system_a": "The first system compared (agent type / model)",
+    "system_b": "The second system compared (agent type / model)",
+    "item": "The rated item (1-5)",
+    "median_a": "Median rating of the first system over the paired instances",
+    "median_b": "Median rating of the second system over the paired instances",
+    "W": "Wilcoxon's W: the smaller rank sum of the differing pairs",
+    "p_bonferroni": "The p-value times the number of items tested for these two systems "
+                    "(Bonferroni), at most 1",
+    "note": "Why a test is missing or cannot be significant",
     **{key: f"Share of annotated sessions with a {name.lower()} failure"
        for key, name in FAILURE_CATEGORIES.items()},
 }
@@ -126,7 +160,9 @@ HEADER_WORDS = {"h init": "H_init", "p value": "p\u2011value", "ci": "CI"}  # no
 #: Means of counts and of 1-5 ratings: two decimals say enough.
 TWO_DECIMALS = {"rounds", "task_actions", "collaboration_acts", "controlled_autonomy",
                 "confirmations_answered", "halts", "satisfaction", "outcome_rating",
-                "agent_user_token_ratio", "statistic"}
+                "agent_user_token_ratio", "statistic", "W", "median_a", "median_b",
+                "steps_agent", "steps_person", "completed_agent", "completed_person",
+                "completed_not_completed", "rerun_steps", "person_acts"}
 
 
 def header_label(column: str) -> str:
@@ -150,10 +186,10 @@ def format_number(column: str, value: Any, integer: bool = False) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     number = float(value)
-    if integer or (column in ("sessions", "pairs", "compared", "annotated")
-                   and number.is_integer()):
+    if integer or (column in ("sessions", "pairs", "compared", "annotated", "ratio_rounds",
+                              "sessions_with_reruns") and number.is_integer()):
         return f"{int(number):,}"
-    if column == "p_value":
+    if column in ("p_value", "p_bonferroni"):
         return "< 0.001" if number < 0.001 else f"{number:.3f}"
     if column.endswith("tokens"):
         return f"{number:,.0f}"

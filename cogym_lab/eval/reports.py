@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from cogym_lab.eval import effort as effort_metrics
-from cogym_lab.eval import plots, report_html
+from cogym_lab.eval import plan_measures, plots, report_html
 from cogym_lab.eval.failures import prevalence
 from cogym_lab.eval.judges import Judge, make_judge
 from cogym_lab.eval.labels import FAILURE_CATEGORIES
@@ -56,7 +56,11 @@ TABLE_TITLES = {"summary": "All metrics per system",
                 "comparison": "Against the autonomous "
                 "baseline (paired test on task performance; pairwise win rate with 95% CI)",
                 "effort": "Collaborative effort scaling", "actions": "Acts per party",
-                "failures": "Failure prevalence (share of annotated sessions)"}
+                "failures": "Failure prevalence (share of annotated sessions)",
+                "plans": "Interactive plans (Cocoa measures; means over the planned "
+                         "sessions, the item ratio over their rounds)",
+                "rating_tests": "Ratings compared on the same instances (Wilcoxon "
+                                "signed-rank, Bonferroni over the items)"}
 
 
 def _paths(paths: Paths | None) -> list[Path]:
@@ -323,6 +327,33 @@ def _failure_rows(groups: dict[tuple[str, str, str], list[SessionMetrics]]
     return rows
 
 
+def _plan_rows(groups: dict[tuple[str, str, str], list[SessionMetrics]]
+               ) -> list[dict[str, Any]]:
+    """Each system's plan measures (``eval.plan_measures``) over its planned sessions."""
+    rows = []
+    for system, members in groups.items():
+        measured = [m for m in (plan_measures.plan_measures(s.record) for s in members) if m]
+        if not measured:
+            continue
+        table = pd.DataFrame([m.row() for m in measured])
+        ratios = [ratio for m in measured for ratio in m.ratios]  # pooled, as the paper does
+        row: dict[str, Any] = dict(zip(SYSTEM, system, strict=True)) | {
+            "sessions": len(measured), "ratio_rounds": len(ratios),
+            "item_ratio": sum(ratios) / len(ratios) if ratios else math.nan}
+        for column in table.columns:
+            if column.endswith("share") or column.startswith(("steps_", "completed_")) or \
+                    column in ("rerun_steps", "person_acts"):
+                row[column] = float(table[column].astype(float).mean())
+        rows.append(row | {"sessions_with_reruns": int((table["rerun_steps"] > 0).sum())})
+    return rows
+
+
+def _rating_test_rows(groups: dict[tuple[str, str, str], list[SessionMetrics]]
+                      ) -> list[dict[str, Any]]:
+    return plan_measures.compare_ratings(
+        {system: [m.record for m in members] for system, members in groups.items()})
+
+
 def _frame(rows: list[dict[str, Any]], columns: Sequence[str] = ()) -> pd.DataFrame:
     return pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(columns))
 
@@ -372,6 +403,8 @@ async def _build_report(dirs: Paths, judge: Judge | None, *, baseline: Paths | N
         "actions": _frame(_action_rows(groups), SYSTEM),
         "failures": _frame(_failure_rows(groups), [*SYSTEM, *FAILURE_CATEGORIES]),
         "failure_evidence": _frame(failure_details, ["session_id", "category", "evidence"]),
+        "plans": _frame(_plan_rows(groups), SYSTEM),
+        "rating_tests": _frame(_rating_test_rows(groups), ["task", "system_a", "system_b"]),
     }, notes=notes, baselines=baselines)
     if judge is None:
         result.notes.append("No judge was given: H_init, controlled autonomy from messages, "

@@ -43,6 +43,10 @@ class Rating(BaseModel):
 
     outcome_rating: int | None = Field(default=None, ge=1, le=5)
     satisfaction: int | None = Field(default=None, ge=1, le=5)
+    # Cocoa's study items (optional in the form): steering, ease of use, usefulness.
+    steerability: int | None = Field(default=None, ge=1, le=5, strict=True)
+    ease_of_use: int | None = Field(default=None, ge=1, le=5, strict=True)
+    utility: int | None = Field(default=None, ge=1, le=5, strict=True)
     comment: str = ""
 
 

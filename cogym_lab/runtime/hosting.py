@@ -47,6 +47,7 @@ from cogym_lab.runtime.access import SessionAccess
 from cogym_lab.runtime.ended import DEFAULT_FINISHED_TTL, EndedSession, end_bus, read_statuses
 from cogym_lab.runtime.models import (
     HOSTING_FILE,
+    LIKERT_ITEMS,
     RATINGS_FILE,
     HostingRecord,
     Rating,
@@ -704,26 +705,34 @@ class SessionHost:
     # -- ratings ------------------------------------------------------------------------------
 
     def rate(self, session_id: str, role: str, outcome_rating: int, satisfaction: int,
-             comment: str = "") -> dict[str, Any]:
+             comment: str = "", *, steerability: int | None = None,
+             ease_of_use: int | None = None, utility: int | None = None) -> dict[str, Any]:
         """Save a person seat's rating of a session (while it runs or after it ended) in the
         session's ``ratings.json``, replacing that role's earlier one; returns all ratings.
 
         Ratings are 1 to 5 (outcome: how good the result is; satisfaction: how the
-        collaboration felt). Raises ``HostingError`` (404 unknown session, 400 bad values).
+        collaboration felt). ``steerability``, ``ease_of_use`` and ``utility`` are the Cocoa
+        study's optional 1-5 items; an item left out is not written. Raises ``HostingError``
+        (404 unknown session, 400 bad values), having saved nothing.
         """
         entry = self._find(session_id)
         if not isinstance(role, str) or role not in entry.people:
             raise HostingError(_not_a_seat(role, entry.people), status=400)
         try:
             rating = Rating(outcome_rating=outcome_rating, satisfaction=satisfaction,
-                            comment=comment)
+                            comment=comment, steerability=steerability,
+                            ease_of_use=ease_of_use, utility=utility)
         except ValidationError as error:
             raise HostingError(validation_message(error)) from None
         directory = entry.directory
         if directory is None:
             raise HostingError(f"Session {session_id!r} has no results directory.", status=409)
         ratings = self.ratings(session_id)
-        ratings[role] = StoredRating(**rating.model_dump(), ts=time.time()).model_dump()
+        # Unanswered Likert items are left out, so a form without them writes the file it
+        # always wrote.
+        stored = StoredRating(**rating.model_dump(), ts=time.time())
+        ratings[role] = stored.model_dump(exclude={
+            item for item in LIKERT_ITEMS if getattr(stored, item) is None})
         directory.mkdir(parents=True, exist_ok=True)
         write_json(directory / RATINGS_FILE, ratings)
         return ratings

@@ -87,14 +87,24 @@ class SeatClaim(BaseModel):
     token: str = Field(min_length=1, max_length=200)
 
 
+#: The optional 5-point items of the Cocoa study's rating form (its §6.1): how easily the person
+#: could steer the system, how easy it was to use, and how useful its outputs were.
+LIKERT_ITEMS = ("steerability", "ease_of_use", "utility")
+
+
 class Rating(BaseModel):
-    """A person's verdict on a session (Co-Gym's outcome rating and overall satisfaction)."""
+    """A person's verdict on a session: Co-Gym's outcome rating and overall satisfaction, and,
+    when the form asks them, the Cocoa study's Likert items (``None`` when not answered, as in
+    every rating saved before they existed)."""
 
     model_config = ConfigDict(extra="forbid")
 
     outcome_rating: Score
     satisfaction: Score
     comment: str = Field(default="", max_length=10_000)
+    steerability: Score | None = None
+    ease_of_use: Score | None = None
+    utility: Score | None = None
 
 
 class RatingRequest(Rating):

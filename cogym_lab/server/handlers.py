@@ -266,7 +266,9 @@ class InterruptHandler(CogymAPIHandler):
 
 class RatingHandler(CogymAPIHandler):
     """``POST .../sessions/<id>/rating`` with ``{"role", "outcome_rating", "satisfaction",
-    "comment"}``: a person rates the session from a seat of theirs (also after it ended)."""
+    "comment"}`` and, optionally, the Likert items ``steerability``, ``ease_of_use`` and
+    ``utility`` (1-5): a person rates the session from a seat of theirs (also after it
+    ended)."""
 
     @web.authenticated
     @authorized
@@ -276,7 +278,8 @@ class RatingHandler(CogymAPIHandler):
             body = self.model_body(RatingRequest)
             gate.seat(session_id, body.role)
             self.host.rate(session_id, body.role, body.outcome_rating, body.satisfaction,
-                           body.comment)
+                           body.comment, steerability=body.steerability,
+                           ease_of_use=body.ease_of_use, utility=body.utility)
         except HostingError as error:
             return self.error(error.status, error.message)
         ratings = gate.snapshot(session_id)["ratings"]

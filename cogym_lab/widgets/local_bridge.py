@@ -154,7 +154,9 @@ class LocalBridge:
             return
         try:
             ratings = self.host.rate(self.session_id, self.role, message.outcome_rating,
-                                     message.satisfaction, message.comment)
+                                     message.satisfaction, message.comment,
+                                     steerability=message.steerability,
+                                     ease_of_use=message.ease_of_use, utility=message.utility)
         except HostingError as error:
             self._send(wire.rating_error(message.id, error.message))
             return

@@ -31,6 +31,12 @@ class RatingMessage(BaseModel):
     outcome_rating: int
     satisfaction: int
     comment: str = ""
+    # The Cocoa study's optional Likert items. Any JSON value is let through here on purpose:
+    # ``SessionHost.rate`` checks them strictly (1-5, no text, no booleans), so a bad one is
+    # answered by a ``rating_error`` naming the item and the request's id.
+    steerability: Any = None
+    ease_of_use: Any = None
+    utility: Any = None
 
 
 FromPanel = Annotated[Hello | ActionMessage | RatingMessage, Field(discriminator="type")]

@@ -49,6 +49,7 @@ class PlanAwareAgent(LMAgent):
         self.examples = examples
         self._proposed = False
         self._announced = False  # told the person the picked plan is theirs to shape and run
+        self._asked_to_pick = False  # reminded the person to pick one of the proposals
         self._waiting_for_person = False  # this decision waits for the person, as planned
         self._told: set[tuple[str, int]] = set()  # (step, runs) person steps announced
         self._actions_on: dict[tuple[str, int], int] = {}  # task actions per run of a step
@@ -59,6 +60,10 @@ class PlanAwareAgent(LMAgent):
         if plan is None or any(m.sender != self.role for m in notification.new_messages):
             return await self._converse(notification)
         if plan["plan"] is None:
+            if plan["proposals"] and notification.event.type is EventType.TICK \
+                    and not self._asked_to_pick:
+                self._asked_to_pick = True  # nothing happened for a while: ask, once
+                return self.message(agent_prompt("plan_pick", count=len(plan["proposals"])))
             if plan["proposals"] or self._proposed:
                 return self._wait_for_person()  # the person side picks
             return await self._propose(notification, plan)

@@ -87,7 +87,39 @@ def _cell_text(cell: dict[str, Any]) -> str:
     return "\n".join(part.rstrip() for part in parts if part)
 
 
+def _plan(content: Any) -> str:
+    """An interactive plan (docs/plans.md) as lines a member can act on: the proposals to pick
+    from, then each step with its id, status, side and output."""
+    if not isinstance(content, dict) or "proposals" not in content:
+        return _text(content)
+    lines = []
+    for number, proposal in enumerate(content.get("proposals") or []):
+        lines.append(f"Proposed plan {number}: {proposal.get('title') or '(untitled)'}")
+        lines += [f"  - {step['description']} ({step['assignee']})"
+                  for step in proposal.get("steps", [])]
+    plan = content.get("plan")
+    if plan is None:
+        return "\n".join(lines) or "(no plan yet)"
+    mode = "running on, step after step" if content.get("continuous") else "run step by step"
+    lines.append(f"The plan: {plan.get('title') or '(untitled)'} ({mode})")
+    for number, step in enumerate(plan.get("steps", []), 1):
+        status = step["status"].replace("_", " ")
+        lines.append(f"{number}. [{step['id']}, {step['assignee']}, {status}] "
+                     f"{step['description']}")
+        output = step.get("output")
+        if output:
+            items = "; ".join(str(i.get("title") or i.get("id") or i) for i in output["items"])
+            lines.append(f"   output: {output['text']}" + (f" [items: {items}]" if items else "")
+                         + (" (edited by the person)" if output.get("edited") else ""))
+    if content.get("awaiting_output"):
+        lines.append("Every step is done: the plan output is still to be written.")
+    if content.get("output"):
+        lines.append(f"Plan output: {content['output']}")
+    return "\n".join(lines)
+
+
 RENDERERS: dict[str, Renderer] = {
+    RenderType.PLAN: _plan,
     RenderType.NOTEBOOK: _notebook,
     RenderType.CHECKLIST: _checklist,
     RenderType.SEARCH_RESULTS: _search_results,

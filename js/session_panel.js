@@ -1268,6 +1268,7 @@ class EditorView {
  * @property {PlanStepOutput | null} [output]
  * @property {number} [runs]
  * @property {string | null} [completed_by]
+ * @property {string | null} [undo]  the description a suggestion replaced, until kept or undone
  */
 
 /**
@@ -1424,6 +1425,10 @@ class PlanStepRow {
       on: { click: () => this.plan.inspect(this.step.id, true) } });
     this.remove = h("button", { class: "cogym-icon cogym-danger", testid: "plan-step-delete",
       text: "✕", on: { click: () => this.send("DELETE_STEP") } });
+    this.suggest = h("button", { testid: "plan-step-suggest", text: "Suggest",
+      on: { click: () => this.send("ASK_SUGGESTION") } });
+    this.undo = h("button", { testid: "plan-step-undo", text: "Undo suggestion",
+      on: { click: () => this.send("UNDO_SUGGESTION") } });
     this.addBelow = h("button", { class: "cogym-icon", testid: "plan-step-add", text: "+",
       on: { click: () => this.plan.newStep.open(this) } });
     this.edited = h("span", { class: "cogym-badge", testid: "plan-step-edited", text: "edited",
@@ -1432,8 +1437,8 @@ class PlanStepRow {
       h("div", { class: "cogym-step-line" }, this.status,
         h("span", { class: "cogym-step-number", "aria-hidden": "true" }), this.assign,
         this.description, this.edited),
-      h("div", { class: "cogym-step-buttons" }, this.run, this.pause, this.inspect, this.remove,
-        this.addBelow));
+      h("div", { class: "cogym-step-buttons" }, this.run, this.pause, this.inspect, this.suggest,
+        this.undo, this.remove, this.addBelow));
   }
 
   /**
@@ -1471,6 +1476,12 @@ class PlanStepRow {
     this.pause.textContent = pausing ? "Pauses after this step" : "Pause after this step";
     this.remove.disabled = state.done || running;
     this.remove.setAttribute("aria-label", `Delete step ${number}`);
+    this.suggest.disabled = state.done || running;
+    this.suggest.setAttribute("aria-label", `Ask for a suggestion to replace step ${number}`);
+    this.undo.hidden = step.undo == null;
+    this.undo.disabled = state.done;
+    this.undo.setAttribute("aria-label", `Bring back step ${number}'s description before the `
+      + "suggestion");
     this.remove.title = `Delete step ${number}`;
     this.addBelow.disabled = state.done;
     this.addBelow.setAttribute("aria-label", `Add a step below step ${number}`);

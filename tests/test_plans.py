@@ -288,3 +288,38 @@ def test_a_planned_task_passes_check_env_and_keeps_its_constructor(use_shared_da
     travel.reset(seed=0)
     assert travel.protocol == "cogym_lab" and PLAN_COMPONENT in travel.view("agent")
     assert "FLIGHT_SEARCH" in travel._specs and "RUN_ALL" in travel._specs
+
+
+async def test_a_suggested_step_comes_from_the_lm_as_deferred_work_and_can_be_undone(
+        server) -> None:
+    from cogym_lab.lm import LMConfig, make_lm
+
+    team = Team().planned()
+    unset = team.record(team.coordinator.handle(
+        "user", {"name": "ASK_SUGGESTION", "args": {"step": "s2"}}, 40.0))
+    ((role, deferred),) = unset.deferred
+    with pytest.raises(RuntimeError, match="no model is set for suggestions"):
+        await deferred.work()  # the env node logs this as the step's failure
+    team.record(team.coordinator.deferred_failed(role, "ASK_SUGGESTION", "no model", 41.0))
+    team.env.suggestion_lm = make_lm(LMConfig(model="tools-lm", base_url=server.base_url,
+                                              api_key="sk-test", backoff=0.01))
+    team.refused("user", "ASK_SUGGESTION", "No step 's9'", step="s9")  # before any LM call
+    server.add("Step: Ask which nights will be cold, and pack for them")
+    asked = team.record(team.coordinator.handle(
+        "user", {"name": "ASK_SUGGESTION", "args": {"step": "s2"}}, 50.0))
+    ((role, deferred),) = asked.deferred  # the team works on while the LM thinks
+    assert team.env.plan_board.steps[1].description == "Say what must not be forgotten"
+    landed = team.record(team.coordinator.apply_follow_up(role, await deferred.work(), 51.0))
+    assert landed.events[0].action.startswith("SUGGEST_STEP(") and landed.events[0].info[
+        "follow_up"]
+    step = team.env.plan_board.steps[1]
+    assert step.description == "Ask which nights will be cold, and pack for them"
+    assert step.undo == "Say what must not be forgotten"
+    prompt = server.bodies[-1]["messages"][-1]["content"]
+    assert "2. (person) Say what must not be forgotten" in prompt and "camping" in prompt
+    team.ok("user", "UNDO_SUGGESTION", step="s2")
+    assert team.env.plan_board.steps[1].description == "Say what must not be forgotten"
+    fresh = Coordinator(make_env("todo", plans=True), TEAM, session_id="plans")
+    for _ in replay_events(fresh, team.events):  # the log holds the suggestion: no LM needed
+        pass
+    assert fresh.snapshot() == team.coordinator.snapshot()

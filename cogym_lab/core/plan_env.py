@@ -11,10 +11,12 @@ builds the planned task, and its ``env_args`` say so, so replay rebuilds it.
 from __future__ import annotations
 
 import inspect
+import string
+from importlib.resources import files
 from typing import Any
 
 from cogym_lab.core.actions import ActionError
-from cogym_lab.core.env import CoEnv, action
+from cogym_lab.core.env import ActionOutcome, CoEnv, Deferred, action
 from cogym_lab.core.observation import Component, RenderType
 from cogym_lab.core.plans import PlanBoard, Side
 
@@ -32,6 +34,9 @@ class Planning(CoEnv):
         # ``plans`` is what env_args() says: taken here, so the task's own constructor never
         # sees it (replay and check_env rebuild the env from env_args()).
         super().__init__(*args, **kwargs)
+        #: The LM that suggests steps (a tool slot: the session gives it the team's tools LM).
+        #: Anything with ``async complete(messages, purpose=...)`` whose result has ``.text``.
+        self.suggestion_lm: Any = None
 
     def _reset(self, seed: int | None) -> None:
         super()._reset(seed)  # type: ignore[safe-super]  # the task's own, after this in the MRO
@@ -91,6 +96,35 @@ class Planning(CoEnv):
             "old one back.", step="The step's id", description="The suggested description")
     def suggest_step(self, role: str, step: str, description: str) -> None:
         self.plan_board.suggest_step(step, description)
+
+    @action("Ask the suggestion LM for a better step in place of this one; it replaces the "
+            "description when it comes, and UNDO_SUGGESTION brings the old one back.",
+            step="The step's id")
+    def ask_suggestion(self, role: str, step: str) -> ActionOutcome:
+        prompt = self._suggestion_prompt(step)
+
+        async def suggest() -> dict[str, Any]:
+            # Checked in the work, not the action: the action replays the same without an LM.
+            lm = self.suggestion_lm
+            if lm is None:
+                raise RuntimeError("no model is set for suggestions: set the team's tools LM "
+                                   "(or an agent's) to have steps suggested")
+            completion = await lm.complete([{"role": "user", "content": prompt}],
+                                           purpose="plan:suggest")
+            text = completion.text.rsplit("Step:", 1)[-1].strip()
+            return {"name": "SUGGEST_STEP", "args": {"step": step, "description": text}}
+
+        return ActionOutcome(deferred=Deferred(work=suggest, label="Suggesting a step"))
+
+    def _suggestion_prompt(self, step_id: str) -> str:
+        step = self.plan_board.step(step_id)  # refuses an unknown step before any LM call
+        steps = self.plan_board.steps
+        listed = "\n".join(f"{n}. ({s.assignee}) {s.description}" for n, s in enumerate(steps, 1))
+        template = string.Template(files("cogym_lab.core").joinpath(
+            "prompts/plan_suggestion.md").read_text(encoding="utf-8"))
+        return template.safe_substitute(
+            request=self.plan_board.state.request, steps=listed, description=step.description,
+            number=[s.id for s in steps].index(step_id) + 1)
 
     @action("Bring back the description a suggestion replaced.", step="The step's id")
     def undo_suggestion(self, role: str, step: str) -> None:

@@ -387,3 +387,26 @@ def test_the_rating_form_sends_the_optional_statements_only_when_answered(
                                     done=True))
     rating = _rate(page, panel, {"rating-outcome": "2", "rating-satisfaction": "1"})
     assert not {"steerability", "ease_of_use", "utility"} & set(rating)
+
+
+def test_suggest_asks_for_a_better_step_and_undo_brings_the_old_one_back(page: Page) -> None:
+    panel = _open(page, LOCAL)
+    seat = PlanSeat()
+    steps = [step("s1", "Search papers"), step("s2", "Pick the relevant ones", "person")]
+    _deliver(page, seat.frame(plan_state(steps), whole=True))
+    undo = _in(_row(panel, "s2"), "plan-step-undo")
+    expect(undo).to_be_hidden()  # nothing to undo yet
+    suggest = _in(_row(panel, "s2"), "plan-step-suggest")
+    expect(suggest).to_have_attribute("aria-label", "Ask for a suggestion to replace step 2")
+    suggest.focus()
+    page.keyboard.press("Enter")  # a real button: the keyboard presses it too
+    assert _last_action(page, 1) == {"name": "ASK_SUGGESTION", "args": {"step": "s2"}}
+    suggested = {**steps[1], "description": f"Keep the five most cited {HOSTILE}",
+                 "undo": "Pick the relevant ones"}
+    _deliver(page, seat.frame(plan_state([steps[0], suggested])))
+    expect(_in(_row(panel, "s2"), "plan-step-description")).to_have_value(
+        f"Keep the five most cited {HOSTILE}")
+    expect(undo).to_be_visible()
+    undo.click()
+    assert _last_action(page, 2) == {"name": "UNDO_SUGGESTION", "args": {"step": "s2"}}
+    _safe(page)

@@ -1,5 +1,5 @@
-"""Interactive plans in any task: ``with_plans(TaskEnv)`` is the task with a shared ``plan``
-component and the plan actions (``docs/plans.md``).
+"""Interactive plans in any task: ``with_plans(TaskEnv)`` is the task with a shared
+``interactive_plan`` component and the plan actions (``docs/plans.md``).
 
 The plan's rules live in :mod:`cogym_lab.core.plans`; this module only puts a
 :class:`~cogym_lab.core.plans.PlanBoard` into a task and says which side of the team a role is

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from cogym_lab.eval import effort as effort_metrics
-from cogym_lab.eval import plan_measures, plots, report_html
+from cogym_lab.eval import plan_measures, plots, rating_tests, report_html
 from cogym_lab.eval.failures import prevalence
 from cogym_lab.eval.judges import Judge, make_judge
 from cogym_lab.eval.labels import FAILURE_CATEGORIES
@@ -350,7 +350,7 @@ def _plan_rows(groups: dict[tuple[str, str, str], list[SessionMetrics]]
 
 def _rating_test_rows(groups: dict[tuple[str, str, str], list[SessionMetrics]]
                       ) -> list[dict[str, Any]]:
-    return plan_measures.compare_ratings(
+    return rating_tests.compare_ratings(
         {system: [m.record for m in members] for system, members in groups.items()})
 
 

@@ -24,24 +24,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shutil
-import statistics
 import tempfile
 import time
+
+from loop_lag import lag_summary, ticker  # beside this script
 
 from cogym_lab.core.progress import Progress
 from cogym_lab.envs.related_work import RelatedWorkEnv
 from cogym_lab.envs.related_work.corpus import corpus_files
 from cogym_lab.envs.related_work.search import BM25PaperIndex
-
-TICK = 0.010
-
-
-async def ticker(lags: list[float], stop: asyncio.Event) -> None:
-    loop = asyncio.get_running_loop()
-    while not stop.is_set():
-        planned = loop.time() + TICK
-        await asyncio.sleep(TICK)
-        lags.append(max(0.0, loop.time() - planned))
 
 
 def phase_times(reports: list[tuple[float, Progress]], end: float) -> list[tuple[str, float]]:
@@ -81,14 +72,10 @@ async def measure(data_dir: str | None, limit: int | None, where: str) -> None:
         stop.set()
         await ticking
         shutil.rmtree(cache, ignore_errors=True)
-    ordered = sorted(lags)
-    p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
     print(f"index built in {built:.1f} s (where: {where}); {len(reports)} progress reports")
     for phase, seconds in phase_times(reports, built):
         print(f"  {phase:<24} {seconds:6.1f} s")
-    print(f"event-loop lag over {len(lags)} ticks of {TICK * 1000:.0f} ms: "
-          f"p50 {statistics.median(lags) * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms, "
-          f"max {ordered[-1] * 1000:.1f} ms")
+    print(f"event-loop {lag_summary(lags)}")
 
 
 def main() -> None:

@@ -25,6 +25,8 @@ import asyncio
 import statistics
 import time
 
+from loop_lag import TICK, lag_summary, ticker  # beside this script
+
 from cogym_lab.bus import MemoryBus
 from cogym_lab.core import CoEnv, Component, RenderType, action
 from cogym_lab.core.coordinator import Coordinator
@@ -32,7 +34,6 @@ from cogym_lab.core.messages import StepRequest, TeamMember
 from cogym_lab.core.text_merge import merge_text
 from cogym_lab.nodes.env_node import EnvNode
 
-TICK = 0.010
 TEAM = [TeamMember(role="agent", kind="agent"), TeamMember(role="person", kind="person")]
 
 PARAGRAPH = ("Collaborative agents plan with people, and people correct them as they go. "
@@ -72,14 +73,6 @@ class SharedText(CoEnv):
         self.text = text
 
 
-async def ticker(lags: list[float], stop: asyncio.Event) -> None:
-    loop = asyncio.get_running_loop()
-    while not stop.is_set():
-        planned = loop.time() + TICK
-        await asyncio.sleep(TICK)
-        lags.append(max(0.0, loop.time() - planned))
-
-
 async def stale_rewrite(base: str, ours: str, theirs: str, lags: list[float]) -> float:
     """The person's edit lands, then the agent's rewrite of the older copy: merged. The
     seconds the second step took, with the ticker running through it."""
@@ -116,13 +109,9 @@ def loop_lag(megabytes: float, repeats: int) -> None:
     base, ours, theirs = texts(high)
     lags: list[float] = []
     took = [asyncio.run(stale_rewrite(base, ours, theirs, lags)) for _ in range(repeats)]
-    ordered = sorted(lags)
-    p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
     print(f"\nevent-loop lag while an EnvNode merges a stale rewrite of {len(base):,} "
           f"characters ({repeats} steps):")
-    print(f"  step median {statistics.median(took) * 1e3:.0f} ms; lag over {len(lags)} ticks of "
-          f"{TICK * 1000:.0f} ms: p50 {statistics.median(lags) * 1e3:.1f} ms, "
-          f"p99 {p99 * 1e3:.1f} ms, max {ordered[-1] * 1e3:.1f} ms")
+    print(f"  step median {statistics.median(took) * 1e3:.0f} ms; {lag_summary(lags)}")
 
 
 def main() -> None:

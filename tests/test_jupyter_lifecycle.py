@@ -40,7 +40,7 @@ from cogym_lab.members import MemberType, register_member, unregister_member
 from cogym_lab.nodes import replay
 from cogym_lab.nodes.results import read_events, read_session
 from cogym_lab.runtime.hosting import HostingError, SessionHost
-from tests.support.jupyter_api import API, receive_until, session_api, wait_until
+from tests.support.jupyter_api import API, receive_until, wait_until
 
 KAZOO = "Please bring a kazoo"
 
@@ -61,11 +61,6 @@ def run(jp_asyncio_loop):
     """Run a coroutine to completion in the test's (and in-process server's) loop."""
     return lambda coroutine: jp_asyncio_loop.run_until_complete(
         asyncio.wait_for(coroutine, 180))
-
-
-@pytest.fixture
-def api(jp_fetch):
-    return session_api(jp_fetch)
 
 
 def host_of(serverapp) -> SessionHost:

@@ -13,18 +13,13 @@ import pytest
 from pytest_jupyter.jupyter_server import *  # noqa: F403 - its fixtures, without its hooks
 from tornado.httpclient import HTTPClientError
 
-from tests.support.jupyter_api import API, receive_until, session_api, wait_until
+from tests.support.jupyter_api import API, receive_until, wait_until
 
 
 @pytest.fixture
 def jp_server_config(tmp_path):
     return {"ServerApp": {"jpserver_extensions": {"cogym_lab": True}},
             "CogymLabApp": {"results_dir": str(tmp_path / "results")}}
-
-
-@pytest.fixture
-def api(jp_fetch):
-    return session_api(jp_fetch)
 
 
 def test_unauthenticated_requests_are_refused(run, api, jp_fetch):

@@ -24,7 +24,7 @@ from cogym_lab.nodes.results import read_events
 from cogym_lab.runtime.hosting import SessionHost
 from cogym_lab.runtime.panels import NO_PANEL_REASON, no_panel_reason
 from cogym_lab.widgets import SessionPanel
-from tests.support.jupyter_api import API, receive_until, session_api, wait_until
+from tests.support.jupyter_api import API, receive_until, wait_until
 
 GRACE = 1.5  # the server's setting in these tests
 #: A longer grace for tests that check a session goes on: a reconnect must fit in it easily.
@@ -60,11 +60,6 @@ def jp_server_config(tmp_path):
             "CogymLab": {"results_dir": str(tmp_path / "results"),
                          "panel_grace_seconds": GRACE,
                          "teams": {"slow-example": str(slow_team(tmp_path))}}}
-
-
-@pytest.fixture
-def api(jp_fetch):
-    return session_api(jp_fetch)
 
 
 def end_event(directory: Path) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from cogym_lab.eval.trajectory import load_session
 from cogym_lab.runtime.hosting import HostingError
 from cogym_lab.runtime.models import RatingRequest, StoredRating
 from cogym_lab.widgets import wire
-from tests.support.jupyter_api import session_api
+from tests.support.jupyter_api import server_config
 from tests.support.trajectories import write_session
 
 #: Comments that broke a log or a page once: markup, line separators, NUL, quotes, long text.
@@ -27,26 +27,21 @@ BAD_VALUES = [0, 6, "3", True, 3.5, None, [4]]
 
 @pytest.fixture
 def jp_server_config(tmp_path):
-    return {"ServerApp": {"jpserver_extensions": {"cogym_lab": True}},
-            "CogymLabApp": {"results_dir": str(tmp_path / "results")}}
+    return server_config(tmp_path / "results")
 
 
-@pytest.fixture
-def api(jp_fetch):
-    return session_api(jp_fetch)
-
-
-def _ratings_file(tmp_path: Path, session_id: str) -> Path:
-    return tmp_path / "results" / session_id / "ratings.json"
+async def _person_session(api, tmp_path: Path) -> tuple[str, Path]:
+    """A todo session with a person seat, and where its ratings will be saved."""
+    status, created = await api("POST", body={"task": "todo", "people": ["user"],
+                                              "idle_seconds": 60})
+    assert status == 201, created
+    session_id = created["session_id"]
+    return session_id, tmp_path / "results" / session_id / "ratings.json"
 
 
 def test_likert_items_through_the_endpoint(run, api, tmp_path):
     async def body():
-        status, created = await api("POST", body={"task": "todo", "people": ["user"],
-                                                  "idle_seconds": 60})
-        assert status == 201, created
-        session_id = created["session_id"]
-        ratings_file = _ratings_file(tmp_path, session_id)
+        session_id, ratings_file = await _person_session(api, tmp_path)
         good = {"role": "user", "outcome_rating": 4, "satisfaction": 5}
         for item in ("steerability", "ease_of_use", "utility"):
             for value in [v for v in BAD_VALUES if v is not None]:
@@ -79,11 +74,7 @@ def test_likert_items_through_the_endpoint(run, api, tmp_path):
 
 def test_likert_items_through_the_host(run, api, host, tmp_path):
     async def body():
-        status, created = await api("POST", body={"task": "todo", "people": ["user"],
-                                                  "idle_seconds": 60})
-        assert status == 201, created
-        session_id = created["session_id"]
-        ratings_file = _ratings_file(tmp_path, session_id)
+        session_id, ratings_file = await _person_session(api, tmp_path)
         saved = host.rate(session_id, "user", 3, 4, "<b>fine</b>\u2028", steerability=2,
                           utility=5)
         assert saved["user"]["steerability"] == 2 and saved["user"]["utility"] == 5

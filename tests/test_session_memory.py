@@ -23,7 +23,7 @@ from cogym_lab.core.messages import obs_channel, status_channel
 from cogym_lab.runtime.ended import EndedSession
 from cogym_lab.runtime.hosting import HostedSession, HostingError, SessionHost
 from cogym_lab.runtime.stored import StoredSession
-from tests.support.jupyter_api import API, receive_until, server_config, session_api, wait_until
+from tests.support.jupyter_api import API, receive_until, server_config, wait_until
 
 SESSIONS = 200
 WARM_UP = 20
@@ -181,11 +181,6 @@ async def _drain(subscription: Any) -> Any:
 def jp_server_config(request, tmp_path):
     ttl = getattr(request, "param", 600.0)
     return server_config(tmp_path / "results", finished_session_ttl=ttl)
-
-
-@pytest.fixture
-def api(jp_fetch):
-    return session_api(jp_fetch)
 
 
 @pytest.mark.parametrize("jp_server_config", [600.0, 0.0], indirect=True,

@@ -39,6 +39,7 @@ from cogym_lab.core.coordinator import Coordinator
 from cogym_lab.core.messages import TeamMember
 from cogym_lab.runtime.hosting import HostingError, SessionHost
 from cogym_lab.widgets import CSS_PATH, ESM_PATH, SessionPanel, panel_css, panel_esm
+from tests.support.panel_test_page import page_files
 
 REPO = Path(__file__).resolve().parents[1]
 # Debian's Chromium, found on PATH (scripts/test.sh installs it); Playwright downloads nothing.
@@ -347,37 +348,10 @@ def _gallery_notifications() -> dict[str, dict[str, Any]]:
     return notes
 
 
-PAGE = """<!doctype html><html><head><meta charset="utf-8">
-<link rel="stylesheet" href="session_panel.css"></head><body><div id="root"></div>
-<script type="module">
-import panel from "./session_panel.js";
-import * as mod from "./session_panel.js";
-const params = new URLSearchParams(location.search);
-const state = JSON.parse(params.get("state"));
-const listeners = new Set();
-window.sent = [];
-window.mod = mod;
-window.deliver = (message) => listeners.forEach((listener) => listener(message));
-const model = {
-  get: (key) => state[key],
-  set: (key, value) => { state[key] = value; },
-  save_changes() {},
-  on(event, listener) { if (event === "msg:custom") listeners.add(listener); },
-  off(event, listener) { listeners.delete(listener); },
-  send(message) { window.sent.push(message); },
-};
-window.modelState = state;
-panel.render({ model, el: document.getElementById("root") });
-window.ready = true;
-</script></body></html>"""
-
-
 async def _open_page(browser, origin: str, state: dict[str, Any]):
     """A page at ``origin`` running the panel's ES module with a stand-in anywidget model."""
     page = await browser.new_page()
-    files = {"index.html": (PAGE, "text/html"),
-             "session_panel.js": (panel_esm(), "text/javascript"),
-             "session_panel.css": (panel_css(), "text/css")}
+    files = page_files()
 
     async def serve(route) -> None:
         name = route.request.url.split("/cogym-panel-test/")[1].split("?")[0]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cogym_lab.core.messages import ChatMessage, Notification, Update
+from cogym_lab.core.messages import ChatMessage, Notification, SessionMoment, Update
 from cogym_lab.core.observation import Component, Observation
 
 
@@ -116,25 +116,12 @@ class MemberCopy:
         """The notification ``update``, the last one applied, makes with the copy as it is."""
         # Already validated models: skip re-validating, as the coordinator did before.
         return Notification.model_construct(
-            session_id=update.session_id,
-            seq=update.seq,
-            prev_seq=update.prev_seq,
-            recipient=update.recipient,
-            event=update.event,
+            **{name: getattr(update, name) for name in SessionMoment.model_fields},
             view=self.view,
             chat=list(self._chat),
             new_messages=[m for m in update.messages
                           if m.sender != self.role and (update.prev_seq is None
                                                         or m.seq > update.prev_seq)],
-            pending_confirmations=update.pending_confirmations,
-            step_counts=update.step_counts,
-            step_limits=update.step_limits,
-            paused=update.paused,
-            started_at=update.started_at,
-            time=update.time,
-            done=update.done,
-            end_reason=update.end_reason,
-            context=update.context,
             merged_events=[],
         )
 

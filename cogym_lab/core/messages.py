@@ -135,25 +135,15 @@ class SessionContext(BaseModel):
     results_dir: str | None = None  # this member's results folder, filled in by its node
 
 
-class Notification(BaseModel):
-    """What a member acts on: one event and the member's whole current state after it.
-
-    Members never receive this over the bus: the env sends :class:`Update` frames, which carry
-    only what changed, and the member's :class:`~cogym_lab.core.member_copy.MemberCopy` keeps
-    the whole state and hands the member this.
-
-    ``seq`` is the session-wide event number; ``prev_seq`` is the ``seq`` of the previous
-    notification sent to this recipient.
-    """
+class SessionMoment(BaseModel):
+    """What a notification and an update both say: the event, for whom, and the small parts
+    of the shared state that are sent whole every time."""
 
     session_id: str
-    seq: int
-    prev_seq: int | None
+    seq: int  # the session-wide event number
+    prev_seq: int | None  # the seq of the previous one sent to this recipient
     recipient: str
     event: Event  # as logged, but a person is not sent the other people among its recipients
-    view: Observation
-    chat: list[ChatMessage]
-    new_messages: list[ChatMessage]  # messages to this recipient since its previous notification
     pending_confirmations: list[Confirmation]
     # The recipient's own count and limit, and those of every member who is not a person
     # (agents and simulated users): never the whole table of a team with many people seats.
@@ -164,11 +154,24 @@ class Notification(BaseModel):
     time: float
     done: bool = False
     end_reason: str | None = None
-    context: SessionContext | None = None  # on start, a first notification, sync; resumed agents
+    context: SessionContext | None = None  # with a whole update (first, START, END, sync, RESUME)
+
+
+class Notification(SessionMoment):
+    """What a member acts on: one event and the member's whole current state after it.
+
+    Members never receive this over the bus: the env sends :class:`Update` frames, which carry
+    only what changed, and the member's :class:`~cogym_lab.core.member_copy.MemberCopy` keeps
+    the whole state and hands the member this.
+    """
+
+    view: Observation
+    chat: list[ChatMessage]
+    new_messages: list[ChatMessage]  # messages to this recipient since its previous notification
     merged_events: list[Event] = Field(default_factory=list)  # filled by AgentNode when merging
 
 
-class Update(BaseModel):
+class Update(SessionMoment):
     """What the env sends a member on ``{session}/{role}/obs``: one event and what it changed.
 
     A member keeps its own copy of its view and chat (``MemberCopy``) and applies each update
@@ -177,7 +180,7 @@ class Update(BaseModel):
 
     * ``whole``: ``components`` is the whole view and ``messages`` the whole chat the member
       may see; the receiver replaces its copy. Sent with the first update a member gets, at the
-      start, on a join or a sync, to an agent a RESUME wakes, and to a watcher.
+      start and the end, on a join or a sync, to an agent a RESUME wakes, and to a watcher.
     * Otherwise ``components`` holds the components that changed (or appeared) since the
       member's previous update, and ``messages`` the messages it may see that were sent since
       then (its own included).
@@ -187,26 +190,10 @@ class Update(BaseModel):
       ``seq`` it received; otherwise it missed an update and asks for a sync.
     """
 
-    session_id: str
-    seq: int
-    prev_seq: int | None
-    recipient: str
-    event: Event  # as logged, but a person is not sent the other people among its recipients
     whole: bool
     components: list[Component]
     versions: dict[str, int]
     messages: list[ChatMessage]
-    pending_confirmations: list[Confirmation]
-    # The recipient's own count and limit, and those of every member who is not a person
-    # (agents and simulated users): never the whole table of a team with many people seats.
-    step_counts: dict[str, int]
-    step_limits: dict[str, int]
-    paused: list[str]
-    started_at: float
-    time: float
-    done: bool = False
-    end_reason: str | None = None
-    context: SessionContext | None = None  # with the member's first update, a sync, a RESUME
 
 
 #: What a step request asks: to act, to join the session, or for the current state.

@@ -19,36 +19,14 @@ import pytest
 from playwright.sync_api import Page, expect
 from tornado.websocket import websocket_connect
 
-from cogym_lab.widgets import panel_css, panel_esm
 from tests.browser.jupyter_lab import BROWSER_LIMITS, JupyterLabServer
 from tests.browser.lab_page import UI_TIMEOUT_MS
 from tests.browser.panel_page import SessionPanelPage
 from tests.browser.screenshots import StepShots
+from tests.support.panel_test_page import page_files
 
 ORIGIN = "http://panel.test"
 SESSION = "updates-1"
-
-#: The panel's module with a stand-in anywidget model: what the panel sends lands in
-#: window.sent, and window.deliver(message) is the kernel relaying a custom message.
-PAGE = """<!doctype html><html><head><meta charset="utf-8">
-<link rel="stylesheet" href="session_panel.css"></head><body><div id="root"></div>
-<script type="module">
-import panel from "./session_panel.js";
-const state = JSON.parse(new URLSearchParams(location.search).get("state"));
-const listeners = new Set();
-window.sent = [];
-window.deliver = (message) => listeners.forEach((listener) => listener(message));
-const model = {
-  get: (key) => state[key],
-  set: (key, value) => { state[key] = value; },
-  save_changes() {},
-  on(event, listener) { if (event === "msg:custom") listeners.add(listener); },
-  off(event, listener) { listeners.delete(listener); },
-  send(message) { window.sent.push(message); },
-};
-panel.render({ model, el: document.getElementById("root") });
-window.ready = true;
-</script></body></html>"""
 
 #: Server mode without a server: a WebSocket that records what the panel sends (window.wsSent)
 #: and hands it what the test delivers (window.wsDeliver).
@@ -140,9 +118,7 @@ class Seat:
 def _open(page: Page, state: dict[str, Any], init_script: str = "") -> SessionPanelPage:
     """The panel's module, served to ``page`` from a made-up origin, with ``state`` as its
     widget traits."""
-    files = {"index.html": (PAGE, "text/html"),
-             "session_panel.js": (panel_esm(), "text/javascript"),
-             "session_panel.css": (panel_css(), "text/css")}
+    files = page_files()
 
     def serve(route: Any) -> None:
         name = route.request.url.split("/cogym-panel-test/")[1].split("?")[0]

@@ -4,9 +4,9 @@ are internals of the protocol: import them from their modules (``cogym_lab.core.
 ``.grammar``, ``.messages``, ``.actions``)."""
 
 from cogym_lab.core.actions import Action, ActionError
-from cogym_lab.core.env import ActionOutcome, CoEnv, Deferred, action
+from cogym_lab.core.env import ActionOutcome, CoEnv, Deferred, TickResult, action
 from cogym_lab.core.messages import Notification, SessionContext
 from cogym_lab.core.observation import Component, Observation, RenderType
 
 __all__ = ["Action", "ActionError", "ActionOutcome", "CoEnv", "Component", "Deferred",
-           "Notification", "Observation", "RenderType", "SessionContext", "action"]
+           "Notification", "Observation", "RenderType", "SessionContext", "TickResult", "action"]

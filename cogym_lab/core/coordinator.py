@@ -143,6 +143,7 @@ class Coordinator:
         # The last event's recipients without people, worked out once for all its recipients.
         self._trimmed: tuple[Event | None, list[str]] = (None, [])
         self.idle_ticks = 0  # ticks in a row with no act but waits
+        self.clock_ticks = 0  # ticks of a clocked env's world so far (see clock)
         self.done = False
         self.end_reason: str | None = None
         self._confirmations_made = 0
@@ -261,6 +262,34 @@ class Coordinator:
         return self._emit(now, EventType.TICK, None, self.team_roles(),
                           info={"idle_ticks": self.idle_ticks})
 
+    def clock(self, now: float) -> Transition:
+        """One tick of a clocked env's world (:meth:`CoEnv.advance`): what members asked for
+        since the previous tick takes effect now, all at once.
+
+        Logged as a ``clock`` event whose ``info`` holds the tick's number and what the env
+        said happened, so replay re-runs the same ticks between the same actions. Only the
+        members whose view changed are told. A game over ends the session (``time_up``); a
+        task that fails to advance ends it too (``task_failed``), as a world that cannot move
+        on cannot be played.
+        """
+        if self.done:
+            return Transition()
+        try:
+            result = self.env.advance()
+        except Exception as error:  # noqa: BLE001 - a bug in a task must end it cleanly
+            return self.end(now, "task_failed", error=f"{type(error).__name__}: {error}")
+        self.clock_ticks += 1
+        roles = [r for r in self.team_roles() if r not in self.paused]
+        views = self.env.views(roles)
+        prints: Prints = {}
+        told = [r for r in roles if self._versions.differs(r, views[r], prints)]
+        transition = self._emit(now, EventType.CLOCK, None, told, reward=result.reward,
+                                info={"tick": self.clock_ticks, **(_admit_json(result.info) or {})},
+                                views=views, prints=prints)
+        if result.done:
+            transition.extend(self.end(now, "time_up", ticks=self.clock_ticks))
+        return transition
+
     def end(self, now: float, reason: str, **info: Any) -> Transition:
         """End the session; every member, paused or not, gets a final notification."""
         if self.done:
@@ -302,6 +331,11 @@ class Coordinator:
             return self.start(event.time, seed=event.info.get("seed"))
         if event.type is EventType.TICK:
             return self.tick(event.time)
+        if event.type is EventType.CLOCK:
+            if event.info.get("tick") != self.clock_ticks + 1:  # a log with a tick missing
+                raise ValueError(f"Event {event.seq} is tick {event.info.get('tick')}, but the "
+                                 f"replay is at tick {self.clock_ticks}")
+            return self.clock(event.time)
         if event.type is EventType.END:
             info = dict(event.info)
             return self.end(event.time, info.pop("reason", "ended"), **info)
@@ -640,7 +674,8 @@ class Coordinator:
         return self._check_limit(role, transition, now)
 
     def _emit(self, now: float, type_: EventType, actor: str | None, recipients: Sequence[str],
-              *, skip_paused: bool = True, **fields: Any) -> Transition:
+              *, skip_paused: bool = True, views: Mapping[str, Observation] | None = None,
+              prints: Prints | None = None, **fields: Any) -> Transition:
         self.seq += 1
         delivered = [r for r in dict.fromkeys(recipients)
                      if r in self.members and not (skip_paused and r in self.paused)]
@@ -656,15 +691,19 @@ class Coordinator:
         # agents a RESUME wakes (they were told nothing while paused).
         given_context = set(delivered) if type_ in (EventType.START, EventType.END) else set(
             event.info.get("agents", ())) if type_ is EventType.RESUME else set()
-        views = self.env.views(delivered)
+        if views is None:
+            views = self.env.views(delivered)
         sent = event.as_sent()  # once for all its recipients
-        prints: Prints = {}  # each shared component fingerprinted once for all of them too
+        if prints is None:
+            prints = {}  # each shared component fingerprinted once for all of them too
         transition = Transition(
             events=[event],
             updates=[self._update(r, sent, now, r in given_context, views[r], prints=prints)
                      for r in delivered],
         )
-        if self.seq >= self.max_events and type_ is not EventType.END and not self.done:
+        # A clocked game's own ticks do not count: its length is the game's to say.
+        if (self.seq - self.clock_ticks >= self.max_events and type_ is not EventType.END
+                and not self.done):
             transition.extend(self.end(now, "event_limit"))
         return transition
 

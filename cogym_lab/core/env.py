@@ -117,6 +117,19 @@ class StepResult:
 
 
 @dataclass(frozen=True)
+class TickResult:
+    """What one tick of a clocked env's world did (:meth:`CoEnv.advance`).
+
+    ``info`` goes into the tick's ``clock`` event in the log, so it must be small and plain JSON:
+    it is what the metrics read (orders served or missed, who did what this tick).
+    """
+
+    reward: float = 0.0
+    done: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ActionOutcome:
     """Optional return value of an action handler."""
 
@@ -228,6 +241,23 @@ class CoEnv(abc.ABC):
         #: The session's team (who is an agent, who a person), once :meth:`bind_team` told it.
         self.team: tuple[TeamMember, ...] = ()
         self._is_reset = False
+
+    # -- the clock (real-time tasks only) ----------------------------------------------------
+
+    @property
+    def tick_seconds(self) -> float | None:
+        """Seconds between two ticks of a clocked env's world, or ``None`` (the default) for a
+        task whose world changes only when someone acts.
+
+        A clocked env's EnvNode calls :meth:`advance` on this period whether or not anyone
+        acts. Its actions should only *queue* what a member wants; the world changes at the
+        next tick, where simultaneous wishes are resolved in a fixed order.
+        """
+        return None
+
+    def advance(self) -> TickResult:
+        """Move a clocked env's world on by one tick (see :attr:`tick_seconds`)."""
+        raise NotImplementedError(f"{type(self).__name__} is not a clocked env")
 
     # -- what subclasses provide -------------------------------------------------------------
 

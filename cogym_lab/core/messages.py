@@ -42,6 +42,7 @@ class EventType(StrEnum):
     RESUME = "resume"
     FINISH = "finish"
     TICK = "tick"  # inactivity past the threshold
+    CLOCK = "clock"  # one tick of a clocked env's world (CoEnv.advance)
     END = "end"
     SYNC = "sync"  # a member asked for the current state; never logged
 

@@ -67,5 +67,17 @@ class ViewVersions:
             self._shown[role] = now
         return changed, {name: version for name, (version, _) in now.items()}
 
+    def differs(self, role: str, view: Observation, cache: Prints | None = None) -> bool:
+        """Whether ``role`` would be shown anything new in ``view``; records nothing. A member
+        never shown anything differs."""
+        shown = self._shown.get(role)
+        if shown is None or len(shown) != len(view.components):
+            return True
+        for component in view.components:
+            before = shown.get(component.name)
+            if before is None or before[1] != fingerprint(component, cache):
+                return True
+        return False
+
 
 __all__ = ["ViewVersions", "fingerprint"]

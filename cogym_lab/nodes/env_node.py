@@ -55,6 +55,39 @@ class _RecentIds:
             self._ids.discard(self._order.popleft())
 
 
+class TickClock:
+    """The schedule of a clocked env's ticks, and how well it was kept: the lag of every tick
+    (how late it fired, in seconds) for the benchmarks, never for tests."""
+
+    #: Lags kept for the figures; a long game keeps its latest ticks.
+    KEPT = 100_000
+
+    def __init__(self, period: float, *, catch_up: float = 1.0) -> None:
+        self.period = period
+        self.catch_up = catch_up  # further behind than this: start the schedule afresh
+        self.next_at = time.monotonic() + period
+        self.fired_ticks = 0
+        self.dropped = 0
+        self.lags: deque[float] = deque(maxlen=self.KEPT)
+
+    def until_due(self) -> float:
+        return max(0.0, self.next_at - time.monotonic())
+
+    def due(self) -> bool:
+        return time.monotonic() >= self.next_at
+
+    def fired(self) -> None:
+        now = time.monotonic()
+        lag = now - self.next_at
+        self.lags.append(lag)
+        self.fired_ticks += 1
+        self.next_at += self.period
+        if lag > self.catch_up:  # a stall: drop the backlog rather than burst through it
+            behind = int((now - self.next_at) // self.period) + 1
+            self.dropped += max(0, behind)
+            self.next_at = now + self.period
+
+
 class EnvNode:
     """Hosts one session's env on a bus.
 
@@ -98,6 +131,7 @@ class EnvNode:
         self._subscription: Subscription | None = None
         self._deferred: set[asyncio.Task[None]] = set()
         self.restored = restored
+        self.clock: TickClock | None = None  # a clocked env's schedule, once it runs
         self._end_on_stop = True
         if restored is not None:  # a transport may deliver the old steps again: skip them
             for request_id in restored.request_ids:
@@ -161,6 +195,9 @@ class EnvNode:
             await self._subscription.close()  # wakes run() wherever it waits
 
     async def _loop(self, subscription: Any) -> None:
+        if self.coordinator.env.tick_seconds is not None:
+            await self._clocked_loop(subscription, self.coordinator.env.tick_seconds)
+            return
         last_activity = time.monotonic()
         while not self.coordinator.done and not self._stop_reason:
             timeout = max(0.0, last_activity + self.idle_seconds - time.monotonic())
@@ -177,6 +214,28 @@ class EnvNode:
             if request.kind == "action":
                 last_activity = time.monotonic()  # every step, waits included, keeps it alive
             await self._on_request(request)
+
+    async def _clocked_loop(self, subscription: Any, period: float) -> None:
+        """A clocked env's loop: the world advances every ``period`` seconds whether or not
+        anyone acts, and the steps that arrive in between are applied as they come (a clocked
+        env only queues them; they take effect at the next tick).
+
+        Ticks keep to a fixed schedule, so a late tick does not push the later ones back. A
+        loop that falls far behind (the machine stalled) starts the schedule afresh instead of
+        firing a burst of ticks, and counts the ticks it dropped in :attr:`clock`.
+        """
+        clock = self.clock = TickClock(period)
+        while not self.coordinator.done and not self._stop_reason:
+            message = await subscription.get(clock.until_due())
+            if self._stop_reason:
+                return
+            if message is not None:
+                request = self._accept(message)
+                if request is not None:
+                    await self._on_request(request)
+            if clock.due():
+                clock.fired()
+                await self._deliver(self.coordinator.clock(time.time()))
 
     def _accept(self, message: dict[str, Any]) -> StepRequest | None:
         try:

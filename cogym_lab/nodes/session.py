@@ -120,8 +120,12 @@ def new_session_id() -> str:
 def build_coordinator(env: CoEnv, team: list[TeamMember], session_id: str, config: SessionConfig,
                       task: str | None = None) -> Coordinator:
     protocol = get_protocol(env.protocol)
+    # A clocked game ends on its clock, and its players act many times a second: only the
+    # limits a session asks for apply.
+    limits = dict(config.step_limits or {}) if env.tick_seconds is not None \
+        else config.limits_for(team, protocol)
     return Coordinator(env, team, session_id=session_id, task=task or env.name,
-                       step_limits=config.limits_for(team, protocol),
+                       step_limits=limits,
                        max_idle_ticks=config.max_idle_ticks, max_events=config.max_events,
                        every_act_is_a_step=protocol.every_act_is_a_step)
 

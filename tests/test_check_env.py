@@ -26,6 +26,7 @@ SHIPPED_ARGS: dict[str, dict[str, Any]] = {
     "travel_planning": {"instance": 0},
     "related_work": {"instance": 0},
     "tabular_analysis": {"instance": 0},
+    "kitchen": {"instance": 0},
 }
 
 

@@ -409,3 +409,19 @@ def test_a_role_that_is_not_a_string_is_an_error_not_an_exception(todo: TodoEnv,
         assert result.error and "role is a string" in result.error
         assert result.observation == Observation() and result.private
     assert state(todo) == before
+
+
+def test_an_action_may_not_hide_a_method_of_coenv() -> None:
+    # A handler named ``prepare`` would replace CoEnv.prepare, which every session calls first.
+    with pytest.raises(TypeError, match="hides CoEnv.prepare"):
+        class Kitchen(TodoEnv):
+            @action("Cook something.")
+            def prepare(self, role: str, food: str) -> None:
+                pass
+
+    class Renamed(TodoEnv):
+        @action("Cook something.", name="PREPARE")
+        def prepare_food(self, role: str, food: str) -> None:
+            pass
+
+    assert "PREPARE" in {spec.name for spec in Renamed().action_specs()}

@@ -229,6 +229,11 @@ class CoEnv(abc.ABC):
         for base in reversed(cls.__mro__[1:]):  # every base's actions: a mixin's too
             handlers.update(vars(base).get("_handlers", {}))
         for attribute, member in vars(cls).items():
+            if hasattr(member, _MARK) and hasattr(CoEnv, attribute):
+                # A handler called ``prepare`` hides CoEnv.prepare, and sessions call that.
+                raise TypeError(f"{cls.__name__}.{attribute} is an action but hides "
+                                f"CoEnv.{attribute}; give the method another name and the "
+                                f"action its name with @action(..., name=...).")
             if hasattr(member, _MARK):
                 spec = _spec_from_method(member)
                 handlers[spec.name] = (spec, attribute)

@@ -33,7 +33,8 @@ LEGACY_PROTOCOL: ProtocolName = "cogym_lab"
 
 #: Endings that count as the task's completion. With the step limit, the only endings the
 #: paper counts as delivered.
-COMPLETION_ENDINGS = frozenset({"finished", "task_done"})
+#: ``time_up``: a clocked game ran its whole length (``Coordinator.clock``), which is how it ends.
+COMPLETION_ENDINGS = frozenset({"finished", "task_done", "time_up"})
 STEP_LIMIT_ENDING = "step_limit"
 
 

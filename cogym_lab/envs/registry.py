@@ -19,6 +19,7 @@ _BUILTIN = {
     "travel_planning": "cogym_lab.envs.travel_planning:TravelPlanningEnv",
     "related_work": "cogym_lab.envs.related_work:RelatedWorkEnv",
     "tabular_analysis": "cogym_lab.envs.tabular_analysis:TabularAnalysisEnv",
+    "kitchen": "cogym_lab.envs.kitchen:KitchenEnv",
 }
 _registered: dict[str, EnvFactory] = {}
 #: The task a command runs when none is named: the example, which needs no LM and no data.

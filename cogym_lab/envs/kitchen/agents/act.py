@@ -1,0 +1,76 @@
+"""``kitchen-act``: the LM as System 1 (the paper's "Act"). Each decision is one LM call that
+returns one macro action; while the call runs the chef does nothing, which is the point of the
+baseline: its latency shows as idle time in the game.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+from cogym_lab.core import ActionError, Notification
+from cogym_lab.core.grammar import format_action, parse_action
+from cogym_lab.envs.kitchen.agents.base import KitchenAgent
+from cogym_lab.envs.kitchen.agents.policy_code import PolicyRejected, read_macro
+from cogym_lab.envs.kitchen.agents.prompting import kitchen_prompt
+from cogym_lab.envs.kitchen.situation import MACROS, Situation
+from cogym_lab.lm import LMError
+
+
+class ActAgent(KitchenAgent):
+    """Asks its LM for the next macro action whenever its chef is free."""
+
+    agent_type: ClassVar[str] = "kitchen-act"
+
+    def __init__(self, lm: Any, **options: Any) -> None:
+        super().__init__(lm, **options)
+        self._retry_at = 0  # the tick from which a failed LM may be asked again
+        self.last_action: str | None = None
+
+    async def act(self, notification: Notification) -> str | None:
+        content = self.observe(notification)
+        if content is None or not self.free(content) or self.tick < self._retry_at:
+            return None
+        situation = Situation.read(content, self.role)
+        if situation.me is None or situation.busy:
+            return None
+        tick, started = self.tick, time.monotonic()
+        messages = self.messages(kitchen_prompt("act_output"), extra=self._recent(),
+                                 assigned=False)
+        try:
+            reply, seconds = await self.ask(messages, "macro")
+        except LMError as error:
+            self.lm_failed("macro", tick, error)
+            self._retry_at = tick + self.retry_ticks
+            return None
+        try:
+            action = self._checked(reply)
+        except PolicyRejected as problem:
+            self.reject(tick, problem.reason, reply, kind="macro")
+            self.records.latency("macro", time.monotonic() - started, tick, calls=[seconds],
+                                 accepted=False)
+            return None
+        self.records.latency("macro", time.monotonic() - started, tick, calls=[seconds])
+        self.last_action = action
+        return self.sent(action)
+
+    def _checked(self, reply: str) -> str:
+        """The reply's macro, checked against the env's own specs when it has them."""
+        action = read_macro(reply)
+        if not self.specs:
+            return action
+        try:
+            parsed, spec = parse_action(action, self.specs)
+        except ActionError as error:
+            raise PolicyRejected(f"the action is not one of this task's: {error}") from None
+        if parsed.name not in MACROS:
+            raise PolicyRejected(f"{parsed.name} is not a macro action")
+        return format_action(parsed, spec)
+
+    def _recent(self) -> str:
+        if self.last_action is None:
+            return "## Your last macro action\n\n(none yet)"
+        return f"## Your last macro action\n\n{self.last_action}"
+
+
+__all__ = ["ActAgent"]

@@ -1,0 +1,280 @@
+"""KitchenEnv: the real-time cooking task, a clocked CoEnv around :class:`game.Game`.
+
+Members' actions only queue what a chef should do (they are private: an accepted one notifies
+only its actor); the world changes in :meth:`KitchenEnv.advance`, which the session's clock
+calls every ``tick_seconds``. The first two members of the team get the chefs, in team order;
+without a team, the roles ``agent`` and ``user`` do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from cogym_lab.core import ActionError, CoEnv, Component, TickResult, action
+from cogym_lab.core.actions import Action, format_action
+from cogym_lab.core.env import ScoreReport
+from cogym_lab.core.protocol import DEFAULT_PROTOCOL
+from cogym_lab.envs.kitchen import macros
+from cogym_lab.envs.kitchen.game import (
+    CHOPS_NEEDED,
+    EXTINGUISH_SPRAYS,
+    FIRE_AFTER,
+    INTERACT,
+    MAX_QUEUED,
+    OVERCOOKED_AFTER,
+    WELL_COOKED_AFTER,
+    Chef,
+    Game,
+)
+from cogym_lab.envs.kitchen.layout import DIRECTIONS, WALL, available_layouts, load_layout
+
+#: The roles that get chefs when no team was bound (check_env, a bare env in a notebook).
+DEFAULT_CHEF_ROLES = ("agent", "user")
+KITCHEN = "kitchen"  # the component's name and render type
+
+
+class KitchenEnv(CoEnv):
+    """Two chefs share a kitchen and serve burger orders against the clock (see the task
+    description for the rules in plain words)."""
+
+    name = "kitchen"
+    default_team = "kitchen-fsm"
+
+    def __init__(self, layout: str = "counter_circuit", ticks: int = 500,
+                 tick_seconds: float = 0.25, roles: Sequence[str] | None = None) -> None:
+        super().__init__(roles=roles)
+        if not isinstance(ticks, int) or isinstance(ticks, bool) or ticks < 1:
+            raise ValueError(f"ticks must be a whole number of at least 1, not {ticks!r}.")
+        if isinstance(tick_seconds, bool) or not isinstance(tick_seconds, int | float) \
+                or not tick_seconds > 0:
+            raise ValueError(f"tick_seconds must be a positive number, not {tick_seconds!r}.")
+        self.layout = load_layout(layout)
+        self.ticks = ticks
+        self._tick_seconds = float(tick_seconds)
+        self.game: Game | None = None
+
+    @property
+    def tick_seconds(self) -> float:
+        return self._tick_seconds
+
+    @classmethod
+    def instances(cls, protocol: str = DEFAULT_PROTOCOL) -> list[dict[str, Any]]:
+        """One instance per shipped layout."""
+        return [{"layout": name} for name in available_layouts()]
+
+    def env_args(self) -> dict[str, Any]:
+        args: dict[str, Any] = {"layout": self.layout.name, "ticks": self.ticks,
+                                "tick_seconds": self._tick_seconds}
+        if self.roles is not None:  # replay must admit the same roles, no others
+            args["roles"] = list(self.roles)
+        return args
+
+    @property
+    def task_description(self) -> str:
+        seconds = self._tick_seconds
+        return "\n".join([
+            f"Cook burgers together in a busy kitchen ({self.layout.title}). The game runs "
+            f"for {self.ticks} ticks of {seconds:g} seconds each, about "
+            f"{self.ticks * seconds / 60:.1f} minutes. {self.layout.description}",
+            "",
+            "Each of the first two team members controls a chef. Every tick a chef can do one "
+            "thing: step up, down, left or right, or interact with the tile it faces. Stepping "
+            "towards a counter or station turns the chef to face it.",
+            "",
+            "How food is made:",
+            f"- Beef comes Fresh from its station. Put it in a pan: it cooks to Well-cooked "
+            f"after {WELL_COOKED_AFTER} ticks, is Overcooked after {OVERCOOKED_AFTER} and "
+            f"sets the pan on fire after {FIRE_AFTER}. Take it out in time with a plate.",
+            f"- Lettuce comes Unchopped. Put it on a chopping board and interact "
+            f"{CHOPS_NEEDED} times with empty hands to chop it.",
+            "- Bread needs no preparing. Plates come from the plate station.",
+            "- Put the ready ingredients on one plate: Bread + Well-cooked Beef is a "
+            "BeefBurger, Bread + Chopped Lettuce a LettuceBurger, all three a "
+            "BeefLettuceBurger (Beef + Lettuce alone is a BeefLettuce, not a burger).",
+            "- Take a burger to the serving window to fill an order.",
+            f"- A fire blocks its pan until someone holding the fire extinguisher interacts "
+            f"with it {EXTINGUISH_SPRAYS} times; the burnt beef is lost. Anything can be "
+            f"thrown in the trash can.",
+            "",
+            "Scoring: an ordered LettuceBurger earns 15, a BeefBurger 20, a BeefLettuceBurger "
+            "25. Serving anything that no open order asks for costs 10, and so does every "
+            "order whose time runs out. New orders keep coming, each with its own deadline.",
+            "",
+            "Actions: MOVE(direction) and INTERACT() control the chef one tick at a time (up "
+            f"to {MAX_QUEUED} may wait in line). Macro actions do a whole job, one step per "
+            "tick, finding the way themselves: PREPARE(food, plate), ASSEMBLE(food), "
+            "SERVE(food), PASS_ON(thing, thing_status), PUT_OUT_FIRE(), CLEAN_A_COUNTER(). A "
+            "new macro replaces the running one; MOVE or INTERACT cancels it.",
+        ])
+
+    # -- state -----------------------------------------------------------------------------
+
+    def _chef_roles(self) -> list[str]:
+        if self.team:
+            roles = [member.role for member in self.team]
+        elif self.roles:
+            roles = list(self.roles)
+        else:
+            roles = list(DEFAULT_CHEF_ROLES)
+        return roles[:min(2, len(self.layout.chef_starts))]
+
+    def _reset(self, seed: int | None) -> None:
+        self.game = Game(self.layout, self._chef_roles(), self.ticks,
+                         seed=0 if seed is None else seed)  # unseeded still replays alike
+
+    def _game(self) -> Game:
+        if self.game is None:
+            raise RuntimeError("The kitchen has not been reset; call reset() first.")
+        return self.game
+
+    def public_components(self) -> list[Component]:
+        return [Component(name=KITCHEN, title=self.layout.title, render_type=KITCHEN,
+                          content=self._game().content(self._tick_seconds))]
+
+    # -- the clock -------------------------------------------------------------------------
+
+    def advance(self) -> TickResult:
+        game = self._game()
+        if game.over:
+            return TickResult(done=True, info={"score": game.score, "happened": [],
+                                               "atomic": {}})
+        reward, info = game.advance()
+        return TickResult(reward=float(reward), done=game.over, info=info)
+
+    # -- results ---------------------------------------------------------------------------
+
+    def outcome(self) -> dict[str, Any]:
+        game = self._game()
+        return {"layout": self.layout.name, "ticks_played": game.tick, "score": game.score,
+                "served": game.served, "missed": game.missed, "wrong": game.wrong}
+
+    def delivered(self) -> bool:
+        """Delivered once the game ran to its end."""
+        return self.game is not None and self.game.over
+
+    def evaluate(self) -> dict[str, float]:
+        """The score, the dish counts, and ``performance``: the score as a share of what the
+        orders that closed (served or missed) could have earned, clipped to [0, 1]."""
+        game = self._game()
+        possible = game.closed_reward
+        performance = min(1.0, max(0.0, game.score / possible)) if possible else 0.0
+        return {"score": float(game.score), "served": float(game.served),
+                "missed": float(game.missed), "wrong": float(game.wrong),
+                "performance": performance}
+
+    def explain_scores(self, scores: dict[str, float]) -> list[ScoreReport]:
+        game = self._game()
+        served = f"{game.served} order{'s' if game.served != 1 else ''} served"
+        missed = f"{game.missed} missed"
+        wrong = f"{game.wrong} wrong dish{'es' if game.wrong != 1 else ''} served"
+        explained = {
+            "performance": ("The score as a share of what the closed orders could earn",
+                            [f"{served}, {missed}; orders still open at the end count for "
+                             f"nothing either way."]),
+            "score": ("Points from served orders, less penalties", [f"{served}, {missed}, "
+                                                                    f"{wrong}."]),
+            "served": ("Orders served", []), "missed": ("Orders that ran out of time", []),
+            "wrong": ("Dishes served that no order asked for", []),
+        }
+        return [ScoreReport(name=name, value=scores[name], label=label, reasons=reasons)
+                for name, (label, reasons) in explained.items() if name in scores]
+
+    # -- actions ---------------------------------------------------------------------------
+
+    def _chef(self, role: str) -> Chef:
+        game = self._game()
+        if game.over:
+            raise ActionError("The game is over: no more kitchen actions.")
+        chef = game.chef(role)
+        if chef is None:
+            raise ActionError(f"{role[:40]!r} has no chef in this game; the chefs are "
+                              f"{', '.join(c.role for c in game.chefs)}.")
+        return chef
+
+    def _queue(self, role: str, atomic: str) -> None:
+        chef = self._chef(role)
+        if len(chef.queue) >= MAX_QUEUED:
+            raise ActionError(f"{MAX_QUEUED} moves are already waiting for your chef; send the "
+                              f"next one after a tick.")
+        if atomic in DIRECTIONS:
+            (x, y), _ = self._game().predicted_pos(chef)
+            dx, dy = DIRECTIONS[atomic]
+            if self.layout.kind((x + dx, y + dy)) == WALL:
+                raise ActionError(f"Moving {atomic} from {x},{y} walks into a wall.")
+        self._game().queue(chef, atomic)
+
+    def _run(self, role: str, macro: macros.Macro) -> None:
+        self._game().set_macro(self._chef(role), macro)
+
+    def _label(self, name: str, **args: Any) -> str:
+        return format_action(Action(name=name, args=args), self._specs[name])
+
+    @action("Step your chef one tile up, down, left or right; towards a counter or station it "
+            "only turns to face it.", private=True, direction="up, down, left or right")
+    def move(self, role: str, direction: str) -> None:
+        self._chef(role)
+        self._queue(role, _choose(direction, tuple(DIRECTIONS), "direction"))
+
+    @action("Use the tile your chef faces: pick up, put down, chop, plate, serve, or spray the "
+            "extinguisher.", private=True)
+    def interact(self, role: str) -> None:
+        self._queue(role, INTERACT)
+
+    @action("Prepare an ingredient: cook Beef in a pan, chop Lettuce on a board, or set Bread "
+            "out; with plate=true, also put it on a plate.", private=True,
+            name="PREPARE", food="Beef, Lettuce or Bread",
+            plate="Put the prepared ingredient on a plate")
+    def prepare_food(self, role: str, food: str, plate: bool = False) -> None:
+        self._chef(role)
+        food = _choose(food, tuple(macros.PREPARE_FOODS), "food to prepare")
+        self._run(role, macros.Prepare(self._label("PREPARE", food=food, plate=plate),
+                                       food, plate))
+
+    @action("Assemble a dish on a plate from ingredients that are ready.", private=True,
+            food="BeefBurger, LettuceBurger, BeefLettuceBurger or BeefLettuce")
+    def assemble(self, role: str, food: str) -> None:
+        self._chef(role)
+        food = _choose(food, macros.ASSEMBLE_FOODS, "dish to assemble")
+        self._run(role, macros.Assemble(self._label("ASSEMBLE", food=food), food))
+
+    @action("Take an assembled burger to the serving window.", private=True,
+            food="BeefBurger, LettuceBurger or BeefLettuceBurger")
+    def serve(self, role: str, food: str) -> None:
+        self._chef(role)
+        food = _choose(food, macros.SERVE_FOODS, "burger to serve")
+        self._run(role, macros.Serve(self._label("SERVE", food=food), food))
+
+    @action("Put something on a center counter for your partner.", private=True,
+            thing="Plate, Bread, Beef, Lettuce, a dish, or FireExtinguisher",
+            thing_status="For Beef or Lettuce, its status (e.g. Well-cooked, Chopped); "
+                         "empty for any")
+    def pass_on(self, role: str, thing: str, thing_status: str = "") -> None:
+        self._chef(role)
+        thing = _choose(thing, tuple(macros.PASS_THINGS), "thing to pass on")
+        statuses = macros.PASS_THINGS[thing]
+        status = _choose(thing_status, statuses, f"status of {thing}") \
+            if thing_status.strip() and statuses else ""
+        if thing_status.strip() and not statuses:
+            raise ActionError(f"A {thing} has no status; leave thing_status empty.")
+        self._run(role, macros.PassOn(self._label("PASS_ON", thing=thing, thing_status=status),
+                                      thing, status))
+
+    @action("Fetch the fire extinguisher and put out the nearest fire.", private=True)
+    def put_out_fire(self, role: str) -> None:
+        self._run(role, macros.PutOutFire(self._label("PUT_OUT_FIRE")))
+
+    @action("Take overcooked beef, or else the item on the nearest counter, to the trash can.",
+            private=True)
+    def clean_a_counter(self, role: str) -> None:
+        self._run(role, macros.CleanACounter(self._label("CLEAN_A_COUNTER")))
+
+
+def _choose(value: str, options: Sequence[str], what: str) -> str:
+    """``value`` as one of ``options``, ignoring case and surrounding space."""
+    wanted = value.strip().lower()
+    for option in options:
+        if option.lower() == wanted:
+            return option
+    raise ActionError(f"Unknown {what} {value[:40]!r}; choose one of {', '.join(options)}.")
+

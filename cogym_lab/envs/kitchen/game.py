@@ -7,8 +7,9 @@ plays one tick:
 
 1. every chef, in chef order, picks at most one atomic action: its oldest queued one, else its
    macro's next step (decided from the state at the start of the tick);
-2. moves are resolved together: two chefs stepping onto one tile, or swapping tiles, both stay
-   where they are; a chef stepping onto a tile another chef keeps stays too; a move towards a
+2. moves are resolved together: of two chefs stepping onto one tile, the first in chef order
+   gets it and the other stays; two chefs swapping tiles both stay where they are; a chef
+   stepping onto a tile another chef keeps stays too; a move towards a
    tile that is not floor only turns the chef to face it;
 3. interactions happen in chef order, on the tile each chef faces;
 4. beef in pans cooks, orders run down, expire and arrive.
@@ -323,7 +324,11 @@ class Game:
                 swapping = blocker_index in wanted and wanted[blocker_index] == chef.pos
                 staying = blocker is not None and blocker_index not in wanted
                 if rivals or swapping or staying:
-                    dropped = [index, *rivals]
+                    # Two chefs stepping onto one tile: the first in chef order gets it, so
+                    # that two chefs meeting in a corridor never wait on each other for ever.
+                    contenders = [index, *rivals]
+                    dropped = [n for n in contenders if n != min(contenders)] if rivals \
+                        else [index]
                     if swapping and blocker_index is not None:
                         dropped.append(blocker_index)
                     for gone in dropped:

@@ -1,5 +1,5 @@
 """Headless kitchen games per second: the FSM agent with each rule-based partner, 500-tick games
-played straight on the env (``cogym_lab.envs.kitchen.headless.play``: no bus, no clock, no
+played straight on the env (``cogym_lab.envs.kitchen.policies.headless.play``: no bus, no clock, no
 session), on both layouts. Run from the repository root::
 
     python benchmarks/kitchen_games.py [--games N] [--ticks T]
@@ -21,10 +21,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from cogym_lab.envs.kitchen import KitchenEnv
-from cogym_lab.envs.kitchen.fsm import KitchenFSM
-from cogym_lab.envs.kitchen.headless import play
+from cogym_lab.envs.kitchen.policies.fsm import KitchenFSM
+from cogym_lab.envs.kitchen.policies.headless import play
 from cogym_lab.envs.kitchen.layout import available_layouts
-from cogym_lab.envs.kitchen.partners import Assembler, BeefSpecialist, LettuceSpecialist
+from cogym_lab.envs.kitchen.policies.partners import Assembler, BeefSpecialist, LettuceSpecialist
 
 PARTNERS: dict[str, Callable[[str], Any]] = {
     "assembler": Assembler, "beef": BeefSpecialist, "lettuce": LettuceSpecialist,

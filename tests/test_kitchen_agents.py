@@ -28,8 +28,8 @@ from cogym_lab.envs.kitchen.agents import (
 from cogym_lab.core import Notification
 from cogym_lab.core.messages import Event, EventType, SessionContext, TeamMember
 from cogym_lab.envs.kitchen import KitchenEnv
-from cogym_lab.envs.kitchen.fsm import OrderTask
-from cogym_lab.envs.kitchen.partners import Assembler
+from cogym_lab.envs.kitchen.policies.fsm import OrderTask
+from cogym_lab.envs.kitchen.policies.partners import Assembler
 from cogym_lab.lm import LMConfig, make_lm
 from cogym_lab.members import member_type
 from cogym_lab.testing import Reply, ScriptedOpenAIServer
@@ -366,8 +366,8 @@ def test_the_state_in_prompts_is_the_literal_preconditions_read() -> None:
 
     from cogym_lab.envs.kitchen.agents.policy_code import compile_precondition
     from cogym_lab.envs.kitchen.agents.prompting import literal
-    from cogym_lab.envs.kitchen.headless import play
-    from cogym_lab.envs.kitchen.situation import game_state
+    from cogym_lab.envs.kitchen.policies.headless import play
+    from cogym_lab.envs.kitchen.policies.situation import game_state
 
     class Keep:
         def __init__(self) -> None:

@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 from cogym_lab.core import Notification
 from cogym_lab.core.messages import Event, EventType, SessionContext, TeamMember
 from cogym_lab.envs.kitchen import KitchenEnv
-from cogym_lab.envs.kitchen.fsm import ActionTask, KitchenFSM, OrderTask, always
-from cogym_lab.envs.kitchen.headless import play
-from cogym_lab.envs.kitchen.members import PolicyMember
-from cogym_lab.envs.kitchen.partners import Assembler, BeefSpecialist, LettuceSpecialist
-from cogym_lab.envs.kitchen.situation import Situation, game_state
-from cogym_lab.envs.kitchen.watch import StuckWatch
+from cogym_lab.envs.kitchen.policies.fsm import ActionTask, KitchenFSM, OrderTask, always
+from cogym_lab.envs.kitchen.policies.headless import play
+from cogym_lab.envs.kitchen.policies.members import PolicyMember
+from cogym_lab.envs.kitchen.policies.partners import Assembler, BeefSpecialist, LettuceSpecialist
+from cogym_lab.envs.kitchen.policies.situation import Situation, game_state
+from cogym_lab.envs.kitchen.policies.watch import StuckWatch
 from cogym_lab.members import member_type
 from cogym_lab.teams import load_team
 

@@ -26,7 +26,7 @@ from cogym_lab.envs.kitchen.agents.policy_code import (
     parse_assigned_tasks,
     read_macro,
 )
-from cogym_lab.envs.kitchen.fsm import ActionTask, OrderTask
+from cogym_lab.envs.kitchen.policies.fsm import ActionTask, OrderTask
 
 STATE: dict[str, Any] = {
     "objects": {("Beef", "Well-cooked"): 1, ("Beef", "In-progress"): 2,

@@ -13,7 +13,7 @@ from cogym_lab.core.grammar import format_action, parse_action
 from cogym_lab.envs.kitchen.agents.base import KitchenAgent
 from cogym_lab.envs.kitchen.agents.policy_code import PolicyRejected, read_macro
 from cogym_lab.envs.kitchen.agents.prompting import kitchen_prompt
-from cogym_lab.envs.kitchen.situation import MACROS, Situation
+from cogym_lab.envs.kitchen.policies.situation import MACROS, Situation
 from cogym_lab.lm import LMError
 
 

@@ -28,9 +28,9 @@ from cogym_lab.envs.kitchen.agents.policy_code import (
 )
 from cogym_lab.envs.kitchen.agents.prompting import kitchen_prompt, literal, state_example
 from cogym_lab.envs.kitchen.agents.records import AgentRecords
-from cogym_lab.envs.kitchen.fsm import ActionTask, AssignedTask, KitchenFSM
-from cogym_lab.envs.kitchen.members import clock_infos, kitchen_content
-from cogym_lab.envs.kitchen.situation import game_state
+from cogym_lab.envs.kitchen.policies.fsm import ActionTask, AssignedTask, KitchenFSM
+from cogym_lab.envs.kitchen.policies.members import clock_infos, kitchen_content
+from cogym_lab.envs.kitchen.policies.situation import game_state
 from cogym_lab.lm import LM, LMError, Messages
 
 log = logging.getLogger(__name__)

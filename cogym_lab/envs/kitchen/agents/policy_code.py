@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cogym_lab.core.text import is_clean
-from cogym_lab.envs.kitchen.fsm import ActionTask, AssignedTask, OrderTask, always
-from cogym_lab.envs.kitchen.situation import BURGERS, FOODS, STATUSES, THINGS, macro
+from cogym_lab.envs.kitchen.policies.fsm import ActionTask, AssignedTask, OrderTask, always
+from cogym_lab.envs.kitchen.policies.situation import BURGERS, FOODS, STATUSES, THINGS, macro
 
 #: Characters of policy text read at most (a policy is a short list).
 MAX_TEXT = 12_000

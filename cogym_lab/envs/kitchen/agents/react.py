@@ -23,7 +23,7 @@ from cogym_lab.core import Notification
 from cogym_lab.envs.kitchen.agents.base import KitchenAgent
 from cogym_lab.envs.kitchen.agents.policy_code import PolicyRejected
 from cogym_lab.envs.kitchen.agents.prompting import kitchen_prompt, note, text_block
-from cogym_lab.envs.kitchen.situation import Situation
+from cogym_lab.envs.kitchen.policies.situation import Situation
 from cogym_lab.lm import LMError
 
 log = logging.getLogger(__name__)

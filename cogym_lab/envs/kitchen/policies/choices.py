@@ -1,5 +1,5 @@
 """The situational choices of the kitchen's rule-based chefs: each reads a
-:class:`~cogym_lab.envs.kitchen.situation.Situation` and gives a macro action (or ``None`` when
+:class:`~.situation.Situation` and gives a macro action (or ``None`` when
 it does not apply). The FSM tries them in its priority order; each rule-based partner tries the
 few that make up its habit.
 
@@ -13,7 +13,7 @@ from collections import Counter, deque
 from collections.abc import Iterable
 
 from cogym_lab.core.actions import Action, format_action
-from cogym_lab.envs.kitchen.situation import (
+from cogym_lab.envs.kitchen.policies.situation import (
     BURGERS,
     CENTER,
     COUNTER_KINDS,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from cogym_lab.envs.kitchen.choices import (
+from cogym_lab.envs.kitchen.policies.choices import (
     assemble_choice,
     clean_choice,
     fire_choice,
@@ -20,7 +20,7 @@ from cogym_lab.envs.kitchen.choices import (
     prepare_choice,
     serve_choice,
 )
-from cogym_lab.envs.kitchen.situation import (
+from cogym_lab.envs.kitchen.policies.situation import (
     BOARD,
     PAN,
     READY_STATUS,
@@ -29,7 +29,7 @@ from cogym_lab.envs.kitchen.situation import (
     Situation,
     macro,
 )
-from cogym_lab.envs.kitchen.watch import FailedMacros, StuckWatch
+from cogym_lab.envs.kitchen.policies.watch import FailedMacros, StuckWatch
 
 Choice = tuple[str, Callable[[Situation], str | None]]
 

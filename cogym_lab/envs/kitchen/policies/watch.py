@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from cogym_lab.envs.kitchen.choices import move_away
-from cogym_lab.envs.kitchen.situation import DIRECTIONS, Pos, Situation, chef_pos, step
+from cogym_lab.envs.kitchen.policies.choices import move_away
+from cogym_lab.envs.kitchen.policies.situation import DIRECTIONS, Pos, Situation, chef_pos, step
 
 #: Ticks a macro that failed is not tried again by the situational states (it would fail
 #: again at once: the ingredient is gone, the path is blocked).

@@ -38,11 +38,11 @@ in this order of priority, and each state gives one macro action:
 ``unstick``
     The chef's moves have gone nowhere for a few ticks (the other chef wants the same tile),
     or the other chef's moves into its tile have: step aside with a ``MOVE``, which cancels
-    the macro (:class:`~cogym_lab.envs.kitchen.watch.StuckWatch`).
+    the macro (:class:`~cogym_lab.envs.kitchen.policies.watch.StuckWatch`).
 
-The choices live in :mod:`~cogym_lab.envs.kitchen.choices` (the partners use them too). A
+The choices live in :mod:`~.choices` (the partners use them too). A
 situational macro that failed rests for a few ticks
-(:class:`~cogym_lab.envs.kitchen.watch.FailedMacros`), so the FSM does something else instead
+(:class:`~.watch.FailedMacros`), so the FSM does something else instead
 of failing again at once.
 
 *Assigned tasks* override the situational states (all but ``fire``). They are a list of
@@ -63,7 +63,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cogym_lab.envs.kitchen.choices import (
+from cogym_lab.envs.kitchen.policies.choices import (
     WAIT,
     assemble_choice,
     clean_choice,
@@ -76,8 +76,8 @@ from cogym_lab.envs.kitchen.choices import (
     supply_choice,
     wait_choice,
 )
-from cogym_lab.envs.kitchen.situation import Situation, game_state
-from cogym_lab.envs.kitchen.watch import FailedMacros, StuckWatch
+from cogym_lab.envs.kitchen.policies.situation import Situation, game_state
+from cogym_lab.envs.kitchen.policies.watch import FailedMacros, StuckWatch
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class ActionTask:
     """Send ``action`` (a macro in canonical syntax) if ``precondition`` holds for the game
-    state (:func:`~cogym_lab.envs.kitchen.situation.game_state`) when the task's turn comes."""
+    state (:func:`~.situation.game_state`) when the task's turn comes."""
 
     precondition: Callable[[Mapping[str, Any]], bool]
     action: str

@@ -14,9 +14,9 @@ from typing import Any
 from cogym_lab.core import Notification, SessionContext
 from cogym_lab.core.member import MemberSetup, MemberType
 from cogym_lab.core.messages import EventType
-from cogym_lab.envs.kitchen.fsm import KitchenFSM
-from cogym_lab.envs.kitchen.headless import KITCHEN, KitchenPolicy
-from cogym_lab.envs.kitchen.partners import Assembler, BeefSpecialist, LettuceSpecialist
+from cogym_lab.envs.kitchen.policies.fsm import KitchenFSM
+from cogym_lab.envs.kitchen.policies.headless import KITCHEN, KitchenPolicy
+from cogym_lab.envs.kitchen.policies.partners import Assembler, BeefSpecialist, LettuceSpecialist
 
 
 def clock_infos(notification: Notification) -> list[Mapping[str, Any]]:

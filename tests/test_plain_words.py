@@ -72,3 +72,12 @@ def test_the_transcript_knows_a_registered_tasks_actions_and_can_show_them_raw()
     console = Console(file=io.StringIO(), width=200, color_system=None)
     Transcript(console, "todo", raw=True)(_event(EventType.ACTION, 'ADD_ITEM(text="tent")'))
     assert 'ADD_ITEM(text="tent")' in console.file.getvalue()
+
+
+def test_a_clocked_game_shows_only_the_ticks_that_scored() -> None:
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    show = Transcript(console, "kitchen")
+    for tick, reward in enumerate([0.0, 0.0, 20.0, 0.0, -10.0], start=1):
+        show(Event(seq=tick, time=0.0, type=EventType.CLOCK, reward=reward,
+                   info={"tick": tick}))
+    assert console.file.getvalue().splitlines() == ["   3  Tick 3: +20.", "   5  Tick 5: -10."]

@@ -99,5 +99,8 @@ def describe_event(event: Event, specs: Mapping[str, ActionSpec]) -> str:
             return f"{actor} resumed the agent."
         case EventType.TICK:
             return "Nobody acted for a while (an idle tick)."
+        case EventType.CLOCK:
+            earned = f": {event.reward:+g}" if event.reward else ""
+            return f"Tick {info.get('tick', '?')}{earned}."
         case _:
             return f"{actor}: {action or event.type.value}"

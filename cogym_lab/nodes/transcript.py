@@ -16,7 +16,7 @@ from cogym_lab.core.plain_words import describe_event, specs_by_name
 
 _STYLE = {
     EventType.START: "bold cyan", EventType.END: "bold cyan", EventType.MESSAGE: "green",
-    EventType.ERROR: "red", EventType.TICK: "dim", EventType.WAIT: "dim",
+    EventType.ERROR: "red", EventType.TICK: "dim", EventType.WAIT: "dim", EventType.CLOCK: "dim",
     EventType.CONFIRM_REQUEST: "yellow", EventType.CONFIRM_ACCEPT: "yellow",
     EventType.CONFIRM_REJECT: "yellow", EventType.PAUSE: "magenta", EventType.RESUME: "magenta",
 }
@@ -50,6 +50,8 @@ class Transcript:
         return self._specs
 
     def __call__(self, event: Event) -> None:
+        if event.type is EventType.CLOCK and not event.reward and not self.raw:
+            return  # a clocked game ticks several times a second: only ticks that scored
         self.console.print(self.raw_line(event) if self.raw else self.line(event))
 
     def line(self, event: Event) -> Text:

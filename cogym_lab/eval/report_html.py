@@ -152,7 +152,31 @@ ABBREVIATIONS = {
     "rel": "relative to the utility it is measured against",
     "@1": "D@τ: a person who tolerates τ poorly rated rounds in a row (τ = 1, 2, 3)",
     "CI": "95% confidence interval",
+    "eff.": "efficiency",
+    "CR": "contribution rate (the chef's share of the key events of the served orders)",
 }
+
+#: The real-time cooking table's columns (``kitchen_measures.PAPER_COLUMNS`` labels) and what
+#: they measure; every cell is the inter-quartile mean over the runs, then the standard error.
+COOKING_HELP = {
+    "layout": "The layout the games were played on",
+    "partner": "The other chef: a rule-based partner's type, person, or - (the agent alone)",
+    "runs": "Sessions (runs) measured",
+    "Score": "Game score at the end: rewards of served orders minus penalties",
+    "Score eff.": "Score gained (served orders only, penalties left out) per macro action "
+                  "the agent executed",
+    "Agent CR": "Agent contribution rate: the agent's key events over both chefs' key events "
+                "of the served orders",
+    "Latency/macro (s)": "Seconds from the request to the output of a macro action (the LM "
+                         "choosing one), mean per run",
+    "Latency/policy (s)": "Seconds from the request to a code-as-policy output, mean per run",
+    "Missed": "Orders that expired unserved",
+    "Wrong served": "Dishes served that no order asked for",
+    "Agent occupancy": "Share of the ticks in which the agent's chef executed an atomic action",
+    "Partner occupancy": "Share of the ticks in which the partner's chef executed an atomic "
+                         "action",
+}
+ESTIMATE_NOTE = "Each cell: inter-quartile mean over the runs (standard error)."
 
 
 #: Header words spelled as the docs spell them (the rest of a header is its column's name).
@@ -305,6 +329,32 @@ def paper_table_html(wide: pd.DataFrame, label: str) -> str:
     table = (f'<table style="{TABLE_STYLE}"><thead><tr>{"".join(top)}</tr>'
              f'<tr>{"".join(second)}</tr></thead><tbody>{"".join(body)}</tbody></table>')
     return _scroll_box(table, label) + _legend([str(metric) for _, metric in columns])
+
+
+def estimates_table_html(frame: pd.DataFrame, label: str) -> str:
+    """A table of ``IQM (SE)`` cells (the real-time cooking table): the system column stays in
+    view, layout and partner are text, every other cell is right-aligned figures."""
+    text_columns = {"layout", "partner"}
+    rest = [column for column in frame.columns if column not in SYSTEM]
+    heads = [_header("system", COLUMN_HELP["system"], False, STICKY)]
+    heads += [_header(header_label(column), f"{column}: {COOKING_HELP.get(column, '')}",
+                      column not in text_columns) for column in rest]
+    body = []
+    for _, row in frame.iterrows():
+        name = _system_label(row["task"], row["agent_type"], row["model"])
+        cells = [f'<th scope="row" style="{CELL}{TEXT}{STICKY}font-weight:600">'
+                 f"{escape(name)}</th>"]
+        for column in rest:
+            value = str(row[column])
+            if column in text_columns:
+                cells.append(f'<td style="{CELL}{TEXT}">{escape(value)}</td>')
+            else:
+                cells.append(_number_cell(MISSING if value == "-" else value))
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    table = (f'<table style="{TABLE_STYLE}"><thead><tr>{"".join(heads)}</tr></thead>'
+             f'<tbody>{"".join(body)}</tbody></table>')
+    note = f'<p style="{LEGEND_STYLE}">{escape(ESTIMATE_NOTE)}</p>'
+    return _scroll_box(table, label) + _legend([header_label(c) for c in rest]) + note
 
 
 def figure_html(name: str, figure: Figure) -> str:

@@ -25,7 +25,14 @@ from typing import Any
 import pandas as pd
 
 from cogym_lab.eval import effort as effort_metrics
-from cogym_lab.eval import plan_measures, plots, rating_tests, report_html
+from cogym_lab.eval import (
+    kitchen_measures,
+    kitchen_plot,
+    plan_measures,
+    plots,
+    rating_tests,
+    report_html,
+)
 from cogym_lab.eval.failures import prevalence
 from cogym_lab.eval.judges import Judge, make_judge
 from cogym_lab.eval.labels import FAILURE_CATEGORIES
@@ -49,6 +56,8 @@ TEXT_SUMMARY_COLUMNS = [*SYSTEM, "protocol", "sessions", "failed", "delivery_rat
                         "controlled_autonomy", "leaked_sessions", "satisfaction",
                         "outcome_rating", "agent_tokens", "user_tokens"]
 PAPER_TITLE = "Outcome and process (agent type x task)"
+COOKING_TITLE = ("Real-time cooking (DPT-Agent measures: IQM (SE) over the runs of each agent, "
+                 "layout and partner)")
 #: The report's tables after the paper-style one, in order, with their titles (text and HTML).
 TABLE_TITLES = {"summary": "All metrics per system",
                 "task_rates": "The task's own rates (as each task summarises its scores over "
@@ -87,9 +96,25 @@ class EvalReport:
 
     def figures(self) -> dict[str, Any]:
         """The plots as matplotlib figures, by file stem."""
-        return {"scaling_curves": plots.scaling_curves(self.tables["scaling"], self.baselines),
-                "metric_bars": plots.metric_bars(self.tables["summary"]),
-                "initiative_shares": plots.initiative_shares(self.tables["summary"])}
+        figures = {
+            "scaling_curves": plots.scaling_curves(self.tables["scaling"], self.baselines),
+            "metric_bars": plots.metric_bars(self.tables["summary"]),
+            "initiative_shares": plots.initiative_shares(self.tables["summary"])}
+        if not self.cooking.empty:
+            figures["score_latency"] = kitchen_plot.score_latency(self.cooking)
+        return figures
+
+    @property
+    def cooking(self) -> pd.DataFrame:
+        """The real-time cooking measures per system (empty without such sessions)."""
+        return self.tables.get("cooking", pd.DataFrame())
+
+    def cooking_table(self) -> pd.DataFrame:
+        """The real-time cooking table as the paper prints it: one row per agent, layout and
+        partner, each measure as ``IQM (SE)`` (``tables["cooking"]`` has the numbers)."""
+        records = [{str(k): v for k, v in row.items()}
+                   for row in self.cooking.to_dict("records")]
+        return pd.DataFrame(kitchen_measures.paper_table(records))
 
     def to_text(self) -> str:
         """Paper-style tables for a terminal."""
@@ -100,6 +125,8 @@ class EvalReport:
         parts += [*self.checks(), ""]
         parts += [PAPER_TITLE, _paper_table(summary).to_string(
             float_format=_fmt, na_rep="-"), ""]
+        if not self.cooking.empty:
+            parts += [COOKING_TITLE, self.cooking_table().to_string(index=False), ""]
         for name, title in TABLE_TITLES.items():
             table = self.tables[name]
             if table.empty:
@@ -154,6 +181,9 @@ class EvalReport:
             return "<p>No sessions found.</p>"
         sections = [(PAPER_TITLE, report_html.paper_table_html(_paper_table(summary),
                                                                 PAPER_TITLE))]
+        if not self.cooking.empty:
+            sections.append((COOKING_TITLE, report_html.estimates_table_html(
+                self.cooking_table(), COOKING_TITLE)))
         for name, title in TABLE_TITLES.items():
             table = self.tables[name]
             if table.empty:
@@ -392,6 +422,9 @@ async def _build_report(dirs: Paths, judge: Judge | None, *, baseline: Paths | N
     comparison = await _comparison_rows(groups, _baseline_index(baseline_records), judge)
     effort_rows, curve = _effort_rows(groups, baselines)
     failure_details = [row for m in measured for row in m.failure_rows()]
+    cooking = kitchen_measures.measure_all(records)
+    for session in cooking:
+        notes += session.measures.notes
     result = EvalReport(tables={
         "sessions": sessions,
         "summary": _frame(summary_rows, [*SYSTEM, *PaperColumns, "agent_initiative_share",
@@ -405,6 +438,9 @@ async def _build_report(dirs: Paths, judge: Judge | None, *, baseline: Paths | N
         "failure_evidence": _frame(failure_details, ["session_id", "category", "evidence"]),
         "plans": _frame(_plan_rows(groups), SYSTEM),
         "rating_tests": _frame(_rating_test_rows(groups), ["task", "system_a", "system_b"]),
+        "cooking": _frame(kitchen_measures.summary_rows(cooking), kitchen_measures.SYSTEM),
+        "cooking_sessions": _frame(kitchen_measures.session_rows(cooking),
+                                   kitchen_measures.SYSTEM),
     }, notes=notes, baselines=baselines)
     if judge is None:
         result.notes.append("No judge was given: H_init, controlled autonomy from messages, "

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from cogym_lab.core.messages import EventType
 from cogym_lab.eval.autonomy import controlled_autonomy, party_actions, user_env_act_ratio
 from cogym_lab.eval.effort import TAUS, EffortTrace, carry_forward, effort_tokens
 from cogym_lab.eval.failures import verified_evidence
@@ -149,7 +150,11 @@ async def measure_session(record: SessionRecord, judge: Judge | None, *,
         metrics.labels = await judge.label_messages(record, task)
         if metrics.labels is None:
             metrics.notes.append(f"{record.session_id}: the message judge gave no labels")
-    if effort:
+    clocked = any(event.type is EventType.CLOCK for event in record.events)
+    if effort and clocked:  # rounds of messages mean nothing in a game played on a clock
+        metrics.notes.append(f"{record.session_id}: no effort metrics (a clocked game: see the "
+                             "real-time measures)")
+    elif effort:
         rounds = split_rounds(record)
         try:
             graded = await grade_rounds(record, rounds,

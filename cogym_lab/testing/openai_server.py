@@ -23,6 +23,12 @@ The server runs in a background thread (stdlib ``ThreadingHTTPServer``), so it s
 async tests alike. Every request is recorded in :attr:`ScriptedOpenAIServer.requests`, with the
 time it arrived.
 
+A slow model, for studying what latency costs (a real-time task, say): ``latency`` holds every
+reply back that many seconds, as a remote LM would, e.g. ``ScriptedOpenAIServer(responder=...,
+latency=2.0)``; a mapping gives each model (the request's ``model``) its own, ``"*"`` for the
+rest: ``latency={"fast-lm": 0.5, "slow-lm": 4.0}``. A reply's own ``delay`` overrides it. The
+default, 0, answers at once.
+
 Misbehaving servers, for deadline tests: ``Reply(delay=3600)`` hangs (accepts the request and
 says nothing; :meth:`ScriptedOpenAIServer.stop` ends the wait), ``Reply("...", trickle=0.5)`` sends
 the status line and headers at once, then the body one byte every 0.5 s, which keeps every
@@ -32,10 +38,11 @@ per-read timeout happy for as long as the body lasts.
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
@@ -51,18 +58,20 @@ class Reply:
 
     ``text`` is the assistant's content (``None`` sends ``"content": null``). ``status`` other than
     200 sends an OpenAI-style error body whose message is ``error`` (or a default). ``delay`` waits
-    that many seconds before answering, to make a client time out. ``garbage`` sends a body that is
-    not JSON (``True`` for a default one, or the exact text or bytes to send) with the content type
-    ``application/json`` unless ``headers`` sets another. ``no_choices`` sends an empty ``choices``
-    list. ``usage`` is ``(prompt_tokens, completion_tokens)``; by default the words of the prompt
-    and of the reply are counted; ``send_usage=False`` leaves the ``usage`` field out.
+    that many seconds before answering, to make a client time out; ``None`` (the default) waits
+    the server's ``latency`` for the request's model (none unless the server was given one).
+    ``garbage`` sends a body that is not JSON (``True`` for a default one, or the exact text or
+    bytes to send) with the content type ``application/json`` unless ``headers`` sets another.
+    ``no_choices`` sends an empty ``choices`` list. ``usage`` is ``(prompt_tokens,
+    completion_tokens)``; by default the words of the prompt and of the reply are counted;
+    ``send_usage=False`` leaves the ``usage`` field out.
     ``trickle`` (seconds) sends the headers at once and then the body one byte at a time, that
     long apart: a reply of a few hundred bytes then takes minutes, yet never pauses long.
     """
 
     text: str | None = ""
     status: int = 200
-    delay: float = 0.0
+    delay: float | None = None
     garbage: bool | str | bytes = False
     headers: dict[str, str] = field(default_factory=dict)
     usage: tuple[int, int] | None = None
@@ -104,6 +113,13 @@ def _as_reply(reply: str | Reply) -> Reply:
     raise TypeError(f"a scripted reply is a str or a Reply, not {type(reply).__name__}")
 
 
+def _checked_seconds(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{what} must be a finite number of seconds, 0 or more; got {value!r}")
+    return float(value)
+
+
 def _count_words(messages: Any) -> int:
     """Word count of every text in the request's messages: the default prompt token count."""
     total = 0
@@ -123,13 +139,16 @@ class ScriptedOpenAIServer:
 
     Use it as a context manager (or call :meth:`start` and :meth:`stop`). ``base_url`` is ready
     for ``openai.AsyncOpenAI(base_url=...)`` and for :class:`cogym_lab.lm.LMConfig`.
+    ``latency`` holds back every reply without a ``delay`` of its own (see the module).
     """
 
     def __init__(self, replies: Iterable[str | Reply] = (), *,
                  responder: Callable[[dict[str, Any]], str | Reply] | None = None,
-                 models: Iterable[str] = ("scripted",)) -> None:
+                 models: Iterable[str] = ("scripted",),
+                 latency: float | Mapping[str, float] = 0.0) -> None:
         self.responder = responder
         self.models = list(models)
+        self.latency = latency
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._conditional: list[_Rule] = []
@@ -138,6 +157,31 @@ class ScriptedOpenAIServer:
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.extend(replies)
+
+    # -- latency ----------------------------------------------------------------------------
+
+    @property
+    def latency(self) -> float | dict[str, float]:
+        """Seconds every reply without a ``delay`` of its own is held back: one number, or one
+        per model name (``"*"`` for any other model). May be changed while serving."""
+        return self._latency
+
+    @latency.setter
+    def latency(self, value: float | Mapping[str, float]) -> None:
+        if isinstance(value, Mapping):
+            self._latency: float | dict[str, float] = {
+                str(model): _checked_seconds(seconds, f"the latency of {model!r}")
+                for model, seconds in value.items()}
+        else:
+            self._latency = _checked_seconds(value, "latency")
+
+    def latency_for(self, body: Any) -> float:
+        """The seconds a reply to ``body`` (a request's JSON) waits by default."""
+        latency = self._latency
+        if not isinstance(latency, dict):
+            return latency
+        model = body.get("model") if isinstance(body, dict) else None
+        return latency.get(str(model), latency.get("*", 0.0))
 
     # -- script -----------------------------------------------------------------------------
 
@@ -341,7 +385,9 @@ class _Handler(BaseHTTPRequestHandler):
                                        f"this request (last message: {preview!r}); add one with "
                                        "server.add(...) or give a responder")
             return
-        if reply.delay > 0 and self.script._stopping.wait(reply.delay):
+        delay = reply.delay if reply.delay is not None else \
+            self.script.latency_for(request.body)
+        if delay > 0 and self.script._stopping.wait(delay):
             return  # the server is stopping
         self._answer(request.body, reply)
 

@@ -299,6 +299,62 @@ result = await paper.wait(timeout=600)
 result["scores"]"""),
 ]
 
+KITCHEN = [
+    ("markdown", """\
+# Cook with an agent in real time
+
+A real-time task from DPT-Agent (Zhang et al., "Leveraging Dual Process Theory in Language Agent
+Framework for Real-time Simultaneous Human-AI Collaboration"): two chefs share a kitchen and
+serve burger orders against the clock. The world moves on every tick (a quarter of a second)
+whether anyone acts or not, so the agent has to be quick as well as right. You play one chef
+from the panel; the agent plays the other.
+
+The `kitchen-fsm` team's agent is a finite-state machine: it needs no language model. The LM
+agents of the paper are teams too (`kitchen-act`, `kitchen-react`, `kitchen-reflexion`,
+`kitchen-dpt`, `kitchen-dpt-no-tom`); they need a model, set as in the other notebooks
+(`%cogym config model=...`)."""),
+    ("code", "import cogym_lab"),
+    ("markdown", """\
+Start a one-minute game (240 ticks of 0.25 s) in the seat `user`. The panel draws the kitchen
+on every tick. **Click the kitchen** to play: the arrow keys move your chef (the orange one,
+marked "you"), Space interacts with what it faces (pick up, put down, chop, serve), and the
+buttons below run whole jobs (Prepare, Assemble, Serve, Pass on, Put out fire). While the
+kitchen has the focus your keys are the game's; **Escape** gives them back to the notebook.
+
+Beef cooks in a pan (take it out before it burns), lettuce is chopped on a board, and a
+burger is bread plus its fillings on one plate. Orders run out: a missed order costs points."""),
+    ("code", """\
+game = cogym_lab.new_session("kitchen", team="kitchen-fsm",
+                             env_args={"ticks": 240, "tick_seconds": 0.25})
+game"""),
+    ("markdown", """\
+Everything the panel does, code can do too: a macro action from your seat is the same as its
+button. Here your chef sets out bread on a plate for the agent."""),
+    ("code", 'game.act({"name": "PREPARE", "args": {"food": "Bread", "plate": True}})'),
+    ("markdown", "When the time is up, the game's result: the score, the orders served, missed "
+                 "or served wrong, and each chef's share of the work on the dishes served."),
+    ("code", """\
+await game.wait(timeout=600)
+kitchen = game.view["kitchen"].content
+result = kitchen["result"]
+print(f"score {result['score']}: served {result['served']}, missed {result['missed']}, "
+      f"wrong {result['wrong']}")
+for role, share in result["contribution"].items():
+    print(f"{role}: {share:.0%} of the key steps")"""),
+    ("markdown", """\
+The paper's measures come from the session's results folder alone (its event log holds one
+`clock` event per tick, saying what happened): score efficiency, contribution rates, missed and
+wrong-served orders, how busy each chef was. `cogym_lab.eval` reports them over many games."""),
+    ("code", """\
+from cogym_lab.eval.kitchen_measures import cooking_measures
+from cogym_lab.eval.trajectory import load_session
+
+measures = cooking_measures(load_session(game.results_dir))
+for name in ("ticks", "score", "served", "missed", "wrong_served", "agent_contribution",
+             "partner_contribution", "agent_occupancy", "partner_occupancy"):
+    print(f"{name}: {measures.row()[name]}")"""),
+]
+
 NOTEBOOKS = {
     "01_your_dataframe.ipynb": YOUR_DATAFRAME,
     "02_travel_planning.ipynb": TRAVEL,
@@ -306,6 +362,7 @@ NOTEBOOKS = {
     "04_watch_agent_and_simulated_user.ipynb": WATCH,
     "05_evaluation_demo.ipynb": EVALUATION,
     "06_interactive_plans.ipynb": INTERACTIVE_PLANS,
+    "07_real_time_kitchen.ipynb": KITCHEN,
 }
 
 

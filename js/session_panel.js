@@ -23,6 +23,8 @@
 //                                  ChecklistView; JsonView for any other) and the EditorView
 //   the plan view                  PlanView (interactive plans: its step rows, the new-step
 //                                  form and the side area with a step's output)
+//   the kitchen view               KitchenView (the real-time cooking game on a canvas, drawn
+//                                  by KitchenPainter; keys, macro buttons, result, replay)
 //   panel views                    HeaderView, ErrorBanner, WorkspaceView, AgentStatusView,
 //                                  ConfirmationsView, ChatView, ActionFormView, RatingView:
 //                                  each owns its part of the DOM and its own state
@@ -316,6 +318,8 @@
  *   item of that component, if any
  * @property {() => boolean} done  whether the session has ended
  * @property {SendAction} send
+ * @property {string} [role]  the seat the panel acts for (watch mode: the member it follows)
+ * @property {boolean} [readonly]  watch mode: nothing acts
  */
 
 /**
@@ -324,6 +328,8 @@
  * @property {(component: string) => ActionSpec | null} picking
  * @property {() => boolean} done  whether the session has ended
  * @property {SendAction} send
+ * @property {string} [role]  the seat the panel acts for (watch mode: the member it follows)
+ * @property {boolean} [readonly]  watch mode: nothing acts
  */
 
 /**
@@ -1942,6 +1948,1091 @@ class PlanView {
   }
 }
 
+// -- the kitchen view ---------------------------------------------------------------------------
+
+/**
+ * Something in the kitchen: an ingredient, a plate (with what is on it), a burger, the
+ * extinguisher. `progress` (0..1) runs while it cooks, is chopped or puts out a fire.
+ * @typedef {object} KitchenItem
+ * @property {string} name
+ * @property {string} status  "Fresh", "In-progress", "Well-cooked", "Overcooked", "Chopped", ... or ""
+ * @property {number | null} progress
+ * @property {KitchenItem[]} contents
+ */
+
+/**
+ * @typedef {object} KitchenChef
+ * @property {string} role
+ * @property {[number, number]} pos  [column, row]
+ * @property {string} facing  up, down, left or right
+ * @property {KitchenItem | null} holding
+ * @property {string | null} macro  the running macro action, as the env wrote it
+ */
+
+/**
+ * @typedef {object} KitchenOrder
+ * @property {string} dish
+ * @property {number} remaining  ticks
+ * @property {number} total  ticks
+ * @property {number} reward
+ */
+
+/**
+ * @typedef {object} KitchenResult
+ * @property {number} score
+ * @property {number} served
+ * @property {number} missed
+ * @property {number} wrong
+ * @property {Record<string, number>} contribution  each role's share, 0..1
+ */
+
+/**
+ * A `kitchen` component's content, checked field by field (see kitchenContent): the grid, who
+ * is where, what lies where, the orders and the clock.
+ * @typedef {object} KitchenContent
+ * @property {string[]} grid  one character per tile
+ * @property {Record<string, string>} legend  character -> what the tile is
+ * @property {number} tick
+ * @property {number} ticks
+ * @property {number} tickSeconds
+ * @property {number} score
+ * @property {boolean} done
+ * @property {KitchenChef[]} chefs
+ * @property {{pos: [number, number], item: KitchenItem}[]} items
+ * @property {KitchenOrder[]} orders
+ * @property {[number, number][]} fires
+ * @property {number} served
+ * @property {number} missed
+ * @property {number} wrong
+ * @property {KitchenResult | null} result
+ */
+
+/**
+ * @param {Json} value
+ * @param {number} fallback
+ * @returns {number} the value if it is a finite number, else the fallback
+ */
+function finite(value, fallback) {
+  return typeof value === "number" && Number.isFinite(value) ? value : fallback;
+}
+
+/**
+ * @param {Json} value
+ * @returns {[number, number] | null} an [x, y] pair of integers
+ */
+function gridPos(value) {
+  if (!Array.isArray(value) || value.length !== 2) return null;
+  const [x, y] = value;
+  return Number.isInteger(x) && Number.isInteger(y) ? [Number(x), Number(y)] : null;
+}
+
+/**
+ * @param {Json} value
+ * @returns {JsonRecord} the value's fields when it is an object, else none
+ */
+function fieldsOf(value) {
+  return value && typeof value === "object" && !Array.isArray(value) ? keyed(value) : {};
+}
+
+/**
+ * @param {Json} value
+ * @param {number} [depth]  plates hold items; deeper nesting is cut off
+ * @returns {KitchenItem | null}
+ */
+function kitchenItem(value, depth = 0) {
+  if (!value || typeof value !== "object" || Array.isArray(value)) return null;
+  const record = keyed(value);
+  const contents = Array.isArray(record.contents) && depth < 3
+    ? record.contents.map((item) => kitchenItem(item, depth + 1)).filter((item) => item !== null)
+    : [];
+  const progress = finite(record.progress, NaN);
+  return { name: asText(record.name).slice(0, 40), status: asText(record.status).slice(0, 40),
+    progress: Number.isNaN(progress) ? null : Math.min(1, Math.max(0, progress)),
+    contents: /** @type {KitchenItem[]} */ (contents) };
+}
+
+/**
+ * A kitchen's content, read defensively: what is missing or of the wrong type is left out
+ * (or zero), so a malformed field never breaks the drawing.
+ * @param {Json} content
+ * @returns {KitchenContent | null} null when there is no grid to draw
+ */
+function kitchenContent(content) {
+  if (!content || typeof content !== "object" || Array.isArray(content)) return null;
+  const record = keyed(content);
+  if (!Array.isArray(record.grid) || !record.grid.length) return null;
+  const grid = record.grid.slice(0, 60).map((row) => asText(row).slice(0, 60));
+  /** @type {Record<string, string>} */
+  const legend = {};
+  if (record.legend && typeof record.legend === "object" && !Array.isArray(record.legend)) {
+    for (const [char, name] of Object.entries(keyed(record.legend))) legend[char] = asText(name);
+  }
+  const list = (/** @type {Json} */ value) => (Array.isArray(value) ? value : []);
+  const chefs = list(record.chefs).flatMap((chef) => {
+    const fields = fieldsOf(chef);
+    const pos = gridPos(fields.pos);
+    return pos ? [{ role: asText(fields.role).slice(0, 40), pos, facing: asText(fields.facing),
+      holding: kitchenItem(fields.holding), macro: fields.macro ? asText(fields.macro) : null }] : [];
+  });
+  const items = list(record.items).flatMap((entry) => {
+    const fields = fieldsOf(entry);
+    const pos = gridPos(fields.pos);
+    const item = kitchenItem(fields.item);
+    return pos && item ? [{ pos, item }] : [];
+  });
+  const orders = list(record.orders).flatMap((order) => {
+    const fields = fieldsOf(order);
+    return fields.dish ? [{ dish: asText(fields.dish).slice(0, 40), remaining: finite(fields.remaining, 0),
+      total: finite(fields.total, 0), reward: finite(fields.reward, 0) }] : [];
+  });
+  const fires = list(record.fires).map(gridPos).filter((pos) => pos !== null);
+  return { grid, legend, tick: finite(record.tick, 0), ticks: finite(record.ticks, 0),
+    tickSeconds: finite(record.tick_seconds, 0.25), score: finite(record.score, 0),
+    done: Boolean(record.done), chefs, items, orders,
+    fires: /** @type {[number, number][]} */ (fires), served: finite(record.served, 0),
+    missed: finite(record.missed, 0), wrong: finite(record.wrong, 0), result: kitchenResult(record.result) };
+}
+
+/**
+ * @param {Json} value
+ * @returns {KitchenResult | null}
+ */
+function kitchenResult(value) {
+  if (!value || typeof value !== "object" || Array.isArray(value)) return null;
+  const record = keyed(value);
+  /** @type {Record<string, number>} */
+  const contribution = {};
+  if (record.contribution && typeof record.contribution === "object") {
+    for (const [role, share] of Object.entries(keyed(record.contribution))) {
+      contribution[role.slice(0, 40)] = finite(share, 0);
+    }
+  }
+  return { score: finite(record.score, 0), served: finite(record.served, 0),
+    missed: finite(record.missed, 0), wrong: finite(record.wrong, 0), contribution };
+}
+
+/**
+ * @param {number} seconds
+ * @returns {string} "m:ss"
+ */
+function clockText(seconds) {
+  const whole = Math.max(0, Math.ceil(seconds));
+  return `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, "0")}`;
+}
+
+/**
+ * A macro action as the env writes it (`PREPARE(food="Beef", plate=true)`), in short words
+ * for a bubble over the chef: "Prepare Beef, plate".
+ * @param {string} macro
+ * @returns {string}
+ */
+function macroWords(macro) {
+  const parsed = parseAction(macro);
+  if (!parsed) return shorten(macro, 40);
+  const name = parsed.name.toLowerCase().replace(/_/g, " ");
+  const words = Object.entries(parsed.args).flatMap(([key, value]) =>
+    value === true ? [key] : value === false || value === "" || value === null ? [] : [asText(value)]);
+  return [name[0].toUpperCase() + name.slice(1), words.join(", ")].filter(Boolean).join(" ");
+}
+
+/**
+ * @param {string} dish  as the env names it: "BeefLettuceBurger"
+ * @returns {string} in words: "Beef+lettuce burger"
+ */
+function dishWords(dish) {
+  const words = dish.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase().replace(/ (?=.* burger$)/, "+");
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/** What a tile is, from the legend's words: decides how the tile is drawn. */
+const TILE_KINDS = /** @type {const} */ ([
+  ["wall", /wall/], ["floor", /floor|empty|ground/], ["serve", /serv|window|deliver/],
+  ["trash", /trash|bin|garbage/], ["pan", /pan|stove|pot|grill/], ["board", /board|cut|chop/],
+  ["beef", /beef/], ["lettuce", /lettuce/], ["bread", /bread|bun/], ["plate", /plate|dish/],
+  ["extinguisher", /extinguish/], ["center", /cent(er|re)/], ["counter", /counter|table/],
+]);
+
+/**
+ * @param {string} char
+ * @param {Record<string, string>} legend
+ * @returns {string} one of the TILE_KINDS' names, or "other"
+ */
+function tileKind(char, legend) {
+  const words = (legend[char] || "").toLowerCase();
+  if (!words) return char === " " || char === "." ? "floor" : char === "#" ? "wall" : "other";
+  const found = TILE_KINDS.find(([, pattern]) => pattern.test(words));
+  return found ? found[0] : "other";
+}
+
+/** Where a chef facing each way looks: [dx, dy]. */
+const FACING = { up: [0, -1], down: [0, 1], left: [-1, 0], right: [1, 0] };
+
+/** What each ingredient station hands out (drawn on it). */
+const STATION_ITEMS = { beef: "Beef", lettuce: "Lettuce", bread: "Bread", plate: "Plate",
+  extinguisher: "FireExtinguisher" };
+
+/** The chefs' colours, in team order: the first member's chef is blue, the second's orange. */
+const CHEF_COLOURS = ["#2f6fdb", "#e0762b", "#8a4fd0", "#2a9d5c"];
+
+/** Ingredients by their state: raw, under way, ready, ruined. */
+const ITEM_COLOURS = {
+  Beef: { Fresh: "#e8707a", "In-progress": "#b5653a", "Well-cooked": "#7a4a2a", Overcooked: "#262626" },
+  Lettuce: { Unchopped: "#2e8b3a", Chopped: "#8fd45e" },
+};
+
+/** A ring around an item in each status: under way, ready, ruined. */
+const STATUS_RINGS = { "In-progress": "#f0a020", "Well-cooked": "#2fa84f", Chopped: "#2fa84f", Overcooked: "#d62828" };
+
+/**
+ * Each progress bar's colour: cooking (orange), then a cooked beef's time to overcooking and an
+ * overcooked one's to the fire (red), chopping (green), putting out a fire (blue).
+ * @param {KitchenItem} item
+ * @returns {string}
+ */
+function progressColour(item) {
+  if (item.name === "Beef") return item.status === "In-progress" ? "#f08c00" : "#d62828";
+  return { Lettuce: "#37b24d", FireExtinguisher: "#1c7ed6" }[item.name] || "#868e96";
+}
+
+/**
+ * Draws a kitchen on a canvas: the tiles (cached, they change only with the size), then what
+ * changes every tick: items, fires, chefs, orders. Only fillText puts text on it, so no text
+ * from the content can become markup.
+ */
+class KitchenPainter {
+  /** @param {HTMLCanvasElement} canvas */
+  constructor(canvas) {
+    this.canvas = canvas;
+    this.tile = 32;
+    this.left = 0;
+    this.top = 0;
+    this.hud = 36;
+    /** @type {HTMLCanvasElement | null} the tiles, drawn once per grid and size */
+    this.background = null;
+    this.backgroundKey = "";
+  }
+
+  /**
+   * Size the canvas for `width` CSS pixels and the grid; the tile is as large as fits both the
+   * width and about half of the window's height.
+   * @param {KitchenContent} kitchen
+   * @param {number} width  CSS pixels
+   */
+  layout(kitchen, width) {
+    const rows = kitchen.grid.length;
+    const cols = Math.max(...kitchen.grid.map((row) => row.length), 1);
+    const room = Math.max(200, (window.innerHeight || 800) * 0.55);
+    this.tile = Math.max(10, Math.min(72, Math.floor(Math.min(width / cols, room / rows))));
+    this.hud = Math.max(34, Math.round(this.tile * 0.95));
+    this.left = Math.floor((width - this.tile * cols) / 2);
+    this.top = this.hud + 4;
+    const height = this.top + this.tile * rows + 2;
+    const ratio = window.devicePixelRatio || 1;
+    const canvas = this.canvas;
+    if (canvas.width !== Math.round(width * ratio) || canvas.height !== Math.round(height * ratio)) {
+      canvas.width = Math.round(width * ratio);
+      canvas.height = Math.round(height * ratio);
+    }
+    canvas.style.height = `${height}px`;
+    Object.assign(canvas.dataset, { tile: String(this.tile), gridLeft: String(this.left),
+      gridTop: String(this.top), drawnWidth: String(width) });
+  }
+
+  /**
+   * @param {KitchenContent} kitchen
+   * @param {{width: number, mine: string | null, replaying: boolean}} view
+   */
+  paint(kitchen, view) {
+    this.layout(kitchen, view.width);
+    const ctx = this.canvas.getContext("2d");
+    if (!ctx) return;
+    const ratio = window.devicePixelRatio || 1;
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.clearRect(0, 0, this.canvas.width, this.canvas.height);
+    ctx.drawImage(this.tiles(kitchen, ratio), 0, 0);
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    for (const { pos, item } of kitchen.items) this.item(ctx, item, ...this.centre(pos), this.tile * 0.3);
+    for (const pos of kitchen.fires) this.fire(ctx, ...this.centre(pos));
+    kitchen.chefs.forEach((chef, index) => this.chef(ctx, chef, index, chef.role === view.mine));
+    // Labels last, so that a chef next to another never hides its name or its macro.
+    kitchen.chefs.forEach((chef, index) => this.chefLabels(ctx, chef, index, chef.role === view.mine));
+    for (const { pos, item } of kitchen.items) {
+      const [x, y] = pos;
+      this.progress(ctx, item, tileKind(kitchen.grid[y]?.[x] || "", kitchen.legend), ...this.centre(pos));
+    }
+    const badge = view.replaying ? `Replay · tick ${kitchen.tick}`
+      : kitchen.result ? `Game over · score ${kitchen.result.score}` : "";
+    const room = badge ? view.width - this.badge(ctx, badge, view.width) - 12 : view.width;
+    this.orders(ctx, kitchen, room);
+  }
+
+  /**
+   * @param {[number, number]} pos
+   * @returns {[number, number]} the tile's centre in CSS pixels
+   */
+  centre([x, y]) {
+    return [this.left + (x + 0.5) * this.tile, this.top + (y + 0.5) * this.tile];
+  }
+
+  /**
+   * @param {KitchenContent} kitchen
+   * @param {number} ratio  device pixels per CSS pixel
+   * @returns {HTMLCanvasElement} the tiles, from the cache while grid and size are the same
+   */
+  tiles(kitchen, ratio) {
+    const key = JSON.stringify([kitchen.grid, kitchen.legend, this.canvas.width, this.canvas.height,
+      this.tile, this.left]);
+    if (this.background && key === this.backgroundKey) return this.background;
+    const background = document.createElement("canvas");
+    background.width = this.canvas.width;
+    background.height = this.canvas.height;
+    const ctx = background.getContext("2d");
+    if (ctx) {
+      ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+      kitchen.grid.forEach((row, y) => [...row].forEach((char, x) =>
+        this.tileAt(ctx, tileKind(char, kitchen.legend), char, x, y)));
+    }
+    this.background = background;
+    this.backgroundKey = key;
+    return background;
+  }
+
+  /**
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {string} kind
+   * @param {string} char
+   * @param {number} x
+   * @param {number} y
+   */
+  tileAt(ctx, kind, char, x, y) {
+    const t = this.tile;
+    const px = this.left + x * t;
+    const py = this.top + y * t;
+    const cx = px + t / 2;
+    const cy = py + t / 2;
+    const colours = { wall: "#4b4f58", floor: "#f3ead8", serve: "#9ad29a", trash: "#b8bcc4", center: "#dcb68a" };
+    ctx.fillStyle = Object.hasOwn(colours, kind)
+      ? colours[/** @type {keyof typeof colours} */ (kind)] : "#c89b6d";
+    ctx.fillRect(px, py, t, t);
+    ctx.strokeStyle = kind === "floor" ? "rgba(0,0,0,0.06)" : "rgba(0,0,0,0.25)";
+    ctx.lineWidth = 1;
+    ctx.strokeRect(px + 0.5, py + 0.5, t - 1, t - 1);
+    if (kind === "wall" || kind === "floor" || kind === "counter") return;
+    if (kind === "center") { // where PASS_ON puts things for the partner: a dotted inset
+      ctx.setLineDash([2, 3]);
+      ctx.strokeStyle = "rgba(90, 60, 30, 0.55)";
+      ctx.strokeRect(px + t * 0.12, py + t * 0.12, t * 0.76, t * 0.76);
+      ctx.setLineDash([]);
+      return;
+    }
+    if (kind === "pan") {
+      this.disc(ctx, cx, cy, t * 0.36, "#33363b", "#16181b");
+      ctx.fillStyle = "#16181b";
+      ctx.fillRect(cx + t * 0.3, cy - t * 0.05, t * 0.2, t * 0.1);
+    } else if (kind === "board") {
+      ctx.fillStyle = "#f1d9a8";
+      ctx.fillRect(px + t * 0.15, py + t * 0.2, t * 0.7, t * 0.6);
+      ctx.strokeStyle = "#8a6a3a";
+      ctx.strokeRect(px + t * 0.15, py + t * 0.2, t * 0.7, t * 0.6);
+    } else if (kind === "serve") {
+      this.label(ctx, "⇧", cx, cy - t * 0.12, t * 0.4, "#14532d");
+      this.label(ctx, "serve", cx, cy + t * 0.22, t * 0.2, "#14532d");
+      return;
+    } else if (kind === "trash") {
+      this.disc(ctx, cx, cy, t * 0.3, "#7d838c", "#4b4f58");
+      this.label(ctx, "✕", cx, cy, t * 0.32, "#ffffff");
+      return;
+    } else if (["beef", "lettuce", "bread", "plate", "extinguisher"].includes(kind)) {
+      ctx.fillStyle = "#8b5a2b";
+      ctx.fillRect(px + t * 0.1, py + t * 0.1, t * 0.8, t * 0.8);
+      const sample = STATION_ITEMS[/** @type {keyof typeof STATION_ITEMS} */ (kind)];
+      this.item(ctx, { name: sample, status: kind === "beef" ? "Fresh" : kind === "lettuce" ? "Unchopped" : "",
+        progress: null, contents: [] }, cx, cy - t * 0.06, t * 0.24);
+    } else {
+      this.label(ctx, char, cx, cy, t * 0.4, "#3b2a1a");
+      return;
+    }
+    const letters = { pan: "pan", board: "cut", beef: "B", lettuce: "L", bread: "Br", plate: "P",
+      extinguisher: "ext" };
+    const letter = letters[/** @type {keyof typeof letters} */ (kind)] || "";
+    this.label(ctx, letter, px + t * 0.2, py + t * 0.16, t * 0.2, "#fff8e6", "rgba(0,0,0,0.55)");
+  }
+
+  /**
+   * Text centred on (x, y), `size` pixels high, with an optional plate behind it.
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {string} text
+   * @param {number} x
+   * @param {number} y
+   * @param {number} size
+   * @param {string} colour
+   * @param {string} [plate]
+   */
+  label(ctx, text, x, y, size, colour, plate) {
+    ctx.font = `600 ${Math.max(8, Math.round(size))}px system-ui, sans-serif`;
+    ctx.textAlign = "center";
+    ctx.textBaseline = "middle";
+    if (plate) {
+      const width = ctx.measureText(text).width + size * 0.6;
+      ctx.fillStyle = plate;
+      this.roundRect(ctx, x - width / 2, y - size * 0.65, width, size * 1.3, size * 0.3);
+      ctx.fill();
+    }
+    ctx.fillStyle = colour;
+    ctx.fillText(text, x, y);
+  }
+
+  /**
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {number} x
+   * @param {number} y
+   * @param {number} r
+   * @param {string} fill
+   * @param {string} [stroke]
+   */
+  disc(ctx, x, y, r, fill, stroke) {
+    ctx.beginPath();
+    ctx.arc(x, y, Math.max(1, r), 0, Math.PI * 2);
+    ctx.fillStyle = fill;
+    ctx.fill();
+    if (stroke) {
+      ctx.lineWidth = Math.max(1, r * 0.15);
+      ctx.strokeStyle = stroke;
+      ctx.stroke();
+    }
+  }
+
+  /**
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {number} x
+   * @param {number} y
+   * @param {number} w
+   * @param {number} h
+   * @param {number} r
+   */
+  roundRect(ctx, x, y, w, h, r) {
+    ctx.beginPath();
+    ctx.moveTo(x + r, y);
+    ctx.arcTo(x + w, y, x + w, y + h, r);
+    ctx.arcTo(x + w, y + h, x, y + h, r);
+    ctx.arcTo(x, y + h, x, y, r);
+    ctx.arcTo(x, y, x + w, y, r);
+    ctx.closePath();
+  }
+
+  /**
+   * An item centred on (x, y), about `r` in radius; a plate with what is on it.
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {KitchenItem} item
+   * @param {number} x
+   * @param {number} y
+   * @param {number} r
+   */
+  item(ctx, item, x, y, r) {
+    const { name, status } = item;
+    if (item.contents.length && name !== "Plate") this.disc(ctx, x, y, r * 1.15, "#ffffff", "#9aa0a6");
+    if (name === "Plate") {
+      this.disc(ctx, x, y, r * 1.15, "#ffffff", "#9aa0a6");
+      item.contents.forEach((inner, index) => {
+        const shift = (index - (item.contents.length - 1) / 2) * r * 0.45;
+        this.item(ctx, inner, x + shift, y + shift * 0.3, r * 0.62);
+      });
+    } else if (name === "Beef" || name === "Lettuce") {
+      const colours = /** @type {Record<string, string>} */ (ITEM_COLOURS[name]);
+      const fill = colours[status] || Object.values(colours)[0];
+      if (name === "Lettuce" && status === "Chopped") {
+        for (const dx of [-0.45, 0, 0.45]) {
+          this.disc(ctx, x + dx * r, y + Math.abs(dx) * r * 0.4, r * 0.45, fill, "#3f7f2a");
+        }
+      } else {
+        this.disc(ctx, x, y, r * 0.85, fill, "rgba(0,0,0,0.35)");
+      }
+    } else if (name === "Bread") {
+      this.bun(ctx, x, y - r * 0.1, r, true);
+      this.bun(ctx, x, y + r * 0.25, r, false);
+    } else if (name.endsWith("Burger")) {
+      this.bun(ctx, x, y - r * 0.35, r, true);
+      if (name.includes("Lettuce")) {
+        ctx.fillStyle = "#8fd45e";
+        ctx.fillRect(x - r * 0.9, y - r * 0.2, r * 1.8, r * 0.22);
+      }
+      if (name.includes("Beef")) {
+        ctx.fillStyle = "#7a4a2a";
+        ctx.fillRect(x - r * 0.85, y + r * 0.02, r * 1.7, r * 0.3);
+      }
+      this.bun(ctx, x, y + r * 0.45, r, false);
+    } else if (name === "BeefLettuce") {
+      ctx.fillStyle = "#7a4a2a";
+      ctx.fillRect(x - r * 0.8, y, r * 1.6, r * 0.35);
+      ctx.fillStyle = "#8fd45e";
+      ctx.fillRect(x - r * 0.85, y - r * 0.25, r * 1.7, r * 0.25);
+    } else if (name === "FireExtinguisher") {
+      ctx.fillStyle = "#d62828";
+      this.roundRect(ctx, x - r * 0.4, y - r * 0.75, r * 0.8, r * 1.6, r * 0.3);
+      ctx.fill();
+      ctx.fillStyle = "#222";
+      ctx.fillRect(x - r * 0.15, y - r * 1.0, r * 0.5, r * 0.25);
+    } else {
+      this.disc(ctx, x, y, r * 0.8, "#d0d0d0", "#777");
+      this.label(ctx, (name || "?").slice(0, 2), x, y, r * 0.8, "#333");
+    }
+    const ring = STATUS_RINGS[/** @type {keyof typeof STATUS_RINGS} */ (status)];
+    if (ring && name !== "Plate") {
+      ctx.beginPath();
+      ctx.arc(x, y, r * 1.1, 0, Math.PI * 2);
+      ctx.lineWidth = Math.max(1.5, r * 0.16);
+      ctx.strokeStyle = ring;
+      ctx.stroke();
+    }
+  }
+
+  /**
+   * Half a bun: the top (a dome) or the bottom (a flat piece).
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {number} x
+   * @param {number} y
+   * @param {number} r
+   * @param {boolean} top
+   */
+  bun(ctx, x, y, r, top) {
+    ctx.fillStyle = "#e3b35c";
+    ctx.strokeStyle = "#a8782a";
+    ctx.lineWidth = Math.max(1, r * 0.1);
+    ctx.beginPath();
+    if (top) ctx.ellipse(x, y, r * 0.9, r * 0.55, 0, Math.PI, 0);
+    else ctx.rect(x - r * 0.85, y - r * 0.12, r * 1.7, r * 0.3);
+    ctx.closePath();
+    ctx.fill();
+    ctx.stroke();
+  }
+
+  /**
+   * A progress bar under an item that cooks in a pan, is chopped or puts out a fire (beef
+   * elsewhere, on a plate say, is not cooking: no bar).
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {KitchenItem} item
+   * @param {string} kind  the kind of tile it lies on
+   * @param {number} x
+   * @param {number} y
+   */
+  progress(ctx, item, kind, x, y) {
+    if (item.progress === null || item.progress <= 0 || item.progress >= 1) return;
+    if (item.name === "Beef" && kind !== "pan") return;
+    const t = this.tile;
+    const colour = progressColour(item);
+    ctx.fillStyle = "rgba(0,0,0,0.6)";
+    ctx.fillRect(x - t * 0.42, y + t * 0.3, t * 0.84, Math.max(3, t * 0.12));
+    ctx.fillStyle = colour;
+    ctx.fillRect(x - t * 0.4, y + t * 0.31, t * 0.8 * item.progress, Math.max(2, t * 0.1));
+  }
+
+  /**
+   * Flames on a tile.
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {number} x
+   * @param {number} y
+   */
+  fire(ctx, x, y) {
+    const t = this.tile;
+    const flame = (/** @type {number} */ scale, /** @type {string} */ colour) => {
+      ctx.beginPath();
+      ctx.moveTo(x, y - t * 0.45 * scale);
+      ctx.quadraticCurveTo(x + t * 0.38 * scale, y, x, y + t * 0.35 * scale);
+      ctx.quadraticCurveTo(x - t * 0.38 * scale, y, x, y - t * 0.45 * scale);
+      ctx.fillStyle = colour;
+      ctx.fill();
+    };
+    flame(1, "rgba(230, 57, 70, 0.9)");
+    flame(0.7, "#f77f00");
+    flame(0.4, "#fcbf49");
+  }
+
+  /**
+   * A chef: a disc in the role's colour with a marker on the side it faces, and what it holds
+   * held out on that side (its labels: see chefLabels).
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {KitchenChef} chef
+   * @param {number} index
+   * @param {boolean} mine  the chef of the panel's seat: a white ring and "you"
+   */
+  chef(ctx, chef, index, mine) {
+    const t = this.tile;
+    const [x, y] = this.centre(chef.pos);
+    const colour = CHEF_COLOURS[index % CHEF_COLOURS.length];
+    const [dx, dy] = Object.hasOwn(FACING, chef.facing) ? FACING[/** @type {keyof typeof FACING} */ (chef.facing)]
+      : FACING.down;
+    if (mine) this.disc(ctx, x, y, t * 0.42, "#ffffff");
+    this.disc(ctx, x, y, t * 0.36, colour, "rgba(0,0,0,0.45)");
+    // the facing marker: a triangle on the disc's edge
+    const tipX = x + dx * t * 0.48;
+    const tipY = y + dy * t * 0.48;
+    ctx.beginPath();
+    ctx.moveTo(tipX, tipY);
+    ctx.lineTo(x + dx * t * 0.3 - dy * t * 0.14, y + dy * t * 0.3 - dx * t * 0.14);
+    ctx.lineTo(x + dx * t * 0.3 + dy * t * 0.14, y + dy * t * 0.3 + dx * t * 0.14);
+    ctx.closePath();
+    ctx.fillStyle = "#111";
+    ctx.fill();
+    if (chef.holding) this.item(ctx, chef.holding, x + dx * t * 0.28, y + dy * t * 0.28, t * 0.2);
+  }
+
+  /**
+   * A chef's role above it and its running macro in a bubble below.
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {KitchenChef} chef
+   * @param {number} index
+   * @param {boolean} mine
+   */
+  chefLabels(ctx, chef, index, mine) {
+    const t = this.tile;
+    const [x, y] = this.centre(chef.pos);
+    const colour = CHEF_COLOURS[index % CHEF_COLOURS.length];
+    const name = mine ? `${chef.role} (you)` : chef.role;
+    this.label(ctx, shorten(name, 18), x, y - t * 0.62, Math.max(9, t * 0.2), "#ffffff", colour);
+    if (chef.macro) {
+      this.label(ctx, shorten(macroWords(chef.macro), 26), x, y + t * 0.66, Math.max(9, t * 0.19),
+        "#1f2328", "rgba(255,255,255,0.9)");
+    }
+  }
+
+  /**
+   * The orders along the top, each with its dish, reward and a bar of the time it has left.
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {KitchenContent} kitchen
+   * @param {number} width
+   */
+  orders(ctx, kitchen, width) {
+    const h = this.hud - 6;
+    const cardWidth = Math.max(110, Math.min(220, h * 4.8));
+    const fit = Math.max(1, Math.floor((width - 8) / (cardWidth + 6)));
+    kitchen.orders.slice(0, fit).forEach((order, index) => {
+      const x = 4 + index * (cardWidth + 6);
+      ctx.fillStyle = "#fffaf0";
+      ctx.strokeStyle = "#c8b89a";
+      ctx.lineWidth = 1;
+      this.roundRect(ctx, x, 3, cardWidth, h, 5);
+      ctx.fill();
+      ctx.stroke();
+      this.item(ctx, { name: order.dish, status: "", progress: null, contents: [] }, x + h * 0.45, 3 + h * 0.45,
+        h * 0.32);
+      ctx.font = `600 ${Math.max(9, Math.round(h * 0.26))}px system-ui, sans-serif`;
+      ctx.textAlign = "left";
+      ctx.textBaseline = "middle";
+      ctx.fillStyle = "#1f2328";
+      ctx.fillText(`${shorten(dishWords(order.dish), 22)} +${order.reward}`, x + h * 0.9, 3 + h * 0.38,
+        cardWidth - h);
+      const share = order.total > 0 ? Math.max(0, Math.min(1, order.remaining / order.total)) : 0;
+      ctx.fillStyle = "#e9ecef";
+      ctx.fillRect(x + h * 0.9, 3 + h * 0.68, cardWidth - h - 4, Math.max(3, h * 0.16));
+      ctx.fillStyle = share > 0.5 ? "#2fa84f" : share > 0.25 ? "#f0a020" : "#d62828";
+      ctx.fillRect(x + h * 0.9, 3 + h * 0.68, (cardWidth - h - 4) * share, Math.max(3, h * 0.16));
+    });
+    const more = kitchen.orders.length - fit;
+    if (more > 0) this.label(ctx, `+${more}`, width - 14, 3 + h / 2, h * 0.35, "#1f2328");
+  }
+
+  /**
+   * A badge at the right of the orders' row: the replay, or the game over.
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {string} text
+   * @param {number} width
+   * @returns {number} the width it takes
+   */
+  badge(ctx, text, width) {
+    const size = Math.max(11, Math.min(20, this.hud * 0.4));
+    ctx.font = `600 ${Math.round(size)}px system-ui, sans-serif`;
+    const w = ctx.measureText(text).width + size * 0.6;
+    this.label(ctx, text, width - w / 2 - 6, this.hud / 2, size, "#ffffff", "rgba(20, 20, 30, 0.8)");
+    return w;
+  }
+}
+
+/**
+ * The last ~20 s of kitchen frames the panel received, and their playback on request.
+ */
+class KitchenReplay {
+  constructor() {
+    /** @type {KitchenContent[]} */
+    this.frames = [];
+    /** @type {ReturnType<typeof setTimeout> | null} */
+    this.timer = null;
+    this.index = -1;
+  }
+
+  /** @param {KitchenContent} kitchen  a frame as it arrived (a later tick than the last) */
+  keep(kitchen) {
+    const last = this.frames[this.frames.length - 1];
+    if (last && last.tick === kitchen.tick) this.frames[this.frames.length - 1] = kitchen;
+    else if (!last || kitchen.tick > last.tick) this.frames.push(kitchen);
+    else this.frames = [kitchen]; // a new game (or a whole state after a gap): start again
+    const span = KITCHEN_REPLAY_SECONDS / Math.max(kitchen.tickSeconds, 0.01); // in ticks
+    while (this.frames.length > 1 && this.frames[0].tick < kitchen.tick - span) this.frames.shift();
+  }
+
+  get playing() {
+    return this.timer !== null;
+  }
+
+  /**
+   * Show the kept frames one after another, at the game's pace (a frame for each tick kept).
+   * @param {(kitchen: KitchenContent) => void} show
+   * @param {() => void} ended
+   */
+  play(show, ended) {
+    this.stop();
+    const frames = [...this.frames];
+    if (!frames.length) return ended();
+    let index = 0;
+    const next = () => {
+      const frame = frames[index];
+      show(frame);
+      index += 1;
+      if (index >= frames.length) {
+        this.timer = null;
+        ended();
+        return;
+      }
+      const ticks = Math.max(1, frames[index].tick - frame.tick);
+      this.timer = setTimeout(next, Math.min(1000, ticks * frame.tickSeconds * 1000));
+    };
+    this.timer = setTimeout(next, 0);
+  }
+
+  stop() {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+  }
+}
+
+/** How much of the game the replay keeps, in seconds. */
+const KITCHEN_REPLAY_SECONDS = 20;
+
+/** The keys that move the chef: arrows, and WASD for those used to it. */
+const MOVE_KEYS = {
+  ArrowUp: "up", ArrowDown: "down", ArrowLeft: "left", ArrowRight: "right",
+  w: "up", s: "down", a: "left", d: "right", W: "up", S: "down", A: "left", D: "right",
+};
+
+/** The keys that interact with the faced tile (one press, one interaction). */
+const INTERACT_KEYS = new Set([" ", "e", "E"]);
+
+/** The dishes of the cookbook: button labels, and the env's names for them. */
+const KITCHEN_DISHES = [["Beef burger", "BeefBurger"], ["Lettuce burger", "LettuceBurger"],
+  ["Beef-lettuce burger", "BeefLettuceBurger"]];
+
+/**
+ * The macro buttons: a label, the action, a data-macro name for tests, and the key that sends
+ * it too (if any). PASS_ON is built from what the chef holds (see passOn).
+ * @type {{group: string, label: string, macro: string, action: Action, key?: string}[]}
+ */
+const MACRO_BUTTONS = [
+  ...[["Beef", "1"], ["Lettuce", "2"], ["Bread", "3"]].map(([food, key]) => ({ group: "Prepare",
+    label: food, macro: `prepare-${food.toLowerCase()}`, action: { name: "PREPARE", args: { food } }, key })),
+  ...KITCHEN_DISHES.map(([label, food]) => ({ group: "Assemble", label, macro: `assemble-${food}`,
+    action: { name: "ASSEMBLE", args: { food } } })),
+  ...KITCHEN_DISHES.map(([label, food]) => ({ group: "Serve", label, macro: `serve-${food}`,
+    action: { name: "SERVE", args: { food } } })),
+  { group: "Other", label: "Put out fire", macro: "put-out-fire", action: { name: "PUT_OUT_FIRE", args: {} },
+    key: "f" },
+  { group: "Other", label: "Clean a counter", macro: "clean-a-counter",
+    action: { name: "CLEAN_A_COUNTER", args: {} } },
+];
+
+/**
+ * `kitchen`: the real-time cooking game, drawn on a canvas from each tick's content. The seat
+ * whose role has a chef plays: arrow keys move, Space or E interacts, buttons run macro
+ * actions. The focusable kitchen keeps every key it gets from JupyterLab (Enter would edit
+ * the cell, Shift+Enter run it, arrows select cells); Escape hands the focus back to the
+ * notebook. A watcher, or a seat without a chef, sees the kitchen without controls. After the
+ * game: the score, the failures, each role's contribution and a replay of the last ~20 s.
+ * @implements {ComponentView}
+ */
+class KitchenView {
+  /**
+   * @param {Component} component
+   * @param {ViewHost} host
+   */
+  constructor(component, host) {
+    this.name = component.name;
+    this.host = host;
+    /** @type {KitchenContent | null} the latest content (what the game is at) */
+    this.kitchen = null;
+    /** @type {KitchenContent | null} what the canvas shows now (a replayed frame, or the latest) */
+    this.shown = null;
+    this.replay = new KitchenReplay();
+    this.lastMove = 0; // when a held arrow last sent a move (repeats go at the game's pace)
+    this.frame = 0; // a requestAnimationFrame pending
+    this.width = 0;
+    this.canvas = h("canvas", { class: "cogym-kitchen-canvas", testid: "kitchen-canvas" });
+    this.painter = new KitchenPainter(this.canvas);
+    this.stage = h("div", { class: "cogym-kitchen-stage", testid: "kitchen-stage", tabindex: "0",
+      role: "application", "aria-roledescription": "kitchen",
+      on: { keydown: (event) => this.onKey(event), keypress: (event) => this.keepKey(event),
+        keyup: (event) => this.keepKey(event), focus: () => this.focused(true),
+        blur: () => this.focused(false) } }, this.canvas);
+    this.status = h("div", { class: "cogym-kitchen-status", testid: "kitchen-status" });
+    this.hint = h("div", { class: "cogym-muted", testid: "kitchen-keys" });
+    this.plate = h("input", { type: "checkbox", testid: "kitchen-plate" });
+    this.passOnButton = h("button", { testid: "kitchen-macro", dataset: { macro: "pass-on" }, text: "Pass on",
+      on: { click: () => this.passOn() } });
+    this.controls = h("div", { class: "cogym-kitchen-controls", testid: "kitchen-controls", hidden: true },
+      this.macroGroups());
+    this.result = h("div", { class: "cogym-kitchen-result", testid: "kitchen-result", hidden: true });
+    this.replayButton = h("button", { testid: "kitchen-replay", text: `▶ Replay the last ${KITCHEN_REPLAY_SECONDS} s`,
+      on: { click: () => this.startReplay() } });
+    this.replayStop = h("button", { testid: "kitchen-replay-stop", text: "■ Stop", hidden: true,
+      on: { click: () => this.stopReplay() } });
+    this.replayState = h("span", { class: "cogym-muted", testid: "kitchen-replay-state" });
+    this.body = h("div", { class: "cogym-kitchen", testid: "kitchen" }, this.status, this.stage, this.hint,
+      this.controls, this.result);
+    // The canvas follows the box's width (the panel's column, a resized window) and the
+    // window's height: both redraw at the new size.
+    this.resizes = new ResizeObserver(() => this.schedule());
+    this.resizes.observe(this.stage);
+    /** @type {() => void} */
+    this.onWindowResize = () => (this.body.isConnected ? this.schedule()
+      : window.removeEventListener("resize", this.onWindowResize));
+    window.addEventListener("resize", this.onWindowResize);
+    this.update(component);
+  }
+
+  /** @returns {HTMLElement[]} a row of buttons for each group of macro actions */
+  macroGroups() {
+    /** @type {Map<string, HTMLElement>} */
+    const rows = new Map();
+    for (const spec of MACRO_BUTTONS) {
+      if (!rows.has(spec.group)) {
+        rows.set(spec.group, h("div", { class: "cogym-kitchen-group", role: "group", "aria-label": spec.group },
+          h("span", { class: "cogym-kitchen-group-name", text: spec.group }),
+          spec.group === "Other" ? this.passOnButton : null));
+      }
+      const key = spec.key ? ` (key ${spec.key.toUpperCase()})` : "";
+      /** @type {HTMLElement} */ (rows.get(spec.group)).append(h("button", { testid: "kitchen-macro",
+        dataset: { macro: spec.macro }, text: spec.label, title: `${spec.group} ${spec.label}${key}`,
+        on: { click: () => this.sendMacro(spec.action) } }));
+    }
+    rows.get("Prepare")?.append(h("label", { class: "cogym-kitchen-plate" }, this.plate, " on a plate"));
+    return [...rows.values()];
+  }
+
+  /** @param {Component} component */
+  update(component) {
+    const kitchen = kitchenContent(component.content);
+    if (!kitchen) {
+      this.status.textContent = "The kitchen is not open yet.";
+      return;
+    }
+    this.kitchen = kitchen;
+    this.replay.keep(kitchen);
+    if (!this.replay.playing) this.shown = kitchen;
+    this.refresh();
+    this.schedule();
+  }
+
+  /** The seat's chef, when it has one and may act now. */
+  get mine() {
+    const role = this.host.role;
+    return this.kitchen?.chefs.find((chef) => chef.role === role) || null;
+  }
+
+  /** @returns {boolean} the seat has a chef, the game runs and the panel may act */
+  canPlay() {
+    const kitchen = this.kitchen;
+    return Boolean(kitchen && this.mine && !this.host.readonly && !this.host.done()
+      && !kitchen.done && !kitchen.result);
+  }
+
+  /** The text parts, the controls and the result: everything but the canvas. */
+  refresh() {
+    const kitchen = /** @type {KitchenContent} */ (this.kitchen);
+    const left = Math.max(0, kitchen.ticks - kitchen.tick) * kitchen.tickSeconds;
+    this.status.replaceChildren(
+      h("span", { testid: "kitchen-score", text: `Score ${kitchen.score}` }),
+      h("span", { testid: "kitchen-time", text: `${clockText(left)} left` }),
+      h("span", { testid: "kitchen-tick", text: `tick ${kitchen.tick} of ${kitchen.ticks}` }),
+      h("span", { testid: "kitchen-counts",
+        text: `served ${kitchen.served} · missed ${kitchen.missed} · wrong ${kitchen.wrong}` }));
+    Object.assign(this.body.dataset, { tick: String(kitchen.tick), score: String(kitchen.score) });
+    const playing = this.canPlay();
+    const ended = Boolean(kitchen.result || kitchen.done || this.host.done());
+    this.body.dataset.playing = String(playing);
+    this.controls.hidden = !playing;
+    this.stage.setAttribute("aria-label", playing
+      ? "Kitchen: arrow keys move your chef, Space interacts, Escape returns to the notebook"
+      : "Kitchen (view only)");
+    this.hint.textContent = playing
+      ? "Click the kitchen to play: ← ↑ → ↓ move (or WASD), Space or E interacts with what you face, "
+        + "1 2 3 prepare beef, lettuce, bread, F puts out a fire, Esc gives the keys back to the notebook."
+      : ended ? "" : this.host.readonly ? `Watching: ${this.host.role || "this member"} plays; nothing here acts.`
+        : "No chef in this game is yours: you watch the kitchen.";
+    this.hint.hidden = !this.hint.textContent;
+    const held = this.mine?.holding;
+    this.passOnButton.textContent = held ? `Pass on ${held.name}` : "Pass on";
+    this.passOnButton.disabled = !held;
+    if (ended) this.showResult(kitchen);
+    this.result.hidden = !ended;
+  }
+
+  /** @param {KitchenContent} kitchen  the last frame: the result, or the counts so far */
+  showResult(kitchen) {
+    const result = kitchen.result || { score: kitchen.score, served: kitchen.served, missed: kitchen.missed,
+      wrong: kitchen.wrong, contribution: {} };
+    const figure = (/** @type {string} */ label, /** @type {number} */ value, /** @type {string} */ id) =>
+      h("div", { class: "cogym-kitchen-figure" }, h("span", { class: "cogym-muted", text: label }),
+        h("strong", { testid: id, text: String(value) }));
+    const shares = Object.entries(result.contribution);
+    this.result.replaceChildren(...[
+      h("h5", { text: "Game over" }),
+      h("div", { class: "cogym-kitchen-figures" }, figure("Score", result.score, "kitchen-result-score"),
+        figure("Served", result.served, "kitchen-result-served"),
+        figure("Missed", result.missed, "kitchen-result-missed"),
+        figure("Wrong dish", result.wrong, "kitchen-result-wrong")),
+      shares.length ? h("div", { class: "cogym-kitchen-shares" }, h("span", { class: "cogym-muted",
+        text: "Contribution (each role's share of the key steps of the dishes served)" }),
+      shares.map(([role, share]) => {
+        const percent = Math.round(Math.max(0, Math.min(1, share)) * 100);
+        return h("div", { class: "cogym-kitchen-share", testid: "kitchen-contribution", dataset: { role } },
+          h("span", { class: "cogym-kitchen-share-role", text: role === this.host.role && !this.host.readonly
+            ? `${role} (you)` : role }),
+          h("span", { class: "cogym-kitchen-share-bar" }, h("span", { style: `width: ${percent}%` })),
+          h("span", { testid: "kitchen-contribution-value", text: `${percent}%` }));
+      })) : null,
+      h("div", { class: "cogym-row" }, this.replayButton, this.replayStop, this.replayState),
+    ].filter((node) => node !== null));
+    this.replayButton.disabled = this.replay.frames.length < 2;
+    if (this.replayButton.disabled && !this.replay.playing) {
+      this.replayState.textContent = "No replay: this panel saw too little of the game.";
+    }
+  }
+
+  /** Draw on the next frame: several updates before it draw once. */
+  schedule() {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.draw();
+    });
+  }
+
+  draw() {
+    if (!this.shown || !this.body.isConnected) return;
+    const width = Math.floor(this.stage.clientWidth);
+    if (width <= 0) return;
+    this.width = width;
+    const mine = this.host.readonly ? null : this.host.role || null;
+    this.painter.paint(this.shown, { width, mine, replaying: this.replay.playing });
+    this.canvas.dataset.shownTick = String(this.shown.tick);
+  }
+
+  /** @param {boolean} focused */
+  focused(focused) {
+    this.stage.dataset.focused = String(focused);
+  }
+
+  /**
+   * Keys in the kitchen never reach JupyterLab: it reads keys at the document in the bubble
+   * phase (since 4.1) and skips a region marked data-lm-suppress-shortcuts (the panel's root
+   * is), and this stops each key here too, so Enter, Shift+Enter, arrows, A, B, X, D D (cell
+   * commands) do nothing to the notebook. Game keys also preventDefault (no page scroll).
+   * Tab moves on as usual, and keys with Ctrl, Alt or Cmd (but Enter) stay the browser's and
+   * JupyterLab's. Escape hands the keys back to the notebook.
+   * @param {KeyboardEvent} event
+   */
+  onKey(event) {
+    if (event.isComposing) return;
+    if (!this.keepKey(event)) return;
+    if (event.key === "Escape") {
+      event.preventDefault();
+      this.releaseFocus();
+      return;
+    }
+    const move = MOVE_KEYS[/** @type {keyof typeof MOVE_KEYS} */ (event.key)];
+    const macro = MACRO_BUTTONS.find((spec) => spec.key && spec.key === event.key.toLowerCase());
+    if (move || INTERACT_KEYS.has(event.key) || event.key === "Enter" || macro) event.preventDefault();
+    if (!this.canPlay() || event.shiftKey) return;
+    if (move) {
+      // A held arrow repeats: one move a tick, so the chef's queue does not fill up.
+      const now = performance.now();
+      const pace = (this.kitchen?.tickSeconds || 0.25) * 1000;
+      if (event.repeat && now - this.lastMove < pace) return;
+      this.lastMove = now;
+      this.host.send({ name: "MOVE", args: { direction: move } });
+    } else if (INTERACT_KEYS.has(event.key)) {
+      if (!event.repeat) this.host.send({ name: "INTERACT", args: {} });
+    } else if (macro && !event.repeat) {
+      this.sendMacro(macro.action, false);
+    }
+  }
+
+  /**
+   * Stop a key event here, unless it is Tab (focus moves on) or a shortcut with Ctrl, Alt or
+   * Cmd other than Enter (the browser's and JupyterLab's). Also for keypress and keyup.
+   * @param {KeyboardEvent} event
+   * @returns {boolean} whether the key stays in the kitchen
+   */
+  keepKey(event) {
+    if (event.key === "Tab" || ((event.ctrlKey || event.metaKey || event.altKey) && event.key !== "Enter")) {
+      return false;
+    }
+    event.stopPropagation();
+    return true;
+  }
+
+  /**
+   * Escape: the notebook gets the keys back. The nearest focusable element around the panel
+   * (in JupyterLab, the cell or the notebook: command mode, as after Escape in a cell) takes
+   * the focus; elsewhere the focus just leaves the kitchen.
+   */
+  releaseFocus() {
+    const host = this.body.closest("[data-testid=cogym-panel]")?.parentElement?.closest("[tabindex]");
+    this.stage.blur();
+    if (host instanceof HTMLElement) host.focus({ preventScroll: true });
+  }
+
+  /**
+   * @param {Action} action  a macro action
+   * @param {boolean} [refocus]  give the keys back to the kitchen (after a click on a button)
+   */
+  sendMacro(action, refocus = true) {
+    if (!this.canPlay()) return;
+    const args = action.name === "PREPARE" ? { ...action.args, plate: this.plate.checked } : action.args;
+    this.host.send({ name: action.name, args });
+    if (refocus) this.stage.focus({ preventScroll: true });
+  }
+
+  /** Pass on what the chef holds: the central counter, for the partner. */
+  passOn() {
+    const held = this.mine?.holding;
+    if (!held) return;
+    const args = held.status ? { thing: held.name, thing_status: held.status } : { thing: held.name };
+    this.sendMacro({ name: "PASS_ON", args });
+  }
+
+  startReplay() {
+    this.replayButton.hidden = true;
+    this.replayStop.hidden = false;
+    this.body.dataset.replaying = "true";
+    this.replay.play((frame) => {
+      this.shown = frame;
+      this.replayState.textContent = `Replaying: tick ${frame.tick}`;
+      this.canvas.dataset.replayTick = String(frame.tick);
+      this.draw();
+    }, () => this.stopReplay());
+  }
+
+  stopReplay() {
+    this.replay.stop();
+    this.shown = this.kitchen;
+    this.replayButton.hidden = false;
+    this.replayStop.hidden = true;
+    this.body.dataset.replaying = "false";
+    this.replayState.textContent = this.replay.frames.length > 1
+      ? `Replay over (ticks ${this.replay.frames[0].tick}–${this.replay.frames[this.replay.frames.length - 1].tick}).`
+      : "";
+    this.draw();
+  }
+}
+
 // -- panel views ----------------------------------------------------------------------------
 
 /** @type {Record<string, string>} */
@@ -2115,8 +3206,10 @@ class WorkspaceView {
       } else if (entry.json !== json) {
         entry.view.update(component);
         entry.json = json;
-        if (flashChanges) flash(entry.box, seq);
-      } else if (entry.view instanceof EditorView || entry.view instanceof PlanView) {
+        // The kitchen changes every tick: a flash each time would only blink.
+        if (flashChanges && !(entry.view instanceof KitchenView)) flash(entry.box, seq);
+      } else if (entry.view instanceof EditorView || entry.view instanceof PlanView
+          || entry.view instanceof KitchenView) {
         entry.view.update(component); // read-only state may change when the session ends
       }
       entry.component = component;
@@ -2139,7 +3232,8 @@ class WorkspaceView {
   create(component, json) {
     const view = component.render_type === "editor" ? new EditorView(component, this.editorHost)
       : component.render_type === "plan" ? new PlanView(component, this.editorHost)
-        : new (contentViewFor(component.render_type))(component, this.editorHost);
+        : component.render_type === "kitchen" ? new KitchenView(component, this.editorHost)
+          : new (contentViewFor(component.render_type))(component, this.editorHost);
     const badge = component.private ? this.privateBadge : "shared";
     const box = h("div", { class: "cogym-box", testid: `view-${component.render_type}`,
       dataset: { component: component.name } },
@@ -3188,6 +4282,8 @@ export class Panel {
         || null,
       done: () => this.done,
       send,
+      role: this.role,
+      readonly: this.readonly,
     });
     if (this.readonly) this.workspace.privateBadge = `only ${this.role}`;
     this.setup = new SetupView();

@@ -65,7 +65,7 @@ def test_the_notebooks_are_built_from_the_script_and_carry_no_outputs(tmp_path):
     subprocess.run([sys.executable, str(EXAMPLES / "build_examples.py")], check=True,
                    capture_output=True)
     for name, text in before.items():
-        if name[:2] in ("01", "02", "03", "04", "05", "06"):
+        if name[:2] in ("01", "02", "03", "04", "05", "06", "07"):
             assert (EXAMPLES / name).read_text() == text, f"{name} differs from the script"
             notebook = nbformat.read(EXAMPLES / name, as_version=4)
             nbformat.validate(notebook)
@@ -159,3 +159,22 @@ def test_evaluation_demo_notebook(notebook_env, monkeypatch):
     assert "cogym-results/" in (repo / ".gitignore").read_text().split()
     saved = notebook_env / "cogym-results" / "eval-report"
     assert (saved / "summary.csv").is_file() and list(saved.rglob("*.png"))
+
+
+def test_real_time_kitchen_notebook(notebook_env, monkeypatch):
+    """The FSM agent cooks (no LM is asked anything) while the seat's chef sets out bread from
+    code; the game runs to its end and the notebook prints its result and measures."""
+    with ScriptedOpenAIServer() as lm:
+        outputs = run_notebook("07_real_time_kitchen.ipynb", notebook_env, lm, monkeypatch)
+    assert lm.requests == []
+    assert "cogym_lab.widgets.panel.SessionPanel" in outputs[1], outputs[1][:300]
+    result = outputs[3].splitlines()
+    assert result[0].startswith("score ") and ", missed " in result[0], outputs[3]
+    assert any(line.startswith("agent: ") and line.endswith("% of the key steps")
+               for line in result[1:]), outputs[3]
+    measures = dict(line.split(": ", 1) for line in outputs[4].splitlines())
+    assert measures["ticks"] == "240" and "agent_contribution" in measures, measures
+    sessions = list((notebook_env / "results").iterdir())
+    assert len(sessions) == 1 and (sessions[0] / "events.jsonl").is_file()
+    events = (sessions[0] / "events.jsonl").read_text()
+    assert '"PREPARE(' in events and '"clock"' in events

@@ -31,6 +31,7 @@ PANEL_VIEWS = [
     "WorkspaceView",  # one box per component of the seat's view
     "EditorView",  # the shared editor
     "PlanView",  # the interactive plan: proposals, steps, a step's output, the plan output
+    "KitchenView",  # the real-time kitchen: the canvas, the keys, the macro buttons, the result
     "AgentStatusView",  # each agent's status, Pause/Resume, Finish
     "ConfirmationsView",  # pending confirmations with Accept/Reject
     "ChatView",  # the chat log, the outbox and the message box
@@ -104,7 +105,7 @@ def test_the_panel_only_composes_the_views() -> None:
     start = source.index("export class Panel")
     body = source[start:source.index("\n}\n", start)]
     for view in PANEL_VIEWS:
-        if view in ("EditorView", "PlanView"):  # the workspace makes these, one per component
+        if view in ("EditorView", "PlanView", "KitchenView"):  # the workspace makes one a component
             continue
         assert f"new {view}(" in body, f"Panel does not build a {view}"
     # The panel builds no controls of its own: only the layout's containers.

@@ -192,3 +192,21 @@ class JupyterLabServer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+class ServerSession:
+    """A session as the Jupyter server holds it, read through its REST API."""
+
+    def __init__(self, lab: JupyterLabServer, session_id: str) -> None:
+        self.lab = lab
+        self.session_id = session_id
+
+    def snapshot(self) -> dict[str, Any]:
+        status, snapshot = self.lab.request("GET", f"cogym/api/sessions/{self.session_id}")
+        assert status == 200, snapshot
+        return snapshot
+
+    def component(self, name: str, role: str = "user") -> Any:
+        """The content of ``role``'s component ``name`` as the server holds it now."""
+        components = self.snapshot()["state"]["views"][role]["components"]
+        return next(c["content"] for c in components if c["name"] == name)

@@ -7,7 +7,7 @@ from playwright.sync_api import Locator, Page, expect
 
 from tests.browser.lab_page import UI_TIMEOUT_MS
 
-__all__ = ["SessionPanelPage"]
+__all__ = ["SessionPanelPage", "assert_text_stayed_text", "focused_testid"]
 
 _EDITOR = '[data-testid="editor-textarea"][data-component="{component}"]'
 
@@ -91,3 +91,16 @@ class SessionPanelPage:
         form.locator('[data-testid="rating-submit"]').click()
         expect(form.locator('[data-testid="rating-result"]')).to_have_attribute(
             "data-state", "saved", timeout=UI_TIMEOUT_MS)
+
+
+def focused_testid(page: Page) -> str | None:
+    """The test id of the element that has the keyboard focus."""
+    return page.evaluate("document.activeElement && document.activeElement.dataset.testid")
+
+
+def assert_text_stayed_text(page: Page) -> None:
+    """Hostile text in the panel stayed text: no image, no handler in the page."""
+    assert page.evaluate("""() => ({
+        images: document.querySelectorAll('[data-testid=cogym-panel] img').length,
+        handlers: document.querySelectorAll('[onerror]').length})""") == {
+        "images": 0, "handlers": 0}

@@ -21,7 +21,7 @@ from playwright.sync_api import Locator, Page, expect
 
 from cogym_lab.core.messages import EventType
 from cogym_lab.nodes.results import read_events
-from tests.browser.jupyter_lab import BROWSER_LIMITS, JupyterLabServer
+from tests.browser.jupyter_lab import BROWSER_LIMITS, JupyterLabServer, ServerSession
 from tests.browser.lab_page import UI_TIMEOUT_MS, LabPage
 from tests.browser.panel_page import SessionPanelPage
 from tests.browser.screenshots import StepShots
@@ -40,21 +40,11 @@ KEYS = {"up": "ArrowUp", "down": "ArrowDown", "left": "ArrowLeft", "right": "Arr
 GAME_MS = int(TICKS * TICK_SECONDS * 1000) + UI_TIMEOUT_MS
 
 
-class KitchenSession:
+class KitchenSession(ServerSession):
     """The kitchen as the server holds it (REST)."""
 
-    def __init__(self, lab: JupyterLabServer, session_id: str) -> None:
-        self.lab = lab
-        self.session_id = session_id
-
-    def snapshot(self) -> dict[str, Any]:
-        status, snapshot = self.lab.request("GET", f"cogym/api/sessions/{self.session_id}")
-        assert status == 200, snapshot
-        return snapshot
-
     def kitchen(self) -> dict[str, Any]:
-        components = self.snapshot()["state"]["views"]["user"]["components"]
-        return next(c["content"] for c in components if c["name"] == "kitchen")
+        return self.component("kitchen")
 
     def chef(self, role: str) -> dict[str, Any]:
         return next(c for c in self.kitchen()["chefs"] if c["role"] == role)

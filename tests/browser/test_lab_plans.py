@@ -24,7 +24,7 @@ from playwright.sync_api import Locator, Page, expect
 from cogym_lab.core.messages import EventType
 from cogym_lab.envs import make_env
 from cogym_lab.nodes.results import read_events
-from tests.browser.jupyter_lab import JupyterLabServer
+from tests.browser.jupyter_lab import JupyterLabServer, ServerSession
 from tests.browser.lab_page import UI_TIMEOUT_MS, LabPage
 from tests.browser.panel_page import SessionPanelPage
 from tests.browser.plan_script import DAY_ONE, FLIGHTS, PERSON_STEP, STAYS, TravelPlanAgent, Trip
@@ -64,21 +64,8 @@ def _fits(page: Page) -> None:
     assert widths["scroll"] <= widths["client"] + 1, widths
 
 
-class Session:
-    """The session as the server holds it (REST)."""
-
-    def __init__(self, lab: JupyterLabServer, session_id: str) -> None:
-        self.lab = lab
-        self.session_id = session_id
-
-    def snapshot(self) -> dict[str, Any]:
-        status, snapshot = self.lab.request("GET", f"cogym/api/sessions/{self.session_id}")
-        assert status == 200, snapshot
-        return snapshot
-
-    def component(self, name: str) -> Any:
-        components = self.snapshot()["state"]["views"]["user"]["components"]
-        return next(c["content"] for c in components if c["name"] == name)
+class Session(ServerSession):
+    """The plan session as the server holds it (REST)."""
 
     def plan(self) -> dict[str, Any]:
         return self.component(PLAN)

@@ -28,7 +28,7 @@ from tests.browser.kitchen_frames import (
     wait_for_chef,
 )
 from tests.browser.lab_page import UI_TIMEOUT_MS
-from tests.browser.panel_page import SessionPanelPage
+from tests.browser.panel_page import SessionPanelPage, assert_text_stayed_text, focused_testid
 from tests.browser.screenshots import StepShots
 from tests.browser.test_panel_updates import LOCAL, _deliver, _open
 
@@ -63,16 +63,6 @@ def _leaked(page: Page) -> list[str]:
     return page.evaluate("window.leaked")
 
 
-def _focused(page: Page) -> str | None:
-    return page.evaluate("document.activeElement && document.activeElement.dataset.testid")
-
-
-def _safe(page: Page) -> None:
-    """Hostile text stayed text: no image, no handler in the page."""
-    assert page.evaluate("""() => ({
-        images: document.querySelectorAll('[data-testid=cogym-panel] img').length,
-        handlers: document.querySelectorAll('[onerror]').length})""") == {
-        "images": 0, "handlers": 0}
 
 
 def _canvas_size(page: Page) -> dict[str, float]:
@@ -119,7 +109,7 @@ def test_a_person_plays_the_kitchen_with_keys_and_buttons(page: Page, shots: Ste
 
     # The person clicks the kitchen: the keys go to the game now.
     stage.click()
-    assert _focused(page) == "kitchen-stage"
+    assert focused_testid(page) == "kitchen-stage"
     before = len(_actions(page))
     for key in ("ArrowUp", "ArrowLeft", "ArrowDown", "ArrowRight", "Space", "e", "1", "f"):
         page.keyboard.press(key)
@@ -138,7 +128,7 @@ def test_a_person_plays_the_kitchen_with_keys_and_buttons(page: Page, shots: Ste
     for key in ("Enter", "Shift+Enter", "b", "x", "Shift+ArrowDown"):
         page.keyboard.press(key)
     assert _leaked(page) == []
-    assert _focused(page) == "kitchen-stage"
+    assert focused_testid(page) == "kitchen-stage"
     assert page.evaluate("window.scrollY") == 0
     # the game keys are the game's: their default (scrolling the page) is prevented too
     prevented = page.evaluate("""() => {
@@ -174,7 +164,7 @@ def test_a_person_plays_the_kitchen_with_keys_and_buttons(page: Page, shots: Ste
 
     # Escape gives the keys back: the kitchen loses the focus, and the next keys reach the page.
     page.keyboard.press("Escape")
-    assert _focused(page) != "kitchen-stage"
+    assert focused_testid(page) != "kitchen-stage"
     # (the Escape key comes up outside the kitchen: only its keyup is the page's)
     assert _leaked(page) == ["document-keyup:Escape"] and len(_actions(page)) == sent
     page.evaluate("window.leaked.length = 0")
@@ -197,7 +187,7 @@ def test_a_person_plays_the_kitchen_with_keys_and_buttons(page: Page, shots: Ste
               "clean-a-counter", "pass-on"]
     for name in clicks:
         controls.locator(f"[data-macro={name}]").click()
-        assert _focused(page) == "kitchen-stage", name
+        assert focused_testid(page) == "kitchen-stage", name
     panel.testid("kitchen-plate").check()
     controls.locator("[data-macro=prepare-bread]").click()
     assert _sent_after(page, sent, len(clicks) + 1) == [
@@ -232,7 +222,7 @@ def test_a_person_plays_the_kitchen_with_keys_and_buttons(page: Page, shots: Ste
     assert pixel(page, 10, 4, 0, -0.2) != PERSON_ORANGE  # the old tile is drawn without it
     expect(panel.testid("kitchen-score")).to_have_text("Score 20")
     expect(panel.testid("kitchen-counts")).to_have_text("served 1 · missed 0 · wrong 0")
-    _safe(page)
+    assert_text_stayed_text(page)
     # the kitchen does not flash on every tick like a changed component does
     assert panel.root.locator("[data-testid=view-kitchen].cogym-changed").count() == 0
     shots.take("kitchen-at-tick-39", focus=panel.root, where="start")
@@ -299,7 +289,7 @@ def test_a_person_plays_the_kitchen_with_keys_and_buttons(page: Page, shots: Ste
     expect(shares.nth(1)).to_contain_text("user (you)")
     expect(shares.nth(1).locator("[data-testid=kitchen-contribution-value]")).to_have_text("38%")
     expect(shares.nth(2)).to_contain_text(HOSTILE)
-    _safe(page)
+    assert_text_stayed_text(page)
     expect(panel.testid("kitchen-controls")).to_be_hidden()
     # the game is over: keys in the kitchen send nothing (and still stay in it)
     panel.testid("kitchen-stage").click()
@@ -348,7 +338,7 @@ def test_a_watcher_and_a_seat_without_a_chef_see_the_kitchen_without_controls(
     assert _actions(page) == [] and _leaked(page) == []
     shots.take("watcher", focus=panel.root, where="start")
     page.keyboard.press("Escape")
-    assert _focused(page) != "kitchen-stage"
+    assert focused_testid(page) != "kitchen-stage"
 
     # a person seat whose role has no chef (a third member of the team)
     page.goto("about:blank")
@@ -376,7 +366,7 @@ def test_a_malformed_kitchen_still_shows(page: Page) -> None:
     _deliver(page, seat.frame(broken, whole=True))
     shown_tick(page, 3)
     expect(panel.testid("kitchen-score")).to_have_text("Score 0")
-    _safe(page)
+    assert_text_stayed_text(page)
     _deliver(page, seat.frame({"grid": "not a list"}))
     expect(panel.testid("kitchen-status")).to_have_text("The kitchen is not open yet.")
     assert json.loads(json.dumps(_actions(page))) == []

@@ -12,7 +12,7 @@ from typing import Any
 from playwright.sync_api import Locator, Page, expect
 
 from tests.browser.lab_page import UI_TIMEOUT_MS
-from tests.browser.panel_page import SessionPanelPage
+from tests.browser.panel_page import SessionPanelPage, assert_text_stayed_text, focused_testid
 from tests.browser.screenshots import StepShots
 from tests.browser.test_panel_updates import LOCAL, SESSION, _deliver, _open
 
@@ -89,16 +89,6 @@ def _last_action(page: Page, count: int) -> dict[str, Any]:
     return actions[-1]
 
 
-def _focused_testid(page: Page) -> str | None:
-    return page.evaluate("document.activeElement && document.activeElement.dataset.testid")
-
-
-def _safe(page: Page) -> None:
-    """Hostile text stayed text: no image, no handler in the page."""
-    assert page.evaluate("""() => ({
-        images: document.querySelectorAll('[data-testid=cogym-panel] img').length,
-        handlers: document.querySelectorAll('[onerror]').length})""") == {
-        "images": 0, "handlers": 0}
 
 
 def _fits(page: Page) -> None:
@@ -130,7 +120,7 @@ def test_a_person_plans_and_runs_steps_with_the_agent(page: Page, shots: StepSho
         ["agent Search papers", "person Pick the relevant ones"])
     expect(panel.testid("plan-proposal").nth(1)).to_contain_text(f"Draft {HOSTILE} at once")
     expect(panel.testid("plan-step")).to_have_count(0)
-    _safe(page)
+    assert_text_stayed_text(page)
     shots.take("proposals", focus=panel.root, where="start")
     _in(panel.testid("plan-proposal").nth(1), "plan-select").click()
     assert _last_action(page, 1) == {"name": "SELECT_PLAN", "args": {"index": 1}}
@@ -146,7 +136,7 @@ def test_a_person_plans_and_runs_steps_with_the_agent(page: Page, shots: StepSho
     expect(_in(_row(panel, "s2"), "plan-step-assign")).to_have_attribute("data-assignee", "person")
     expect(_in(_row(panel, "s3"), "plan-step-description")).to_have_value(hostile)
     expect(_in(_row(panel, "s4"), "plan-step-description")).to_have_value(LONG)
-    _safe(page)
+    assert_text_stayed_text(page)
     _fits(page)
     expect(_in(_row(panel, "s1"), "plan-step-run")).to_be_enabled()
     expect(_in(_row(panel, "s2"), "plan-step-run")).to_be_disabled()  # s1 is not done
@@ -169,7 +159,7 @@ def test_a_person_plans_and_runs_steps_with_the_agent(page: Page, shots: StepSho
     page.keyboard.type(" NOT THIS")
     page.keyboard.press("Escape")
     expect(s2).to_have_value("Pick the relevant ones")
-    assert _focused_testid(page) != "plan-step-description"
+    assert focused_testid(page) != "plan-step-description"
     assert len(_actions(page)) == 2
 
     # Shift+Enter is a new line; an update for another part of the plan keeps the field's text
@@ -195,7 +185,7 @@ def test_a_person_plans_and_runs_steps_with_the_agent(page: Page, shots: StepSho
     assert _last_action(page, 4) == {"name": "ASSIGN_STEP",
                                      "args": {"step": "s3", "assignee": "person"}}
     _in(_row(panel, "s1"), "plan-step-add").click()
-    assert _focused_testid(page) == "plan-new-step"
+    assert focused_testid(page) == "plan-new-step"
     page.keyboard.type("Drop duplicates")
     page.keyboard.press("Enter")
     assert _last_action(page, 5) == {"name": "ADD_STEP", "args": {
@@ -276,10 +266,10 @@ def test_a_person_plans_and_runs_steps_with_the_agent(page: Page, shots: StepSho
     expect(side).to_have_attribute("data-step", "s1")
     expect(_in(side, "step-output-item")).to_have_count(2)
     assert HOSTILE in _in(side, "step-output-item").nth(1).inner_text()
-    _safe(page)
+    assert_text_stayed_text(page)
     _in(side, "step-output-item-remove").nth(1).click()
     expect(_in(side, "step-output-item")).to_have_count(1)
-    assert _focused_testid(page) == "step-output-item-input"
+    assert focused_testid(page) == "step-output-item-input"
     text = _in(side, "step-output-text")
     text.click()
     page.keyboard.press("Control+End")
@@ -309,7 +299,7 @@ def test_a_person_plans_and_runs_steps_with_the_agent(page: Page, shots: StepSho
     assert output.evaluate("(details) => details.open") is False
     output.locator("summary").click()
     expect(panel.testid("plan-output-text")).to_have_text(answer)
-    _safe(page)
+    assert_text_stayed_text(page)
     shots.take("plan-output", focus=panel.root, where="start")
 
     # A narrow window: the side area goes under the steps, nothing sticks out, and the
@@ -409,4 +399,4 @@ def test_suggest_asks_for_a_better_step_and_undo_brings_the_old_one_back(page: P
     expect(undo).to_be_visible()
     undo.click()
     assert _last_action(page, 2) == {"name": "UNDO_SUGGESTION", "args": {"step": "s2"}}
-    _safe(page)
+    assert_text_stayed_text(page)

@@ -26,7 +26,12 @@ from cogym_lab.envs.kitchen.agents.policy_code import (
     extract_tasks_text,
     parse_assigned_tasks,
 )
-from cogym_lab.envs.kitchen.agents.prompting import kitchen_prompt, literal, state_example
+from cogym_lab.envs.kitchen.agents.prompting import (
+    kitchen_prompt,
+    literal,
+    state_example,
+    text_block,
+)
 from cogym_lab.envs.kitchen.agents.records import AgentRecords
 from cogym_lab.envs.kitchen.policies.fsm import ActionTask, AssignedTask, KitchenFSM
 from cogym_lab.envs.kitchen.policies.members import clock_infos, kitchen_content
@@ -55,6 +60,7 @@ class KitchenAgent:
         self.history = GameHistory()
         self.records = AgentRecords(None)
         self.fsm = KitchenFSM("")
+        self.thought = ""  # the LM's last thought with its tasks (ReAct, DPT)
         self.tick = 0
         self.content: Mapping[str, Any] | None = None
         self.lm_calls = 0
@@ -201,6 +207,24 @@ class KitchenAgent:
             else:
                 checked.append(task)
         return checked
+
+    async def steer(self, tick: int, messages: Messages) -> bool:
+        """Ask the LM for assigned tasks (code as policy) and hand them to the FSM; a refused
+        policy is logged and the last good one stays. Times the output either way. Whether the
+        FSM took the new tasks."""
+        started = time.monotonic()
+        reply, seconds = await self.ask(messages, "policy")
+        try:
+            tasks = self.read_tasks(reply)
+        except PolicyRejected as problem:
+            self.reject(tick, problem.reason, reply)
+            self.records.latency("policy", time.monotonic() - started, tick, calls=[seconds],
+                                 accepted=False)
+            return False
+        self.fsm.assign(tasks)
+        self.thought = text_block(reply) or self.thought
+        self.records.latency("policy", time.monotonic() - started, tick, calls=[seconds])
+        return True
 
     def reject(self, tick: int, reason: str, reply: str, kind: str = "policy") -> None:
         """Log a refused policy (the last good one stays)."""

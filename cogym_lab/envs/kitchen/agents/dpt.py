@@ -27,8 +27,7 @@ from typing import Any, ClassVar
 
 from cogym_lab.core import Notification, SessionContext
 from cogym_lab.envs.kitchen.agents.base import KitchenAgent
-from cogym_lab.envs.kitchen.agents.policy_code import PolicyRejected
-from cogym_lab.envs.kitchen.agents.prompting import kitchen_prompt, note, text_block
+from cogym_lab.envs.kitchen.agents.prompting import kitchen_prompt, note
 from cogym_lab.lm import LMError
 
 log = logging.getLogger(__name__)
@@ -54,7 +53,6 @@ class DPTAgent(KitchenAgent):
         self.reflection_scenes = reflection_scenes
         self.belief = ""
         self.guideline = ""
-        self.thought = ""
         self.policies = 0  # policies given to the FSM
         self._tasks: list[asyncio.Task[None]] = []
         self._news = asyncio.Event()
@@ -137,23 +135,12 @@ class DPTAgent(KitchenAgent):
     async def _write_policy(self, tick: int) -> None:
         """Code-as-policy: new assigned tasks for the FSM, from the recent history, the
         belief and the guideline."""
-        started = time.monotonic()
         output = kitchen_prompt("policy_output", belief_clause=self._belief_clause(
             " and what you believe about your teammate"))
         messages = self.messages(output, extra=self._notes(assigned=True),
                                  scenes=self.policy_scenes)
-        reply, seconds = await self.ask(messages, "policy")
-        try:
-            tasks = self.read_tasks(reply)
-        except PolicyRejected as problem:
-            self.reject(tick, problem.reason, reply)
-            self.records.latency("policy", time.monotonic() - started, tick, calls=[seconds],
-                                 accepted=False)
-            return
-        self.fsm.assign(tasks)
-        self.policies += 1
-        self.thought = text_block(reply) or self.thought
-        self.records.latency("policy", time.monotonic() - started, tick, calls=[seconds])
+        if await self.steer(tick, messages):
+            self.policies += 1
 
     async def _infer_belief(self, tick: int) -> None:
         """Theory of Mind: what the partner tends to do, from the history and the old belief."""

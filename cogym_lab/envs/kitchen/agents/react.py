@@ -21,8 +21,7 @@ from typing import Any, ClassVar
 
 from cogym_lab.core import Notification
 from cogym_lab.envs.kitchen.agents.base import KitchenAgent
-from cogym_lab.envs.kitchen.agents.policy_code import PolicyRejected
-from cogym_lab.envs.kitchen.agents.prompting import kitchen_prompt, note, text_block
+from cogym_lab.envs.kitchen.agents.prompting import kitchen_prompt, note
 from cogym_lab.envs.kitchen.policies.situation import Situation
 from cogym_lab.lm import LMError
 
@@ -37,7 +36,6 @@ class ReActAgent(KitchenAgent):
     def __init__(self, lm: Any, *, max_wait_seconds: float = 5.0, **options: Any) -> None:
         super().__init__(lm, **options)
         self.max_wait_seconds = max_wait_seconds
-        self.thought = ""
         self._thinking: asyncio.Task[None] | None = None
         self._waited = False  # waited for the running call already: do not hold the chef again
         self._retry_at = 0
@@ -95,19 +93,8 @@ class ReActAgent(KitchenAgent):
         """What happens before each plan (Reflexion reflects here)."""
 
     async def _plan(self, tick: int) -> None:
-        started = time.monotonic()
-        messages = self.messages(kitchen_prompt("react_output"), extra=self.plan_extra())
-        reply, seconds = await self.ask(messages, "policy")
-        try:
-            tasks = self.read_tasks(reply)
-        except PolicyRejected as problem:
-            self.reject(tick, problem.reason, reply)
-            self.records.latency("policy", time.monotonic() - started, tick, calls=[seconds],
-                                 accepted=False)
-            return
-        self.fsm.assign(tasks)
-        self.thought = text_block(reply) or self.thought
-        self.records.latency("policy", time.monotonic() - started, tick, calls=[seconds])
+        await self.steer(tick, self.messages(kitchen_prompt("react_output"),
+                                             extra=self.plan_extra()))
 
     def plan_extra(self) -> str:
         thought = self.thought or "(none yet)"

@@ -86,6 +86,12 @@ def test_a_task_that_cannot_advance_ends_the_session_cleanly() -> None:
     assert "the oven exploded" in end.info["error"]
 
 
+@pytest.mark.parametrize("period", [0.001, 0.0, -1.0, float("nan")])
+def test_a_clock_too_fast_for_the_event_loop_is_refused(period: float) -> None:
+    with pytest.raises(ValueError, match="may not tick faster"):
+        coordinator(tick_seconds=period)
+
+
 def test_bad_input_on_a_clocked_env_changes_nothing() -> None:
     c = coordinator()
     c.start(0.0)

@@ -72,6 +72,7 @@ def test_instances_are_the_layouts_and_env_args_rebuild_the_env():
     ({"ticks": 0}, "ticks"),
     ({"tick_seconds": -1}, "tick_seconds"),
     ({"tick_seconds": float("nan")}, "tick_seconds"),
+    ({"tick_seconds": 0.001}, "at least 0.01"),  # a clock that would starve the server
 ])
 def test_bad_env_arguments_are_refused(args, complaint):
     with pytest.raises(ValueError, match=complaint):

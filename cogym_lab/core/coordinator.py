@@ -58,7 +58,7 @@ from typing import Any
 
 import cogym_lab.core.collaboration as acts
 from cogym_lab.core.actions import Action, ActionError, ActionSpec
-from cogym_lab.core.env import CoEnv, Deferred, StepResult
+from cogym_lab.core.env import MIN_TICK_SECONDS, CoEnv, Deferred, StepResult
 from cogym_lab.core.grammar import RawAction, format_action, parse_action
 from cogym_lab.core.messages import (
     ChatMessage,
@@ -160,6 +160,10 @@ class Coordinator:
         # request id -> the pending action as parsed when it was requested: never parsed again
         self._pending_actions: dict[str, tuple[Action, ActionSpec]] = {}
         self._replaying: Event | None = None  # the logged event being re-applied
+        period = env.tick_seconds
+        if period is not None and not period >= MIN_TICK_SECONDS:  # NaN is refused too
+            raise ValueError(f"{type(env).__name__} ticks every {period!r} s; a clocked env may "
+                             f"not tick faster than every {MIN_TICK_SECONDS} s.")
         clash = set(self._task_specs) & {spec.name for spec in acts.ALL_ACTS}
         if clash:
             raise ValueError(f"Task actions may not reuse collaboration act names: {clash}")

@@ -116,6 +116,11 @@ class StepResult:
         return self.info.get("error")
 
 
+#: The shortest tick a clocked env may ask for: a faster clock would leave the event loop that
+#: hosts it (a Jupyter server's, shared by every session) no time for anything else.
+MIN_TICK_SECONDS = 0.01
+
+
 @dataclass(frozen=True)
 class TickResult:
     """What one tick of a clocked env's world did (:meth:`CoEnv.advance`).
@@ -255,8 +260,9 @@ class CoEnv(abc.ABC):
         task whose world changes only when someone acts.
 
         A clocked env's EnvNode calls :meth:`advance` on this period whether or not anyone
-        acts. Its actions should only *queue* what a member wants; the world changes at the
-        next tick, where simultaneous wishes are resolved in a fixed order.
+        acts; it may not be shorter than :data:`MIN_TICK_SECONDS`. Its actions should only
+        *queue* what a member wants; the world changes at the next tick, where simultaneous
+        wishes are resolved in a fixed order.
         """
         return None
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from cogym_lab.core import ActionError, CoEnv, Component, TickResult, action
 from cogym_lab.core.actions import Action, format_action
-from cogym_lab.core.env import ScoreReport
+from cogym_lab.core.env import MIN_TICK_SECONDS, ScoreReport
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
 from cogym_lab.envs.kitchen import macros
 from cogym_lab.envs.kitchen.game import (
@@ -47,8 +47,9 @@ class KitchenEnv(CoEnv):
         if not isinstance(ticks, int) or isinstance(ticks, bool) or ticks < 1:
             raise ValueError(f"ticks must be a whole number of at least 1, not {ticks!r}.")
         if isinstance(tick_seconds, bool) or not isinstance(tick_seconds, int | float) \
-                or not tick_seconds > 0:
-            raise ValueError(f"tick_seconds must be a positive number, not {tick_seconds!r}.")
+                or not tick_seconds >= MIN_TICK_SECONDS:
+            raise ValueError(f"tick_seconds must be a number of at least {MIN_TICK_SECONDS}, "
+                             f"not {tick_seconds!r}.")
         self.layout = load_layout(layout)
         self.ticks = ticks
         self._tick_seconds = float(tick_seconds)

@@ -14,7 +14,7 @@ import pytest
 
 from cogym_lab.core import ActionError, CoEnv, Component, RenderType, action
 from cogym_lab.core.check_env import CHECK_SEED, EnvCheckError, check_env
-from cogym_lab.core.env import StepResult
+from cogym_lab.core.env import StepResult, TickResult
 from cogym_lab.core.protocol import PROTOCOLS
 from cogym_lab.envs import available_envs, make_env
 from cogym_lab.envs.registry import task_class
@@ -569,3 +569,52 @@ async def test_it_runs_inside_an_event_loop_and_awaits_each_aclose():
 
     assert check_env(AsyncClose, title="T") == []
     assert closed == ["T", "T", "T"]
+
+
+# -- the clock -------------------------------------------------------------------------------
+
+
+def test_a_clocked_env_that_never_advances_is_caught():
+    class Frozen(Board):
+        @property
+        def tick_seconds(self) -> float:
+            return 0.25
+
+    assert "Clock: Frozen has a clock (tick_seconds=0.25) but no advance()" in findings_of(Frozen)
+
+
+@pytest.mark.parametrize("period", [0.001, 0.0, float("nan"), "fast", True])
+def test_a_clock_too_fast_or_not_a_number_is_caught(period: Any) -> None:
+    class Racing(Board):
+        @property
+        def tick_seconds(self) -> Any:
+            return period
+
+        def advance(self) -> TickResult:
+            return TickResult()
+
+    assert "Clock: Racing.tick_seconds is" in findings_of(Racing)
+
+
+def test_a_tick_whose_info_the_log_cannot_hold_is_caught():
+    class Leaky(Board):
+        @property
+        def tick_seconds(self) -> float:
+            return 0.25
+
+        def advance(self) -> TickResult:
+            return TickResult(info={"when": {1, 2}})
+
+    assert "Clock: Leaky.advance()'s info is not plain JSON" in findings_of(Leaky)
+
+
+def test_a_clocked_env_that_advances_passes() -> None:
+    class Ticking(Board):
+        @property
+        def tick_seconds(self) -> float:
+            return 0.25
+
+        def advance(self) -> TickResult:
+            return TickResult(reward=1.0, info={"moved": ["agent"]})
+
+    assert check_env(Ticking) == []

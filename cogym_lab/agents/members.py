@@ -4,31 +4,21 @@
 from __future__ import annotations
 
 from cogym_lab.agents.autonomous import AutonomousAgent
-from cogym_lab.agents.base import LMAgent
 from cogym_lab.agents.collaborative import CollaborativeAgent
 from cogym_lab.agents.plan_aware import PlanAwareAgent
 from cogym_lab.agents.planning import PlanningAgent
-from cogym_lab.core.member import MemberSetup, MemberType
-
-
-def _builder(agent_class: type[LMAgent]):
-    def build(setup: MemberSetup) -> LMAgent:
-        assert setup.lm is not None  # the registry gives every LM type its LM
-        return agent_class(setup.lm, **setup.options)
-
-    return build
-
+from cogym_lab.core.member import MemberType, lm_builder
 
 AUTONOMOUS = MemberType(
-    name="autonomous", kind="agent", build=_builder(AutonomousAgent),
+    name="autonomous", kind="agent", build=lm_builder(AutonomousAgent),
     summary="Fully Autonomous Agent: task actions and FINISH only; it never sees the chat.")
 COLLABORATIVE = MemberType(
-    name="collaborative", kind="agent", build=_builder(CollaborativeAgent),
+    name="collaborative", kind="agent", build=lm_builder(CollaborativeAgent),
     summary="Collaborative Agent: task actions and collaboration acts in one ReAct step.")
 COLLABORATIVE_PLANNING = MemberType(
-    name="collaborative-planning", kind="agent", build=_builder(PlanningAgent),
+    name="collaborative-planning", kind="agent", build=lm_builder(PlanningAgent),
     summary="Collaborative Agent with Situational Planning: decide the kind of step, then act.")
 PLAN_AWARE = MemberType(
-    name="plan-aware", kind="agent", build=_builder(PlanAwareAgent),
+    name="plan-aware", kind="agent", build=lm_builder(PlanAwareAgent),
     summary="Plan-aware agent: proposes interactive plans, carries out its steps, asks for the "
             "person's steps, and writes the plan output (a task made with plans).")

@@ -40,6 +40,8 @@ checks after it, which need an env that works that far:
 * **Bad input to step**: ``step`` never raises on bad input (unknown actions, garbage, missing
   or mistyped params, bad roles, NUL, lone surrogates, U+2028, a megabyte of text); each gets an
   ``info["error"]`` and leaves every view as it was.
+* **Clock**: a clocked env (``tick_seconds`` not ``None``) ticks every ``MIN_TICK_SECONDS`` or
+  slower and overrides ``advance``, whose ``TickResult`` info is plain JSON.
 
 Views are checked for the roles ``env.roles`` names, or :data:`DEFAULT_ROLES` when the env
 admits any role. Every env the checker builds is closed (``aclose``) before it returns.
@@ -62,8 +64,10 @@ from typing import Any
 
 from cogym_lab.core.actions import ActionSpec
 from cogym_lab.core.env import (
+    MIN_TICK_SECONDS,
     CoEnv,
     ScoreReport,
+    TickResult,
     _spec_from_method,
     is_non_empty,
     not_initialised,
@@ -195,7 +199,33 @@ def _run_checks(subject: _Subject) -> list[str]:
     findings += _guarded("Hidden strings", check_hidden_strings_stay_hidden, env)
     findings += _guarded("Score reports", check_score_reports, env)
     findings += _guarded("Bad input to step", check_step_refuses_bad_input, env)
+    findings += _guarded("Clock", check_clock, env)
     return findings
+
+
+def check_clock(env: CoEnv) -> list[str]:
+    """A clocked env ticks no faster than the event loop allows, and has a world that moves on:
+    it overrides ``advance``, which returns a ``TickResult`` whose info the log can hold."""
+    period = env.tick_seconds
+    if period is None:
+        return []
+    name = type(env).__name__
+    if isinstance(period, bool) or not isinstance(period, int | float) \
+            or not period >= MIN_TICK_SECONDS:
+        return [f"Clock: {name}.tick_seconds is {period!r}. Fix: a clocked env ticks every "
+                f"{MIN_TICK_SECONDS} s or slower (None: it has no clock)."]
+    if type(env).advance is CoEnv.advance:
+        return [f"Clock: {name} has a clock (tick_seconds={period!r}) but no advance(), so its "
+                f"world never moves on. Fix: override advance() to play one tick."]
+    result = env.advance()
+    if not isinstance(result, TickResult):
+        return [f"Clock: {name}.advance() returned {show(result)}. Fix: return a TickResult."]
+    try:
+        json.dumps(result.info, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        return [f"Clock: {name}.advance()'s info is not plain JSON ({error}). Fix: keep it to "
+                f"dicts, lists, strings, finite numbers, booleans and None: the log holds it."]
+    return []
 
 
 # -- action specs ---------------------------------------------------------------------------

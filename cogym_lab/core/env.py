@@ -267,8 +267,10 @@ class CoEnv(abc.ABC):
         return None
 
     def advance(self) -> TickResult:
-        """Move a clocked env's world on by one tick (see :attr:`tick_seconds`)."""
-        raise NotImplementedError(f"{type(self).__name__} is not a clocked env")
+        """Move a clocked env's world on by one tick (see :attr:`tick_seconds`). A clocked env
+        overrides it (:func:`~cogym_lab.core.check_env.check_env` says so when one does not);
+        by default nothing moves by itself, as in a task without a clock."""
+        return TickResult()
 
     # -- what subclasses provide -------------------------------------------------------------
 

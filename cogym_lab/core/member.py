@@ -89,5 +89,16 @@ class MemberType:
                              f"{self.kind!r} (a person joins from a panel).")
 
 
+def lm_builder(member_class: Callable[..., Member]) -> Callable[[MemberSetup], Member]:
+    """A member type's ``build`` for an LM member: ``member_class(setup.lm, **options)``, the
+    team file's options as keyword arguments."""
+
+    def build(setup: MemberSetup) -> Member:
+        assert setup.lm is not None  # the registry gives every LM type its LM
+        return member_class(setup.lm, **setup.options)
+
+    return build
+
+
 __all__ = ["ActionLike", "Member", "MemberSetup", "MemberType", "MemberTypeKind",
-           "TaskDescription"]
+           "TaskDescription", "lm_builder"]

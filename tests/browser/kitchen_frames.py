@@ -12,6 +12,7 @@ from typing import Any
 from playwright.sync_api import Page
 
 from tests.browser.lab_page import UI_TIMEOUT_MS
+from tests.browser.seat_frames import OneComponentSeat
 
 SESSION = "kitchen-1"
 GRID = ["#XBXXLXXOXO#",
@@ -78,29 +79,12 @@ def kitchen(tick: int, *, chefs: list[dict[str, Any]] | None = None, ticks: int 
     return content
 
 
-class KitchenSeat:
+class KitchenSeat(OneComponentSeat):
     """Makes the frames of a seat whose view is one ``kitchen`` component, one per tick."""
 
     def __init__(self, role: str = "user") -> None:
-        self.role = role
-        self.seq = 0
-
-    def frame(self, content: dict[str, Any], whole: bool = False,
-              done: bool = False) -> dict[str, Any]:
-        self.seq += 1
-        seq = self.seq
-        return {
-            "session_id": SESSION, "seq": seq, "prev_seq": None if whole else seq - 1,
-            "recipient": self.role, "whole": whole,
-            "event": {"seq": seq, "time": 1000.0 + seq, "type": "clock", "actor": "env",
-                      "status": "ok"},
-            "components": [{"name": "kitchen", "render_type": "kitchen", "title": "Kitchen",
-                            "content": content}],
-            "versions": {"kitchen": seq}, "messages": [], "pending_confirmations": [],
-            "step_counts": {}, "step_limits": {}, "paused": [],
-            "started_at": 1000.0, "time": 1000.0 + seq, "done": done,
-            "end_reason": "time_up" if done else None, "context": CONTEXT if whole else None,
-        }
+        super().__init__("kitchen", session=SESSION, context=CONTEXT, role=role,
+                         event_type="clock", actor="env", end_reason="time_up")
 
 
 _PIXEL = """([x, y, dx, dy]) => {

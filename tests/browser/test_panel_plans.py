@@ -14,6 +14,7 @@ from playwright.sync_api import Locator, Page, expect
 from tests.browser.lab_page import UI_TIMEOUT_MS
 from tests.browser.panel_page import SessionPanelPage, assert_text_stayed_text, focused_testid
 from tests.browser.screenshots import StepShots
+from tests.browser.seat_frames import OneComponentSeat
 from tests.browser.test_panel_updates import LOCAL, SESSION, _deliver, _open
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -44,28 +45,11 @@ def plan_state(steps: list[dict[str, Any]] | None = None, **fields: Any) -> dict
             **fields}
 
 
-class PlanSeat:
+class PlanSeat(OneComponentSeat):
     """Makes the frames of a seat whose view is one ``plan`` component."""
 
     def __init__(self) -> None:
-        self.seq = 0
-
-    def frame(self, content: dict[str, Any], whole: bool = False,
-              done: bool = False) -> dict[str, Any]:
-        self.seq += 1
-        seq = self.seq
-        return {
-            "session_id": SESSION, "seq": seq, "prev_seq": None if whole else seq - 1,
-            "recipient": "user", "whole": whole,
-            "event": {"seq": seq, "time": 1000.0 + seq, "type": "action", "actor": "agent",
-                      "status": "ok"},
-            "components": [{"name": "plan", "render_type": "plan", "title": "Plan",
-                            "content": content}],
-            "versions": {"plan": seq}, "messages": [], "pending_confirmations": [],
-            "step_counts": {"agent": seq}, "step_limits": {}, "paused": [],
-            "started_at": 1000.0, "time": 1000.0 + seq, "done": done,
-            "end_reason": "finished" if done else None, "context": CONTEXT if whole else None,
-        }
+        super().__init__("plan", session=SESSION, context=CONTEXT, counted="agent")
 
 
 def _row(panel: SessionPanelPage, step_id: str) -> Locator:

@@ -31,6 +31,7 @@ on the nearest free counter):
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
@@ -179,7 +180,7 @@ def fetch_plate(game: Game, chef: Chef) -> Decision:
 # -- the macros -----------------------------------------------------------------------------
 
 
-class Macro:
+class Macro(abc.ABC):
     """Base of the macros: a name, the label the view shows, and no memory of interactions."""
 
     name = "MACRO"
@@ -187,10 +188,11 @@ class Macro:
     def __init__(self, label: str) -> None:
         self.label = label
 
+    @abc.abstractmethod
     def decide(self, game: Game, chef: Chef) -> Decision:
-        raise NotImplementedError
+        """The chef's atomic action this tick, or that the macro is done or failed."""
 
-    def observe(self, interaction: Interaction) -> None:
+    def observe(self, interaction: Interaction) -> None:  # noqa: B027 - optional hook
         """Most macros read everything they need from the state."""
 
 

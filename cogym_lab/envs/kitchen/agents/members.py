@@ -3,37 +3,26 @@ LM (``setup.lm``) and the team file's options as keyword arguments."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from cogym_lab.core.member import MemberSetup, MemberType
+from cogym_lab.core.member import MemberType, lm_builder
 from cogym_lab.envs.kitchen.agents.act import ActAgent
 from cogym_lab.envs.kitchen.agents.dpt import DPTAgent, DPTNoToMAgent
 from cogym_lab.envs.kitchen.agents.react import ReActAgent, ReflexionAgent
 
-
-def _builder(agent_class: type[Any]):
-    def build(setup: MemberSetup) -> Any:
-        assert setup.lm is not None  # the registry gives every LM type its LM
-        return agent_class(setup.lm, **setup.options)
-
-    return build
-
-
 ACT = MemberType(
-    name="kitchen-act", kind="agent", build=_builder(ActAgent),
+    name="kitchen-act", kind="agent", build=lm_builder(ActAgent),
     summary="Kitchen agent with the LM as System 1: one LM call per macro action.")
 REACT = MemberType(
-    name="kitchen-react", kind="agent", build=_builder(ReActAgent),
+    name="kitchen-react", kind="agent", build=lm_builder(ReActAgent),
     summary="Kitchen agent: ReAct writing assigned tasks that steer the FSM.")
 REFLEXION = MemberType(
-    name="kitchen-reflexion", kind="agent", build=_builder(ReflexionAgent),
+    name="kitchen-reflexion", kind="agent", build=lm_builder(ReflexionAgent),
     summary="Kitchen agent: Reflexion (ReAct plus reflections after failures) steering the FSM.")
 DPT = MemberType(
-    name="kitchen-dpt", kind="agent", build=_builder(DPTAgent),
+    name="kitchen-dpt", kind="agent", build=lm_builder(DPTAgent),
     summary="DPT-Agent: the FSM acts at once; code-as-policy, a belief about the partner and "
             "a behaviour guideline are written in the background.")
 DPT_NO_TOM = MemberType(
-    name="kitchen-dpt-no-tom", kind="agent", build=_builder(DPTNoToMAgent),
+    name="kitchen-dpt-no-tom", kind="agent", build=lm_builder(DPTNoToMAgent),
     summary="DPT-Agent without its Theory-of-Mind module.")
 
 __all__ = ["ACT", "DPT", "DPT_NO_TOM", "REACT", "REFLEXION"]

@@ -8,6 +8,7 @@ agent that fills the gaps its partner leaves scores better than one that does no
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
@@ -34,7 +35,7 @@ from cogym_lab.envs.kitchen.policies.watch import FailedMacros, StuckWatch
 Choice = tuple[str, Callable[[Situation], str | None]]
 
 
-class Partner:
+class Partner(abc.ABC):
     """A rule-based partner: its choices, tried in order, give its next macro."""
 
     #: The partner's habit in a word, for logs and summaries.
@@ -47,8 +48,9 @@ class Partner:
         self.failed = FailedMacros(role)
         self.stuck = StuckWatch(role)
 
+    @abc.abstractmethod
     def choices(self) -> tuple[Choice, ...]:
-        raise NotImplementedError
+        """The situational choices that make up this partner's habit, tried in order."""
 
     def note_tick(self, info: Mapping[str, Any]) -> None:
         """A macro of mine that failed rests for a few ticks; moves that went nowhere count

@@ -140,3 +140,33 @@ def show_command(session_dir: Path) -> None:
         click.echo(show(session_dir))
     except (FileNotFoundError, ValueError) as error:
         raise click.ClickException(str(error)) from None
+
+
+@eval_group.command("export")
+@click.argument("dirs", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--format", "format_", type=click.Choice(["jsonl"]), default="jsonl",
+              show_default=True, help="Output format: one decision record per line.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="File to write the records to.")
+@click.option("--role", "roles", multiple=True, metavar="ROLE",
+              help="Export only this role's decisions (repeatable).")
+@click.option("--kind", "kinds", multiple=True, type=click.Choice(["agent", "user", "person"]),
+              help="Export only members of this kind (repeatable).")
+@click.option("--no-progress", is_flag=True, help="Do not draw the progress bar.")
+def export_command(dirs: tuple[Path, ...], format_: str, out: Path, roles: tuple[str, ...],
+                   kinds: tuple[str, ...], no_progress: bool) -> None:
+    """Write each member's decisions in the sessions under DIRS as (context, action, outcome)
+    records, for training collaborative agents."""
+    from cogym_lab.eval.training_export import export
+
+    try:
+        summary = export(list(dirs), out, format=format_, roles=roles or None,
+                         kinds=kinds or None, progress=not no_progress)
+    except (FileNotFoundError, ValueError) as error:
+        raise click.ClickException(str(error)) from None
+    kinds_text = ", ".join(f"{count} {kind}" for kind, count in sorted(summary.by_kind.items()))
+    console.print(f"{summary.records} decisions from {summary.sessions} sessions"
+                  f"{f' ({kinds_text})' if kinds_text else ''} -> {summary.path}")
+    for folder, why in summary.skipped.items():
+        console.print(f"[yellow]skipped[/] {folder}: {why}")

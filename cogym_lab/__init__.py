@@ -7,7 +7,8 @@ The names here are the ones you need to extend and run cogym_lab:
 * to write a team member: ``Member``, ``MemberType``, ``MemberSetup``, ``Notification``;
 * to run a session from code: ``SessionSpec``, ``build_session``;
 * in a notebook: ``new_session``, ``attach``, ``list_sessions``, ``configure`` (the model,
-  endpoint, key and data folder sent with each new session).
+  endpoint, key and data folder sent with each new session), and ``view`` (a finished
+  session's trajectory, event by event).
 
 Each loads on first use: ``import cogym_lab`` itself loads only the version, so it stays cheap.
 ``docs/extending.md`` walks through a new task and a new agent.
@@ -27,6 +28,7 @@ if _typing.TYPE_CHECKING:  # what type checkers and editors see; at run time, __
     from cogym_lab.core.messages import Notification
     from cogym_lab.core.observation import Component
     from cogym_lab.sessions import SessionSpec, build_session
+    from cogym_lab.widgets.trajectory_viewer import view
 
 #: Each public name and the module that defines it.
 _EXPORTS: dict[str, str] = {
@@ -50,6 +52,7 @@ _EXPORTS: dict[str, str] = {
     "attach": "cogym_lab.api",
     "list_sessions": "cogym_lab.api",
     "configure": "cogym_lab.api",
+    "view": "cogym_lab.widgets.trajectory_viewer",
 }
 
 #: Names the notebook API's errors and handles are known by; they resolve here, unlisted.
@@ -70,7 +73,7 @@ _MOVED: dict[str, str] = {
 __all__ = [
     "ActionOutcome", "CoEnv", "Component", "Member", "MemberSetup", "MemberType", "Notification",
     "ScoreReport", "SessionSpec", "__version__", "action", "attach", "build_session",
-    "check_env", "configure", "list_sessions", "new_session",
+    "check_env", "configure", "list_sessions", "new_session", "view",
 ]
 
 

@@ -9,6 +9,7 @@
     %cogym config model=gpt-4o api_key=sk-...   # sent with every session this notebook starts
     %cogym config                               # what is sent (the key masked)
     %cogym config --clear                       # forget it all (or name the settings to forget)
+    %cogym view results/run1                    # a finished session's trajectory, event by event
 
 Each command that starts or attaches to a session shows its panel, and keeps the handle in the
 notebook variable ``cogym_session`` (the same object ``cogym_lab.new_session`` returns).
@@ -29,6 +30,7 @@ from cogym_lab.core.protocol import PROTOCOLS
 from cogym_lab.notebook.client import running_cell_id
 
 HANDLE_VARIABLE = "cogym_session"
+VIEWER_VARIABLE = "cogym_viewer"
 
 
 class UsageError(Exception):
@@ -110,6 +112,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     listing = commands.add_parser("list", help="List the sessions.")
     listing.add_argument("--mode", choices=("auto", "server", "local"), default="auto")
+
+    viewer = commands.add_parser(
+        "view", help="Show a finished session's trajectory, event by event.",
+        description="The trajectory viewer of a session folder, or of a run folder's sessions "
+                    "(pick one in the viewer, or with --session). The viewer is kept in the "
+                    "notebook variable cogym_viewer; cogym_viewer.export_html(PATH) writes it "
+                    "as one HTML file.")
+    viewer.add_argument("folder", help="A session's results folder, or a run folder.")
+    viewer.add_argument("--session", help="Which session of a run folder (as the viewer "
+                                          "names it, e.g. 003); default: the first.")
 
     config = commands.add_parser(
         "config", help="Set the model, endpoint, API key or data folder sent with every "
@@ -233,6 +245,18 @@ class CogymMagics(Magics):
         else:
             print(f"Session {summary['session_id']}: {summary.get('status')} "
                   f"({summary.get('end_reason')}).")
+
+    def _view(self, arguments: argparse.Namespace) -> None:
+        from cogym_lab.widgets.trajectory_viewer import view
+
+        try:
+            viewer = view(arguments.folder, session=arguments.session)
+        except (FileNotFoundError, ValueError) as error:
+            print(f"%cogym view: {error}")
+            return
+        assert self.shell is not None  # a magic runs in a shell
+        self.shell.user_ns[VIEWER_VARIABLE] = viewer
+        display(viewer)
 
     def _list(self, arguments: argparse.Namespace) -> None:
         from cogym_lab.api import list_sessions

@@ -256,12 +256,35 @@
  * @property {number} [steerability]  1 to 5, when answered: "I could easily steer the agent …"
  * @property {number} [ease_of_use]  1 to 5, when answered: "I found the system easy to use"
  * @property {number} [utility]  1 to 5, when answered: "The outputs were useful to me"
+ * @property {PairwiseChoice} [pairwise]  which outcome is better, when answered (Co-Gym C.4)
+ * @property {Side[]} [pairwise_order]  the order the two outcomes were shown in, with it
+ */
+
+/** @typedef {"own" | "autonomous"} Side */
+/** @typedef {"own" | "autonomous" | "tie"} PairwiseChoice */
+
+/**
+ * One of the two outcomes of the pairwise question, as the host offers it.
+ * @typedef {object} ShownOutcome
+ * @property {Side} side  whose outcome it is (the form does not say)
+ * @property {string} label  "A" or "B"
+ * @property {string} text
+ */
+
+/**
+ * The rating form's pairwise question (cogym_lab.runtime.models.PairwiseOffer): the two outcomes
+ * in the order to show them, or why there is no question.
+ * @typedef {object} PairwiseOffer
+ * @property {boolean} available
+ * @property {string} [note]  why there is no question, in plain words
+ * @property {ShownOutcome[]} [outcomes]
  */
 
 /**
  * @typedef {object} Transport
  * @property {(payload: ActionPayload) => boolean} send  true once the payload left the panel
  * @property {(rating: Rating) => Promise<unknown>} rate
+ * @property {() => Promise<unknown>} pairwise  the rating form's pairwise question (a PairwiseOffer)
  * @property {() => void} sync  ask for the seat's whole state again (a whole update answers)
  * @property {() => void} close
  */
@@ -375,6 +398,13 @@ const AGREEMENT_SCALE = {
   4: "4 - Agree",
   5: "5 - Strongly agree",
 };
+
+/** The answers of the pairwise question: the radio's value and its words ("A"/"B" by position). */
+const PAIRWISE_ANSWERS = /** @type {const} */ ([
+  ["A", "A is better"],
+  ["B", "B is better"],
+  ["tie", "About the same (a tie)"],
+]);
 
 /** The optional statements of the rating form: the rating's field, and the statement. */
 const LIKERT_ITEMS = /** @type {const} */ ([
@@ -3171,7 +3201,7 @@ class ErrorBanner {
  * The workspace: one box per component of the seat's view, in the view's order, each with the
  * content view of its render type. A box whose content changed flashes.
  */
-class WorkspaceView {
+export class WorkspaceView {
   /** @param {EditorHost} editorHost */
   constructor(editorHost) {
     this.privateBadge = "only you"; // a watcher sees another member's: "only <role>"
@@ -3984,18 +4014,101 @@ class ScoresView {
   }
 }
 
+/** Radio groups need names unique in the page (several panels may share one notebook). */
+let pairwiseGroups = 0;
+
+/**
+ * The pairwise question of the rating form (Co-Gym C.4): this session's outcome and the fully
+ * autonomous agent's, side by side as "A" and "B" in the order the host drew, and a choice of
+ * A, B or a tie. Without an autonomous outcome it says so and asks nothing.
+ */
+class PairwiseQuestion {
+  /** @param {() => void} submit  Enter on a choice submits the form, as in an HTML form */
+  constructor(submit) {
+    this.submit = submit;
+    this.name = `cogym-pairwise-${++pairwiseGroups}`;
+    /** @type {PairwiseOffer | null} */
+    this.offer = null;
+    this.note = h("p", { class: "cogym-muted", testid: "pairwise-note",
+      text: "Looking for the autonomous agent's outcome on the same task…" });
+    this.body = h("div", { class: "cogym-pairwise-body" });
+    this.root = h("fieldset", { class: "cogym-pairwise", testid: "rating-pairwise",
+      dataset: { state: "loading" } },
+    h("legend", { text: "Compared with the agent working alone (optional)" }), this.note, this.body);
+  }
+
+  /** @param {unknown} answer  the transport's answer: a PairwiseOffer */
+  show(answer) {
+    const offer = /** @type {PairwiseOffer} */ (answer || { available: false });
+    const outcomes = offer.available && Array.isArray(offer.outcomes) ? offer.outcomes : [];
+    if (outcomes.length !== 2) {
+      this.root.dataset.state = "none";
+      this.note.textContent = String(offer.note || "There is no comparison with the autonomous "
+        + "agent this time.");
+      return;
+    }
+    this.offer = offer;
+    this.root.dataset.state = "ready";
+    this.note.textContent = "One of these is the outcome of this session, the other what the agent "
+      + "produced working alone on the same task; they are shown in random order. Which is better?";
+    const radios = PAIRWISE_ANSWERS.map(([value, words]) => h("label", { class: "cogym-pairwise-choice" },
+      h("input", { type: "radio", name: this.name, value, testid: "pairwise-choice",
+        dataset: { choice: value }, on: { keydown: (event) => this.onKey(event) } }), words));
+    this.body.replaceChildren(
+      h("div", { class: "cogym-pairwise-outcomes" }, outcomes.map((shown) => h("section", {
+        class: "cogym-pairwise-outcome", testid: "pairwise-outcome", dataset: { label: shown.label } },
+      h("h5", { text: `Outcome ${shown.label}` }),
+      // Focusable, so the keyboard can scroll a long outcome.
+      h("div", { class: "cogym-pairwise-text", tabindex: "0", role: "region",
+        "aria-label": `Outcome ${shown.label}`, text: shown.text })))),
+      h("div", { class: "cogym-pairwise-choices", role: "radiogroup", testid: "pairwise-choices",
+        "aria-label": "Which outcome is better?" }, radios));
+  }
+
+  /** @param {unknown} error  the transport could not fetch the question */
+  failed(error) {
+    this.root.dataset.state = "error";
+    this.note.textContent = `The comparison with the autonomous agent could not be loaded: ${
+      /** @type {Error | undefined} */ (error)?.message || error}`;
+  }
+
+  /** @param {KeyboardEvent} event */
+  onKey(event) {
+    if (event.key !== "Enter") return;
+    event.preventDefault();
+    const target = /** @type {HTMLInputElement} */ (event.target);
+    target.checked = true; // Enter on a choice picks it, then submits the form
+    this.submit();
+  }
+
+  /** @returns {{pairwise: PairwiseChoice, pairwise_order: Side[]} | null} the answer, if any */
+  answer() {
+    const outcomes = this.offer?.outcomes;
+    const picked = /** @type {HTMLInputElement | null} */ (
+      this.body.querySelector(`input[name="${this.name}"]:checked`));
+    if (!outcomes || !picked) return null;
+    const order = outcomes.map((shown) => shown.side);
+    if (picked.value === "tie") return { pairwise: "tie", pairwise_order: order };
+    const shown = outcomes.find((outcome) => outcome.label === picked.value);
+    return shown ? { pairwise: shown.side, pairwise_order: order } : null;
+  }
+}
+
 /**
  * The rating form at the end: outcome and satisfaction (1 to 5), three optional statements on
- * a 5-point agreement scale (steerability, ease of use, utility), and a comment.
+ * a 5-point agreement scale (steerability, ease of use, utility), the optional comparison with
+ * the autonomous agent's outcome, and a comment.
  */
 class RatingView {
   /**
    * @param {string} role
    * @param {(rating: Rating) => Promise<unknown>} rate  saves a rating through the transport
+   * @param {() => Promise<unknown>} pairwise  asks the transport for the pairwise question
    */
-  constructor(role, rate) {
+  constructor(role, rate, pairwise) {
     this.role = role;
     this.rate = rate;
+    this.pairwise = pairwise;
     this.built = false;
     this.root = h("div", { class: "cogym-box cogym-rating", testid: "rating-form", hidden: true });
   }
@@ -4021,6 +4134,8 @@ class RatingView {
     const result = h("div", { testid: "rating-result", class: "cogym-muted" });
     const submit = h("button", { class: "cogym-primary", testid: "rating-submit",
       text: "Submit rating" });
+    const question = new PairwiseQuestion(() => submit.click());
+    this.pairwise().then((offer) => question.show(offer), (error) => question.failed(error));
     submit.addEventListener("click", async () => {
       if (!outcome.value || !satisfaction.value) {
         result.dataset.state = "error";
@@ -4037,6 +4152,7 @@ class RatingView {
         for (const [field, select] of likert) {
           if (select.value) rating[field] = Number(select.value); // unanswered: left out
         }
+        Object.assign(rating, question.answer() || {}); // unanswered: left out too
         await this.rate(rating);
         result.dataset.state = "saved";
         result.textContent = "Thank you: your rating is saved with the session's results.";
@@ -4056,6 +4172,7 @@ class RatingView {
       h("fieldset", { class: "cogym-likert", testid: "rating-likert" },
         h("legend", { text: "How much do you agree? (optional)" }),
         likert.map(([, select, statement]) => h("label", {}, h("span", { text: statement }), select))),
+      question.root,
       h("label", {}, h("span", { text: "Comment" }), comment),
       h("div", { class: "cogym-row" }, submit), result);
     this.root.hidden = false;
@@ -4274,7 +4391,8 @@ export class Panel {
     this.header = new HeaderView(this.role, describe, this.readonly);
     this.errors = new ErrorBanner();
     this.rating = new RatingView(this.role,
-      (rating) => /** @type {Transport} */ (this.transport).rate(rating));
+      (rating) => /** @type {Transport} */ (this.transport).rate(rating),
+      () => /** @type {Transport} */ (this.transport).pairwise());
     this.scores = new ScoresView();
     this.workspace = new WorkspaceView({
       replacing: (name) => this.actionSpecs().find((spec) => spec.replaces === name) || null,
@@ -4518,6 +4636,17 @@ export function serverTransport(model, receive, setConnection) {
       if (!response.ok) throw new Error(body.message || body.error || `HTTP ${response.status}`);
       return body;
     },
+    async pairwise() {
+      /** @type {Record<string, string>} */
+      const headers = {};
+      if (token) headers.Authorization = `token ${token}`;
+      const url = new URL(apiUrl.pathname.replace(/\/?$/, "/pairwise"), apiUrl);
+      url.searchParams.set("role", model.get("role") || "");
+      const response = await fetch(url.toString(), { headers, credentials: "same-origin" });
+      const body = await response.json().catch(() => ({}));
+      if (!response.ok) throw new Error(body.message || body.error || `HTTP ${response.status}`);
+      return body;
+    },
     sync() {
       // Closed: no need to queue it, the server sends the whole state when the socket opens.
       if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "sync" }));
@@ -4532,10 +4661,12 @@ export function serverTransport(model, receive, setConnection) {
 /**
  * A custom message from the kernel to the panel (cogym_lab.widgets.local_bridge).
  * @typedef {object} KernelMessage
- * @property {string} [type]  notification, status, error, rated or rating_error
+ * @property {string} [type]  notification, status, error, rated, rating_error, pairwise_offer or
+ *   pairwise_error
  * @property {Record<string, unknown>} [data]  the update (type notification), or the status
  * @property {string} [error]
- * @property {string | number} [id]  the refused action's id (error), or the rating's number
+ * @property {string | number} [id]  the refused action's id (error), or the request's number
+ * @property {PairwiseOffer} [offer]  the pairwise question (pairwise_offer)
  */
 
 /**
@@ -4552,18 +4683,32 @@ export function localTransport(model, receive, setConnection) {
   /** @param {unknown} content  a custom message from the kernel */
   const onMessage = (content) => {
     if (!content || typeof content !== "object") return;
-    const { type, data, error, id } = /** @type {KernelMessage} */ (content);
+    const { type, data, error, id, offer } = /** @type {KernelMessage} */ (content);
     if (type === "notification") receive(data);
     else if (type === "status") receive({ type: "status", ...data });
     else if (type === "error") receive({ type: "error", error, id });
-    else if (type === "rated" || type === "rating_error") {
-      if (typeof id !== "number") return; // not a rating this panel asked for
+    else if (type === "rated" || type === "rating_error" || type === "pairwise_offer"
+      || type === "pairwise_error") {
+      if (typeof id !== "number") return; // not a request this panel made
       const pending = waiting.get(id);
       waiting.delete(id);
       if (!pending) return;
       if (type === "rated") pending.resolve(content);
+      else if (type === "pairwise_offer") pending.resolve(offer);
       else pending.reject(new Error(error));
     }
+  };
+  /**
+   * Send a request the kernel answers by its number.
+   * @param {Record<string, unknown>} message
+   * @returns {Promise<unknown>}
+   */
+  const ask = (message) => {
+    const id = ++counter;
+    return new Promise((resolve, reject) => {
+      waiting.set(id, { resolve, reject });
+      model.send({ ...message, id });
+    });
   };
   model.on("msg:custom", onMessage);
   model.send({ type: "hello" });
@@ -4574,11 +4719,10 @@ export function localTransport(model, receive, setConnection) {
       return true;
     },
     rate(rating) {
-      const id = ++counter;
-      return new Promise((resolve, reject) => {
-        waiting.set(id, { resolve, reject });
-        model.send({ type: "rating", id, ...rating });
-      });
+      return ask({ type: "rating", ...rating });
+    },
+    pairwise() {
+      return ask({ type: "pairwise" });
     },
     sync() {
       model.send({ type: "hello" }); // the kernel answers a hello with the whole state

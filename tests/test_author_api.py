@@ -24,7 +24,7 @@ AUTHOR_API = [
     # running a session from code
     "SessionSpec", "build_session",
     # the notebook API
-    "new_session", "attach", "list_sessions", "configure",
+    "new_session", "attach", "list_sessions", "configure", "view",
     "__version__",
 ]
 NAMES = [name for name in AUTHOR_API if name != "__version__"]

@@ -141,9 +141,9 @@ def judge_responder(body: dict[str, Any]) -> str:
         rounds = [int(n) for n in re.findall(r"^## Round (\d+)", prompt, re.M)]
         return json.dumps({"ratings": [{"round": k, "rating": {1: 2, 2: 2, 3: 4}.get(k, 5)}
                                        for k in rounds]})
-    if "kinds of failure" in prompt:
-        return json.dumps({"communication": {"present": True,
-                                             "evidence": ["Please add a rain jacket."]}})
+    if "these failure types" in prompt:  # the taxonomy: C.3 is a communication failure
+        return json.dumps({"findings": [{"code": "C.3", "attribution": "lm",
+                                         "evidence": ["Please add a rain jacket."]}]})
     return "no idea"
 
 
@@ -172,10 +172,13 @@ def test_report_with_a_scripted_judge(runs: dict[str, Path], tmp_path: Path) -> 
     assert effort["usability_drop@3"] == 0.0
     assert effort["usability_drop@1_rel"] == pytest.approx(-0.55 / 0.725)
     failures = row(result.tables["failures"], "collaborative")
-    assert failures["annotated"] == 2 and failures["communication"] == 1.0
+    # Both sessions were annotated with C.3, but its quote is only in session 1's log: a
+    # finding without a verified quote is not counted, so communication is 1/2.
+    assert failures["annotated"] == 2 and failures["communication"] == 0.5
     assert failures["planning"] == 0.0
     evidence = result.tables["failure_evidence"]
     assert list(evidence["verified_quotes"]) == [0, 1]  # the quote is only in session 1
+    assert list(evidence["code"]) == ["C.3", "C.3"]
     assert not any("No judge" in note for note in result.notes)
     assert (tmp_path / "out" / "failures.csv").is_file()
     assert "Failure prevalence" in (tmp_path / "out" / "report.txt").read_text()

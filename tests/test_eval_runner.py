@@ -19,6 +19,7 @@ from cogym_lab.envs.travel_planning import TravelPlanningEnv
 from cogym_lab.eval import RunSummary, run
 from cogym_lab.eval.batch_manifest import read_run
 from cogym_lab.eval.instance_spec import parse_instances
+from cogym_lab.eval.seeds import trial_seed
 from cogym_lab.lm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from cogym_lab.nodes.results import read_events, read_session
 from cogym_lab.testing import ScriptedOpenAIServer
@@ -106,7 +107,11 @@ def test_both_teams_finish_and_deliver_every_instance(task_runs):
             assert meta["status"] == "finished" and meta["end_reason"] == "finished"
             assert meta["env_args"]["instance"] == instance and meta["delivered"] is True
             assert meta["task"] == task_runs.task
-            assert meta["batch"] == {"run": summary.team, "instance": instance}
+            # one trial each: trial 0, with each LM member's, the tools' and the env's seed
+            roles = {"agent", "env", "tools"} | ({"user"} if "user" in meta["lm_usage"] else set())
+            assert meta["batch"] == {"run": summary.team, "instance": instance, "trial": 0,
+                                     "seeds": {role: trial_seed(instance, 0, role)
+                                               for role in roles}}
             expected = EXPECTED_PERFORMANCE.get(task_runs.task)
             if expected is not None:
                 assert meta["scores"]["performance"] == expected

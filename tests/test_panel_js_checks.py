@@ -58,6 +58,7 @@ EXPORTS = {
     "serverTransport": "function",
     "localTransport": "function",
     "SeatCopy": "function",
+    "WorkspaceView": "function",  # the trajectory viewer draws members' views with it
     "TRANSPORTS": "object",
     "OUTCOME_RUBRIC": "object",
     "SATISFACTION_RUBRIC": "object",

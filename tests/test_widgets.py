@@ -565,9 +565,11 @@ async def test_the_panel_renders_every_view_safely_and_sends_actions(browser) ->
     await page.fill(_by("rating-comment"), "good teammate")
     await page.click(_by("rating-submit"))
     rating = (await page.evaluate("window.sent"))[-1]
-    assert rating == {"type": "rating", "id": 1, "role": "user", "outcome_rating": 4,
+    # (the form asked for its comparison with the autonomous agent first, under its own id)
+    assert {"type": "pairwise", "id": 1} in await page.evaluate("window.sent")
+    assert rating == {"type": "rating", "id": 2, "role": "user", "outcome_rating": 4,
                       "satisfaction": 5, "comment": "good teammate"}
-    await page.evaluate(deliver, {"type": "rated", "id": 1, "ratings": {}})
+    await page.evaluate(deliver, {"type": "rated", "id": 2, "ratings": {}})
     await page.wait_for_selector(_by("rating-result", state="saved"), timeout=30_000)
     assert errors == []
 

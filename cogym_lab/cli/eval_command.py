@@ -8,6 +8,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from cogym_lab.cli.audit_command import audit_command, validation_sheet_command
 from cogym_lab.cli.options import env_args, lm_settings, load_team_option
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 
@@ -65,11 +66,19 @@ def _prices(values: tuple[str, ...]) -> dict[str, tuple[float, float]]:
 @click.option("--protocol", type=click.Choice(sorted(PROTOCOLS)), default=DEFAULT_PROTOCOL,
               show_default=True, help="Scoring protocol: 'cogym' follows the Co-Gym paper and "
                                       "release (it also picks the instance set).")
+@click.option("--trials", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Run each instance this many times, each trial with seeds of its own "
+                   "(folders 003, 003-t1, ...); the report then gives pass^k.")
+@click.option("--interaction", type=click.Choice(["notifications", "turns"]), default=None,
+              help="'turns': members act strictly in turn, each woken only on its turn (the "
+                   "Co-Gym paper's turn-taking ablation); 'notifications': Co-Gym's protocol "
+                   "(default: the team's [session] interaction, else notifications).")
 @click.option("--no-progress", is_flag=True, help="Do not draw the progress bar.")
 def run_command(task: str, team: str, instances: str, concurrency: int, out: Path,
                 models: tuple[str, ...], base_urls: tuple[str, ...], env_arg: tuple[str, ...],
                 idle_seconds: float | None, timeout: float, agent_step_limit: int | None,
-                prices: tuple[str, ...], protocol: str, no_progress: bool) -> None:
+                prices: tuple[str, ...], protocol: str, trials: int,
+                interaction: str | None, no_progress: bool) -> None:
     """Run TEAM on many instances of TASK at once and write their results under OUT."""
     from cogym_lab.eval.runner import run
     from cogym_lab.lm import LMNotConfigured
@@ -80,14 +89,16 @@ def run_command(task: str, team: str, instances: str, concurrency: int, out: Pat
                       lm_arguments=lm_settings(models, base_urls),
                       env_args=env_args(env_arg), idle_seconds=idle_seconds, timeout=timeout,
                       agent_step_limit=agent_step_limit, prices=_prices(prices),
-                      protocol=protocol, progress=not no_progress)
+                      protocol=protocol, progress=not no_progress, trials=trials,
+                      interaction=interaction)
     except LMNotConfigured as error:
         raise click.ClickException(str(error)) from None
     except ValueError as error:
         raise click.ClickException(str(error)) from None
     counts = summary.counts
     ran = summary.invocations[-1].ran
-    console.print(f"[bold]{task} · {summary.team} · protocol {summary.protocol}[/]: "
+    turns = " · strict turns" if summary.session_config.get("interaction") == "turns" else ""
+    console.print(f"[bold]{task} · {summary.team} · protocol {summary.protocol}{turns}[/]: "
                   f"{counts.finished}/{counts.total} sessions "
                   f"finished ({ran} run now, {counts.skipped} already done), {counts.failed} "
                   f"failed, {counts.delivered} delivered")
@@ -96,7 +107,8 @@ def run_command(task: str, team: str, instances: str, concurrency: int, out: Pat
                   f"{summary.tokens.prompt_tokens:,}, completion "
                   f"{summary.tokens.completion_tokens:,}){cost}")
     for failed in summary.failed:
-        console.print(f"[red]failed[/] instance {failed.instance}: {failed.error}")
+        trial = f" trial {failed.trial}" if failed.trial else ""
+        console.print(f"[red]failed[/] instance {failed.instance}{trial}: {failed.error}")
     console.print(f"Results: {out} (run.json)")
 
 
@@ -112,8 +124,21 @@ def run_command(task: str, team: str, instances: str, concurrency: int, out: Pat
                    "judged metrics are left out.")
 @click.option("--judge-base-url", default=None, metavar="URL",
               help="OpenAI-compatible endpoint of the judge model.")
+@click.option("--success-threshold", type=click.FloatRange(0, 1), default=None,
+              help="Task performance a delivered session needs to succeed, for pass^k over "
+                   "repeated trials (default 0.8).")
+@click.option("--validation", "validation", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A filled-in simulator validation sheet (CSV from `eval validation-sheet`); "
+                   "repeatable, one per rater.")
+@click.option("--progress", "progress", type=click.Choice(["user", "judge"]), default="user",
+              show_default=True,
+              help="Whose per-round progress ratings the usability drop uses: the simulated "
+                   "user's own (rate_progress; the judge's where it gave none), or the judge's.")
 def report_command(dirs: tuple[Path, ...], out: Path | None, baseline: Path | None,
-                   judge_model: str | None, judge_base_url: str | None) -> None:
+                   judge_model: str | None, judge_base_url: str | None,
+                   success_threshold: float | None, validation: tuple[Path, ...],
+                   progress: str) -> None:
     """Print paper-style tables for run (or session) folders DIRS; save CSVs and plots to OUT."""
     from cogym_lab.eval import report
 
@@ -122,7 +147,11 @@ def report_command(dirs: tuple[Path, ...], out: Path | None, baseline: Path | No
         judge = {"model": judge_model, **({"base_url": judge_base_url} if judge_base_url
                                           else {})}
     try:
-        result = report(list(dirs), judge=judge, baseline=baseline, out=out)
+        threshold = {} if success_threshold is None else {
+            "success_threshold": success_threshold}
+        result = report(list(dirs), judge=judge, baseline=baseline, out=out,
+                        validation=list(validation), progress=progress,
+                        **threshold)
     except (FileNotFoundError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     click.echo(result.to_text())
@@ -140,6 +169,31 @@ def show_command(session_dir: Path) -> None:
         click.echo(show(session_dir))
     except (FileNotFoundError, ValueError) as error:
         raise click.ClickException(str(error)) from None
+
+
+@eval_group.command("view")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
+              required=True, help="The HTML file to write (it opens in any browser).")
+@click.option("--session", default=None, metavar="NAME",
+              help="Which session of a run folder (e.g. 003); default: the first.")
+def view_command(folder: Path, html_out: Path, session: str | None) -> None:
+    """Write the trajectory viewer of a session (FOLDER, or one session of the run FOLDER) as
+    one self-contained HTML file."""
+    from cogym_lab.widgets.trajectory_viewer import view
+
+    try:
+        viewer = view(folder, session=session)
+        written = viewer.export_html(html_out)
+    except (FileNotFoundError, ValueError) as error:
+        raise click.ClickException(str(error)) from None
+    events = len(viewer.trajectory.payload.events) if viewer.trajectory else 0
+    console.print(f"{viewer.session}: {events} events -> {written} "
+                  f"({written.stat().st_size / 1024:.0f} KiB)")
+    if len(viewer.sessions) > 1:
+        console.print(f"{len(viewer.sessions)} sessions in {folder}; pick another with "
+                      f"--session ({', '.join(viewer.sessions[:5])}"
+                      f"{', …' if len(viewer.sessions) > 5 else ''})")
 
 
 @eval_group.command("export")
@@ -170,3 +224,60 @@ def export_command(dirs: tuple[Path, ...], format_: str, out: Path, roles: tuple
                   f"{f' ({kinds_text})' if kinds_text else ''} -> {summary.path}")
     for folder, why in summary.skipped.items():
         console.print(f"[yellow]skipped[/] {folder}: {why}")
+
+
+@eval_group.command("noise")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--repeats", type=click.IntRange(min=2), default=3, show_default=True,
+              help="Gradings of each outcome and reruns of each session.")
+@click.option("--no-judge", is_flag=True, help="Do not re-grade the outcomes.")
+@click.option("--no-agent", is_flag=True, help="Do not rerun the sessions.")
+@click.option("--model", "models", multiple=True, metavar="[ROLE=]MODEL",
+              help="Model instead of the one the sessions recorded, for every LM or ROLE.")
+@click.option("--base-url", "base_urls", multiple=True, metavar="[ROLE=]URL",
+              help="Endpoint instead of the one the sessions recorded, for every LM or ROLE.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Gradings and reruns at the same time.")
+@click.option("--idle-seconds", type=click.FloatRange(min=0.01), default=None,
+              help="Inactivity before a rerun's tick (default: as the run had it).")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
+              help="Wall-clock limit of each rerun, in seconds (default: as the run had it).")
+@click.option("--no-progress", is_flag=True, help="Do not draw the progress bar.")
+def noise_command(run_dir: Path, repeats: int, no_judge: bool, no_agent: bool,
+                  models: tuple[str, ...], base_urls: tuple[str, ...], concurrency: int,
+                  idle_seconds: float | None, timeout: float | None, no_progress: bool) -> None:
+    """Split RUN_DIR's run-to-run noise: re-grade each saved outcome (judge noise) and rerun
+    each session against its user's logged turns with new agent seeds (agent noise). Writes
+    RUN_DIR/noise/noise.json, which `eval report` reads."""
+    from cogym_lab.eval.noise import study_noise
+    from cogym_lab.lm import LMNotConfigured
+
+    limits = {k: v for k, v in (("idle_seconds", idle_seconds), ("timeout", timeout))
+              if v is not None}
+    try:
+        study = study_noise(run_dir, repeats=repeats, judge=not no_judge, agent=not no_agent,
+                            lm_arguments=lm_settings(models, base_urls),
+                            concurrency=concurrency, session=limits,
+                            progress=not no_progress)
+    except (FileNotFoundError, LMNotConfigured, ValueError) as error:
+        raise click.ClickException(str(error)) from None
+    summary = study.summary
+
+    def shown(value: float | None) -> str:
+        return "-" if value is None else f"{value:.4f}"
+
+    console.print(f"[bold]{run_dir} · noise over {repeats} repeats[/]: "
+                  f"{len(study.judge)} outcomes re-graded, {len(study.agent)} sessions rerun")
+    console.print(f"within-instance variance {shown(summary.within)}; judge "
+                  f"{shown(summary.judge)}, agent (judge included) {shown(summary.agent)}")
+    console.print(f"shares: judge {shown(summary.judge_share)}, agent "
+                  f"{shown(summary.agent_share)}, rest (simulated user and interplay) "
+                  f"{shown(summary.rest_share)}")
+    for note in study.notes:
+        console.print(f"- {note}")
+    console.print(f"Results: {run_dir / 'noise' / 'noise.json'}")
+
+
+# The simulated-user audit and the simulator validation sheet (cli/audit_command.py).
+eval_group.add_command(audit_command)
+eval_group.add_command(validation_sheet_command)

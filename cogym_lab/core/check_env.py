@@ -49,7 +49,6 @@ admits any role. Every env the checker builds is closed (``aclose``) before it r
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import json
@@ -57,12 +56,12 @@ import math
 import traceback
 import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cogym_lab.core.actions import ActionSpec
+from cogym_lab.core.blocking import run_to_end
 from cogym_lab.core.env import (
     MIN_TICK_SECONDS,
     CoEnv,
@@ -685,9 +684,4 @@ def _close_all(envs: Sequence[CoEnv]) -> list[str]:
                          f"release what the env holds without failing."] = None
         return list(problems)
 
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:  # the usual case: no event loop is running here
-        return asyncio.run(close())
-    with ThreadPoolExecutor(max_workers=1) as pool:  # called from a coroutine or a notebook
-        return pool.submit(asyncio.run, close()).result()
+    return run_to_end(close())

@@ -27,7 +27,12 @@ The rules:
 * the session ends on FINISH, when the task says it is done, when a member reaches its step
   limit, after ``max_idle_ticks`` ticks in a row, or after ``max_events`` events. What counts as
   a step is the scoring protocol's rule: every act (``every_act_is_a_step``), or task actions and
-  refused attempts only.
+  refused attempts only;
+* under strict turn-taking (``interaction="turns"``, the paper's §5.3 ablation) the rules of
+  :mod:`cogym_lab.core.turns` replace the notifications above: the members act in the team's
+  order, each event notifies only the member whose turn it is after it, and an act out of turn
+  is refused and changes nothing. The turn is part of the state: every event's
+  ``info["turn"]`` records it, and replay rebuilds it.
 
 What the coordinator is given is admitted first, at its entry points (``handle``, and through it
 ``apply_follow_up`` and ``apply_observed``; ``deferred_failed``; ``end``): every path into the
@@ -73,6 +78,7 @@ from cogym_lab.core.observation import Observation
 from cogym_lab.core.replacements import ReplacementTracker
 from cogym_lab.core.text import clean, clean_text
 from cogym_lab.core.text_merge import PrecomputedMerge, reusing
+from cogym_lab.core.turns import NOTIFICATIONS, TURNS, TurnTaking, check_interaction, refuse_clocked
 from cogym_lab.core.view_versions import Prints, ViewVersions
 
 DEFAULT_AGENT_STEP_LIMIT = 30
@@ -114,6 +120,7 @@ class Coordinator:
         max_idle_ticks: int = 3,
         max_events: int = 2000,
         every_act_is_a_step: bool = False,
+        interaction: str = NOTIFICATIONS,
     ) -> None:
         roles = [member.role for member in team]
         if not roles or len(set(roles)) != len(roles):
@@ -164,6 +171,10 @@ class Coordinator:
         if period is not None and not period >= MIN_TICK_SECONDS:  # NaN is refused too
             raise ValueError(f"{type(env).__name__} ticks every {period!r} s; a clocked env may "
                              f"not tick faster than every {MIN_TICK_SECONDS} s.")
+        self.interaction = check_interaction(interaction)
+        refuse_clocked(self.interaction, env.name, period)
+        #: The turn state under strict turn-taking (core.turns); ``None`` in the default mode.
+        self.turns = TurnTaking(roles) if self.interaction == TURNS else None
         clash = set(self._task_specs) & {spec.name for spec in acts.ALL_ACTS}
         if clash:
             raise ValueError(f"Task actions may not reuse collaboration act names: {clash}")
@@ -199,6 +210,12 @@ class Coordinator:
             seen_seq = None
         self._request = (role, request_id)
         self._base_hint = (base, seen_seq)
+        if self._out_of_turn(role):  # refused before anything is counted: nothing changes
+            try:
+                return self._not_your_turn(role, raw, now)
+            finally:
+                self._request = None
+                self._base_hint = (None, None)
         counted = self._counts_as_step(role)
         if counted:  # before the act, so that its notifications show the new count
             self.step_counts[role] += 1
@@ -211,7 +228,7 @@ class Coordinator:
             self.idle_ticks = 0  # any act but a wait is activity, refused ones included
         if counted:
             self._check_limit(role, transition, now)
-        return transition
+        return self._end_if_idle_rounds(transition, now)
 
     def _counts_as_step(self, role: str) -> bool:
         """Under ``every_act_is_a_step``, whether this input is one of ``role``'s acts (what the
@@ -263,8 +280,9 @@ class Coordinator:
         if self.idle_ticks >= self.max_idle_ticks:
             return self.end(now, "idle", idle_ticks=self.idle_ticks)
         self.idle_ticks += 1
-        return self._emit(now, EventType.TICK, None, self.team_roles(),
-                          info={"idle_ticks": self.idle_ticks})
+        transition = self._emit(now, EventType.TICK, None, self.team_roles(),
+                                info={"idle_ticks": self.idle_ticks})
+        return self._end_if_idle_rounds(transition, now)
 
     def clock(self, now: float) -> Transition:
         """One tick of a clocked env's world (:meth:`CoEnv.advance`): what members asked for
@@ -342,6 +360,7 @@ class Coordinator:
             return self.clock(event.time)
         if event.type is EventType.END:
             info = dict(event.info)
+            info.pop("turn", None)  # not an argument of the end: the turn it left is recorded
             return self.end(event.time, info.pop("reason", "ended"), **info)
         if event.actor is None or event.action is None:
             raise ValueError(f"Event {event.seq} ({event.type}) has no actor or action to replay")
@@ -391,6 +410,8 @@ class Coordinator:
             "done": self.done,
             "end_reason": self.end_reason,
             "outcome": self.env.outcome(),
+            # Only under turn-taking: the final states of sessions saved before it stay equal.
+            **({"turn": self.turns.snapshot()} if self.turns is not None else {}),
         }
 
     # -- the acts ----------------------------------------------------------------------------
@@ -662,6 +683,86 @@ class Coordinator:
             return None
         return start, current, sent
 
+    # -- strict turn-taking (core.turns) -----------------------------------------------------
+
+    def _out_of_turn(self, role: str) -> bool:
+        """Whether ``handle`` must refuse ``role``'s step as out of turn (a paused agent is
+        never in turn). An unknown role gets its own error; what the env observed is recorded
+        whatever the turn; the result of a member's slow work is applied if that work runs."""
+        turns = self.turns
+        if turns is None or self.done or role not in self.members or role == self._observed_by:
+            return False
+        if role == self._follow_up_of:  # (a paused member's result is refused as paused)
+            return not turns.work.get(role)
+        return role in self.paused or not turns.may_act(role)
+
+    def _not_your_turn(self, role: str, raw: RawAction, now: float) -> Transition:
+        """Refuse an act out of turn: logged (replay refuses it again), shown to nobody, and
+        nothing changes: no step counted, no activity, the turn where it was."""
+        assert self.turns is not None
+        info: dict[str, Any] = {"out_of_turn": True}
+        if not isinstance(raw, str):
+            info["structured"] = True  # see _as_text
+        error = "You are paused and may not act until resumed." if role in self.paused \
+            else self.turns.refusal(role)
+        return self._emit(now, EventType.ERROR, role, [], action=_as_text(raw), status="error",
+                          error=error, private=True, info=info)
+
+    def _turn_recipients(self, type_: EventType, actor: str | None, info: Mapping[str, Any],
+                         recipients: Sequence[str]) -> list[str]:
+        """Under turn-taking, move the turn on as ``type_`` by ``actor`` requires, and return
+        who is woken: the member in turn after it (nobody while slow work holds the turn), or
+        everyone for the END."""
+        turns = self.turns
+        assert turns is not None
+        if type_ is EventType.END:
+            return list(recipients)
+        if type_ is EventType.START:
+            turns.begin()
+            return [turns.role]
+        if type_ is EventType.TICK:  # the member in turn let it go by (unless work holds it)
+            if turns.busy:
+                return []
+            turns.pass_turn(self.paused, idle=True)
+            return [turns.role]
+        if actor is None or info.get("out_of_turn") or info.get("observed") \
+                or type_ is EventType.FINISH:
+            return []
+        if info.get("follow_up") or (type_ is EventType.ERROR and info.get("deferred")):
+            # The result of slow work (or its failure): the turn it held may pass now.
+            if not turns.finished_work(actor):
+                return []
+            if type_ is not EventType.ERROR and info.get("deferred"):
+                turns.started_work(actor)  # its result started more work
+            return self._pass_unless_busy()
+        if type_ is EventType.ERROR:  # a refused act: the member in turn tries again
+            return [actor] if actor == turns.role else []
+        if actor != turns.role:  # handle() lets nobody else act
+            return []
+        if info.get("deferred"):  # the act started slow work: it holds the turn
+            worker = info.get("requester") if type_ is EventType.CONFIRM_ACCEPT else actor
+            turns.started_work(str(worker))
+            return []
+        turns.pass_turn(self.paused, idle=type_ is EventType.WAIT)
+        return [turns.role]
+
+    def _pass_unless_busy(self) -> list[str]:
+        assert self.turns is not None
+        if self.turns.busy:
+            return []
+        self.turns.pass_turn(self.paused, idle=False)
+        return [self.turns.role]
+
+    def _end_if_idle_rounds(self, transition: Transition, now: float) -> Transition:
+        """Under turn-taking, end the session after ``max_idle_ticks`` whole rounds in a row
+        in which nobody acted (everyone waited or let the turn go by), as the default mode
+        ends after that many idle ticks."""
+        turns = self.turns
+        if turns is not None and not self.done \
+                and turns.idle_rounds() >= max(1, self.max_idle_ticks):
+            transition.extend(self.end(now, "idle", idle_rounds=turns.idle_rounds()))
+        return transition
+
     # -- events and notifications ------------------------------------------------------------
 
     def _error(self, now: float, role: str, raw: RawAction, message: str, *, notify: bool = True,
@@ -681,13 +782,17 @@ class Coordinator:
               *, skip_paused: bool = True, views: Mapping[str, Observation] | None = None,
               prints: Prints | None = None, **fields: Any) -> Transition:
         self.seq += 1
-        delivered = [r for r in dict.fromkeys(recipients)
-                     if r in self.members and not (skip_paused and r in self.paused)]
         request_id = self._request[1] if self._request and actor == self._request[0] else None
         if self._follow_up_of is not None and actor == self._follow_up_of:
             fields["info"] = {**fields.get("info", {}), "follow_up": True}
         if self._observed_by is not None and actor == self._observed_by:
             fields["info"] = {**fields.get("info", {}), "observed": True}
+        if self.turns is not None:  # the turn decides who is woken, and is logged
+            recipients = self._turn_recipients(type_, actor, fields.get("info", {}), recipients)
+            fields["info"] = {**fields.get("info", {}),
+                              "turn": self.turns.current().model_dump(exclude_defaults=True)}
+        delivered = [r for r in dict.fromkeys(recipients)
+                     if r in self.members and not (skip_paused and r in self.paused)]
         event = Event(seq=self.seq, time=now, type=type_, actor=actor, recipients=delivered,
                       request_id=request_id, **fields)
         # Whole updates (with the context) only where it may be news: everyone at the start and
@@ -747,6 +852,7 @@ class Coordinator:
             done=self.done,
             end_reason=self.end_reason,
             context=self.context(role) if whole else None,
+            turn=self.turns.current() if self.turns is not None else None,
         )
 
     def _chat_since(self, role: str, seq: int | None) -> list[ChatMessage]:

@@ -37,6 +37,7 @@ from cogym_lab.core.actions import (
     ParamType,
 )
 from cogym_lab.core.grammar import RawAction, expected_forms, format_action, parse_action
+from cogym_lab.core.hidden_facts import HiddenFacts
 from cogym_lab.core.messages import TeamMember
 from cogym_lab.core.observation import Component, Observation
 from cogym_lab.core.progress import ProgressListener
@@ -353,6 +354,11 @@ class CoEnv(abc.ABC):
         """What only the human side knows (preferences, constraints). Never shown to agents;
         a simulated user is given it."""
         return ""
+
+    def hidden_facts(self) -> HiddenFacts:
+        """The hidden information's checkable facts (amounts, counts, things the person insists
+        on), for the simulated-user audit to hold the user's messages to; none by default."""
+        return HiddenFacts()
 
     def hidden_strings(self) -> list[str]:
         """Exact texts that must never reach an agent except through the human side (a gold

@@ -136,6 +136,18 @@ class SessionContext(BaseModel):
     results_dir: str | None = None  # this member's results folder, filled in by its node
 
 
+class Turn(BaseModel):
+    """Whose turn it is, in a session with strict turn-taking (``interaction = "turns"``,
+    :mod:`cogym_lab.core.turns`): each logged event's ``info["turn"]`` and each update's
+    ``turn`` say it as it stands after the event. ``None`` in the default interaction."""
+
+    role: str  # the member in turn: the only one that may act
+    number: int  # turns so far, the first being 1
+    #: The member's act started slow work (a draft, a cell) whose result is not in yet: nobody
+    #: may act, and the turn passes once the result is applied.
+    busy: bool = False
+
+
 class SessionMoment(BaseModel):
     """What a notification and an update both say: the event, for whom, and the small parts
     of the shared state that are sent whole every time."""
@@ -156,6 +168,9 @@ class SessionMoment(BaseModel):
     done: bool = False
     end_reason: str | None = None
     context: SessionContext | None = None  # with a whole update (first, START, END, sync, RESUME)
+    #: Under strict turn-taking, whose turn it is after this event; a member acts on its
+    #: notification only when it is its own and not ``busy``. ``None`` otherwise.
+    turn: Turn | None = None
 
 
 class Notification(SessionMoment):

@@ -3,7 +3,8 @@
 A state is what :meth:`Coordinator.snapshot` or a view dump gives: dicts, lists, strings,
 numbers. :func:`first_difference` walks both in order and names the first place they part, as a
 path a person can follow (``views.agent.components[0 "checklist"].content[2].text``), with the
-value on each side.
+value on each side. :func:`differences` names every such place, for a reader who wants the
+whole change an event made (the trajectory viewer).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,23 +50,27 @@ def first_difference(expected: Any, actual: Any, path: str = "") -> Difference |
     Dicts are walked in ``expected``'s key order (then the keys only ``actual`` has), lists item
     by item. Values are equal as JSON would tell them: ``True`` is not ``1``, NaN equals NaN.
     """
+    return next(differences(expected, actual, path), None)
+
+
+def differences(expected: Any, actual: Any, path: str = "") -> Iterator[Difference]:
+    """Every place where ``actual`` differs from ``expected``, in the order
+    :func:`first_difference` walks them (it is this walk's first). A value one side lacks is
+    one difference, not one per item inside it. Lazy: stop reading to stop walking."""
     if isinstance(expected, Mapping) and isinstance(actual, Mapping):
         keys = [*expected, *(key for key in actual if key not in expected)]
         for key in keys:
-            found = first_difference(expected.get(key, MISSING), actual.get(key, MISSING),
-                                     _key_path(path, key))
-            if found is not None:
-                return found
-        return None
+            yield from differences(expected.get(key, MISSING), actual.get(key, MISSING),
+                                   _key_path(path, key))
+        return
     if _is_sequence(expected) and _is_sequence(actual):
         for index in range(max(len(expected), len(actual))):
             left = expected[index] if index < len(expected) else MISSING
             right = actual[index] if index < len(actual) else MISSING
-            found = first_difference(left, right, _index_path(path, index, left, right))
-            if found is not None:
-                return found
-        return None
-    return None if _same(expected, actual) else Difference(path, expected, actual)
+            yield from differences(left, right, _index_path(path, index, left, right))
+        return
+    if not _same(expected, actual):
+        yield Difference(path, expected, actual)
 
 
 def show(value: Any) -> str:

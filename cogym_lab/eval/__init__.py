@@ -23,6 +23,8 @@ _EXPORTS = {
     "initiative_entropy": "cogym_lab.eval.initiative",
     "run": "cogym_lab.eval.runner",
     "RunSummary": "cogym_lab.eval.runner",
+    "study_noise": "cogym_lab.eval.noise",
+    "trial_seed": "cogym_lab.eval.seeds",
 }
 
 # Spelled out (not ``sorted(_EXPORTS)``) so tools that read ``__all__`` statically see it.
@@ -40,6 +42,8 @@ __all__ = [
     "report",
     "run",
     "show",
+    "study_noise",
+    "trial_seed",
 ]
 
 

@@ -79,9 +79,11 @@ class Price(BaseModel):
 
 
 class SessionEntry(BaseModel):
-    """One instance of the batch. ``resumed`` marks a session finished by an earlier invocation."""
+    """One session of the batch: a trial of an instance (trial 0 when each instance runs once).
+    ``resumed`` marks a session finished by an earlier invocation."""
 
     instance: int
+    trial: int = Field(default=0, ge=0)  # runs from before trials had one each: trial 0
     directory: str  # relative to the run directory
     session_id: str
     status: SessionStatus = "pending"
@@ -93,6 +95,11 @@ class SessionEntry(BaseModel):
     tokens: Tokens = Field(default_factory=Tokens)
     cost_usd: float | None = None
     error: str | None = None
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """(instance, trial): what names a session of the run."""
+        return self.instance, self.trial
 
 
 class Invocation(BaseModel):
@@ -129,6 +136,7 @@ class RunSummary(BaseModel):
     protocol: str = LEGACY_PROTOCOL  # the scoring protocol; runs from before it had a name
     team_config: dict[str, Any] = Field(default_factory=dict)
     instances: list[int] = Field(default_factory=list)
+    trials: int = 1  # the most trials any instance has (sessions per instance)
     concurrency: int = 1
     env_args: dict[str, Any] = Field(default_factory=dict)
     session_config: dict[str, Any] = Field(default_factory=dict)
@@ -145,8 +153,8 @@ class RunSummary(BaseModel):
     invocations: list[Invocation] = Field(default_factory=list)
     out: str | None = Field(default=None, exclude=True)  # where it lives; not written
 
-    def entry(self, instance: int) -> SessionEntry:
-        return next(s for s in self.sessions if s.instance == instance)
+    def entry(self, instance: int, trial: int = 0) -> SessionEntry:
+        return next(s for s in self.sessions if s.key == (instance, trial))
 
     @property
     def failed(self) -> list[SessionEntry]:
@@ -159,6 +167,7 @@ class RunSummary(BaseModel):
             for model, count in session.tokens.by_model.items():
                 by_model.setdefault(model, TokenCount()).add(count)
         self.tokens = Tokens.from_models(by_model)
+        self.trials = max((s.trial for s in self.sessions), default=0) + 1
         costs = [s.cost_usd for s in self.sessions if s.cost_usd is not None]
         self.cost_usd = round(sum(costs), 6) if costs else None
         self.counts = Counts(
@@ -252,10 +261,10 @@ def read_run(directory: str | Path) -> RunSummary | None:
         latest = len(summary.invocations) - 1
         ended = read_session_log(directory, latest)
         if ended:
-            at = {s.instance: i for i, s in enumerate(summary.sessions)}
+            at = {s.key: i for i, s in enumerate(summary.sessions)}
             for entry in ended:
-                if entry.instance in at:
-                    summary.sessions[at[entry.instance]] = entry
+                if entry.key in at:
+                    summary.sessions[at[entry.key]] = entry
             summary.invocations[latest].ran = len(ended)
             summary.recount()
     return summary

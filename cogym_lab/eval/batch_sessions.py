@@ -18,23 +18,31 @@ from cogym_lab.nodes.results import SESSION_FILE
 LM_USAGE_FIELD = "lm_usage"  # added to session.json by the runner: usage by LM source
 
 
-def session_dir_name(instance: int) -> str:
-    """``OUT/<name>`` of an instance's session: fixed, so a resumed run finds it again."""
-    return f"{instance:03d}"
+#: The folder of a run directory that sessions redone on request (``run(..., rerun=...)``) are
+#: moved into: kept, not deleted, and (a hidden folder) not read as the run's sessions.
+REPLACED_DIR = ".replaced"
 
 
-def session_id_prefix(team: str, task: str, instance: int) -> str:
-    """What every session id of an instance starts with (``collaborative-travel_planning-002``):
-    the readable part, also the id ``run.json`` shows for a session not yet started."""
-    return f"{team}-{task}-{session_dir_name(instance)}"
+def session_dir_name(instance: int, trial: int = 0) -> str:
+    """``OUT/<name>`` of one trial of an instance: fixed, so a resumed run finds it again.
+    Trial 0 is ``003`` (the name runs had before trials, so they still resume), later trials
+    ``003-t1``, ``003-t2`` ..."""
+    return f"{instance:03d}" if trial == 0 else f"{instance:03d}-t{trial}"
 
 
-def new_batch_session_id(team: str, task: str, instance: int) -> str:
-    """A new id for one attempt at an instance: its prefix and a random suffix. The folder keeps
+def session_id_prefix(team: str, task: str, instance: int, trial: int = 0) -> str:
+    """What every session id of a trial starts with (``collaborative-travel_planning-002``,
+    ``...-002-t1``): the readable part, also the id ``run.json`` shows for a session not yet
+    started."""
+    return f"{team}-{task}-{session_dir_name(instance, trial)}"
+
+
+def new_batch_session_id(team: str, task: str, instance: int, trial: int = 0) -> str:
+    """A new id for one attempt at a trial: its prefix and a random suffix. The folder keeps
     its fixed name (a resumed run finds it by name), but every attempt, a re-run or another
     batch on the same bus gets an id of its own: a bus refuses an id that has history, and one
     that did not would replay the earlier attempt's steps into this one."""
-    return f"{session_id_prefix(team, task, instance)}-{uuid.uuid4().hex[:8]}"
+    return f"{session_id_prefix(team, task, instance, trial)}-{uuid.uuid4().hex[:8]}"
 
 
 def read_session_file(directory: Path) -> dict[str, Any] | None:
@@ -58,6 +66,21 @@ def clear_partial(directory: Path) -> None:
         shutil.rmtree(directory)
     elif directory.exists():
         directory.unlink()
+
+
+def move_aside(directory: Path) -> Path | None:
+    """Move a session folder that is to be redone into ``<run>/.replaced/<name>-<n>`` (``n``
+    counting the times it was replaced), so nothing a rerun replaces is lost; the new place,
+    or ``None`` when there was nothing to move."""
+    if not directory.exists():
+        return None
+    replaced = directory.parent / REPLACED_DIR
+    replaced.mkdir(exist_ok=True)
+    number = 1
+    while (target := replaced / f"{directory.name}-{number}").exists():
+        number += 1
+    os.replace(directory, target)
+    return target
 
 
 def merge_session_file(directory: Path, **fields: Any) -> None:
@@ -104,11 +127,12 @@ def recorded_usage(directory: Path, session: dict[str, Any]) -> dict[str, dict[s
     return usage
 
 
-def finished_entry(directory: Path, instance: int, session_id: str) -> SessionEntry:
+def finished_entry(directory: Path, instance: int, session_id: str,
+                   trial: int = 0) -> SessionEntry:
     """The run.json entry of a session that finished in an earlier invocation."""
     session = read_session_file(directory) or {}
     tokens = Tokens.from_models(usage_by_model(recorded_usage(directory, session)))
-    return SessionEntry(instance=instance, directory=directory.name,
+    return SessionEntry(instance=instance, trial=trial, directory=directory.name,
                         session_id=session.get("session_id", session_id), status="finished",
                         resumed=True, end_reason=session.get("end_reason"),
                         delivered=session.get("delivered"), scores=session.get("scores") or {},

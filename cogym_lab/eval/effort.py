@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cogym_lab.eval.trajectory import SessionRecord
+from cogym_lab.users.progress import PURPOSE as RATING_PURPOSE
 
 TAUS = (1, 2, 3)
 SATISFACTORY = 3  # a progress rating of 3 ("some progress") or more is satisfactory
@@ -58,7 +59,8 @@ class EffortTrace:
 
     utilities: list[float]  # P_1..P_K
     first_update: int | None = None  # k', from 1; None when the outcome never changed
-    progress: list[int] | None = None  # the judge's 1-5 rating of each round
+    progress: list[int] | None = None  # the 1-5 progress rating of each round
+    progress_source: str | None = None  # who rated it: "user" (the simulated user) or "judge"
 
     @property
     def rounds(self) -> int:
@@ -90,14 +92,29 @@ class EffortTrace:
 
 def effort_tokens(record: SessionRecord) -> tuple[int, int]:
     """Tokens written by the agents and by the human side. A simulated user's are its LM's
-    completion tokens; a person, who has no LM, counts the words of their acts."""
+    completion tokens, less those of its progress ratings (a person spends no effort on the
+    collaboration by rating it); a person, who has no LM, counts the words of their acts."""
     agent = sum(record.tokens[role].completion for role in record.agent_roles)
     user = 0
     for role in record.human_roles:
-        tokens = record.tokens[role].completion
+        tokens = record.tokens[role].completion - _rating_tokens(record, role)
         user += tokens if tokens or record.kinds[role] != "person" else \
             record.words_written(role)
     return agent, user
+
+
+def _rating_tokens(record: SessionRecord, role: str) -> int:
+    """Completion tokens ``role`` spent on progress ratings (their calls' purposes start with
+    ``progress_rating``), from its usage file, else its call log."""
+    files = record.members.get(role, {})
+    purposes = (files.get("usage") or {}).get("by_purpose")
+    if isinstance(purposes, dict) and files.get("usage"):
+        return sum(int((row or {}).get("completion_tokens") or 0)
+                   for purpose, row in purposes.items()
+                   if str(purpose).startswith(RATING_PURPOSE) and isinstance(row, dict))
+    return sum(int((call.get("usage") or {}).get("completion_tokens") or 0)
+               for call in files.get("calls", [])
+               if str(call.get("purpose") or "").startswith(RATING_PURPOSE))
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -123,6 +140,9 @@ def summarise(traces: Sequence[EffortTrace], satisfactory: int = SATISFACTORY
         drop = _mean([t.usability_drop(tau, satisfactory) for t in traces])
         summary[f"usability_drop@{tau}"] = drop
         summary[f"usability_drop@{tau}_rel"] = drop / final if final else math.nan
+    # Whose progress ratings the drops rest on: the simulated user's own, or the judge's.
+    summary["progress_by_user"] = float(sum(t.progress_source == "user" for t in traces))
+    summary["progress_by_judge"] = float(sum(t.progress_source == "judge" for t in traces))
     return summary
 
 

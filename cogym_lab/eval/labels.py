@@ -1,10 +1,36 @@
-"""What the LM judges answer, as validated models (the judges' wire format)."""
+"""What the LM judges answer, as validated models (the judges' wire format), and the label
+files a session folder keeps them in (``user_audit.json``, ``failures.json``)."""
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+from pathlib import Path
+from typing import Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
+
+from cogym_lab.core.text import clean
+
+Labels = TypeVar("Labels", bound=BaseModel)
+
+
+def read_label_file(path: str | Path, model: type[Labels]) -> Labels | None:
+    """The labels in ``path`` as ``model``, or ``None`` when the file is missing or unreadable
+    (a report then labels the session again, or goes without)."""
+    try:
+        return model.model_validate_json(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, ValidationError):
+        return None
+
+
+def write_label_file(path: str | Path, labels: BaseModel) -> Path:
+    """Write ``labels`` to ``path`` atomically, as readable UTF-8 JSON; the path is returned."""
+    path = Path(path)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(clean(labels.model_dump(mode="json")), indent=2,
+                              ensure_ascii=False), encoding="utf-8")
+    tmp.replace(path)
+    return path
 
 FAILURE_CATEGORIES: dict[str, str] = {
     "communication": "Communication",
@@ -61,3 +87,77 @@ class FailureAnnotation(BaseModel):
 
     def present(self) -> dict[str, bool]:
         return {name: getattr(self, name).present for name in FAILURE_CATEGORIES}
+
+
+# -- the simulated-user audit (``<session>/user_audit.json``) ----------------------------------
+
+#: What a user error did to the agent's chances: made its work easier than a real person
+#: would, made it harder, or neither in a way that matters.
+UserErrorSeverity = Literal["helped", "hindered", "minor"]
+
+
+class UserError(BaseModel):
+    """One error of a simulated user, as the reviewer tagged it and as the log confirms it."""
+
+    type: str  # a key of cogym_lab.eval.user_audit.USER_ERROR_TYPES
+    severity: UserErrorSeverity
+    quote: str = ""  # the reviewer's evidence, copied from the log
+    seq: int | None = None  # the event the quote was found in (None: not found in one event)
+    verified: bool = False  # the quote occurs in the log (whitespace and case aside)
+    critical: bool = False  # verified and "hindered": the session's result is in doubt
+    explanation: str = ""
+
+
+class UserCheck(BaseModel):
+    """A programmatic check of the simulated user that failed (see ``eval.user_checks``)."""
+
+    check: str
+    detail: str
+    seq: int | None = None
+
+
+class UserAudit(BaseModel):
+    """The audit of one session's simulated user(s): the LM reviewer's errors and the failed
+    programmatic checks. ``flagged`` when any error is critical or any check failed."""
+
+    reviewer: str
+    errors: list[UserError] = Field(default_factory=list)
+    checks: list[UserCheck] = Field(default_factory=list)
+    flagged: bool = False
+    roles: list[str] = Field(default_factory=list)  # the simulated users audited
+    reviewed: bool = True  # False when the reviewer gave no usable review (checks only)
+    dropped: int = 0  # review entries left out: unknown type or severity, not an object
+    notes: list[str] = Field(default_factory=list)
+
+
+# -- the fine-grained failure taxonomy (``<session>/failures.json``) ---------------------------
+
+
+class TaxonomyEvidence(BaseModel):
+    """One quote the annotator gave, checked against the log."""
+
+    quote: str
+    seq: int | None = None
+    verified: bool = False
+
+
+class TaxonomyFinding(BaseModel):
+    """One second-level failure type (``C.1`` ... ``P.3``) found in a trajectory."""
+
+    code: str  # a key of cogym_lab.eval.failure_taxonomy.FAILURE_TYPES
+    category: str  # its top-level category, a key of FAILURE_CATEGORIES
+    attribution: Literal["lm", "scaffolding"]
+    evidence: list[TaxonomyEvidence] = Field(default_factory=list)
+
+    @property
+    def supported(self) -> bool:
+        """At least one of its quotes occurs in the log: only these findings are counted."""
+        return any(item.verified for item in self.evidence)
+
+
+class FailureTaxonomy(BaseModel):
+    """A trajectory annotated with the fine-grained failure types of Co-Gym's Table 10."""
+
+    annotator: str
+    findings: list[TaxonomyFinding] = Field(default_factory=list)
+    dropped: int = 0  # reply entries left out: unknown code or attribution, not an object

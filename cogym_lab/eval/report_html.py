@@ -72,7 +72,7 @@ COLUMN_HELP: dict[str, str] = {
     "agent_tokens": "Mean tokens written by the agents per session",
     "user_tokens": "Mean tokens written by the human side per session",
     "baseline": "The autonomous baseline this system is compared with",
-    "pairs": "Instances run by both this system and the baseline",
+    "pairs": "Sessions paired with the baseline's on the same instance",
     "test": "The paired test on task performance (McNemar's exact test or a paired t-test)",
     "graded_pairs": "Pairs in which both sides delivered a graded outcome (the test's n)",
     "mean_difference": "Mean performance of this system minus the baseline's, over graded "
@@ -83,6 +83,14 @@ COLUMN_HELP: dict[str, str] = {
     "win_rate": "Win rate against the baseline (win 1, tie 0.5, loss 0; needs a judge)",
     "win_ci_low": "Lower end of the win rate's 95% bootstrap confidence interval",
     "win_ci_high": "Upper end of the win rate's 95% bootstrap confidence interval",
+    "human_rated": "Sessions whose person compared their outcome with the autonomous agent's "
+                   "in the rating form",
+    "human_win_rate": "Human win rate against the autonomous agent (own 1, tie 0.5, autonomous "
+                      "0; Co-Gym Table 4)",
+    "human_win_ci_low": "Lower end of the human win rate's 95% Wilson score interval",
+    "human_win_ci_high": "Upper end of the human win rate's 95% Wilson score interval",
+    "progress_by_user": "Sessions whose progress ratings came from the simulated user itself",
+    "progress_by_judge": "Sessions whose progress ratings came from the post-hoc judge",
     "autonomous_baseline": "Mean performance of the task's autonomous baseline",
     "rounds": "Mean number of rounds per session",
     "utility_first_update": "Utility P_k' at the first round an agent changed the outcome",
@@ -130,17 +138,41 @@ COLUMN_HELP: dict[str, str] = {
     "p_bonferroni": "The p-value times the number of items tested for these two systems "
                     "(Bonferroni), at most 1",
     "note": "Why a test is missing or cannot be significant",
+    # Repeated trials (eval.trials, eval.noise)
+    "instances": "Instances (with trials, comparisons average each instance first)",
+    "trials": "The most trials any instance had",
+    "threshold": "Task performance a delivered trial needs to count as a success",
+    "mean": "Mean Collab Score: each instance's mean over its trials, averaged over instances",
+    "ci_low": "Lower end of the mean's 95% Student t interval over instances",
+    "ci_high": "Upper end of the mean's 95% Student t interval over instances",
+    "within_variance": "Mean over instances of the variance of their trials' Collab Scores "
+                       "(run-to-run noise)",
+    "between_variance": "Variance of the instances' mean Collab Scores",
+    "judge_variance": "Mean variance of one outcome graded again and again (eval noise)",
+    "agent_variance": "Mean variance of one session rerun against its user's logged turns, "
+                      "judge noise included (eval noise)",
+    "judge_share": "Share of the within-instance variance the judge's re-grading explains",
+    "agent_share": "Share of the within-instance variance the agent's reruns explain, beyond "
+                   "the judge",
+    "rest_share": "What is left: the simulated user and how user and agent play off each "
+                  "other (an estimate; below 0 means too few repeats)",
     **{key: f"Share of annotated sessions with a {name.lower()} failure"
        for key, name in FAILURE_CATEGORIES.items()},
 }
 for _tau in (1, 2, 3):
     COLUMN_HELP[f"usability_drop@{_tau}"] = (
         f"Usability drop D@{_tau}: utility lost by a person who stops after {_tau} "
-        "poorly rated round(s) in a row, against the final utility (needs a judge)")
+        "poorly rated round(s) in a row, against the final utility (progress rated by the "
+        "simulated user, or by a judge)")
     COLUMN_HELP[f"usability_drop@{_tau}_rel"] = (
         f"Usability drop D@{_tau} relative to the final utility")
 
 #: The paper table's column labels and what they mean.
+for _k in range(1, 33):
+    COLUMN_HELP[f"pass^{_k}"] = (
+        f"pass^{_k}: chance that {_k} trials of an instance, drawn from its trials, all "
+        "succeed, averaged over instances (tau-bench)")
+
 PAPER_HELP = {"Delivery": COLUMN_HELP["delivery_rate"], "Perf.": COLUMN_HELP["performance"],
               "Collab": COLUMN_HELP["collab_score"], "H_init": COLUMN_HELP["h_init"]}
 

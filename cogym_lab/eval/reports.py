@@ -15,17 +15,18 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import threading
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from cogym_lab.eval import effort as effort_metrics
+from cogym_lab.core.blocking import run_to_end
 from cogym_lab.eval import (
+    audit_tables,
     kitchen_measures,
     kitchen_plot,
     plan_measures,
@@ -33,9 +34,13 @@ from cogym_lab.eval import (
     rating_tests,
     report_html,
 )
+from cogym_lab.eval import effort as effort_metrics
+from cogym_lab.eval import interaction as turn_taking
 from cogym_lab.eval.failures import prevalence
+from cogym_lab.eval.human_wins import add_human_win_rates
 from cogym_lab.eval.judges import Judge, make_judge
 from cogym_lab.eval.labels import FAILURE_CATEGORIES
+from cogym_lab.eval.noise import NoiseStudy, read_noise
 from cogym_lab.eval.outcome import (
     bootstrap_win_rate,
     delivered_performance,
@@ -45,6 +50,9 @@ from cogym_lab.eval.outcome import (
 )
 from cogym_lab.eval.session_metrics import SessionMetrics, measure_session, task_description
 from cogym_lab.eval.trajectory import SessionRecord, load_sessions
+from cogym_lab.eval.trials import DEFAULT_SUCCESS_THRESHOLD, trial_stats
+from cogym_lab.eval.user_progress import ProgressSource
+from cogym_lab.eval.user_sources import user_model
 
 AUTONOMOUS = "autonomous"
 SYSTEM = ["task", "agent_type", "model"]
@@ -63,13 +71,31 @@ TABLE_TITLES = {"summary": "All metrics per system",
                 "task_rates": "The task's own rates (as each task summarises its scores over "
                               "the sessions)",
                 "comparison": "Against the autonomous "
-                "baseline (paired test on task performance; pairwise win rate with 95% CI)",
+                "baseline (paired test on task performance; pairwise win rate with 95% CI; "
+                "human_*: the people's own comparisons in the rating form, 95% Wilson CI)",
                 "effort": "Collaborative effort scaling", "actions": "Acts per party",
                 "failures": "Failure prevalence (share of annotated sessions)",
                 "plans": "Interactive plans (Cocoa measures; means over the planned "
                          "sessions, the item ratio over their rounds)",
                 "rating_tests": "Ratings compared on the same instances (Wilcoxon "
-                                "signed-rank, Bonferroni over the items)"}
+                                "signed-rank, Bonferroni over the items)",
+                "failure_types": "Failure types by team (share of annotated sessions; "
+                                 "lm / scaffolding: attributed to the LM or to the agent's "
+                                 "scaffolding; paper: Co-Gym Table 10, real / simulated)",
+                "user_audit": "Simulated-user audit (per reviewed session: share with a "
+                              "verified error, errors by type and severity; per audited "
+                              "session: failed checks, flagged)",
+                "simulator_validation": "Simulator validation (share of turns voted positive; "
+                                        "_sessions: share of sessions without a negative "
+                                        "turn; Co-Gym Appendix D)",
+                "trials": "Repeated trials (pass^k: all of k trials succeed; mean Collab Score "
+                          "with 95% t interval over instances; variances of the Collab Score; "
+                          "noise shares of the within-instance variance)",
+                "interaction": "Turn-taking ablation (Co-Gym §5.3, Table 6): each system "
+                               "under the notification protocol and under strict turns",
+                "interaction_tests": "Turn-taking ablation: paired tests on the instances run "
+                                     "in both modes (difference = notifications - turns; "
+                                     "McNemar for 0/1 values, else paired t-test)"}
 
 
 def _paths(paths: Paths | None) -> list[Path]:
@@ -232,6 +258,7 @@ def _summary_row(system: tuple[str, str, str], rows: pd.DataFrame,
     perf, perf_se = mean_and_se(delivered_performance(records))
     row: dict[str, Any] = dict(zip(SYSTEM, system, strict=True))
     row |= {"protocol": ",".join(sorted(set(rows["protocol"]))),
+            "interaction": ",".join(sorted(set(rows["interaction"]))),
             "leaked_sessions": int((rows["leaks"] > 0).sum()),
             "sessions": n, "failed": int((rows["error"].notna()).sum()),
             "delivery_rate": delivery,
@@ -261,41 +288,74 @@ def _task_rate_rows(groups: dict[tuple[str, str, str], list[SessionMetrics]]
     return rows
 
 
-def _baseline_index(records: Sequence[SessionRecord]) -> dict[tuple[str, str], SessionRecord]:
-    """(task, instance) -> the baseline session for it (the first finished one)."""
-    index: dict[tuple[str, str], SessionRecord] = {}
+BaselineIndex = dict[tuple[str, str], dict[int, SessionRecord]]
+
+
+def _baseline_index(records: Sequence[SessionRecord]) -> BaselineIndex:
+    """(task, instance) -> trial -> the baseline session for it (the first finished one)."""
+    index: BaselineIndex = {}
     for record in records:
-        key = (record.task, record.instance)
-        if key not in index or (not index[key].finished and record.finished):
-            index[key] = record
+        trials = index.setdefault((record.task, record.instance), {})
+        known = trials.get(record.trial)
+        if known is None or (not known.finished and record.finished):
+            trials[record.trial] = record
     return index
 
 
+def _baseline_for(record: SessionRecord, index: BaselineIndex) -> SessionRecord | None:
+    """The baseline session ``record`` pairs with: the same instance's session of the same
+    trial, else its lowest trial (a baseline run once faces every trial of a system)."""
+    trials = index.get((record.task, record.instance))
+    if not trials:
+        return None
+    return trials.get(record.trial, trials[min(trials)])
+
+
+def _per_instance(pairs: Sequence[tuple[SessionRecord, Any]]) -> list[list[Any]]:
+    """The second items of ``pairs`` grouped by the first's instance, in order of appearance:
+    with repeated trials, a comparison averages each instance first, so an instance counts
+    once however many trials it had."""
+    grouped: dict[str, list[Any]] = {}
+    for record, value in pairs:
+        grouped.setdefault(record.instance, []).append(value)
+    return list(grouped.values())
+
+
 async def _comparison_rows(groups: dict[tuple[str, str, str], list[SessionMetrics]],
-                           baseline: dict[tuple[str, str], SessionRecord],
+                           baseline: BaselineIndex,
                            judge: Judge | None) -> list[dict[str, Any]]:
+    """Each system against its baseline, paired by instance. With repeated trials a trial
+    pairs with the baseline's same trial (else its first), and each instance's pairs are
+    averaged before the test and the bootstrap, so the instances, not the sessions, are the
+    sample (``pairs`` counts sessions, ``instances`` instances)."""
     rows = []
     for system, members in groups.items():
-        pairs = [(m.record, baseline[(m.record.task, m.record.instance)]) for m in members
-                 if (m.record.task, m.record.instance) in baseline
-                 and baseline[(m.record.task, m.record.instance)].path != m.record.path]
+        pairs = [(m.record, b) for m in members
+                 if (b := _baseline_for(m.record, baseline)) is not None
+                 and b.path != m.record.path]
         if not pairs or _same_system(pairs):  # the baseline itself
             continue
-        graded = [(a.performance, b.performance) for a, b in pairs
-                  if a.delivered and b.delivered and not math.isnan(a.performance)
-                  and not math.isnan(b.performance)]
+        graded = [(float(np.mean([a for a, _ in both])), float(np.mean([b for _, b in both])))
+                  for both in _per_instance([
+                      (a, (a.performance, b.performance)) for a, b in pairs
+                      if a.delivered and b.delivered and not math.isnan(a.performance)
+                      and not math.isnan(b.performance)])]
         test = paired_test([a for a, _ in graded], [b for _, b in graded])
         verdicts: list[str | None] = [None] * len(pairs)
         if judge is not None:
             verdicts = list(await asyncio.gather(*(
                 judge.compare(task_description(a.task, json.dumps(a.env_args, sort_keys=True)),
-                              a.outcome, b.outcome, key=f"{a.task}/{a.instance}")
+                              a.outcome, b.outcome,
+                              key=f"{a.task}/{a.instance}" + (f"/t{a.trial}" if a.trial else ""))
                 if a.delivered and b.delivered else _none() for a, b in pairs)))
-        scores = [s for (a, b), v in zip(pairs, verdicts, strict=True)
-                  if (s := win_score(a.delivered, b.delivered, v)) is not None]
+        scored = [(a, win_score(a.delivered, b.delivered, v))
+                  for (a, b), v in zip(pairs, verdicts, strict=True)]
+        scores = [float(np.mean(per)) for per in _per_instance(
+            [(a, score) for a, score in scored if score is not None])]
         wins = bootstrap_win_rate(scores) if judge is not None else bootstrap_win_rate([])
         rows.append(dict(zip(SYSTEM, system, strict=True)) | {
             "baseline": f"{pairs[0][1].agent_type} ({pairs[0][1].model})", "pairs": len(pairs),
+            "instances": len(_per_instance([(a, None) for a, _ in pairs])),
             "test": test.test, "graded_pairs": test.n, "mean_difference": test.mean_difference,
             "statistic": test.statistic, "p_value": test.p_value,
             "compared": wins.n, "win_rate": wins.win_rate, "win_ci_low": wins.ci_low,
@@ -378,6 +438,43 @@ def _plan_rows(groups: dict[tuple[str, str, str], list[SessionMetrics]]
     return rows
 
 
+def _trial_rows(groups: dict[tuple[str, str, str], list[SessionMetrics]],
+                threshold: float) -> list[dict[str, Any]]:
+    """pass^k, the mean with its interval and the variances (``cogym_lab.eval.trials``) for
+    each system that ran some instance more than once; the noise study's shares when the
+    system's run directories have one (``cogym_lab.eval.noise``)."""
+    rows = []
+    for system, members in groups.items():
+        by_instance: dict[str, list[tuple[bool, float]]] = defaultdict(list)
+        for m in members:
+            by_instance[m.record.instance].append((m.record.delivered, m.record.performance))
+        if all(len(runs) < 2 for runs in by_instance.values()):
+            continue
+        stats = trial_stats(by_instance, threshold)
+        row: dict[str, Any] = dict(zip(SYSTEM, system, strict=True)) | {
+            "sessions": stats.sessions, "instances": stats.instances, "trials": stats.trials,
+            "threshold": threshold}
+        row |= {f"pass^{k}": value for k, value in stats.pass_k.items()}
+        row |= {"mean": stats.mean.mean, "ci_low": stats.mean.ci_low,
+                "ci_high": stats.mean.ci_high, "within_variance": stats.variance.within,
+                "between_variance": stats.variance.between}
+        studies = [study for run in sorted({m.record.path.parent for m in members
+                                            if m.record.run is not None})
+                   if (study := read_noise(run)) is not None]
+        if studies:
+            merged = NoiseStudy(run=",".join(s.run for s in studies),
+                                repeats=max(s.repeats for s in studies),
+                                judge=[r for s in studies for r in s.judge],
+                                agent=[r for s in studies for r in s.agent])
+            judge_variance, agent_variance = merged.variances()
+            shares = merged.shares(stats.variance.within)
+            row |= {"judge_variance": judge_variance, "agent_variance": agent_variance,
+                    "judge_share": shares.judge, "agent_share": shares.agent,
+                    "rest_share": shares.rest}
+        rows.append(row)
+    return rows
+
+
 def _rating_test_rows(groups: dict[tuple[str, str, str], list[SessionMetrics]]
                       ) -> list[dict[str, Any]]:
     return rating_tests.compare_ratings(
@@ -390,24 +487,33 @@ def _frame(rows: list[dict[str, Any]], columns: Sequence[str] = ()) -> pd.DataFr
 
 async def areport(dirs: Paths, *, judge: Any = None, baseline: Paths | None = None,
                   out: str | Path | None = None, effort: bool = True,
-                  failures: bool = True) -> EvalReport:
+                  failures: bool = True, audit: bool = True,
+                  validation: Paths | None = None,
+                  success_threshold: float = DEFAULT_SUCCESS_THRESHOLD,
+                  progress: ProgressSource = "user") -> EvalReport:
     """:func:`report`, for code already in an event loop."""
     made = make_judge(judge)
     try:
         return await _build_report(dirs, made, baseline=baseline, out=out, effort=effort,
-                                   failures=failures)
+                                   failures=failures, audit=audit, validation=validation,
+                                   success_threshold=success_threshold,
+                                   progress=progress)
     finally:
         if made is not None and made is not judge and made.lm is not judge:
             await made.lm.aclose()  # the LM client this call built: close its connections
 
 
 async def _build_report(dirs: Paths, judge: Judge | None, *, baseline: Paths | None,
-                        out: str | Path | None, effort: bool, failures: bool) -> EvalReport:
+                        out: str | Path | None, effort: bool, failures: bool,
+                        audit: bool = True, validation: Paths | None = None,
+                        success_threshold: float = DEFAULT_SUCCESS_THRESHOLD,
+                        progress: ProgressSource = "user") -> EvalReport:
     records = load_sessions(_paths(dirs))
     baseline_records = load_sessions(_paths(baseline)) if baseline is not None else [
         r for r in records if r.agent_type == AUTONOMOUS]
     measured = list(await asyncio.gather(*(measure_session(r, judge, effort=effort,
-                                                           failures=failures)
+                                                           failures=failures, audit=audit,
+                                                           progress=progress)
                                            for r in records)))
     notes = [note for m in measured for note in m.notes]
     groups = _group(measured)
@@ -419,7 +525,9 @@ async def _build_report(dirs: Paths, judge: Judge | None, *, baseline: Paths | N
     for task in {r.task for r in baseline_records}:
         baselines[task] = mean_and_se(delivered_performance(
             [r for r in baseline_records if r.task == task]))[0]
-    comparison = await _comparison_rows(groups, _baseline_index(baseline_records), judge)
+    comparison = add_human_win_rates(
+        await _comparison_rows(groups, _baseline_index(baseline_records), judge),
+        {system: [m.record for m in members] for system, members in groups.items()}, SYSTEM)
     effort_rows, curve = _effort_rows(groups, baselines)
     failure_details = [row for m in measured for row in m.failure_rows()]
     cooking = kitchen_measures.measure_all(records)
@@ -436,15 +544,29 @@ async def _build_report(dirs: Paths, judge: Judge | None, *, baseline: Paths | N
         "actions": _frame(_action_rows(groups), SYSTEM),
         "failures": _frame(_failure_rows(groups), [*SYSTEM, *FAILURE_CATEGORIES]),
         "failure_evidence": _frame(failure_details, ["session_id", "category", "evidence"]),
+        "failure_types": _frame(audit_tables.failure_type_rows(
+            (system, [m.taxonomy for m in members if m.taxonomy is not None])
+            for system, members in groups.items()), [*SYSTEM, "code"]),
+        "user_audit": _frame(audit_tables.user_audit_rows(
+            (m.key, user_model(m.record), m.audit) for m in measured if m.audit is not None),
+            [*SYSTEM, "user_model"]),
+        "simulator_validation": _frame(audit_tables.validation_rows(_paths(validation)),
+                                       ["task", "raters"]),
         "plans": _frame(_plan_rows(groups), SYSTEM),
         "rating_tests": _frame(_rating_test_rows(groups), ["task", "system_a", "system_b"]),
+        "trials": _frame(_trial_rows(groups, success_threshold), SYSTEM),
+        "interaction": _frame(turn_taking.mode_rows([m.row() for m in measured]),
+                              [*turn_taking.SYSTEM, "interaction"]),
+        "interaction_tests": _frame(turn_taking.paired_rows([m.row() for m in measured]),
+                                    [*turn_taking.SYSTEM, "measure"]),
         "cooking": _frame(kitchen_measures.summary_rows(cooking), kitchen_measures.SYSTEM),
         "cooking_sessions": _frame(kitchen_measures.session_rows(cooking),
                                    kitchen_measures.SYSTEM),
     }, notes=notes, baselines=baselines)
     if judge is None:
         result.notes.append("No judge was given: H_init, controlled autonomy from messages, "
-                            "win rates, progress ratings (usability drop) and failure "
+                            "LM-judged win rates, progress ratings (usability drop) that "
+                            "no simulated user gave, and failure "
                             "annotations need one (judge=...).")
     if out is not None:
         result.save(out)
@@ -453,7 +575,9 @@ async def _build_report(dirs: Paths, judge: Judge | None, *, baseline: Paths | N
 
 def report(dirs: Paths, *, judge: Any = None, baseline: Paths | None = None,
            out: str | Path | None = None, effort: bool = True,
-           failures: bool = True) -> EvalReport:
+           failures: bool = True, audit: bool = True, validation: Paths | None = None,
+           success_threshold: float = DEFAULT_SUCCESS_THRESHOLD,
+           progress: ProgressSource = "user") -> EvalReport:
     """Evaluate the sessions in ``dirs`` (run directories or session directories).
 
     ``judge``: a model name, LM config, LM or :class:`~cogym_lab.eval.judges.Judge` for the LM
@@ -461,26 +585,16 @@ def report(dirs: Paths, *, judge: Any = None, baseline: Paths | None = None,
     the metrics that need no LM are computed. ``baseline``: run directories of the autonomous
     baseline. ``out``: a folder to save the CSVs, PNGs and text report in. ``effort=False``
     skips replaying sessions to grade every round; ``failures=False`` skips the failure
-    annotator.
+    taxonomy (``failures.json``); ``audit=False`` skips the simulated-user audit
+    (``user_audit.json``); ``validation``: filled-in simulator validation sheets (CSV, see
+    :mod:`cogym_lab.eval.simulator_validation`). ``success_threshold``: the task performance a
+    delivered session needs to count as a success in the repeated-trials table (pass^k; see
+    :mod:`cogym_lab.eval.trials`). ``progress``: whose per-round progress ratings the
+    usability drop uses: ``"user"`` (the default), a simulated user's own ratings when it gave
+    one for every round (``rate_progress``), else the judge's; ``"judge"``, always the judge's
+    (:mod:`cogym_lab.eval.user_progress`).
     """
     coroutine = areport(dirs, judge=judge, baseline=baseline, out=out, effort=effort,
-                        failures=failures)
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    # Called from a running loop (a notebook cell): run it to the end on a thread of its own.
-    outcome: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            outcome["value"] = asyncio.run(coroutine)
-        except BaseException as error:  # noqa: BLE001 - handed to the caller below
-            outcome["error"] = error
-
-    thread = threading.Thread(target=run, name="cogym-eval-report")
-    thread.start()
-    thread.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+                        failures=failures, audit=audit, validation=validation,
+                        success_threshold=success_threshold, progress=progress)
+    return run_to_end(coroutine)

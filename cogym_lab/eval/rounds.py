@@ -19,13 +19,12 @@ from typing import Any
 
 from cogym_lab.core.env import is_non_empty
 from cogym_lab.core.messages import Event, EventType
+from cogym_lab.core.rounds import ROUND_STARTERS
 from cogym_lab.eval.trajectory import SessionRecord
 from cogym_lab.lm import LM
 
 log = logging.getLogger(__name__)
 
-ROUND_STARTERS = frozenset({EventType.MESSAGE, EventType.CONFIRM_ACCEPT,
-                            EventType.CONFIRM_REJECT, EventType.PAUSE, EventType.RESUME})
 
 #: Env attributes that hold the LM a task's grader uses; an unset one gets the judge's LM.
 GRADER_LM_ATTRIBUTES = ("judge_lm", "parser_lm")

@@ -4,6 +4,14 @@ LM calls are I/O-bound, so sessions share one asyncio loop, each on its own in-p
 semaphore bounding how many run at a time. Every session writes ``OUT/<instance>/`` (a fixed name,
 so an interrupted run resumes: finished sessions are skipped and partial ones redone from scratch,
 each attempt under a session id of its own: ``<team>-<task>-<instance>-<random>``).
+
+With ``trials=K`` each instance runs K times: trial 0 in ``OUT/003/``, the others in
+``OUT/003-t1/`` ... ``OUT/003-t<K-1>/``. Resuming works per trial. Each trial's members, the
+task's tools and the environment get seeds derived from the instance, the trial and the role
+(:func:`cogym_lab.eval.seeds.trial_seed`), unless the caller fixed one; ``session.json`` records
+them (``batch.seeds``), and every LM call log line its seed. ``rerun`` names (instance, trial)
+sessions to redo even when they finished: their old folders move to ``OUT/.replaced/``.
+
 A failing session is recorded, with its error, in its directory and in the run's manifest
 (``OUT/run.json``, plus ``OUT/sessions.jsonl`` while it runs); the batch goes on. ``run.json`` also
 holds the configuration, package versions, LM names and token totals.
@@ -18,17 +26,18 @@ holds the configuration, package versions, LM names and token totals.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from cogym_lab.core import CoEnv
+from cogym_lab.core.blocking import run_to_end
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL, get_protocol
+from cogym_lab.core.turns import NOTIFICATIONS, check_interaction
 from cogym_lab.envs.registry import task_class
 from cogym_lab.eval.batch_manifest import (
     Invocation,
@@ -47,6 +56,7 @@ from cogym_lab.eval.batch_sessions import (
     finished_entry,
     is_finished,
     merge_session_file,
+    move_aside,
     new_batch_session_id,
     record_failure,
     session_dir_name,
@@ -54,6 +64,7 @@ from cogym_lab.eval.batch_sessions import (
     usage_by_model,
 )
 from cogym_lab.eval.instance_spec import InstanceSpec, parse_instances
+from cogym_lab.eval.seeds import ENV, trial_seed
 from cogym_lab.lm import LM, LMConfig, make_lm
 from cogym_lab.members import member_type
 from cogym_lab.sessions import (
@@ -73,6 +84,7 @@ __all__ = ["RunSummary", "arun", "run"]
 
 DEFAULT_TIMEOUT = 600.0  # seconds per session: a stuck session must not hold the batch forever
 PerRole = str | Mapping[str, str] | None
+SessionKey = tuple[int, int]  # (instance, trial)
 
 
 @dataclass
@@ -86,10 +98,27 @@ class _Batch:
     prices: dict[str, Price]
     meter: CostMeter
     lms: dict[str, LMDescription]
+    #: Seeds the caller fixed (the run's arguments, the team file), by role; the other roles
+    #: (LM members, ``tools``, ``env``) get one per trial.
+    fixed_seeds: dict[str, int | None]
 
     @property
     def task(self) -> str:
         return self.spec.task
+
+    def seeds(self, instance: int, trial: int) -> dict[str, int]:
+        """Every seed of one trial, by role: fixed ones as fixed, the others derived."""
+        return {role: trial_seed(instance, trial, role) if fixed is None else fixed
+                for role, fixed in self.fixed_seeds.items()}
+
+    def spec_for(self, instance: int, seeds: Mapping[str, int]) -> SessionSpec:
+        """The spec of one trial: the instance, each LM's seed and the environment's."""
+        lm = dict(self.spec.lm)
+        for role, seed in seeds.items():
+            if role != ENV:
+                lm[role] = lm.get(role, LMSettings()).model_copy(update={"seed": seed})
+        limits = self.spec.limits.model_copy(update={"seed": seeds[ENV]})
+        return self.spec.model_copy(update={"instance": instance, "lm": lm, "limits": limits})
 
 
 def run(task: str, team: str | Path | TeamConfig = "collaborative",
@@ -100,7 +129,8 @@ def run(task: str, team: str | Path | TeamConfig = "collaborative",
         timeout: float | None = DEFAULT_TIMEOUT, agent_step_limit: int | None = None,
         session: Mapping[str, Any] | None = None,
         prices: Mapping[str, Price | tuple[float, float] | Mapping[str, float]] | None = None,
-        protocol: str = DEFAULT_PROTOCOL, progress: bool | TextIO = True) -> RunSummary:
+        protocol: str = DEFAULT_PROTOCOL, progress: bool | TextIO = True, trials: int = 1,
+        rerun: Iterable[tuple[int, int]] = (), interaction: str | None = None) -> RunSummary:
     """Run ``team`` on ``instances`` of ``task`` and write every session under ``out``.
 
     ``instances`` is a spec such as ``"0:102"`` or ``"0,3,5"``, a list, or ``None`` for all.
@@ -116,7 +146,19 @@ call may serve several teams); ``lm_arguments`` gives any other LM setting by ro
     ``prices`` (US dollars per million input and output tokens, by model name) add a dollar
     figure to the running cost; a team file may give them too, as ``price = {input = 2.5,
     output = 10.0}`` under ``[members.ROLE.lm]``. ``progress`` draws a tqdm bar on stderr (or on
-    the given stream; ``False`` for none).
+    the given stream; ``False`` for none), counting sessions.
+
+    ``trials`` runs each instance that many times, each trial with seeds of its own (see the
+    module docstring); a seed given in ``lm_arguments`` (``{"agent": {"seed": 7}}``), a team
+    file's LM table or, for the environment, ``session={"seed": ...}`` or the team's
+    ``[session] seed`` is kept for every trial. ``rerun`` lists (instance, trial) sessions to
+    run again even when they finished (their old folders move to ``OUT/.replaced/``); they are
+    run whether or not ``instances`` and ``trials`` cover them.
+
+    ``interaction``: ``"turns"`` runs every session with strict turn-taking (the Co-Gym paper's
+    §5.3 ablation, ``cogym_lab.core.turns``), ``"notifications"`` with Co-Gym's protocol;
+    ``None`` keeps the team's ``[session] interaction`` (else notifications). A run folder holds
+    one interaction: run the other into a folder of its own, and report both together.
 
     Works inside a running event loop too (a notebook): the batch then runs on a thread of its
     own. Use :func:`arun` from async code.
@@ -125,13 +167,9 @@ call may serve several teams); ``lm_arguments`` gives any other LM setting by ro
                      base_urls=base_urls, lm_arguments=lm_arguments, env_args=env_args,
                      idle_seconds=idle_seconds, timeout=timeout,
                      agent_step_limit=agent_step_limit, session=session, prices=prices,
-                     protocol=protocol, progress=progress)
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
+                     protocol=protocol, progress=progress, trials=trials, rerun=rerun,
+                     interaction=interaction)
+    return run_to_end(coroutine)
 
 
 async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
@@ -144,10 +182,16 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
                prices: Mapping[str, Price | tuple[float, float] | Mapping[str, float]]
                | None = None,
                protocol: str = DEFAULT_PROTOCOL,
-               progress: bool | TextIO = True) -> RunSummary:
+               progress: bool | TextIO = True, trials: int = 1,
+               rerun: Iterable[tuple[int, int]] = (),
+               interaction: str | None = None) -> RunSummary:
     """:func:`run` for async code."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
+    if trials < 1:
+        raise ValueError("trials must be at least 1")
+    chosen = check_interaction(interaction) if interaction is not None else None
+    redo = _rerun_keys(rerun)
     team_config = team if isinstance(team, TeamConfig) else load_team(team)
     people = [role for role, member in team_config.members.items() if member.is_person]
     if people:
@@ -157,7 +201,7 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
     protocol = get_protocol(protocol).name
     numbers = parse_instances(instances, _instance_count(task, protocol))
     limits = {"idle_seconds": idle_seconds, "timeout": timeout,
-              "agent_step_limit": agent_step_limit, **(session or {})}
+              "agent_step_limit": agent_step_limit, "interaction": chosen, **(session or {})}
     # The team itself goes into the spec: each session.json then holds the team it ran with.
     spec = SessionSpec(task=task, team=team_config, env_args=dict(env_args or {}),
                        lm=_team_lm(team_config, _lm_arguments(models, base_urls, lm_arguments)),
@@ -165,32 +209,37 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
                        limits=Limits(**{k: v for k, v in limits.items() if v is not None}))
     all_prices = {**_team_prices(spec, team_config), **_prices(prices)}
     out = Path(out)
+    lms = _describe_lms(spec, team_config)
     batch = _Batch(spec=spec, team=team_config, out=out, prices=all_prices,
-                   meter=CostMeter(all_prices), lms=_describe_lms(spec, team_config))
-    summary = _start_summary(batch, numbers, concurrency)
-    pending = [n for n in numbers if summary.entry(n).status != "finished"]
-    for number in numbers:
-        if number not in pending:
-            batch.meter.add(summary.entry(number).tokens.by_model)
+                   meter=CostMeter(all_prices), lms=lms,
+                   fixed_seeds=_fixed_seeds(spec, team_config, lms))
+    keys = sorted({*((n, t) for n in numbers for t in range(trials)), *redo})
+    summary = _start_summary(batch, keys, concurrency, redo)
+    entries = {s.key: s for s in summary.sessions}
+    pending = [key for key in keys if entries[key].status != "finished"]
+    for key in keys:
+        if entries[key].status == "finished":
+            batch.meter.add(entries[key].tokens.by_model)
     invocation = summary.invocations[-1]
-    bar = BatchProgress(len(numbers), done=len(numbers) - len(pending), meter=batch.meter,
-                        label=f"{task} · {team_config.name}", output=progress)
+    label = f"{task} · {team_config.name}" + (f" · {trials} trials" if trials > 1 else "")
+    bar = BatchProgress(len(keys), done=len(keys) - len(pending), meter=batch.meter,
+                        label=label, output=progress)
     semaphore = asyncio.Semaphore(concurrency)
     # run.json was written whole by _start_summary; until this invocation ends, each session
     # that ends costs one line of sessions.jsonl, not a rewrite of every entry (see
     # batch_manifest). Counts and totals are worked out once, at the end, for the same reason.
     session_log = SessionLog(out, invocation=len(summary.invocations) - 1)
-    position = {s.instance: i for i, s in enumerate(summary.sessions)}
+    position = {s.key: i for i, s in enumerate(summary.sessions)}
 
-    async def one(number: int) -> None:
+    async def one(key: SessionKey) -> None:
         async with semaphore:
-            entry = await _run_session(batch, number)
-        summary.sessions[position[number]] = entry
+            entry = await _run_session(batch, *key)
+        summary.sessions[position[key]] = entry
         invocation.ran += 1
         session_log.append(entry)
         bar.session_ended(failed=entry.status == "failed")
 
-    tasks = [asyncio.create_task(one(number)) for number in pending]
+    tasks = [asyncio.create_task(one(key)) for key in pending]
     bar.start_ticking()
     try:
         await asyncio.gather(*tasks)
@@ -200,8 +249,9 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
         await asyncio.gather(*tasks, return_exceptions=True)
         session_log.close()
         invocation.ended_at = time.time()
+        requested = set(keys)
         invocation.interrupted = any(s.status == "pending" for s in summary.sessions
-                                     if s.instance in numbers)
+                                     if s.key in requested)
         summary.status = "interrupted" if invocation.interrupted else "finished"
         summary.ended_at = invocation.ended_at
         summary.recount()
@@ -213,25 +263,27 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
 
 # -- one session ----------------------------------------------------------------------------------
 
-async def _run_session(batch: _Batch, number: int) -> SessionEntry:
-    """Run one instance from scratch; any failure is recorded and returned, never raised."""
-    name = session_dir_name(number)
+async def _run_session(batch: _Batch, number: int, trial: int = 0) -> SessionEntry:
+    """Run one trial of an instance from scratch; any failure is recorded and returned, never
+    raised."""
+    name = session_dir_name(number, trial)
     directory = batch.out / name
-    session_id = new_batch_session_id(batch.team.name, batch.task, number)
+    session_id = new_batch_session_id(batch.team.name, batch.task, number, trial)
     lms: dict[str, LM] = {}
     env: CoEnv | None = None
-    entry = SessionEntry(instance=number, directory=name, session_id=session_id)
+    entry = SessionEntry(instance=number, trial=trial, directory=name, session_id=session_id)
+    seeds = batch.seeds(number, trial)
+    identity = {"run": batch.out.name, "instance": number, "trial": trial, "seeds": seeds}
     try:
         clear_partial(directory)
-        session = build_session(batch.spec.model_copy(update={"instance": number}),
-                                results_dir=directory, session_id=session_id)
+        session = build_session(batch.spec_for(number, seeds), results_dir=directory,
+                                session_id=session_id)
         env, lms = session.env, session.lms
-        batch.meter.track(number, lms)
+        batch.meter.track((number, trial), lms)
         result = await session.run()
         env = None  # the session closed it
         usage = lm_usage(lms)
-        merge_session_file(directory, lm_usage=usage,
-                           batch={"run": batch.out.name, "instance": number})
+        merge_session_file(directory, lm_usage=usage, batch=identity)
         entry = entry.model_copy(update={
             "status": "finished", "end_reason": result.end_reason,
             "delivered": result.delivered, "scores": result.scores,
@@ -240,13 +292,12 @@ async def _run_session(batch: _Batch, number: int) -> SessionEntry:
         usage = lm_usage(lms)
         message = record_failure(directory, error, session_id=session_id, task=batch.task,
                                  env_args={"instance": number, **batch.spec.env_args},
-                                 lm_usage=usage, batch={"run": batch.out.name,
-                                                        "instance": number})
+                                 lm_usage=usage, batch=identity)
         entry = entry.model_copy(update={"status": "failed", "error": message})
     finally:
         await _close(env, lms.values())
     by_model = usage_by_model(usage)
-    batch.meter.settle(number, by_model)
+    batch.meter.settle((number, trial), by_model)
     return entry.model_copy(update={"tokens": Tokens.from_models(by_model),
                                     "cost_usd": cost_usd(by_model, batch.prices)})
 
@@ -319,6 +370,30 @@ def _describe_lms(spec: SessionSpec, team: TeamConfig) -> dict[str, LMDescriptio
     return described
 
 
+def _fixed_seeds(spec: SessionSpec, team: TeamConfig,
+                 lms: Mapping[str, LMDescription]) -> dict[str, int | None]:
+    """The roles that get a seed in each trial (the LM members, the task's tools when they have
+    an LM, the environment), each with the seed the caller fixed, else ``None``."""
+    fixed: dict[str, int | None] = {role: _resolved_lm(spec, team, role).seed
+                                    for role in _lm_members(team)}
+    if TOOLS in lms:
+        fixed[TOOLS] = tool_lm_config(team, spec.lm_arguments()).seed
+    fixed[ENV] = session_config(team, spec).seed
+    return fixed
+
+
+def _rerun_keys(rerun: Iterable[tuple[int, int]]) -> set[SessionKey]:
+    keys = set()
+    for key in rerun:
+        instance, trial = key
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                   for n in (instance, trial)):
+            raise ValueError(f"rerun names sessions as (instance, trial) pairs of numbers "
+                             f"from 0; got {key!r}")
+        keys.add((instance, trial))
+    return keys
+
+
 def _team_prices(spec: SessionSpec, team: TeamConfig) -> dict[str, Price]:
     prices = {}
     for role in _lm_members(team):
@@ -342,8 +417,10 @@ def _price(value: Any) -> Price:
     return Price(input=input_price, output=output_price)
 
 
-def _start_summary(batch: _Batch, numbers: list[int], concurrency: int) -> RunSummary:
-    """The run.json of this invocation: an earlier run's sessions carried over, then written."""
+def _start_summary(batch: _Batch, keys: list[SessionKey], concurrency: int,
+                   redo: Iterable[SessionKey] = ()) -> RunSummary:
+    """The run.json of this invocation: an earlier run's sessions carried over, the sessions to
+    redo moved aside, then written."""
     batch.out.mkdir(parents=True, exist_ok=True)
     earlier = read_run(batch.out)
     protocol = batch.spec.protocol or DEFAULT_PROTOCOL
@@ -352,33 +429,41 @@ def _start_summary(batch: _Batch, numbers: list[int], concurrency: int) -> RunSu
         raise ValueError(f"{batch.out} holds a run of team {earlier.team!r} on "
                          f"{earlier.task!r} under protocol {earlier.protocol!r}; give another "
                          "output folder")
-    kept = {s.instance: s for s in (earlier.sessions if earlier else [])
-            if s.instance not in numbers}
-    sessions = dict(kept)
+    interaction = session_config(batch.team, batch.spec).interaction
+    earlier_interaction = (earlier.session_config if earlier else {}).get(
+        "interaction", NOTIFICATIONS)  # runs from before the option had notifications
+    if earlier is not None and earlier_interaction != interaction:  # never resume into a mix
+        raise ValueError(f"{batch.out} holds a run with interaction {earlier_interaction!r}, "
+                         f"not {interaction!r}; give another output folder")
+    requested, redo = set(keys), set(redo)
+    sessions = {s.key: s for s in (earlier.sessions if earlier else [])
+                if s.key not in requested}
     skipped = 0
-    for number in numbers:
-        name = session_dir_name(number)
+    for number, trial in keys:
+        name = session_dir_name(number, trial)
         directory = batch.out / name
+        prefix = session_id_prefix(batch.team.name, batch.task, number, trial)
+        if (number, trial) in redo:
+            move_aside(directory)  # before anything else: a kill now leaves it pending
         if is_finished(directory):
-            entry = finished_entry(directory, number,
-                                   session_id_prefix(batch.team.name, batch.task, number))
+            entry = finished_entry(directory, number, prefix, trial)
             entry.cost_usd = cost_usd(entry.tokens.by_model, batch.prices)
             skipped += 1
         else:
-            entry = SessionEntry(instance=number, directory=name,
-                                 session_id=session_id_prefix(batch.team.name, batch.task,
-                                                              number))
-        sessions[number] = entry
+            entry = SessionEntry(instance=number, trial=trial, directory=name,
+                                 session_id=prefix)
+        sessions[number, trial] = entry
     now = time.time()
     summary = RunSummary(
         task=batch.task, team=batch.team.name, protocol=protocol,
         team_config=batch.team.model_dump(mode="json"),
-        instances=sorted(sessions), concurrency=concurrency, env_args=batch.spec.env_args,
+        instances=sorted({number for number, _ in sessions}), concurrency=concurrency,
+        env_args=batch.spec.env_args,
         session_config=dataclasses.asdict(session_config(batch.team, batch.spec)),
         lms=batch.lms, prices=batch.prices,
         versions=package_versions(), status="running",
         started_at=earlier.started_at if earlier else now,
-        sessions=[sessions[n] for n in sorted(sessions)],
+        sessions=[sessions[key] for key in sorted(sessions)],
         invocations=[*(earlier.invocations if earlier else []),
                      Invocation(started_at=now, skipped=skipped)],
     )

@@ -12,13 +12,23 @@ from typing import Any
 from cogym_lab.core.messages import EventType
 from cogym_lab.eval.autonomy import controlled_autonomy, party_actions, user_env_act_ratio
 from cogym_lab.eval.effort import TAUS, EffortTrace, carry_forward, effort_tokens
+from cogym_lab.eval.failure_taxonomy import categories, taxonomy_for
 from cogym_lab.eval.failures import verified_evidence
 from cogym_lab.eval.initiative import initiative_counts, initiative_entropy
+from cogym_lab.eval.interaction import system_agent_type
 from cogym_lab.eval.judges import Judge
-from cogym_lab.eval.labels import FAILURE_CATEGORIES, FailureAnnotation, MessageLabel
+from cogym_lab.eval.labels import (
+    FAILURE_CATEGORIES,
+    FailureAnnotation,
+    FailureTaxonomy,
+    MessageLabel,
+    UserAudit,
+)
 from cogym_lab.eval.outcome import collab_score
 from cogym_lab.eval.rounds import ReplayFailed, grade_rounds, split_rounds
 from cogym_lab.eval.trajectory import SessionRecord
+from cogym_lab.eval.user_audit import audit_or_read, audit_session, read_audit
+from cogym_lab.eval.user_progress import ProgressSource, round_progress
 
 log = logging.getLogger(__name__)
 
@@ -45,14 +55,18 @@ class SessionMetrics:
     record: SessionRecord
     labels: list[MessageLabel] | None = None
     effort: EffortTrace | None = None
-    failures: FailureAnnotation | None = None
+    failures: FailureAnnotation | None = None  # the five categories, from ``taxonomy``
+    taxonomy: FailureTaxonomy | None = None  # failures.json: the fine-grained types
+    audit: UserAudit | None = None  # user_audit.json: the simulated user's errors and checks
     notes: list[str] = field(default_factory=list)
     _row: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def key(self) -> tuple[str, str, str]:
-        """The system it belongs to: task, agent type, model."""
-        return (self.record.task, self.record.agent_type, self.record.model)
+        """The system it belongs to: task, agent type, model. A session under strict
+        turn-taking belongs to ``<agent type> [turns]`` (:mod:`cogym_lab.eval.interaction`), so
+        no table merges the two interactions into one system."""
+        return (self.record.task, system_agent_type(self.record), self.record.model)
 
     def initiative(self) -> dict[str, int] | None:
         if self.labels is None:
@@ -77,7 +91,7 @@ class SessionMetrics:
         leakage = record.leakage
         row: dict[str, Any] = {
             "run": record.run_name, "session_id": record.session_id, "task": record.task,
-            "protocol": record.protocol.name,
+            "protocol": record.protocol.name, "interaction": record.interaction,
             "instance": record.instance, "agent_type": record.agent_type, "model": record.model,
             "team": ",".join(f"{role}:{kind}" for role, kind in record.kinds.items()),
             "status": record.status, "error": record.error, "end_reason": record.end_reason,
@@ -112,15 +126,29 @@ class SessionMetrics:
         row["utility_final"] = effort.utility_final if effort else math.nan
         row["utility_overall"] = effort.utility_max if effort else math.nan
         row["refinement_gain"] = effort.refinement_gain if effort else math.nan
+        row["progress_source"] = effort.progress_source if effort else None
         for tau in TAUS:
             row[f"usability_drop@{tau}"] = effort.usability_drop(tau) if effort else math.nan
         for name in FAILURE_CATEGORIES:
             row[f"failure_{name}"] = (getattr(self.failures, name).present
                                       if self.failures else math.nan)
+        audit = self.audit
+        row["user_errors"] = (sum(e.verified for e in audit.errors)
+                              if audit and audit.reviewed else math.nan)
+        row["user_flagged"] = audit.flagged if audit else math.nan
         return row
 
     def failure_rows(self) -> list[dict[str, Any]]:
-        """One row per category the annotator found, with its checked evidence quotes."""
+        """One row per failure type the annotator found (unsupported ones too: their
+        ``verified_quotes`` is 0), or per category for an annotation without types, with
+        its evidence quotes and how many of them the log holds."""
+        if self.taxonomy is not None:
+            return [{"session_id": self.record.session_id, "task": self.record.task,
+                     "agent_type": self.record.agent_type, "category": finding.category,
+                     "code": finding.code, "attribution": finding.attribution,
+                     "evidence": " | ".join(item.quote for item in finding.evidence),
+                     "verified_quotes": sum(item.verified for item in finding.evidence)}
+                    for finding in self.taxonomy.findings]
         if self.failures is None:
             return []
         evidence = verified_evidence(self.record, self.failures)
@@ -136,9 +164,18 @@ def _mean(values: list[int]) -> float:
 
 
 async def measure_session(record: SessionRecord, judge: Judge | None, *,
-                          effort: bool = True, failures: bool = True) -> SessionMetrics:
-    """Compute one session's metrics: the judged labels, the graded rounds and the failure
-    annotation (the last two only on request)."""
+                          effort: bool = True, failures: bool = True,
+                          audit: bool = True, progress: ProgressSource = "user"
+                          ) -> SessionMetrics:
+    """Compute one session's metrics: the judged labels, the graded rounds, the failure
+    taxonomy and the simulated-user audit (the last three only on request).
+
+    The taxonomy and the audit are read from ``failures.json`` and ``user_audit.json`` when the
+    session has them; with a judge, a missing one is made and written there, so no report pays
+    for them twice. Without a judge, a missing audit is only the programmatic checks, made in
+    memory (nothing is written). ``progress``: whose per-round progress ratings the usability
+    drop uses (:mod:`cogym_lab.eval.user_progress`): ``"user"``, the simulated user's own when
+    it rated every round, else the judge's; ``"judge"``, always the judge's."""
     import json
 
     metrics = SessionMetrics(record)
@@ -167,10 +204,22 @@ async def measure_session(record: SessionRecord, judge: Judge | None, *,
             first = next((g.index for g in graded if g.changed and g.agent_changed), None) or \
                 next((g.index for g in graded if g.changed), None)
             trace = EffortTrace(carry_forward(scores), first_update=first)
-            if judge is not None:
-                trace.progress = await judge.rate_progress(record, rounds,
-                                                           [g.outcome for g in graded], task)
+            rated = await round_progress(record, rounds, [g.outcome for g in graded], task,
+                                         judge, progress)
+            trace.progress, trace.progress_source = rated.ratings, rated.source
+            if rated.note:
+                metrics.notes.append(rated.note)
             metrics.effort = trace
-    if failures and judge is not None:
-        metrics.failures = await judge.annotate_failures(record, task)
+    if failures:
+        metrics.taxonomy = await taxonomy_for(record, judge, task)
+        if metrics.taxonomy is not None:
+            metrics.failures = categories(metrics.taxonomy)
+        elif judge is not None:
+            metrics.notes.append(f"{record.session_id}: the failure annotator gave no usable "
+                                 "reply")
+    if audit:
+        if judge is None:
+            metrics.audit = read_audit(record.path) or await audit_session(record, None)
+        else:
+            metrics.audit = (await audit_or_read(record, judge))[0]
     return metrics

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -29,6 +29,9 @@ from cogym_lab.nodes.results import EVENTS_FILE, SESSION_FILE
 
 RATINGS_FILE = "ratings.json"
 RUN_FILE = "run.json"
+#: A folder holding a file of this name holds sessions derived from a run (the noise study's
+#: reruns, ``cogym_lab.eval.noise``): searching the run does not count them as its sessions.
+DERIVED_MARKER = ".derived"
 
 #: Acts that coordinate the team rather than change the task's workspace. A wait is left out:
 #: it is a keep-alive that changes nothing.
@@ -48,6 +51,11 @@ class Rating(BaseModel):
     ease_of_use: int | None = Field(default=None, ge=1, le=5, strict=True)
     utility: int | None = Field(default=None, ge=1, le=5, strict=True)
     comment: str = ""
+    # Co-Gym's pairwise comparison (Appendix C.4): the person's outcome against the autonomous
+    # agent's on the same instance, the order the two were shown in, and that session's folder.
+    pairwise: Literal["own", "autonomous", "tie"] | None = None
+    pairwise_order: list[Literal["own", "autonomous"]] | None = None
+    pairwise_baseline: str | None = None
 
 
 @dataclass(frozen=True)
@@ -156,6 +164,25 @@ class SessionRecord:
         """The run directory this session belongs to (its folder name), or ``-``."""
         return self.path.parent.name if self.run is not None else "-"
 
+    @property
+    def trial(self) -> int:
+        """Which trial of its instance this session was (0 for a run without trials, or a
+        session not from a batch run)."""
+        batch = self.session.get("batch")
+        trial = batch.get("trial") if isinstance(batch, dict) else None
+        return trial if isinstance(trial, int) and not isinstance(trial, bool) else 0
+
+    @property
+    def seeds(self) -> dict[str, int]:
+        """The seeds the batch runner gave this session, by role (``env`` for the
+        environment's); empty for a session run without them."""
+        batch = self.session.get("batch")
+        seeds = batch.get("seeds") if isinstance(batch, dict) else None
+        if not isinstance(seeds, dict):
+            return {}
+        return {str(role): seed for role, seed in seeds.items()
+                if isinstance(seed, int) and not isinstance(seed, bool)}
+
     # -- how it ended ------------------------------------------------------------------------
 
     @property
@@ -183,6 +210,16 @@ class SessionRecord:
     def protocol(self) -> ScoringProtocol:
         """The scoring protocol the session followed (see ``cogym_lab.core.protocol``)."""
         return get_protocol(recorded_protocol(self.session))
+
+    @property
+    def interaction(self) -> str:
+        """``"notifications"`` (Co-Gym's protocol) or ``"turns"`` (strict turn-taking, the
+        paper's §5.3 ablation), as ``session.json`` records it; sessions from before the option
+        were notifications."""
+        config = self.session.get("config")
+        recorded = self.session.get("interaction") or (
+            config.get("interaction") if isinstance(config, dict) else None)
+        return str(recorded or "notifications")
 
     @property
     def delivered(self) -> bool:
@@ -345,7 +382,9 @@ def load_session(path: str | Path) -> SessionRecord:
 
 def find_sessions(paths: Iterable[str | Path]) -> list[Path]:
     """Session directories in ``paths``: each path is a session directory, or a folder (a run
-    directory, or a folder of runs) searched for them."""
+    directory, or a folder of runs) searched for them. The search skips hidden folders (a run's
+    ``.replaced`` sessions) and folders marked :data:`DERIVED_MARKER` (a noise study's reruns);
+    name such a folder itself to read its sessions."""
     found: dict[Path, None] = {}
     for path in paths:
         root = Path(path)
@@ -355,8 +394,19 @@ def find_sessions(paths: Iterable[str | Path]) -> list[Path]:
         if not root.is_dir():
             raise FileNotFoundError(f"{root} is neither a session nor a run directory")
         for session_file in sorted(root.rglob(SESSION_FILE)):
-            found[session_file.parent] = None
+            if not _set_aside(root, session_file.parent):
+                found[session_file.parent] = None
     return list(found)
+
+
+def _set_aside(root: Path, directory: Path) -> bool:
+    """Whether ``directory``, found under ``root``, lies in a hidden or derived folder."""
+    folder = directory
+    while folder != root:
+        if folder.name.startswith(".") or (folder / DERIVED_MARKER).exists():
+            return True
+        folder = folder.parent
+    return False
 
 
 def load_sessions(paths: Iterable[str | Path]) -> list[SessionRecord]:

@@ -107,8 +107,13 @@ class AttemptFailed(Exception):
 
 @dataclass
 class Usage:
+    """What one answer cost, and what the server said about how it was made."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: The server's ``system_fingerprint`` (its backend configuration), when it sent one: with
+    #: the seed, what says whether two answers could have been the same.
+    system_fingerprint: str | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -122,6 +127,7 @@ class Completion:
     latency: float  # seconds, all attempts included
     model: str
     attempts: int = 1
+    system_fingerprint: str | None = None
 
 
 @dataclass
@@ -272,7 +278,8 @@ class LM(abc.ABC):
         self.meter.record(purpose, usage, latency)
         self._log(messages, purpose, text, usage, latency, attempts, None)
         return Completion(text=text, usage=usage, latency=latency,
-                          model=self.config.model or "", attempts=attempts)
+                          model=self.config.model or "", attempts=attempts,
+                          system_fingerprint=usage.system_fingerprint)
 
     def _fail(self, messages: Messages, purpose: str, started: float, attempts: int,
               message: str, reason: str = DEFAULT_REASON) -> LMError:
@@ -300,7 +307,8 @@ class LM(abc.ABC):
                              base_url=self.config.base_url, messages=messages, completion=text,
                              prompt_tokens=usage.prompt_tokens,
                              completion_tokens=usage.completion_tokens, latency=latency,
-                             attempts=attempts, error=error)
+                             attempts=attempts, error=error, seed=self.config.seed,
+                             system_fingerprint=usage.system_fingerprint)
         try:
             write_call(self.log_path, record, self.secrets, max_bytes=self.config.log_max_bytes,
                        backups=self.config.log_backups)

@@ -2,7 +2,9 @@
 
 Each line holds ``time`` (UTC, ISO 8601), ``purpose``, ``model``, ``base_url``, ``messages``,
 ``completion`` (the text, or null when the call failed), ``usage``, ``latency`` (seconds, all
-attempts), ``attempts`` and ``error`` (null on success). Before a line is written, every given
+attempts), ``attempts`` and ``error`` (null on success). The LMs' records (:func:`call_record`)
+add ``seed`` (the sampling seed sent with the call, null when none was) and, when the server
+returned one, its ``system_fingerprint``. Before a line is written, every given
 secret (such as the API key) is replaced by ``[REDACTED]`` wherever it occurs, and so is anything
 shaped like an OpenAI-style key (``sk-`` and at least 16 key characters) or a ``Bearer`` token.
 Every text is made valid Unicode first (:func:`cogym_lab.core.text.clean`), so a reply with a lone
@@ -185,9 +187,12 @@ def _rotate(path: Path, backups: int) -> None:
 
 def call_record(*, purpose: str, model: str | None, base_url: str | None, messages: Any,
                 completion: str | None, prompt_tokens: int, completion_tokens: int,
-                latency: float, attempts: int, error: str | None) -> dict[str, Any]:
-    """The standard record of one call, as the LM implementations log it."""
-    return {
+                latency: float, attempts: int, error: str | None, seed: int | None = None,
+                system_fingerprint: str | None = None) -> dict[str, Any]:
+    """The standard record of one call, as the LM implementations log it: ``seed`` is the one
+    the call asked for (whether or not the endpoint honours it), ``system_fingerprint`` what
+    the server said it ran on, kept only when it said so."""
+    record: dict[str, Any] = {
         "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
         "purpose": purpose,
         "model": model,
@@ -199,7 +204,11 @@ def call_record(*, purpose: str, model: str | None, base_url: str | None, messag
         "latency": round(latency, 6),
         "attempts": attempts,
         "error": error,
+        "seed": seed,
     }
+    if system_fingerprint is not None:
+        record["system_fingerprint"] = system_fingerprint
+    return record
 
 
 def read_calls(path: str | Path) -> list[dict[str, Any]]:

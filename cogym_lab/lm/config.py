@@ -11,6 +11,13 @@ too. The deadline wins: an attempt gets ``min(timeout, time left before the dead
 retry whose backoff wait would end past the deadline is not made; the call then fails at once. So
 the caller always has an answer or an :class:`~cogym_lab.lm.LMError` within ``deadline`` seconds.
 
+Seed. ``seed`` goes with every call to an endpoint that takes one (the OpenAI API and servers
+that follow it send it on as ``seed``; a local model samples with it). Many endpoints ignore it or
+honour it only on a best-effort basis, so it is also written into every record of the call log,
+with the ``system_fingerprint`` the server returned when it returned one: a run then says which
+seed each call asked for, whether or not the endpoint obeyed. An ``extra`` table's ``seed`` is
+read as ``seed`` (one seed, said in one place).
+
 Call log. ``lm_calls.jsonl`` is rotated when the next line would take it past ``log_max_bytes``:
 it becomes ``lm_calls.1.jsonl`` (the one before that ``lm_calls.2.jsonl`` ...), and only
 ``log_backups`` rotated files are kept. A single call too large for the cap is logged with its
@@ -47,6 +54,7 @@ class LMConfig(BaseModel):
     base_url: str | None = None
     api_key: SecretStr | None = None
     temperature: float = 0.0
+    seed: int | None = Field(default=None, ge=-(2**63), lt=2**63)  # sampling seed; see above
     max_tokens: int | None = 1024
     timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0)  # seconds per attempt, whole reply
     # seconds per call, retries included; unset: DEADLINE_IN_TIMEOUTS * timeout
@@ -65,6 +73,19 @@ class LMConfig(BaseModel):
                 and str(data.get("model") or "").lower().endswith(".gguf"):
             return {**data, "provider": "local"}
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _seed_from_extra(cls, data: Any) -> Any:
+        """``extra = {seed = 3}`` is ``seed = 3``: the seed is sent, and logged, from one field.
+        A ``seed`` given as such wins over the one in ``extra``."""
+        if not isinstance(data, dict) or not isinstance(data.get("extra"), dict) \
+                or "seed" not in data["extra"]:
+            return data
+        extra = dict(data["extra"])
+        seed = extra.pop("seed")
+        return {**data, "extra": extra, "seed": data["seed"] if data.get("seed") is not None
+                else seed}
 
     @model_validator(mode="before")
     @classmethod

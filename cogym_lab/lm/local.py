@@ -5,9 +5,10 @@ dependency: ``pip install 'cogym_lab[local]'``. ``llama_cpp`` is imported, and t
 only when the first completion is asked for.
 
 ``config.extra`` entries that ``llama_cpp.Llama`` takes (``n_ctx``, ``n_threads``,
-``n_gpu_layers``, ``seed``, ``chat_format`` ...) are used when loading the model; the others go to
+``n_gpu_layers``, ``chat_format`` ...) are used when loading the model; the others go to
 ``create_chat_completion`` (``top_k``, ``repeat_penalty`` ...). ``n_ctx`` defaults to
-:data:`DEFAULT_N_CTX`.
+:data:`DEFAULT_N_CTX`. ``config.seed`` goes to every ``create_chat_completion``, so each call
+samples from that seed whatever the model generated before.
 
 Inference runs in a worker thread so the event loop stays free; calls on one model take turns, as
 a ``Llama`` object serves one at a time. This module makes one attempt; the retry loop and the
@@ -112,6 +113,8 @@ class LlamaCppLM(LM):
                   abandoned: threading.Event) -> Any:
         llama, per_call = self._model()
         kwargs: dict[str, Any] = {"temperature": self.config.temperature, **per_call}
+        if self.config.seed is not None:
+            kwargs["seed"] = self.config.seed
         if max_tokens is not None:
             kwargs["max_tokens"] = max_tokens
         if stop:

@@ -146,7 +146,8 @@ class OpenAILM(LM):
 
     def _request(self, client: openai.AsyncOpenAI, messages: Messages, max_tokens: int | None,
                  stop: list[str] | None) -> dict[str, Any]:
-        """Keyword arguments for ``chat.completions.create``.
+        """Keyword arguments for ``chat.completions.create``: ``seed`` among them when the
+        config sets one.
 
         ``config.extra`` entries that the installed client does not know as parameters (server
         specific ones such as vLLM's ``top_k``) travel in ``extra_body``, not as keywords.
@@ -158,6 +159,8 @@ class OpenAILM(LM):
             kwargs["max_tokens"] = max_tokens
         if stop:
             kwargs["stop"] = list(stop)
+        if config.seed is not None:  # servers that cannot seed ignore it; the log records it
+            kwargs["seed"] = config.seed
         if config.extra:
             if self._known_params is None:
                 params = inspect.signature(client.chat.completions.create).parameters
@@ -196,8 +199,11 @@ class OpenAILM(LM):
             raise _UnusableReplyError(f"the reply has no text (finish_reason "
                                       f"{reason!r}{detail})")
         usage = getattr(response, "usage", None)
+        fingerprint = getattr(response, "system_fingerprint", None)
         return content, Usage(prompt_tokens=_as_int(getattr(usage, "prompt_tokens", None)),
-                              completion_tokens=_as_int(getattr(usage, "completion_tokens", None)))
+                              completion_tokens=_as_int(getattr(usage, "completion_tokens", None)),
+                              system_fingerprint=fingerprint if isinstance(fingerprint, str)
+                              and fingerprint else None)
 
     # -- one attempt (the retry loop is LM.complete's) -------------------------------------
 

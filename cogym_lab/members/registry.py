@@ -23,6 +23,7 @@ _BUILTIN = {
     "collaborative-planning": "cogym_lab.agents.members:COLLABORATIVE_PLANNING",
     "plan-aware": "cogym_lab.agents.members:PLAN_AWARE",
     "simulated": "cogym_lab.users.members:SIMULATED_USER",
+    "replay": "cogym_lab.users.replay:REPLAY_USER",  # the noise study's fixed user side
 }
 _registered: dict[str, MemberType | str] = {}
 

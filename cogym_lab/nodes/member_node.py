@@ -11,6 +11,13 @@ the list of events it stands for. So nothing is dropped.
 After sending an action the node waits (up to ``ack_timeout``) for the notification of that
 action before it lets the member act again, so a member never acts on a view that does not yet
 show its own last step (which would make it repeat itself).
+
+Under strict turn-taking (``interaction = "turns"``, :mod:`cogym_lab.core.turns`) the
+coordinator keeps the rule and the node follows it: every notification says whose turn it is,
+and the member is woken only on its own (what arrives otherwise, such as a sync's answer, waits
+to be merged into that turn's notification). The node waits for no echo of its step (the next
+notification it gets is its next turn), and a member that chooses to do nothing, or fails to
+act, passes its turn with ``WAIT_TEAMMATE_CONTINUE``, so the team never stalls on it.
 """
 
 from __future__ import annotations
@@ -73,6 +80,13 @@ def _action_text(action: str | dict[str, Any]) -> str:
     """A short, readable form of a sent action for the status line."""
     text = action if isinstance(action, str) else json.dumps(action, ensure_ascii=False)
     return text if len(text) <= 200 else text[:199] + "…"
+
+
+def _may_act(notification: Notification, role: str) -> bool:
+    """Whether ``role`` acts on ``notification``: always in the default interaction; under
+    turn-taking only on its own turn, once the slow work of the act before is in."""
+    turn = notification.turn
+    return turn is None or (turn.role == role and not turn.busy)
 
 
 async def _maybe_await(value: Any) -> Any:
@@ -194,19 +208,30 @@ class MemberNode:
             if not self._started:
                 await self.request_sync()  # joined late and missed the start: get the context
                 continue
+            if not _may_act(notification, self.role):  # turn-taking: not this member's turn
+                self._inbox.insert(0, notification)  # merged into its turn's notification
+                continue
             await self._act(notification)
 
     async def _act(self, notification: Notification) -> None:
         self.stats["acts"] += 1
         await self._publish_status("thinking")
+        turns = notification.turn is not None
         try:
             action = await self.teammate.act(notification)
         except Exception:  # a member's failure is reported, not fatal to the session
             self.stats["act_failures"] += 1
             log.exception("%s failed to act on event %s", self.role, notification.seq)
             await self._publish_status("failed")
+            if turns:  # it cannot act this turn: the next member may
+                await self._pass_turn(notification)
             return
         failing = getattr(self.teammate, "lm_failing", False) is True  # its LM keeps failing
+        if action is None and turns:  # doing nothing passes the turn
+            await self._pass_turn(notification)
+            await self._publish_status("failed" if failing else "waiting",
+                                       waiting_for="teammate")
+            return
         if action is None:
             await self._publish_status("failed" if failing else "waiting", waiting_for="tick")
             return
@@ -215,7 +240,9 @@ class MemberNode:
         # seen_seq: an edit of a whole text made on this view is merged with later edits.
         request = StepRequest(role=self.role, action=action, seen_seq=notification.seq)
         name = self._action_name(action)
-        if name is None or name not in NOT_ECHOED:  # a bad action comes back as an error
+        # A bad action comes back as an error. Under turn-taking the next notification is the
+        # member's next turn (or that error): nothing to wait for.
+        if (name is None or name not in NOT_ECHOED) and not turns:
             self._awaiting = request.id
         self.stats["actions_sent"] += 1
         self._last_action = _action_text(action)
@@ -223,6 +250,13 @@ class MemberNode:
         waits = name == WAIT_TEAMMATE_CONTINUE.name
         await self._publish_status("failed" if failing else "waiting" if waits else "acting",
                                    waiting_for="teammate" if waits else None)
+
+    async def _pass_turn(self, notification: Notification) -> None:
+        """Give the turn up (turn-taking): a wait, the act that passes it."""
+        self.stats["actions_sent"] += 1
+        self._last_action = f"{WAIT_TEAMMATE_CONTINUE.name}()"
+        await self._send(StepRequest(role=self.role, action=self._last_action,
+                                     seen_seq=notification.seq))
 
     async def _publish_status(self, status: AgentState,
                               waiting_for: WaitingFor | None = None) -> None:

@@ -40,6 +40,12 @@ def replay_events(coordinator: Coordinator,
             raise ReplayMismatch(
                 f"Event {event.seq} ({event.type.value} by {event.actor}) replayed as "
                 f"{again.type.value if again else 'nothing'}: the log cannot be restored.")
+        # Under strict turn-taking every event records whose turn it left: replay must agree.
+        if again.info.get("turn") != event.info.get("turn"):
+            raise ReplayMismatch(
+                f"Event {event.seq} ({event.type.value} by {event.actor}) left the turn at "
+                f"{event.info.get('turn')} but replays to {again.info.get('turn')}: the log "
+                "cannot be restored.")
         yield event, transition
 
 

@@ -31,6 +31,7 @@ from cogym_lab.core.messages import (
 )
 from cogym_lab.core.progress import Progress
 from cogym_lab.core.protocol import ScoringProtocol, get_protocol
+from cogym_lab.core.turns import NOTIFICATIONS, check_interaction
 from cogym_lab.datasets import DatasetError, data_dir
 from cogym_lab.envs.task_data import missing_data_message
 from cogym_lab.lm import LM
@@ -51,7 +52,10 @@ class SessionConfig:
     ``channel_ttl``: seconds the bus keeps a session's channels after it ended (its steps, every
     member's notifications with their private views, the agents' statuses), so that a panel
     opened late still finds the end; then they are deleted (on Redis, an expiry on each stream).
-    ``None`` keeps them. An interrupted session keeps its channels: it may be resumed."""
+    ``None`` keeps them. An interrupted session keeps its channels: it may be resumed.
+
+    ``interaction``: ``"notifications"`` (Co-Gym's protocol, the default) or ``"turns"``, strict
+    turn-taking (the paper's §5.3 ablation, :mod:`cogym_lab.core.turns`)."""
 
     idle_seconds: float = 60.0
     max_idle_ticks: int = 3
@@ -63,6 +67,10 @@ class SessionConfig:
     timeout: float | None = None  # wall-clock limit for the whole session
     seed: int | None = None
     channel_ttl: float | None = 3600.0
+    interaction: str = NOTIFICATIONS
+
+    def __post_init__(self) -> None:
+        self.interaction = check_interaction(self.interaction)  # a typo in a team file fails
 
     def limits_for(self, team: Iterable[TeamMember],
                    protocol: ScoringProtocol | str | None = None) -> dict[str, int]:
@@ -127,7 +135,8 @@ def build_coordinator(env: CoEnv, team: list[TeamMember], session_id: str, confi
     return Coordinator(env, team, session_id=session_id, task=task or env.name,
                        step_limits=limits,
                        max_idle_ticks=config.max_idle_ticks, max_events=config.max_events,
-                       every_act_is_a_step=protocol.every_act_is_a_step)
+                       every_act_is_a_step=protocol.every_act_is_a_step,
+                       interaction=config.interaction)
 
 
 log = logging.getLogger(__name__)
@@ -416,6 +425,7 @@ class Session:
             "env_args": self.env.env_args(),
             "team": [member.model_dump() for member in self.team],
             "protocol": self.env.protocol,
+            "interaction": self.config.interaction,
             "config": asdict(self.config) | {"step_limits": self.coordinator.step_limits},
             "cogym_lab_version": __version__,
             **({"spec": self.spec.stored()} if self.spec is not None else {}),

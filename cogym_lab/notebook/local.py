@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cogym_lab.runtime.hosting import SessionHost
+from cogym_lab.runtime.pairwise import BASELINE_ENV, baselines_from_env
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -57,8 +58,10 @@ class LocalRuntime:
             self.thread.start()
         # On the kernel's own loop, `create` must finish without waiting (see `call`): the
         # session is built there, as a cell would; a loop of its own may wait for a thread.
+        # The rating form's pairwise question finds the autonomous outcomes there.
         self.host = SessionHost(results_dir or default_results_dir(), redis_url=None,
-                                build_in_thread=self.thread is not None)
+                                build_in_thread=self.thread is not None,
+                                baselines=baselines_from_env(os.environ.get(BASELINE_ENV)))
 
     @property
     def in_kernel_loop(self) -> bool:

@@ -24,8 +24,9 @@ import asyncio
 import builtins
 import json
 import logging
+import random
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,12 +49,15 @@ from cogym_lab.runtime.ended import DEFAULT_FINISHED_TTL, EndedSession, end_bus,
 from cogym_lab.runtime.models import (
     HOSTING_FILE,
     LIKERT_ITEMS,
+    PAIRWISE_FIELDS,
     RATINGS_FILE,
     HostingRecord,
+    PairwiseOffer,
     Rating,
     StoredRating,
     validation_message,
 )
+from cogym_lab.runtime.pairwise import make_offer, read_shown
 from cogym_lab.runtime.panels import DEFAULT_PANEL_GRACE, PanelWatch
 from cogym_lab.runtime.stored import (
     STORED_FIELDS,
@@ -200,7 +204,8 @@ class SessionHost:
                  team_paths: bool = True,
                  panel_grace_seconds: float | None = DEFAULT_PANEL_GRACE,
                  build_in_thread: bool = True,
-                 finished_session_ttl: float | None = DEFAULT_FINISHED_TTL) -> None:
+                 finished_session_ttl: float | None = DEFAULT_FINISHED_TTL,
+                 baselines: Sequence[str | Path] = ()) -> None:
         """``teams`` registers team files by name beside the ready ones; ``team_paths`` says
         whether a team may also be a file path (yes in a kernel or a script, which run their
         owner's code anyway; never in a server, whose requests come from others).
@@ -211,7 +216,9 @@ class SessionHost:
         ``finished_session_ttl``: seconds an ended session stays hosted (its end views for
         late panels in memory) before only its results folder is read for it (zero: at once;
         ``None``: never). Its coordinator, env, members and bus are given back at its end
-        either way."""
+        either way. ``baselines``: folders of fully autonomous runs, where the rating form's
+        pairwise question finds the autonomous outcome of a session's task and instance (see
+        :mod:`cogym_lab.runtime.pairwise`); none: the form does not ask it."""
         self.results_dir = Path(results_dir)
         self.build_in_thread = build_in_thread
         self.redis_url = redis_url
@@ -226,6 +233,9 @@ class SessionHost:
         self._panels = PanelWatch(panel_grace_seconds, self._end_unfollowed)
         self.finished_session_ttl = finished_session_ttl
         self._evictions: dict[str, asyncio.TimerHandle] = {}
+        self.baselines = [Path(folder) for folder in baselines]
+        #: Draws the order of the pairwise question's two outcomes (a test may seed it).
+        self.pairwise_rng: random.Random = random.SystemRandom()
 
     # -- creating and resuming ----------------------------------------------------------------
 
@@ -706,36 +716,73 @@ class SessionHost:
 
     def rate(self, session_id: str, role: str, outcome_rating: int, satisfaction: int,
              comment: str = "", *, steerability: int | None = None,
-             ease_of_use: int | None = None, utility: int | None = None) -> dict[str, Any]:
+             ease_of_use: int | None = None, utility: int | None = None,
+             pairwise: str | None = None, pairwise_order: Sequence[str] | None = None
+             ) -> dict[str, Any]:
         """Save a person seat's rating of a session (while it runs or after it ended) in the
         session's ``ratings.json``, replacing that role's earlier one; returns all ratings.
 
         Ratings are 1 to 5 (outcome: how good the result is; satisfaction: how the
         collaboration felt). ``steerability``, ``ease_of_use`` and ``utility`` are the Cocoa
-        study's optional 1-5 items; an item left out is not written. Raises ``HostingError``
-        (404 unknown session, 400 bad values), having saved nothing.
+        study's optional 1-5 items; an item left out is not written. ``pairwise`` answers the
+        comparison with the autonomous agent's outcome (``"own"``, ``"autonomous"`` or
+        ``"tie"``), only after :meth:`pairwise_offer` showed it to this seat; the order it was
+        shown in is recorded, and ``pairwise_order``, when given, must be that order. Raises
+        ``HostingError`` (404 unknown session, 400 bad values, 409 a pairwise answer to a
+        question not shown, or shown in another order), having saved nothing.
         """
         entry = self._find(session_id)
         if not isinstance(role, str) or role not in entry.people:
             raise HostingError(_not_a_seat(role, entry.people), status=400)
         try:
-            rating = Rating(outcome_rating=outcome_rating, satisfaction=satisfaction,
-                            comment=comment, steerability=steerability,
-                            ease_of_use=ease_of_use, utility=utility)
+            rating = Rating.model_validate({
+                "outcome_rating": outcome_rating, "satisfaction": satisfaction,
+                "comment": comment, "steerability": steerability, "ease_of_use": ease_of_use,
+                "utility": utility, "pairwise": pairwise, "pairwise_order": pairwise_order})
         except ValidationError as error:
             raise HostingError(validation_message(error)) from None
         directory = entry.directory
         if directory is None:
             raise HostingError(f"Session {session_id!r} has no results directory.", status=409)
+        shown = None
+        if rating.pairwise is not None:
+            shown = read_shown(directory).get(role)
+            if shown is None:
+                raise HostingError("pairwise: no comparison with the autonomous agent was "
+                                   "shown to this seat.", status=409)
+            if rating.pairwise_order is not None and rating.pairwise_order != shown.order:
+                raise HostingError("pairwise_order: the comparison was shown in the order "
+                                   f"{' | '.join(shown.order)}; reload the form.", status=409)
         ratings = self.ratings(session_id)
-        # Unanswered Likert items are left out, so a form without them writes the file it
-        # always wrote.
-        stored = StoredRating(**rating.model_dump(), ts=time.time())
+        stored = StoredRating(**rating.model_dump(exclude={"pairwise_order"}), ts=time.time(),
+                              pairwise_order=shown.order if shown else None,
+                              pairwise_baseline=shown.baseline if shown else None)
+        # Unanswered items are left out, so a form without them writes the file it always
+        # wrote.
         ratings[role] = stored.model_dump(exclude={
-            item for item in LIKERT_ITEMS if getattr(stored, item) is None})
+            item for item in (*LIKERT_ITEMS, *PAIRWISE_FIELDS) if getattr(stored, item) is None})
         directory.mkdir(parents=True, exist_ok=True)
         write_json(directory / RATINGS_FILE, ratings)
         return ratings
+
+    async def pairwise_offer(self, session_id: str, role: str) -> PairwiseOffer:
+        """The rating form's pairwise question for person seat ``role``: this session's
+        outcome and the autonomous agent's on the same task and instance, in the order kept
+        for the seat, or why there is none (see :mod:`cogym_lab.runtime.pairwise`). The
+        baseline folders are searched in a worker thread, off the loop. Raises
+        ``HostingError`` (404 unknown session, 400 no person seat, 409 not ended yet)."""
+        entry = self._find(session_id)
+        if not isinstance(role, str) or role not in entry.people:
+            raise HostingError(_not_a_seat(role, entry.people), status=400)
+        ended, outcome = _final_outcome(entry)
+        if not ended:
+            raise HostingError(f"Session {session_id!r} has not ended: its outcome is compared "
+                               "once it is over.", status=409)
+        directory = entry.directory
+        if directory is None:
+            raise HostingError(f"Session {session_id!r} has no results directory.", status=409)
+        return await asyncio.to_thread(make_offer, directory, role, outcome,
+                                       list(self.baselines), self.pairwise_rng)
 
     def ratings(self, session_id: str) -> dict[str, Any]:
         """The ratings saved for a session, by role (``{}`` when there are none)."""
@@ -768,6 +815,22 @@ class SessionHost:
 
 def _created_at(entry: HostedSession | StoredSession) -> float:
     return entry.created_at if isinstance(entry, HostedSession) else entry.record.created_at
+
+
+def _final_outcome(entry: HostedSession | StoredSession) -> tuple[bool, Any]:
+    """Whether the session has ended, and its final outcome. A hosted session's result has
+    it once the run is over; before that (grading), the env's outcome is final as soon as the
+    coordinator has ended."""
+    if isinstance(entry, HostedSession) and isinstance(entry.session, Session):
+        if entry.result is not None:
+            return True, entry.result.outcome
+        if entry.session.coordinator.end_reason is None:
+            return False, None
+        return True, entry.session.env.outcome()
+    result = entry.details().get("result")
+    if isinstance(result, dict):
+        return True, result.get("outcome")
+    return entry.status in ("finished", "failed"), None  # interrupted: it may go on
 
 
 def _not_a_seat(role: Any, people: list[str]) -> str:

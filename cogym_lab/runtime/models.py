@@ -8,7 +8,7 @@ unknown fields, so a bad request is refused with the field's name before anythin
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -92,10 +92,30 @@ class SeatClaim(BaseModel):
 LIKERT_ITEMS = ("steerability", "ease_of_use", "utility")
 
 
+#: The two outcomes of the pairwise question (Co-Gym C.4): this session's, and the fully
+#: autonomous agent's on the same task and instance.
+Side = Literal["own", "autonomous"]
+#: The person's answer: which outcome is better, or neither.
+PairwiseChoice = Literal["own", "autonomous", "tie"]
+#: The fields of the pairwise question in a rating; like the Likert items, left out of
+#: ``ratings.json`` when not answered.
+PAIRWISE_FIELDS = ("pairwise", "pairwise_order", "pairwise_baseline")
+
+
+def _two_sides(order: list[Side] | None) -> list[Side] | None:
+    if order is not None and sorted(order) != ["autonomous", "own"]:
+        raise ValueError("pairwise_order must name 'own' and 'autonomous' once each")
+    return order
+
+
 class Rating(BaseModel):
     """A person's verdict on a session: Co-Gym's outcome rating and overall satisfaction, and,
-    when the form asks them, the Cocoa study's Likert items (``None`` when not answered, as in
-    every rating saved before they existed)."""
+    when the form asks them, the Cocoa study's Likert items and Co-Gym's pairwise comparison
+    with the autonomous agent's outcome (``None`` when not answered, as in every rating saved
+    before they existed).
+
+    ``pairwise_order`` is the order the two outcomes were shown in, left to right; the host
+    checks it against the order it offered (see :meth:`SessionHost.pairwise_offer`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -105,6 +125,17 @@ class Rating(BaseModel):
     steerability: Score | None = None
     ease_of_use: Score | None = None
     utility: Score | None = None
+    # A literal takes only its own strings (no case folding, no numbers), so it needs no
+    # strict mode.
+    pairwise: PairwiseChoice | None = None
+    pairwise_order: list[Side] | None = None
+
+    @model_validator(mode="after")
+    def _pairwise_is_whole(self) -> Rating:
+        _two_sides(self.pairwise_order)
+        if self.pairwise_order is not None and self.pairwise is None:
+            raise ValueError("pairwise_order without a pairwise answer")
+        return self
 
 
 class RatingRequest(Rating):
@@ -114,9 +145,48 @@ class RatingRequest(Rating):
 
 
 class StoredRating(Rating):
-    """One role's entry in ``ratings.json``."""
+    """One role's entry in ``ratings.json``. ``pairwise_baseline`` names the autonomous
+    session compared with (its folder, relative to the baseline folder it was found in)."""
 
     ts: float
+    pairwise_baseline: str | None = None
+
+
+class ShownOutcome(BaseModel):
+    """One of the two outcomes of the pairwise question, as the form shows it."""
+
+    side: Side
+    label: str  # "A" or "B": the form does not say which side is which
+    text: str
+
+
+class PairwiseOffer(BaseModel):
+    """Answer to ``GET .../sessions/<id>/pairwise?role=...`` (and to the panel's ``pairwise``
+    message in local mode): the two outcomes in the order to show them, or why there is no
+    question (``available`` false and ``note`` in plain words)."""
+
+    available: bool
+    note: str = ""
+    outcomes: list[ShownOutcome] = Field(default_factory=list)
+    baseline: str | None = None
+
+    @property
+    def order(self) -> list[Side]:
+        return [shown.side for shown in self.outcomes]
+
+
+class PairwiseShown(BaseModel):
+    """What ``pairwise.json`` keeps per role: the order the outcomes were first offered in (a
+    reload shows the same) and the baseline session they came from."""
+
+    order: list[Side]
+    baseline: str
+    ts: float
+
+    @model_validator(mode="after")
+    def _both_sides(self) -> PairwiseShown:
+        _two_sides(self.order)
+        return self
 
 
 class HostingRecord(BaseModel):

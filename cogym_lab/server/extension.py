@@ -15,6 +15,7 @@ from cogym_lab.server.create_policy import CreatePolicy
 from cogym_lab.server.handlers import (
     ActionsHandler,
     InterruptHandler,
+    PairwiseHandler,
     RatingHandler,
     ResumeHandler,
     SeatsHandler,
@@ -109,6 +110,11 @@ class CogymLab(ExtensionApp):
                           help="Actions one connection may send at once before the rate "
                                "applies.").tag(config=True)
 
+    baseline_dirs = List(Unicode(), help="Folders of fully autonomous runs (`cogym-lab eval "
+                                         "run --team autonomous`). The rating form compares a "
+                                         "session's outcome with the autonomous agent's on the "
+                                         "same task and instance found there (Co-Gym's win "
+                                         "rate); without any, it does not ask.").tag(config=True)
     panel_grace_seconds = Float(DEFAULT_PANEL_GRACE,
                                 help="Seconds a running session with person seats goes on with "
                                      "no panel (seat WebSocket) open before it ends, with that "
@@ -159,7 +165,9 @@ class CogymLabApp(CogymLab):
         self.host = SessionHost(self.results_dir, redis_url=self.redis_url,
                                 default_team=self.default_team, teams=self.teams,
                                 team_paths=False, panel_grace_seconds=self.panel_grace_seconds,
-                                finished_session_ttl=self.finished_session_ttl)
+                                finished_session_ttl=self.finished_session_ttl,
+                                baselines=[Path(folder).expanduser()
+                                           for folder in self.baseline_dirs])
         limits = self.server_limits()
         self.settings.update({
             "cogym_lab_host": self.host,
@@ -195,6 +203,7 @@ class CogymLabApp(CogymLab):
             (rf"/cogym/api/sessions/{_ID}/actions/?", ActionsHandler),
             (rf"/cogym/api/sessions/{_ID}/resume/?", ResumeHandler),
             (rf"/cogym/api/sessions/{_ID}/rating/?", RatingHandler),
+            (rf"/cogym/api/sessions/{_ID}/pairwise/?", PairwiseHandler),
             (rf"/cogym/api/sessions/{_ID}/interrupt/?", InterruptHandler),
             (rf"/cogym/api/sessions/{_ID}/seats/?", SeatsHandler),
             (rf"/cogym/api/sessions/{_ID}/ws", SessionWebSocketHandler),

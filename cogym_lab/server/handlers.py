@@ -267,8 +267,9 @@ class InterruptHandler(CogymAPIHandler):
 class RatingHandler(CogymAPIHandler):
     """``POST .../sessions/<id>/rating`` with ``{"role", "outcome_rating", "satisfaction",
     "comment"}`` and, optionally, the Likert items ``steerability``, ``ease_of_use`` and
-    ``utility`` (1-5): a person rates the session from a seat of theirs (also after it
-    ended)."""
+    ``utility`` (1-5) and the pairwise answer ``pairwise`` (``own`` / ``autonomous`` /
+    ``tie``) with the ``pairwise_order`` shown: a person rates the session from a seat of
+    theirs (also after it ended)."""
 
     @web.authenticated
     @authorized
@@ -279,11 +280,29 @@ class RatingHandler(CogymAPIHandler):
             gate.seat(session_id, body.role)
             self.host.rate(session_id, body.role, body.outcome_rating, body.satisfaction,
                            body.comment, steerability=body.steerability,
-                           ease_of_use=body.ease_of_use, utility=body.utility)
+                           ease_of_use=body.ease_of_use, utility=body.utility,
+                           pairwise=body.pairwise, pairwise_order=body.pairwise_order)
         except HostingError as error:
             return self.error(error.status, error.message)
         ratings = gate.snapshot(session_id)["ratings"]
         self.send({"session_id": session_id, "ratings": ratings}, status=201)
+
+
+class PairwiseHandler(CogymAPIHandler):
+    """``GET .../sessions/<id>/pairwise?role=<seat>``: the rating form's comparison with the
+    autonomous agent's outcome (``PairwiseOffer``), for a seat of the caller's, once the
+    session has ended."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, session_id: str) -> None:
+        role = self.get_query_argument("role", None, strip=False)  # "user\u2028" is no seat
+        try:
+            self.gate.seat(session_id, role)
+            offer = await self.host.pairwise_offer(session_id, str(role))
+        except HostingError as error:
+            return self.error(error.status, error.message)
+        self.send(offer.model_dump(mode="json"))
 
 
 class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocketMixin,

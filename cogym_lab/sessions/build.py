@@ -17,6 +17,7 @@ from cogym_lab.bus import Bus
 from cogym_lab.core import CoEnv
 from cogym_lab.core.messages import MemberKind
 from cogym_lab.core.protocol import get_protocol
+from cogym_lab.core.turns import refuse_clocked
 from cogym_lab.datasets import DatasetError, data_dir, reading_from
 from cogym_lab.envs import make_env
 from cogym_lab.envs.registry import task_class
@@ -74,6 +75,11 @@ def build_session(spec: SessionSpec, *, session_id: str | None = None,
     members, guided = _members(spec, team, kinds, env, remote=remote, guides=guides)
     tools = attach_tool_lms(env, tool_lm_config(team, spec.lm_arguments()))
     config = session_config(team, spec)
+    try:  # said here, naming the option at fault, rather than as a coordinator's error
+        refuse_clocked(config.interaction, spec.task, env.tick_seconds)
+    except ValueError as error:
+        raise SessionBuildError(str(error), "limits" if spec.limits.interaction else "team"
+                                ) from None
     try:
         session = Session(env, members, kinds=kinds, bus=bus, results_dir=results_dir,
                           session_id=session_id, config=config, task=spec.task,
@@ -112,7 +118,8 @@ def session_config(team: TeamConfig, spec: SessionSpec) -> SessionConfig:
     """The team's ``[session]`` settings with the spec's limits on top."""
     try:
         return SessionConfig(**{**team.session, **spec.limits.overrides()})
-    except TypeError as error:  # the team file's [session] names a setting that does not exist
+    except (TypeError, ValueError) as error:  # a [session] setting that does not exist, or
+        # a value it cannot take (an interaction other than "notifications" or "turns")
         raise SessionBuildError(f"Team {team.name!r} has a bad [session] table: {error}",
                                 "team") from None
 

@@ -103,6 +103,9 @@ class LMSettings(BaseModel):
     #: written out only for the authenticated create request (:data:`REVEAL_SECRETS`).
     api_key: ApiKey = None
     temperature: float | None = Field(default=None, ge=0, le=2)
+    #: The sampling seed sent with every call (``LMConfig.seed``): a batch run gives each
+    #: member of each trial its own (``cogym_lab.eval.seeds``).
+    seed: int | None = Field(default=None, ge=-(2**63), lt=2**63)
     max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     timeout: float | None = Field(default=None, gt=0, le=3_600)
     max_retries: int | None = Field(default=None, ge=0, le=20)
@@ -151,6 +154,9 @@ class Limits(BaseModel):
     join_timeout: float | None = Field(default=None, gt=0, le=3_600)
     seed: int | None = Field(default=None, ge=-(2**63), lt=2**63)
     channel_ttl: float | None = Field(default=None, gt=0, le=30 * 86_400)
+    #: ``"notifications"`` (Co-Gym's protocol) or ``"turns"`` (strict turn-taking, the paper's
+    #: §5.3 ablation, ``cogym_lab.core.turns``); ``None``: the team's, else notifications.
+    interaction: Literal["notifications", "turns"] | None = None
 
     def overrides(self) -> dict[str, Any]:
         """The limits given, by name."""
@@ -185,7 +191,7 @@ class SessionSpec(BaseModel):
       becomes a person seat, another name adds one.
     * ``lm`` maps ``"*"`` (every LM), a role, or ``"tools"`` (the task's own LMs) to settings.
     * ``protocol`` names the scoring protocol (``None``: the default, ``cogym``).
-    * ``limits`` override the team's session settings.
+    * ``limits`` override the team's session settings (its interaction included).
     * ``notebook``: run in this notebook's kernel and document (a server links it).
     * ``data_dir``: the folder the task reads its data from, on the machine that builds the
       session (``None``: that machine's own, ``COGYM_DATA`` or the user cache). It is given to

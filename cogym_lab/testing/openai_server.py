@@ -21,7 +21,8 @@ How a reply is chosen for each ``POST /v1/chat/completions``:
 
 The server runs in a background thread (stdlib ``ThreadingHTTPServer``), so it serves sync and
 async tests alike. Every request is recorded in :attr:`ScriptedOpenAIServer.requests`, with the
-time it arrived.
+time it arrived; :attr:`ScriptedOpenAIServer.bodies` are their JSON bodies (what the client sent:
+model, messages, temperature, seed ...).
 
 A slow model, for studying what latency costs (a real-time task, say): ``latency`` holds every
 reply back that many seconds, as a remote LM would, e.g. ``ScriptedOpenAIServer(responder=...,
@@ -67,6 +68,8 @@ class Reply:
     ``send_usage=False`` leaves the ``usage`` field out.
     ``trickle`` (seconds) sends the headers at once and then the body one byte at a time, that
     long apart: a reply of a few hundred bytes then takes minutes, yet never pauses long.
+    ``system_fingerprint`` is sent as the reply's ``system_fingerprint`` (null by default, as
+    servers that do not say which backend answered send it).
     """
 
     text: str | None = ""
@@ -80,6 +83,7 @@ class Reply:
     finish_reason: str = "stop"
     error: str | None = None
     trickle: float = 0.0
+    system_fingerprint: str | None = None
 
 
 @dataclass
@@ -423,7 +427,7 @@ class _Handler(BaseHTTPRequestHandler):
             "created": int(time.time()),
             "model": body.get("model") or "scripted",
             "choices": choices,
-            "system_fingerprint": None,
+            "system_fingerprint": reply.system_fingerprint,
         }
         if reply.send_usage:
             payload["usage"] = {"prompt_tokens": prompt_tokens,

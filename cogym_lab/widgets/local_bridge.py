@@ -103,10 +103,16 @@ class LocalBridge:
             self._spawn(self._hello())
         elif self.readonly:  # refused here, before anything reaches the host
             refusal = READ_ONLY_REFUSAL.format(role=self.role)
-            self._send(wire.error(refusal, message.id) if isinstance(message, wire.ActionMessage)
-                       else wire.rating_error(message.id, refusal))
+            if isinstance(message, wire.ActionMessage):
+                self._send(wire.error(refusal, message.id))
+            elif isinstance(message, wire.PairwiseRequest):
+                self._send(wire.pairwise_error(message.id, refusal))
+            else:
+                self._send(wire.rating_error(message.id, refusal))
         elif isinstance(message, wire.ActionMessage):
             self._spawn(self._act(message))
+        elif isinstance(message, wire.PairwiseRequest):
+            self._spawn(self._pairwise(message))
         else:
             self._spawn(self._rate(message))
 
@@ -156,11 +162,21 @@ class LocalBridge:
             ratings = self.host.rate(self.session_id, self.role, message.outcome_rating,
                                      message.satisfaction, message.comment,
                                      steerability=message.steerability,
-                                     ease_of_use=message.ease_of_use, utility=message.utility)
+                                     ease_of_use=message.ease_of_use, utility=message.utility,
+                                     pairwise=message.pairwise,
+                                     pairwise_order=message.pairwise_order)
         except HostingError as error:
             self._send(wire.rating_error(message.id, error.message))
             return
         self._send(wire.rated(message.id, ratings))
+
+    async def _pairwise(self, message: wire.PairwiseRequest) -> None:
+        try:
+            offer = await self.host.pairwise_offer(self.session_id, self.role)
+        except HostingError as error:
+            self._send(wire.pairwise_error(message.id, error.message))
+            return
+        self._send(wire.pairwise_offer(message.id, offer.model_dump(mode="json")))
 
     # -- to the browser -----------------------------------------------------------------------
 

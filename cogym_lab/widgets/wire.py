@@ -1,9 +1,11 @@
 """Custom messages between the panel's browser code and the kernel, in local mode.
 
 Browser to kernel: ``hello`` (a view opened: send the current state), ``action`` (the person
-acts; ``base`` for whole-text replacements, ``id`` to have a refusal name it) and ``rating``.
+acts; ``base`` for whole-text replacements, ``id`` to have a refusal name it), ``rating`` and
+``pairwise`` (the rating form asks for its comparison with the autonomous agent's outcome).
 Kernel to browser: ``notification``, ``status``, ``error`` (with the ``id`` of the action it
-refuses, if any), and ``rated`` / ``rating_error`` answering a rating by its ``id``.
+refuses, if any), ``rated`` / ``rating_error`` answering a rating by its ``id``, and
+``pairwise_offer`` / ``pairwise_error`` answering a ``pairwise`` request by its ``id``.
 """
 
 from __future__ import annotations
@@ -37,9 +39,20 @@ class RatingMessage(BaseModel):
     steerability: Any = None
     ease_of_use: Any = None
     utility: Any = None
+    # The pairwise answer and the order shown, checked strictly by ``SessionHost.rate`` too.
+    pairwise: Any = None
+    pairwise_order: Any = None
 
 
-FromPanel = Annotated[Hello | ActionMessage | RatingMessage, Field(discriminator="type")]
+class PairwiseRequest(BaseModel):
+    """The rating form asks for its pairwise question (answered by ``pairwise_offer``)."""
+
+    type: Literal["pairwise"]
+    id: int | str
+
+
+FromPanel = Annotated[Hello | ActionMessage | RatingMessage | PairwiseRequest,
+                      Field(discriminator="type")]
 FROM_PANEL: TypeAdapter[FromPanel] = TypeAdapter(FromPanel)
 
 
@@ -65,3 +78,12 @@ def rated(request_id: int | str, ratings: dict[str, Any]) -> dict[str, Any]:
 
 def rating_error(request_id: int | str, message: str) -> dict[str, Any]:
     return {"type": "rating_error", "id": request_id, "error": message}
+
+
+def pairwise_offer(request_id: int | str, offer: dict[str, Any]) -> dict[str, Any]:
+    """The pairwise question (a ``PairwiseOffer`` in JSON) for the request ``request_id``."""
+    return {"type": "pairwise_offer", "id": request_id, "offer": offer}
+
+
+def pairwise_error(request_id: int | str, message: str) -> dict[str, Any]:
+    return {"type": "pairwise_error", "id": request_id, "error": message}

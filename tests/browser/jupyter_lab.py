@@ -57,6 +57,9 @@ class JupyterLabServer:
         self.port = free_port()
         self.token = secrets.token_hex(16)
         self.results_dir = self.home / "results"
+        #: The server's baseline folder (c.CogymLab.baseline_dirs): the autonomous runs the rating
+        #: form's pairwise question compares with; a test writes the runs it needs there.
+        self.baseline_dir = self.home / "baseline"
         self.log_path = self.home / "jupyter-lab.log"
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_file: Any = None
@@ -106,7 +109,8 @@ class JupyterLabServer:
         server_config = {
             "ServerApp": {"jpserver_extensions": {"cogym_lab": True,
                                                   "jupyter_server_ydoc": True}},
-            "CogymLabApp": {"results_dir": str(self.results_dir), **BROWSER_LIMITS},
+            "CogymLabApp": {"results_dir": str(self.results_dir),
+                            "baseline_dirs": [str(self.baseline_dir)], **BROWSER_LIMITS},
         }
         (folders["config"] / "jupyter_server_config.json").write_text(json.dumps(server_config))
         for relative, values in _QUIET_SETTINGS.items():

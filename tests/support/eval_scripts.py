@@ -78,9 +78,9 @@ class RouteByInstance:
 
 class ReportJudgePlay:
     """The evaluation judges of a report, by the JSON shape each prompt asks for: every chat
-    message takes task initiative, every round gets a 4, no failure is found, and outcome B
-    wins each comparison. Other requests (a task's own grader re-grading a round) go to
-    ``fallback``."""
+    message takes task initiative, every round gets a 4, no failure is found, the simulated
+    user made no error, and outcome B wins each comparison. Other requests (a task's own
+    grader re-grading a round) go to ``fallback``."""
 
     def __init__(self, fallback: Responder) -> None:
         self.fallback = fallback
@@ -90,7 +90,9 @@ class ReportJudgePlay:
         text = body["messages"][-1]["content"]
         kind = next((k for k, shape in (("messages", '{"labels"'), ("pairwise", '{"winner"'),
                                         ("progress", '{"ratings"'),
-                                        ("failures", '{"communication"')) if shape in text), None)
+                                        ("failures", '{"communication"'),
+                                        ("taxonomy", '{"findings"'),
+                                        ("user_audit", '{"errors"')) if shape in text), None)
         if kind is None:
             return self.fallback(body)
         self.asked[kind] = self.asked.get(kind, 0) + 1
@@ -106,6 +108,8 @@ class ReportJudgePlay:
             count = int(found.group(1)) if found else 1
             return json.dumps({"ratings": [{"round": k, "rating": 4}
                                            for k in range(1, count + 1)]})
+        if kind in ("taxonomy", "user_audit"):
+            return json.dumps({"findings" if kind == "taxonomy" else "errors": []})
         empty = {"present": False, "evidence": []}
         return json.dumps({name: empty for name in ("communication", "situational_awareness",
                                                     "planning", "environment_awareness",

@@ -38,23 +38,25 @@ def write_session(directory: Path, steps: list[tuple[str, str]], *,
                   model: str = "scripted", tokens: dict[str, tuple[int, int]] | None = None,
                   ratings: dict[str, Any] | None = None, end: str | None = "finished",
                   session_id: str | None = None, task: str = "todo",
-                  protocol: str = DEFAULT_PROTOCOL) -> Path:
+                  protocol: str = DEFAULT_PROTOCOL, interaction: str = "notifications") -> Path:
     """Play ``steps`` ((role, action string), one second apart) on a fresh ``task`` env (the
     todo task with ``TODO_ARGS`` unless told otherwise) and write
     the results directory as :class:`cogym_lab.nodes.Session` does.
 
     ``tokens`` maps a role to its LM's (prompt, completion) tokens; ``end`` ends a session that
     did not end by itself (``None`` leaves it running, as after a crash). ``protocol`` names the
-    scoring protocol the session follows.
+    scoring protocol the session follows; ``interaction="turns"`` plays the steps under strict
+    turn-taking (an act out of turn is refused).
     """
     env = make_env(task, protocol=protocol, **(env_args if env_args is not None else TODO_ARGS))
     members = [TeamMember(role=role, kind=kind) for role, kind in team]  # type: ignore[arg-type]
-    config = SessionConfig()
+    config = SessionConfig(interaction=interaction)
     session_id = session_id or directory.name
     coordinator = build_coordinator(env, members, session_id, config, task)
     writer = ResultsWriter(directory)
     writer.write_session(session_id=session_id, task=task, env_args=env.env_args(),
                          team=[m.model_dump() for m in members], protocol=env.protocol,
+                         interaction=interaction,
                          config=asdict(config) | {"step_limits": coordinator.step_limits},
                          status="running")
     now = 1000.0

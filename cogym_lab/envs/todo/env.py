@@ -12,6 +12,7 @@ from typing import Any
 
 from cogym_lab.core import ActionError, CoEnv, Component, RenderType, action
 from cogym_lab.core.env import ScoreReport
+from cogym_lab.core.hidden_facts import HiddenFacts
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
 
 IDEAS = {
@@ -56,6 +57,10 @@ class TodoEnv(CoEnv):
     def hidden_information(self) -> str:
         """What only the human side knows: the items it insists on."""
         return "You will not go without: " + ", ".join(self.must_have) + "."
+
+    def hidden_facts(self) -> HiddenFacts:
+        """The items the person insists on."""
+        return HiddenFacts(required=tuple(self.must_have))
 
     @classmethod
     def instances(cls, protocol: str = DEFAULT_PROTOCOL) -> list[dict[str, Any]]:

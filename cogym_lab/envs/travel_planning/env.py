@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from cogym_lab.core import ActionError, Component, RenderType, action
 from cogym_lab.core.env import ScoreReport, SessionScores
+from cogym_lab.core.hidden_facts import HiddenFacts, HiddenQuantity
 from cogym_lab.core.plans import below
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
 from cogym_lab.datasets import DataItem
@@ -123,6 +124,16 @@ class TravelPlanningEnv(DatasetEnv):
 
     def hidden_information(self) -> str:
         return "\n".join(f"- {preference}" for preference in self.task.preferences)
+
+    def hidden_facts(self) -> HiddenFacts:
+        """The query's budget, party size and number of cities to visit, which its hidden
+        preferences state in words."""
+        t = self.task
+        return HiddenFacts(quantities=(
+            HiddenQuantity("budget", t.budget, ("budget",), money=True),
+            HiddenQuantity("people", t.people, ("people", "persons", "travelers", "travellers",
+                                                "adults", "guests")),
+            HiddenQuantity("cities", t.visiting_city_number, ("city", "cities"))))
 
     def hidden_strings(self) -> list[str]:
         """The hidden preference sentences that an honest text would not contain: those naming

@@ -27,6 +27,9 @@ measures:
   server's threads included; "batch" is the growth of that peak during the batch, over what the
   process held after start-up. With ``--tracemalloc`` the peak of Python allocations during the
   batch is shown too (tracing slows Python down, so the rates of such a run are lower).
+* "lag" is how late a 10 ms ticker on the batch's event loop woke (``loop_lag.py``): p50, p99
+  and the worst, in milliseconds. A loop that lags seconds would not answer a Jupyter server's
+  users either.
 * "CPU s" is the CPU time the child used during the batch (the event loop and the server's
   threads together): when it nears the wall time, the level is bound by the processor, not by
   the LM's latency.
@@ -47,6 +50,8 @@ import tempfile
 import time
 import tracemalloc
 from typing import Any
+
+from loop_lag import ticker  # this folder is on the path when the script runs
 
 IDEAS = ["tent", "sleeping bag", "headlamp", "stove", "water filter", "rain jacket", "map"]
 ITEMS_TO_ADD = 6
@@ -87,6 +92,12 @@ def many_todo_instances(count: int) -> type:
     return ManyTodo
 
 
+def percentile(values: list[float], share: float) -> float:
+    """The value below which ``share`` of ``values`` lie (NaN for none)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else float("nan")
+
+
 def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
@@ -105,11 +116,22 @@ def run_level(concurrency: int, sessions: int, latency: float, trace: bool) -> d
         if trace:
             tracemalloc.start()
         started = time.perf_counter()
-        summary = asyncio.run(arun(
-            "todo_bench", "collaborative", None, out=out, concurrency=concurrency,
-            models={"agent": "agent-lm", "user": "user-lm"}, base_urls=server.base_url,
-            lm_arguments={"*": {"timeout": 120.0}}, idle_seconds=30.0, timeout=600.0,
-            progress=False))
+        lags: list[float] = []
+
+        async def batch_with_ticker() -> Any:
+            stop = asyncio.Event()
+            watch = asyncio.create_task(ticker(lags, stop))  # the loop's lag while it works
+            try:
+                return await arun(
+                    "todo_bench", "collaborative", None, out=out, concurrency=concurrency,
+                    models={"agent": "agent-lm", "user": "user-lm"},
+                    base_urls=server.base_url, lm_arguments={"*": {"timeout": 120.0}},
+                    idle_seconds=30.0, timeout=600.0, progress=False)
+            finally:
+                stop.set()
+                await watch
+
+        summary = asyncio.run(batch_with_ticker())
         wall = time.perf_counter() - started
         cpu = time.process_time() - cpu_before
         traced = tracemalloc.get_traced_memory()[1] / 2**20 if trace else None
@@ -120,7 +142,8 @@ def run_level(concurrency: int, sessions: int, latency: float, trace: bool) -> d
             "failed": summary.counts.failed, "calls": calls, "cpu": cpu,
             "session_mean": sum(durations) / len(durations) if durations else float("nan"),
             "peak_rss": peak_rss_mib(), "batch_rss": peak_rss_mib() - before,
-            "traced": traced}
+            "traced": traced, "lag_p50": percentile(lags, 0.50), "lag_p99": percentile(lags, 0.99),
+            "lag_max": max(lags, default=float("nan"))}
 
 
 def manifest_cost(sessions: int) -> dict[str, Any]:
@@ -239,15 +262,16 @@ def main() -> None:
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
     header = (f"{'concurrency':>11} {'sessions':>8} {'failed':>6} {'wall s':>7} "
               f"{'sessions/min':>12} {'mean session s':>14} {'LM calls':>8} {'CPU s':>6} "
-              f"{'peak RSS MiB':>12} {'batch +MiB':>10}"
-              + (f" {'traced MiB':>10}" if args.tracemalloc else ""))
+              f"{'peak RSS MiB':>12} {'batch +MiB':>10} {'lag p50 ms':>10} {'lag p99 ms':>10} "
+              f"{'lag max ms':>10}" + (f" {'traced MiB':>10}" if args.tracemalloc else ""))
     print(header)
     print("-" * len(header))
     for r in rows:
         print(f"{r['concurrency']:>11} {r['sessions']:>8} {r['failed']:>6} {r['wall']:>7.1f} "
               f"{r['per_minute']:>12.1f} {r['session_mean']:>14.1f} {r['calls']:>8} "
               f"{r['cpu']:>6.1f} "
-              f"{r['peak_rss']:>12.0f} {r['batch_rss']:>10.0f}"
+              f"{r['peak_rss']:>12.0f} {r['batch_rss']:>10.0f} {r['lag_p50'] * 1e3:>10.1f} "
+              f"{r['lag_p99'] * 1e3:>10.1f} {r['lag_max'] * 1e3:>10.1f}"
               + (f" {r['traced']:>10.1f}" if args.tracemalloc else ""))
     if rows:
         base = rows[0]["per_minute"]

@@ -7,7 +7,9 @@ plain functions that drive the server's own event loop (``jp_asyncio_loop``).
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 
 import pytest
 from pytest_jupyter.jupyter_server import *  # noqa: F403 - its fixtures, without its hooks
@@ -30,6 +32,33 @@ def test_unauthenticated_requests_are_refused(run, api, jp_fetch):
             assert status == 403, (method, path, status)
         status, listing = await api("GET")
         assert (status, listing) == (200, {"sessions": []})
+
+    run(body())
+
+
+def test_the_status_reports_the_sessions_and_the_loops_lag(run, api, jp_fetch):
+    async def status() -> dict:
+        return json.loads((await jp_fetch("cogym", "api", "status")).body)
+
+    async def body():
+        with pytest.raises(HTTPClientError) as refused:
+            await jp_fetch("cogym", "api", "status", headers={"Authorization": ""})
+        assert refused.value.code == 403
+        code, created = await api("POST", body={"task": "todo", "people": ["user"],
+                                                "idle_seconds": 30})
+        assert code == 201, created
+        await asyncio.sleep(0.5)  # a few of the monitor's wake-ups, every 100 ms
+        answer = await status()
+        lag = answer["loop_lag"]
+        assert answer["sessions_running"] == 1
+        assert lag["samples"] >= 2 and lag["interval_ms"] == 100.0
+        assert 0 <= lag["p50_ms"] <= lag["p99_ms"] <= lag["max_ms"]
+        time.sleep(0.4)  # the server's loop (this one) blocked: the next wake-up is late
+        await asyncio.sleep(0.15)
+        assert (await status())["loop_lag"]["max_ms"] >= 300
+        code, _ = await api("DELETE", created["session_id"])
+        assert code == 200
+        assert (await status())["sessions_running"] == 0
 
     run(body())
 

@@ -6,10 +6,12 @@ import tempfile
 from pathlib import Path
 
 from jupyter_server.extension.application import ExtensionApp
+from tornado.ioloop import IOLoop
 from traitlets import Bool, Dict, Float, Int, List, Unicode, default
 
 from cogym_lab.runtime.ended import DEFAULT_FINISHED_TTL
 from cogym_lab.runtime.hosting import SessionHost
+from cogym_lab.runtime.loop_lag import LoopLagMonitor
 from cogym_lab.runtime.panels import DEFAULT_PANEL_GRACE
 from cogym_lab.server.create_policy import CreatePolicy
 from cogym_lab.server.handlers import (
@@ -22,6 +24,7 @@ from cogym_lab.server.handlers import (
     SessionHandler,
     SessionsHandler,
     SessionWebSocketHandler,
+    StatusHandler,
 )
 from cogym_lab.server.limits import KIB, ServerLimits
 from cogym_lab.server.live_notebooks import NotebookOpener
@@ -169,6 +172,7 @@ class CogymLabApp(CogymLab):
                                 baselines=[Path(folder).expanduser()
                                            for folder in self.baseline_dirs])
         limits = self.server_limits()
+        self.loop_lag = LoopLagMonitor()
         self.settings.update({
             "cogym_lab_host": self.host,
             "cogym_lab_limits": limits,
@@ -180,7 +184,9 @@ class CogymLabApp(CogymLab):
                 allow_request_lm=self.allow_request_lm),
             "cogym_lab_quota": SessionQuota(limits, self.host.running),
             "cogym_lab_rates": ActionRates(limits),
+            "cogym_lab_loop_lag": self.loop_lag,
         })
+        IOLoop.current().add_callback(self.loop_lag.start)  # ticks once the server's loop runs
         self.host.notebooks = NotebookOpener(self.serverapp)  # sessions in a notebook's kernel
         stored = self.host.recover()  # sessions an earlier server left: interrupted or finished
         if stored:
@@ -198,6 +204,7 @@ class CogymLabApp(CogymLab):
 
     def initialize_handlers(self) -> None:
         self.handlers.extend([
+            (r"/cogym/api/status/?", StatusHandler),
             (r"/cogym/api/sessions/?", SessionsHandler),
             (rf"/cogym/api/sessions/{_ID}/?", SessionHandler),
             (rf"/cogym/api/sessions/{_ID}/actions/?", ActionsHandler),
@@ -210,6 +217,9 @@ class CogymLabApp(CogymLab):
         ])
 
     async def stop_extension(self) -> None:
+        monitor = getattr(self, "loop_lag", None)
+        if monitor is not None:
+            await monitor.stop()
         host = getattr(self, "host", None)
         if host is not None:
             await host.close()

@@ -34,6 +34,7 @@ from cogym_lab.runtime.access import (
     visible_state,
 )
 from cogym_lab.runtime.hosting import HostingError, SessionHost
+from cogym_lab.runtime.loop_lag import LoopLagMonitor
 from cogym_lab.runtime.models import (
     ActionBody,
     ActionFrame,
@@ -62,6 +63,7 @@ class ServerParts:
         self.policy: CreatePolicy = settings["cogym_lab_policy"]
         self.quota: SessionQuota = settings["cogym_lab_quota"]
         self.rates: ActionRates = settings["cogym_lab_rates"]
+        self.loop_lag: LoopLagMonitor = settings["cogym_lab_loop_lag"]
 
 
 class _UsesServerParts:
@@ -138,6 +140,20 @@ class CogymAPIHandler(_UsesServerParts, ExtensionHandlerMixin, APIHandler):
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(data, default=str))
+
+
+class StatusHandler(CogymAPIHandler):
+    """``GET``: how the server that hosts the sessions is doing: sessions running here and the
+    event loop's lag over the last minute (a loop that lags answers nobody)."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        lag = self.parts.loop_lag.summary()
+        self.send({"sessions_running": self.host.running(),
+                   "loop_lag": {key: (None if isinstance(value, float) and value != value
+                                      else value)  # NaN is not JSON
+                                for key, value in lag.model_dump().items()}})
 
 
 class SessionsHandler(CogymAPIHandler):

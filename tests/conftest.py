@@ -2,4 +2,4 @@
 
 pytest_plugins = ["tests.support.redis_server", "tests.support.buses", "tests.support.lm",
                   "tests.support.data", "tests.support.comms",
-                  "tests.support.server_fixtures"]
+                  "tests.support.server_fixtures", "tests.support.ray_cluster"]

@@ -73,16 +73,47 @@ def _prices(values: tuple[str, ...]) -> dict[str, tuple[float, float]]:
               help="'turns': members act strictly in turn, each woken only on its turn (the "
                    "Co-Gym paper's turn-taking ablation); 'notifications': Co-Gym's protocol "
                    "(default: the team's [session] interaction, else notifications).")
+@click.option("--max-in-flight", "max_in_flight", multiple=True, metavar="[KEY=]N",
+              help="Most LM requests under way at once, for every endpoint and model, or for "
+                   "KEY: a model name or an endpoint URL, whose requests then share N "
+                   "(repeatable).")
+@click.option("--rpm", "rpm", multiple=True, metavar="[KEY=]N",
+              help="Most LM requests started per minute, as --max-in-flight (repeatable).")
+@click.option("--engine", type=click.Choice(["inprocess", "ray"]), default="inprocess",
+              show_default=True,
+              help="Where the sessions run: in this process, or on a Ray cluster (the ray "
+                   "extra; see docs/evaluation-runs.md). Results are written here either way.")
+@click.option("--address", default=None, metavar="ADDRESS",
+              help="With --engine ray: the cluster, 'auto' (one running on this machine), "
+                   "HOST:PORT (the head, from a node of the cluster) or ray://HOST:PORT (Ray "
+                   "Client). Default: RAY_ADDRESS, else the cluster last started here, else a "
+                   "new one in this process.")
+@click.option("--sessions-per-actor", type=click.IntRange(min=1), default=None,
+              help="With --engine ray: sessions each actor runs at once (default 8).")
+@click.option("--actors-per-node", type=click.IntRange(min=1), default=None,
+              help="With --engine ray: actors started on each node with CPUs (default 1).")
+@click.option("--storage", default=None, metavar="FOLDER",
+              help="With --engine ray: the run folder as the workers see it (a shared file "
+                   "system, absolute path or file:// URL); they then write the sessions there "
+                   "themselves instead of sending them back.")
 @click.option("--no-progress", is_flag=True, help="Do not draw the progress bar.")
 def run_command(task: str, team: str, instances: str, concurrency: int, out: Path,
                 models: tuple[str, ...], base_urls: tuple[str, ...], env_arg: tuple[str, ...],
                 idle_seconds: float | None, timeout: float, agent_step_limit: int | None,
                 prices: tuple[str, ...], protocol: str, trials: int,
-                interaction: str | None, no_progress: bool) -> None:
+                interaction: str | None, max_in_flight: tuple[str, ...], rpm: tuple[str, ...],
+                engine: str, address: str | None, sessions_per_actor: int | None,
+                actors_per_node: int | None, storage: str | None, no_progress: bool) -> None:
     """Run TEAM on many instances of TASK at once and write their results under OUT."""
+    from cogym_lab.eval.engines import EngineError
     from cogym_lab.eval.runner import run
     from cogym_lab.lm import LMNotConfigured
+    from cogym_lab.lm.limits import parse_limits
 
+    try:
+        limits = parse_limits(max_in_flight, rpm)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
     team_config = load_team_option(team)
     try:
         summary = run(task, team_config, instances, out=out, concurrency=concurrency,
@@ -90,8 +121,10 @@ def run_command(task: str, team: str, instances: str, concurrency: int, out: Pat
                       env_args=env_args(env_arg), idle_seconds=idle_seconds, timeout=timeout,
                       agent_step_limit=agent_step_limit, prices=_prices(prices),
                       protocol=protocol, progress=not no_progress, trials=trials,
-                      interaction=interaction)
-    except LMNotConfigured as error:
+                      interaction=interaction, limits=None if limits.is_empty else limits,
+                      engine=engine, address=address, sessions_per_actor=sessions_per_actor,
+                      actors_per_node=actors_per_node, storage=storage)
+    except (LMNotConfigured, EngineError, ImportError) as error:
         raise click.ClickException(str(error)) from None
     except ValueError as error:
         raise click.ClickException(str(error)) from None

@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from cogym_lab.core.protocol import LEGACY_PROTOCOL
+from cogym_lab.lm.limit_rules import ProviderLimits
 
 RUN_FILE = "run.json"
 SESSIONS_FILE = "sessions.jsonl"
@@ -110,6 +111,12 @@ class Invocation(BaseModel):
     ran: int = 0
     skipped: int = 0
     interrupted: bool = False
+    #: What ran its sessions: ``{"engine": "inprocess", "concurrency": 8}``, or the Ray
+    #: engine's nodes and actors (:mod:`cogym_lab.eval.engines`); empty for older runs.
+    engine: dict[str, Any] = Field(default_factory=dict)
+    #: The provider limits its LM calls ran under (the team file's and the run's own); none for
+    #: older runs (docs/evaluation-runs.md, "Provider limits").
+    limits: ProviderLimits = Field(default_factory=ProviderLimits)
 
 
 class Counts(BaseModel):

@@ -9,6 +9,7 @@ from typing import Any, TextIO
 
 from cogym_lab.eval.batch_manifest import Price, TokenCount
 from cogym_lab.lm import LM
+from cogym_lab.lm.limits import Gate, current_gate
 
 REFRESH_SECONDS = 1.0
 
@@ -45,6 +46,8 @@ class CostMeter:
         self.prices = dict(prices or {})
         self._done: dict[str, TokenCount] = {}
         self._live: dict[Any, Mapping[str, LM]] = {}
+        # Usage of sessions running in other processes (Ray workers), by the worker reporting.
+        self._remote: dict[Any, dict[str, TokenCount]] = {}
 
     def add(self, by_model: Mapping[str, TokenCount]) -> None:
         for model, count in by_model.items():
@@ -58,14 +61,27 @@ class CostMeter:
         self._live.pop(key, None)
         self.add(by_model)
 
-    def totals(self) -> dict[str, TokenCount]:
-        totals = {model: count.model_copy() for model, count in self._done.items()}
+    def report(self, source: Any, by_model: Mapping[str, TokenCount]) -> None:
+        """The usage, so far, of the sessions running in another process (``source``, a
+        worker); it replaces what that worker reported before."""
+        self._remote[source] = dict(by_model)
+
+    def live_totals(self) -> dict[str, TokenCount]:
+        """Usage so far of the sessions running in this process, by model."""
+        totals: dict[str, TokenCount] = {}
         for lms in self._live.values():
             for lm in lms.values():
                 count = totals.setdefault(lm.config.model or "unknown", TokenCount())
                 count.add(TokenCount(prompt_tokens=lm.meter.prompt_tokens,
                                      completion_tokens=lm.meter.completion_tokens,
                                      calls=lm.meter.calls))
+        return totals
+
+    def totals(self) -> dict[str, TokenCount]:
+        totals = {model: count.model_copy() for model, count in self._done.items()}
+        for part in (self.live_totals(), *self._remote.values()):
+            for model, count in part.items():
+                totals.setdefault(model, TokenCount()).add(count)
         return totals
 
     def describe(self) -> str:
@@ -79,10 +95,13 @@ class BatchProgress:
     """A tqdm bar over the batch's sessions, showing running cost and the error count.
 
     ``output`` is ``True`` for stderr, ``False`` for no bar, or a text stream to draw on.
+    ``gate`` is the LM gate whose provider limits it shows (in flight / limit, callers waiting,
+    requests in the rate window, slowdowns after a 429); ``None``: the process's current gate.
+    Nothing is shown while nothing is limited or slowed down.
     """
 
     def __init__(self, total: int, *, done: int, meter: CostMeter, label: str,
-                 output: bool | TextIO = True) -> None:
+                 output: bool | TextIO = True, gate: Gate | None = None) -> None:
         from tqdm import tqdm
 
         bar_class: type[tqdm[Any]] = tqdm
@@ -93,6 +112,7 @@ class BatchProgress:
 
         self.meter = meter
         self.errors = 0
+        self.gate = gate
         stream = sys.stderr if output is True else (output or None)
         self.bar = bar_class(total=total, initial=done, desc=label, unit="session",
                              file=stream, disable=stream is None,
@@ -101,7 +121,9 @@ class BatchProgress:
         self.refresh()
 
     def refresh(self) -> None:
-        self.bar.set_postfix_str(f"{self.meter.describe()} errors={self.errors}", refresh=True)
+        limits = (self.gate or current_gate()).describe()
+        self.bar.set_postfix_str(f"{self.meter.describe()} errors={self.errors}"
+                                 + (f" limits[{limits}]" if limits else ""), refresh=True)
 
     def session_ended(self, *, failed: bool) -> None:
         self.errors += failed

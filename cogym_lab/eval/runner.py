@@ -1,7 +1,9 @@
 """The batch runner: one team on many instances of a task, many sessions at once in one event loop.
 
 LM calls are I/O-bound, so sessions share one asyncio loop, each on its own in-process bus, with a
-semaphore bounding how many run at a time. Every session writes ``OUT/<instance>/`` (a fixed name,
+semaphore bounding how many run at a time. With ``engine="ray"`` they run in Ray actors across a
+cluster instead, and this process writes what they send back (:mod:`cogym_lab.eval.engines`);
+everything below holds for both. Every session writes ``OUT/<instance>/`` (a fixed name,
 so an interrupted run resumes: finished sessions are skipped and partial ones redone from scratch,
 each attempt under a session id of its own: ``<team>-<task>-<instance>-<random>``).
 
@@ -25,20 +27,19 @@ holds the configuration, package versions, LM names and token totals.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from cogym_lab.core import CoEnv
 from cogym_lab.core.blocking import run_to_end
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL, get_protocol
 from cogym_lab.core.turns import NOTIFICATIONS, check_interaction
 from cogym_lab.envs.registry import task_class
+from cogym_lab.eval.batch_limits import batch_limits
 from cogym_lab.eval.batch_manifest import (
     Invocation,
     LMDescription,
@@ -46,26 +47,24 @@ from cogym_lab.eval.batch_manifest import (
     RunSummary,
     SessionEntry,
     SessionLog,
-    Tokens,
     package_versions,
     read_run,
 )
-from cogym_lab.eval.batch_progress import BatchProgress, CostMeter, cost_usd, lm_usage
+from cogym_lab.eval.batch_plan import BatchPlan, SessionKey, run_planned_session
+from cogym_lab.eval.batch_progress import BatchProgress, CostMeter, cost_usd
 from cogym_lab.eval.batch_sessions import (
-    clear_partial,
     finished_entry,
     is_finished,
-    merge_session_file,
     move_aside,
-    new_batch_session_id,
-    record_failure,
     session_dir_name,
     session_id_prefix,
-    usage_by_model,
 )
+from cogym_lab.eval.engines import RayOptions, Workers, check_engine
+from cogym_lab.eval.engines.inprocess import InProcess
 from cogym_lab.eval.instance_spec import InstanceSpec, parse_instances
-from cogym_lab.eval.seeds import ENV, trial_seed
-from cogym_lab.lm import LM, LMConfig, make_lm
+from cogym_lab.eval.seeds import ENV
+from cogym_lab.lm import LMConfig, make_lm
+from cogym_lab.lm.limits import ProviderLimits, current_gate
 from cogym_lab.members import member_type
 from cogym_lab.sessions import (
     EVERY_LM,
@@ -73,7 +72,6 @@ from cogym_lab.sessions import (
     Limits,
     LMSettings,
     SessionSpec,
-    build_session,
     session_config,
 )
 from cogym_lab.teams import load_team
@@ -84,41 +82,33 @@ __all__ = ["RunSummary", "arun", "run"]
 
 DEFAULT_TIMEOUT = 600.0  # seconds per session: a stuck session must not hold the batch forever
 PerRole = str | Mapping[str, str] | None
-SessionKey = tuple[int, int]  # (instance, trial)
 
 
 @dataclass
 class _Batch:
-    """Everything the sessions of one batch share: the spec each instance's session is built
-    from (its ``instance`` set per session), and the run's accounting."""
+    """A batch on the driver: the plan each session is built from (what a Ray worker gets), the
+    run's folder, and its accounting."""
 
-    spec: SessionSpec
-    team: TeamConfig
+    plan: BatchPlan
     out: Path
-    prices: dict[str, Price]
     meter: CostMeter
     lms: dict[str, LMDescription]
-    #: Seeds the caller fixed (the run's arguments, the team file), by role; the other roles
-    #: (LM members, ``tools``, ``env``) get one per trial.
-    fixed_seeds: dict[str, int | None]
+
+    @property
+    def spec(self) -> SessionSpec:
+        return self.plan.spec
+
+    @property
+    def team(self) -> TeamConfig:
+        return self.plan.team
 
     @property
     def task(self) -> str:
-        return self.spec.task
+        return self.plan.task
 
-    def seeds(self, instance: int, trial: int) -> dict[str, int]:
-        """Every seed of one trial, by role: fixed ones as fixed, the others derived."""
-        return {role: trial_seed(instance, trial, role) if fixed is None else fixed
-                for role, fixed in self.fixed_seeds.items()}
-
-    def spec_for(self, instance: int, seeds: Mapping[str, int]) -> SessionSpec:
-        """The spec of one trial: the instance, each LM's seed and the environment's."""
-        lm = dict(self.spec.lm)
-        for role, seed in seeds.items():
-            if role != ENV:
-                lm[role] = lm.get(role, LMSettings()).model_copy(update={"seed": seed})
-        limits = self.spec.limits.model_copy(update={"seed": seeds[ENV]})
-        return self.spec.model_copy(update={"instance": instance, "lm": lm, "limits": limits})
+    @property
+    def prices(self) -> dict[str, Price]:
+        return self.plan.prices
 
 
 def run(task: str, team: str | Path | TeamConfig = "collaborative",
@@ -130,7 +120,11 @@ def run(task: str, team: str | Path | TeamConfig = "collaborative",
         session: Mapping[str, Any] | None = None,
         prices: Mapping[str, Price | tuple[float, float] | Mapping[str, float]] | None = None,
         protocol: str = DEFAULT_PROTOCOL, progress: bool | TextIO = True, trials: int = 1,
-        rerun: Iterable[tuple[int, int]] = (), interaction: str | None = None) -> RunSummary:
+        rerun: Iterable[tuple[int, int]] = (), interaction: str | None = None,
+        limits: ProviderLimits | Mapping[str, Any] | None = None,
+        engine: str = "inprocess", address: str | None = None,
+        sessions_per_actor: int | None = None, actors_per_node: int | None = None,
+        storage: str | Path | None = None) -> RunSummary:
     """Run ``team`` on ``instances`` of ``task`` and write every session under ``out``.
 
     ``instances`` is a spec such as ``"0:102"`` or ``"0,3,5"``, a list, or ``None`` for all.
@@ -160,6 +154,20 @@ call may serve several teams); ``lm_arguments`` gives any other LM setting by ro
     ``None`` keeps the team's ``[session] interaction`` (else notifications). A run folder holds
     one interaction: run the other into a folder of its own, and report both together.
 
+    ``limits`` (:class:`~cogym_lab.lm.limits.ProviderLimits`) bound the LM requests in flight
+    and per minute, by endpoint and model, over those the team file gives in its LM tables
+    (``max_in_flight``, ``requests_per_minute``); they hold for every LM call of this process
+    while the run lasts (docs/evaluation-runs.md, "Provider limits").
+
+    ``engine="ray"`` runs the sessions on a Ray cluster (the ``ray`` extra) instead of in this
+    process: ``address`` names the cluster (``None``: as ``ray.init()`` finds one, ``"auto"``,
+    ``"HOST:PORT"`` or ``"ray://HOST:PORT"``), ``actors_per_node`` actors (1) start on each node,
+    each running ``sessions_per_actor`` sessions (8) at once; ``concurrency`` is then theirs.
+    The workers send each session's folder back and this process writes it, unless ``storage``
+    names the run folder as the workers see it (a shared file system), where they write it
+    themselves. Everything else (``run.json``, resuming, the bar and the cost) is the same;
+    see :mod:`cogym_lab.eval.engines.ray_engine` for what a lost worker costs.
+
     Works inside a running event loop too (a notebook): the batch then runs on a thread of its
     own. Use :func:`arun` from async code.
     """
@@ -168,7 +176,9 @@ call may serve several teams); ``lm_arguments`` gives any other LM setting by ro
                      idle_seconds=idle_seconds, timeout=timeout,
                      agent_step_limit=agent_step_limit, session=session, prices=prices,
                      protocol=protocol, progress=progress, trials=trials, rerun=rerun,
-                     interaction=interaction)
+                     interaction=interaction, limits=limits, engine=engine, address=address,
+                     sessions_per_actor=sessions_per_actor, actors_per_node=actors_per_node,
+                     storage=storage)
     return run_to_end(coroutine)
 
 
@@ -184,12 +194,19 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
                protocol: str = DEFAULT_PROTOCOL,
                progress: bool | TextIO = True, trials: int = 1,
                rerun: Iterable[tuple[int, int]] = (),
-               interaction: str | None = None) -> RunSummary:
+               interaction: str | None = None,
+               limits: ProviderLimits | Mapping[str, Any] | None = None,
+               engine: str = "inprocess", address: str | None = None,
+               sessions_per_actor: int | None = None, actors_per_node: int | None = None,
+               storage: str | Path | None = None) -> RunSummary:
     """:func:`run` for async code."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     if trials < 1:
         raise ValueError("trials must be at least 1")
+    engine_name = check_engine(engine)
+    ray_options = _ray_options(engine_name, address, sessions_per_actor, actors_per_node,
+                               storage)
     chosen = check_interaction(interaction) if interaction is not None else None
     redo = _rerun_keys(rerun)
     team_config = team if isinstance(team, TeamConfig) else load_team(team)
@@ -200,53 +217,66 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
     team_config.check_plays(task)
     protocol = get_protocol(protocol).name
     numbers = parse_instances(instances, _instance_count(task, protocol))
-    limits = {"idle_seconds": idle_seconds, "timeout": timeout,
-              "agent_step_limit": agent_step_limit, "interaction": chosen, **(session or {})}
+    session_limits = {"idle_seconds": idle_seconds, "timeout": timeout,
+                      "agent_step_limit": agent_step_limit, "interaction": chosen,
+                      **(session or {})}
     # The team itself goes into the spec: each session.json then holds the team it ran with.
     spec = SessionSpec(task=task, team=team_config, env_args=dict(env_args or {}),
                        lm=_team_lm(team_config, _lm_arguments(models, base_urls, lm_arguments)),
                        protocol=protocol,
-                       limits=Limits(**{k: v for k, v in limits.items() if v is not None}))
+                       limits=Limits(**{k: v for k, v in session_limits.items()
+                                        if v is not None}))
     all_prices = {**_team_prices(spec, team_config), **_prices(prices)}
     out = Path(out)
     lms = _describe_lms(spec, team_config)
-    batch = _Batch(spec=spec, team=team_config, out=out, prices=all_prices,
-                   meter=CostMeter(all_prices), lms=lms,
-                   fixed_seeds=_fixed_seeds(spec, team_config, lms))
+    provider_limits = batch_limits(_limit_tables(spec, team_config), limits)
+    plan = BatchPlan(spec=spec, team=team_config, run_name=out.name, prices=all_prices,
+                     fixed_seeds=_fixed_seeds(spec, team_config, lms))
+    batch = _Batch(plan=plan, out=out, meter=CostMeter(all_prices), lms=lms)
     keys = sorted({*((n, t) for n in numbers for t in range(trials)), *redo})
-    summary = _start_summary(batch, keys, concurrency, redo)
+    if ray_options is not None:
+        ray_options = dataclasses.replace(ray_options, limits=provider_limits)
+    async with _workers(batch, concurrency, ray_options) as workers:
+        return await _run_batch(batch, workers, keys, redo, provider_limits, progress,
+                                label=f"{task} · {team_config.name}"
+                                + (f" · {trials} trials" if trials > 1 else ""))
+
+
+async def _run_batch(batch: _Batch, workers: Workers, keys: list[SessionKey],
+                     redo: set[SessionKey], provider_limits: ProviderLimits,
+                     progress: bool | TextIO, *, label: str) -> RunSummary:
+    """Run the batch's sessions that have not finished on ``workers``, keeping ``run.json``,
+    the bar and the cost meter up to date; the summary, once every session has ended (or the
+    run was interrupted: it is written then too)."""
+    out = batch.out
+    summary = _start_summary(batch, keys, workers.concurrency, redo, workers.describe(),
+                             provider_limits)
     entries = {s.key: s for s in summary.sessions}
     pending = [key for key in keys if entries[key].status != "finished"]
     for key in keys:
         if entries[key].status == "finished":
             batch.meter.add(entries[key].tokens.by_model)
     invocation = summary.invocations[-1]
-    label = f"{task} · {team_config.name}" + (f" · {trials} trials" if trials > 1 else "")
     bar = BatchProgress(len(keys), done=len(keys) - len(pending), meter=batch.meter,
-                        label=label, output=progress)
-    semaphore = asyncio.Semaphore(concurrency)
+                        label=label, output=progress, gate=workers.gate)
     # run.json was written whole by _start_summary; until this invocation ends, each session
     # that ends costs one line of sessions.jsonl, not a rewrite of every entry (see
     # batch_manifest). Counts and totals are worked out once, at the end, for the same reason.
     session_log = SessionLog(out, invocation=len(summary.invocations) - 1)
     position = {s.key: i for i, s in enumerate(summary.sessions)}
 
-    async def one(key: SessionKey) -> None:
-        async with semaphore:
-            entry = await _run_session(batch, *key)
-        summary.sessions[position[key]] = entry
+    def ended(entry: SessionEntry) -> None:
+        summary.sessions[position[entry.key]] = entry
         invocation.ran += 1
         session_log.append(entry)
         bar.session_ended(failed=entry.status == "failed")
 
-    tasks = [asyncio.create_task(one(key)) for key in pending]
+    gate = current_gate()  # the run's provider limits hold for every LM of the process meanwhile
+    layer = None if provider_limits.is_empty else gate.add_limits(provider_limits)
     bar.start_ticking()
     try:
-        await asyncio.gather(*tasks)
+        await workers.run(pending, ended)
     finally:
-        for task_ in tasks:
-            task_.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
         session_log.close()
         invocation.ended_at = time.time()
         requested = set(keys)
@@ -257,6 +287,8 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
         summary.recount()
         summary.write(out)
         session_log.close(remove=True)  # run.json now holds every line of it
+        if layer is not None:
+            gate.remove_limits(layer)
         await bar.close()
     return summary
 
@@ -264,51 +296,45 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
 # -- one session ----------------------------------------------------------------------------------
 
 async def _run_session(batch: _Batch, number: int, trial: int = 0) -> SessionEntry:
-    """Run one trial of an instance from scratch; any failure is recorded and returned, never
-    raised."""
-    name = session_dir_name(number, trial)
-    directory = batch.out / name
-    session_id = new_batch_session_id(batch.team.name, batch.task, number, trial)
-    lms: dict[str, LM] = {}
-    env: CoEnv | None = None
-    entry = SessionEntry(instance=number, trial=trial, directory=name, session_id=session_id)
-    seeds = batch.seeds(number, trial)
-    identity = {"run": batch.out.name, "instance": number, "trial": trial, "seeds": seeds}
+    """Run one trial of an instance from scratch in this process, into its folder of the run;
+    any failure is recorded and returned, never raised."""
+    return await run_planned_session(batch.plan, batch.out / session_dir_name(number, trial),
+                                     number, trial, meter=batch.meter)
+
+
+@contextlib.asynccontextmanager
+async def _workers(batch: _Batch, concurrency: int,
+                   ray_options: RayOptions | None) -> AsyncIterator[Workers]:
+    """The engine that runs the batch's sessions, for the ``async with`` block."""
+    if ray_options is None:
+        # _run_session looked up on each call (a benchmark replaces it)
+        yield InProcess(lambda key: _run_session(batch, *key), concurrency)
+        return
     try:
-        clear_partial(directory)
-        session = build_session(batch.spec_for(number, seeds), results_dir=directory,
-                                session_id=session_id)
-        env, lms = session.env, session.lms
-        batch.meter.track((number, trial), lms)
-        result = await session.run()
-        env = None  # the session closed it
-        usage = lm_usage(lms)
-        merge_session_file(directory, lm_usage=usage, batch=identity)
-        entry = entry.model_copy(update={
-            "status": "finished", "end_reason": result.end_reason,
-            "delivered": result.delivered, "scores": result.scores,
-            "duration": round(result.duration, 3)})
-    except Exception as error:  # noqa: BLE001 - recorded, and the batch goes on
-        usage = lm_usage(lms)
-        message = record_failure(directory, error, session_id=session_id, task=batch.task,
-                                 env_args={"instance": number, **batch.spec.env_args},
-                                 lm_usage=usage, batch=identity)
-        entry = entry.model_copy(update={"status": "failed", "error": message})
-    finally:
-        await _close(env, lms.values())
-    by_model = usage_by_model(usage)
-    batch.meter.settle((number, trial), by_model)
-    return entry.model_copy(update={"tokens": Tokens.from_models(by_model),
-                                    "cost_usd": cost_usd(by_model, batch.prices)})
+        from cogym_lab.eval.engines.ray_engine import ray_workers
+    except ImportError as error:
+        raise ImportError("engine='ray' needs Ray: pip install 'cogym_lab[ray]'") from error
+    async with ray_workers(batch.plan, batch.out, ray_options, batch.meter) as workers:
+        yield workers
 
 
-async def _close(env: CoEnv | None, lms: Any) -> None:
-    if env is not None:  # a session that failed before closing its env (a kernel, say)
-        with contextlib.suppress(Exception):
-            await env.aclose()
-    for lm in lms:
-        with contextlib.suppress(Exception):
-            await lm.aclose()
+def _ray_options(engine: str, address: str | None, sessions_per_actor: int | None,
+                 actors_per_node: int | None, storage: str | Path | None) -> RayOptions | None:
+    """The Ray engine's options; ``None`` for the in-process engine, which takes none."""
+    given = {"address": address, "sessions_per_actor": sessions_per_actor,
+             "actors_per_node": actors_per_node, "storage": storage}
+    if engine != "ray":
+        named = [name for name, value in given.items() if value is not None]
+        if named:
+            raise ValueError(f"{', '.join(named)}: options of engine='ray'")
+        return None
+    defaults = RayOptions()
+    return RayOptions(address=address,
+                      sessions_per_actor=defaults.sessions_per_actor
+                      if sessions_per_actor is None else sessions_per_actor,
+                      actors_per_node=defaults.actors_per_node
+                      if actors_per_node is None else actors_per_node,
+                      storage=None if storage is None else str(storage))
 
 
 # -- set-up ---------------------------------------------------------------------------------------
@@ -355,6 +381,16 @@ def _resolved_lm(spec: SessionSpec, team: TeamConfig, role: str) -> LMConfig:
     config = LMConfig.resolve(arguments=spec.lm_for(role), toml=team.members[role].lm)
     make_lm(config, member=role)  # raises LMNotConfigured with what to set
     return config
+
+
+def _limit_tables(spec: SessionSpec, team: TeamConfig) -> list[tuple[LMConfig, dict[str, Any]]]:
+    """Each LM's resolved settings with the team-file table that may give its provider limits
+    (``[members.ROLE.lm]``, ``[tools.lm]``)."""
+    tables = [(_resolved_lm(spec, team, role), team.members[role].lm)
+              for role in _lm_members(team)]
+    if team.tools is not None:
+        tables.append((tool_lm_config(team, spec.lm_arguments()), team.tools.lm))
+    return tables
 
 
 def _describe_lms(spec: SessionSpec, team: TeamConfig) -> dict[str, LMDescription]:
@@ -418,7 +454,9 @@ def _price(value: Any) -> Price:
 
 
 def _start_summary(batch: _Batch, keys: list[SessionKey], concurrency: int,
-                   redo: Iterable[SessionKey] = ()) -> RunSummary:
+                   redo: Iterable[SessionKey] = (),
+                   engine: Mapping[str, Any] | None = None,
+                   limits: ProviderLimits | None = None) -> RunSummary:
     """The run.json of this invocation: an earlier run's sessions carried over, the sessions to
     redo moved aside, then written."""
     batch.out.mkdir(parents=True, exist_ok=True)
@@ -465,7 +503,8 @@ def _start_summary(batch: _Batch, keys: list[SessionKey], concurrency: int,
         started_at=earlier.started_at if earlier else now,
         sessions=[sessions[key] for key in sorted(sessions)],
         invocations=[*(earlier.invocations if earlier else []),
-                     Invocation(started_at=now, skipped=skipped)],
+                     Invocation(started_at=now, skipped=skipped, engine=dict(engine or {}),
+                                limits=limits or ProviderLimits())],
     )
     summary.out = str(batch.out)
     summary.recount(skipped=skipped)

@@ -4,6 +4,9 @@
 API or any OpenAI-compatible server, :class:`LlamaCppLM` for a local GGUF file
 (``provider = "local"``, needs the ``local`` extra). The providers are imported only when first
 used, so importing this package does not load ``openai`` or ``llama_cpp``.
+
+Every call goes through the process's gate (:mod:`cogym_lab.lm.limits`): provider limits on
+requests in flight and per minute, and a slowdown for everyone after a 429 with ``Retry-After``.
 """
 
 from __future__ import annotations

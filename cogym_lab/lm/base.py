@@ -14,7 +14,12 @@ The retry loop lives here, once for every provider; a provider implements only
   10 % jitter (so concurrent callers spread out), or after the wait the server asked for
   (``Retry-After``, at most :data:`MAX_RETRY_AFTER`) when that is longer;
 * makes no retry that could only start at or after the deadline, and fails at once instead. So
-  ``complete`` returns or raises :class:`LMError` within ``config.deadline`` seconds.
+  ``complete`` returns or raises :class:`LMError` within ``config.deadline`` seconds;
+* runs each attempt in a slot of the process's gate (:mod:`cogym_lab.lm.limits`: requests in
+  flight and per minute, per endpoint and model). Waiting for the slot counts against the
+  deadline, and the attempt's own ``timeout`` starts once it has one; a call that gets no slot
+  before its deadline fails saying so. A 429 whose ``Retry-After`` says how long to wait slows
+  every caller of that endpoint and model down until then, not only this one.
 
 Every reply text is made valid Unicode here (:func:`cogym_lab.core.text.clean_text`), in one place
 for every provider, before the caller, the meter or the call log sees it: a reply may carry a lone
@@ -36,6 +41,8 @@ from typing import Any
 from cogym_lab.core.text import clean_text
 from cogym_lab.lm.calllog import call_record, redact, write_call
 from cogym_lab.lm.config import LMConfig
+from cogym_lab.lm.limit_rules import limit_key
+from cogym_lab.lm.limits import current_gate
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +63,12 @@ def timeout_reason(seconds: float) -> str:
     """The plain reason for a timeout: 'it did not answer within 120 seconds'."""
     unit = "second" if seconds == 1 else "seconds"
     return f"it did not answer within {seconds:g} {unit}"
+
+
+def waiting_reason(seconds: float) -> str:
+    """The plain reason for a call the provider limits kept waiting past its deadline."""
+    unit = "second" if seconds == 1 else "seconds"
+    return f"it was too busy to take my request within {seconds:g} {unit}"
 
 
 def _attempts(count: int) -> str:
@@ -192,20 +205,31 @@ class LM(abc.ABC):
         started = time.monotonic()
         deadline_at = started + config.deadline
         attempts_allowed = config.max_retries + 1
+        gate, key = current_gate(), self.limit_key
+        loop = asyncio.get_running_loop()
         last_error, reason, attempt = "", DEFAULT_REASON, 0
         while attempt < attempts_allowed:
             attempt += 1
             retry_after: float | None = None
-            limit = self.attempt_timeout
-            budget = deadline_at - time.monotonic()
-            # The attempt's own limit when it ends before the deadline; else None.
-            attempt_limit = limit if limit is not None and budget >= limit else None
-            if attempt_limit is not None:
-                budget = attempt_limit
+            budget: float | None = None  # set once the attempt has its slot
+            attempt_limit: float | None = None
             try:
-                async with asyncio.timeout(budget):
+                # Waiting for a slot counts against the deadline; the attempt's own time limit
+                # starts once it has one.
+                async with asyncio.timeout(deadline_at - time.monotonic()) as timer, \
+                        gate.slot(key):
+                    budget = deadline_at - time.monotonic()
+                    limit = self.attempt_timeout
+                    # The attempt's own limit when it ends before the deadline; else None.
+                    attempt_limit = limit if limit is not None and budget >= limit else None
+                    if attempt_limit is not None:
+                        budget = attempt_limit
+                        timer.reschedule(loop.time() + budget)
                     text, usage = await self._attempt(messages, max_tokens, stop)
             except TimeoutError:
+                if budget is None:  # no slot before the deadline: the limits kept it waiting
+                    raise self._fail_waiting(messages, purpose, started, attempt - 1, key,
+                                             last_error) from None
                 last_error = f"no answer within {_seconds(budget)} s (timeout)"
                 # Cut by the deadline: say the deadline, not the sliver of it this attempt had.
                 reason = timeout_reason(config.deadline if attempt_limit is None else attempt_limit)
@@ -215,6 +239,8 @@ class LM(abc.ABC):
                                      failure.reason) from failure.__cause__ or failure
                 last_error, reason = failure.error, failure.reason
                 retry_after = failure.retry_after
+                if retry_after is not None:  # the provider said when: everyone waits till then
+                    gate.slowdown(key, min(retry_after, MAX_RETRY_AFTER))
             else:
                 return self._succeed(messages, purpose, text, usage, started, attempt)
             if attempt >= attempts_allowed:
@@ -244,6 +270,11 @@ class LM(abc.ABC):
         """
 
     @property
+    def limit_key(self) -> str:
+        """The key its calls are limited under (:mod:`cogym_lab.lm.limits`): model and endpoint."""
+        return limit_key(self.config.model, self.config.base_url, self.config.provider)
+
+    @property
     def attempt_timeout(self) -> float | None:
         """Seconds one attempt may take (``config.timeout``); ``None``: only the deadline."""
         return self.config.timeout
@@ -264,6 +295,16 @@ class LM(abc.ABC):
                           f"{self.config.describe()} gave no usable answer within its "
                           f"{self.config.deadline:g} s deadline ({attempts} "
                           f"{_attempts(attempts)}); last error: {last_error}", reason)
+
+    def _fail_waiting(self, messages: Messages, purpose: str, started: float, attempts: int,
+                      key: str, last_error: str) -> LMError:
+        """No slot came free before the deadline: the provider limits kept the call waiting."""
+        before = f"; last error: {last_error}" if last_error else ""
+        return self._fail(messages, purpose, started, attempts,
+                          f"{self.config.describe()} got no request slot within its "
+                          f"{self.config.deadline:g} s deadline: the provider limits of "
+                          f"{key!r} kept it waiting ({attempts} {_attempts(attempts)} made"
+                          f"{before})", waiting_reason(self.config.deadline))
 
     @property
     def secrets(self) -> list[str]:

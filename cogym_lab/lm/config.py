@@ -10,6 +10,8 @@ it is twice ``timeout`` (120 s by default), so raising ``timeout`` for a slow se
 too. The deadline wins: an attempt gets ``min(timeout, time left before the deadline)``, and a
 retry whose backoff wait would end past the deadline is not made; the call then fails at once. So
 the caller always has an answer or an :class:`~cogym_lab.lm.LMError` within ``deadline`` seconds.
+Waiting for a slot under provider limits (:mod:`cogym_lab.lm.limits`) counts against the deadline
+too; ``timeout`` starts once the attempt has its slot.
 
 Seed. ``seed`` goes with every call to an endpoint that takes one (the OpenAI API and servers
 that follow it send it on as ``seed``; a local model samples with it). Many endpoints ignore it or

@@ -34,16 +34,21 @@ Misbehaving servers, for deadline tests: ``Reply(delay=3600)`` hangs (accepts th
 says nothing; :meth:`ScriptedOpenAIServer.stop` ends the wait), ``Reply("...", trickle=0.5)`` sends
 the status line and headers at once, then the body one byte every 0.5 s, which keeps every
 per-read timeout happy for as long as the body lasts.
+
+Concurrency, for tests of provider limits: :attr:`ScriptedOpenAIServer.in_flight` counts the chat
+requests being served now (from arrival until their answer starts), and
+:attr:`ScriptedOpenAIServer.max_in_flight` the most there ever were at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
@@ -154,6 +159,9 @@ class ScriptedOpenAIServer:
         self.models = list(models)
         self.latency = latency
         self.requests: list[RecordedRequest] = []
+        #: Chat requests being served now, and the most there ever were at once (see below).
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._lock = threading.Lock()
         self._conditional: list[_Rule] = []
         self._fifo: list[_Rule] = []
@@ -219,6 +227,19 @@ class ScriptedOpenAIServer:
     def bodies(self) -> list[Any]:
         """The JSON bodies of the recorded chat requests."""
         return [r.body for r in self.chat_requests]
+
+    @contextlib.contextmanager
+    def _serving(self) -> Iterator[None]:
+        """Count one chat request as in flight: from its arrival until its answer starts (the
+        count drops before the client can see the answer, so it never outlives the client's)."""
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.in_flight -= 1
 
     def _choose(self, body: dict[str, Any]) -> Reply | None:
         with self._lock:
@@ -372,28 +393,36 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error_json(404, f"ScriptedOpenAIServer serves no POST {self.path}; "
                                        "only /v1/chat/completions", "invalid_request_error")
             return
+        with self.script._serving():
+            reply = self._reply_to(request)
+        if reply is not None:
+            self._answer(request.body, reply)
+
+    def _reply_to(self, request: RecordedRequest) -> Reply | None:
+        """The scripted reply, once its delay is over; ``None`` when an error was sent instead
+        (or the server is stopping)."""
         if not isinstance(request.body, dict):
             self._send_error_json(400, "the request body is not a JSON object",
                                   "invalid_request_error")
-            return
+            return None
         try:
             reply = self.script._choose(request.body)
         except Exception as exc:  # noqa: BLE001 - a responder that crashed: tell the test
             self._send_error_json(500, f"ScriptedOpenAIServer's responder raised "
                                        f"{type(exc).__name__}: {exc}")
-            return
+            return None
         if reply is None:
             last = request.body.get("messages") or [{}]
             preview = str(last[-1].get("content", ""))[:200] if isinstance(last[-1], dict) else ""
             self._send_error_json(500, "ScriptedOpenAIServer has no scripted reply left for "
                                        f"this request (last message: {preview!r}); add one with "
                                        "server.add(...) or give a responder")
-            return
+            return None
         delay = reply.delay if reply.delay is not None else \
             self.script.latency_for(request.body)
         if delay > 0 and self.script._stopping.wait(delay):
-            return  # the server is stopping
-        self._answer(request.body, reply)
+            return None  # the server is stopping
+        return reply
 
     def _answer(self, body: dict[str, Any], reply: Reply) -> None:
         if reply.garbage is not False:

@@ -16,8 +16,10 @@ measures:
 
 * The runner (``cogym_lab.eval.arun``) plays the ``collaborative`` team (LM agent and simulated
   user) on the built-in ``todo`` task. The LMs go through the real ``openai`` client to the
-  loopback ``ScriptedOpenAIServer``, whose scripted agent searches nothing, adds six items one by
-  one and finishes, and whose user always lets the agent work. Every reply waits ``--latency``
+  loopback ``ScriptedOpenAIServer``, run in a process of its own as a remote LM would be (its
+  threads would otherwise take turns with the batch's event loop for the interpreter), whose
+  scripted agent searches nothing, adds six items one by one and finishes, and whose user
+  always lets the agent work. Every reply waits ``--latency``
   seconds in the server before it is sent, like a remote LM.
 * Each level runs ``waves x concurrency`` sessions (at least ``--min-sessions``) in a fresh
   child process, so that every level starts cold and its peak memory is its own.
@@ -30,16 +32,24 @@ measures:
 * "lag" is how late a 10 ms ticker on the batch's event loop woke (``loop_lag.py``): p50, p99
   and the worst, in milliseconds. A loop that lags seconds would not answer a Jupyter server's
   users either.
-* "CPU s" is the CPU time the child used during the batch (the event loop and the server's
-  threads together): when it nears the wall time, the level is bound by the processor, not by
-  the LM's latency.
+* The Ray rows (``--ray-nodes``, 1 and 2 by default) run ``--ray-sessions`` sessions of the
+  ``todo`` task (its three instances, with trials) with ``engine="ray"`` on a local cluster of
+  that many nodes of one CPU each (``ray.cluster_utils.Cluster``), one actor per node running up
+  to ``--ray-sessions-per-actor`` sessions at once. Their lag and CPU are the driver's: the
+  sessions run in the actors' processes.
+* "CPU s" is the CPU time the child used during the batch (its event loop; the LM server's
+  process is not counted): when it nears the wall time, the level is bound by the processor,
+  not by the LM's latency.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import functools
 import json
+import multiprocessing
 import os
 import platform
 import re
@@ -49,6 +59,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from loop_lag import ticker  # this folder is on the path when the script runs
@@ -80,6 +91,43 @@ def respond(body: dict[str, Any], latency: float) -> Any:
     return Reply(text=text, delay=latency)
 
 
+def _serve(connection: Any, latency: float) -> None:
+    """The scripted LM server of a level, in a process of its own (as a remote LM would be):
+    sends its address, then, when told to stop, how many chat requests it served."""
+    from cogym_lab.testing import ScriptedOpenAIServer
+
+    with ScriptedOpenAIServer(responder=functools.partial(respond, latency=latency)) as server:
+        connection.send(server.base_url)
+        connection.recv()
+        connection.send(len(server.chat_requests))
+
+
+@contextlib.contextmanager
+def lm_server_process(latency: float) -> Iterator[tuple[str, Callable[[], int]]]:
+    """Start :func:`_serve` in a child process; its base URL, and a function that stops it and
+    returns the number of chat requests it served."""
+    context = multiprocessing.get_context("spawn")
+    ours, theirs = context.Pipe()
+    process = context.Process(target=_serve, args=(theirs, latency), daemon=True)
+    process.start()
+    served: list[int] = []
+
+    def stop() -> int:
+        if not served:
+            ours.send("stop")
+            served.append(ours.recv())
+        return served[0]
+
+    try:
+        yield ours.recv(), stop
+    finally:
+        with contextlib.suppress(Exception):
+            stop()
+        process.join(timeout=30)
+        if process.is_alive():
+            process.kill()
+
+
 def many_todo_instances(count: int) -> type:
     """The todo task with ``count`` instances (all the camping trip), so a batch can be long."""
     from cogym_lab.envs.todo.env import TodoEnv
@@ -102,14 +150,11 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def run_level(concurrency: int, sessions: int, latency: float, trace: bool) -> dict[str, Any]:
-    """One level, in this process: start the server, run the batch, measure."""
-    from cogym_lab.envs import register_env
-    from cogym_lab.eval.runner import arun
-    from cogym_lab.testing import ScriptedOpenAIServer
-
-    register_env("todo_bench", many_todo_instances(sessions))
-    with ScriptedOpenAIServer(responder=lambda body: respond(body, latency)) as server, \
+def measure_batch(label: Any, latency: float, trace: bool,
+                  batch: Callable[[str, str], Any]) -> dict[str, Any]:
+    """Run ``batch(base_url, out)`` (a coroutine running ``arun``) against the scripted LM server
+    in its own process, with a ticker on the loop; the row of the table."""
+    with lm_server_process(latency) as (base_url, stop_server), \
             tempfile.TemporaryDirectory(prefix="cogym-eval-bench-") as out:
         before = peak_rss_mib()
         cpu_before = time.process_time()
@@ -122,11 +167,7 @@ def run_level(concurrency: int, sessions: int, latency: float, trace: bool) -> d
             stop = asyncio.Event()
             watch = asyncio.create_task(ticker(lags, stop))  # the loop's lag while it works
             try:
-                return await arun(
-                    "todo_bench", "collaborative", None, out=out, concurrency=concurrency,
-                    models={"agent": "agent-lm", "user": "user-lm"},
-                    base_urls=server.base_url, lm_arguments={"*": {"timeout": 120.0}},
-                    idle_seconds=30.0, timeout=600.0, progress=False)
+                return await batch(base_url, out)
             finally:
                 stop.set()
                 await watch
@@ -135,15 +176,61 @@ def run_level(concurrency: int, sessions: int, latency: float, trace: bool) -> d
         wall = time.perf_counter() - started
         cpu = time.process_time() - cpu_before
         traced = tracemalloc.get_traced_memory()[1] / 2**20 if trace else None
-        calls = len(server.chat_requests)
+        calls = stop_server()
     durations = [s.duration for s in summary.sessions if s.duration is not None]
-    return {"concurrency": concurrency, "sessions": sessions, "wall": wall,
-            "per_minute": sessions / wall * 60, "finished": summary.counts.finished,
+    ran = len(summary.sessions)
+    return {"concurrency": label, "sessions": ran, "wall": wall,
+            "per_minute": ran / wall * 60, "finished": summary.counts.finished,
             "failed": summary.counts.failed, "calls": calls, "cpu": cpu,
             "session_mean": sum(durations) / len(durations) if durations else float("nan"),
             "peak_rss": peak_rss_mib(), "batch_rss": peak_rss_mib() - before,
             "traced": traced, "lag_p50": percentile(lags, 0.50), "lag_p99": percentile(lags, 0.99),
             "lag_max": max(lags, default=float("nan"))}
+
+
+#: What every level's batch shares: the scripted models, generous time limits, no bar.
+BATCH_OPTIONS: dict[str, Any] = {
+    "models": {"agent": "agent-lm", "user": "user-lm"}, "lm_arguments": {"*": {"timeout": 120.0}},
+    "idle_seconds": 30.0, "timeout": 600.0, "progress": False}
+
+
+def run_level(concurrency: int, sessions: int, latency: float, trace: bool) -> dict[str, Any]:
+    """One in-process level, in this process: start the server, run the batch, measure."""
+    from cogym_lab.envs import register_env
+    from cogym_lab.eval.runner import arun
+
+    register_env("todo_bench", many_todo_instances(sessions))
+    return measure_batch(concurrency, latency, trace, lambda base_url, out: arun(
+        "todo_bench", "collaborative", None, out=out, concurrency=concurrency,
+        base_urls=base_url, **BATCH_OPTIONS))
+
+
+def run_ray_level(nodes: int, sessions: int, per_actor: int, latency: float) -> dict[str, Any]:
+    """The same batch on a Ray cluster of ``nodes`` local nodes (one CPU each), one actor per
+    node running up to ``per_actor`` sessions at once; measured from this process, the driver.
+
+    The workers cannot see this process's registry, so the batch is the built-in ``todo`` task's
+    three instances with as many trials as it takes to make ``sessions``."""
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a local cluster needs no token
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    from ray.cluster_utils import Cluster
+
+    from cogym_lab.eval.runner import arun
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
+                                                            "include_dashboard": False})
+    try:
+        for _ in range(nodes - 1):
+            cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        return measure_batch(f"ray {nodes}x{per_actor}", latency, False,
+                             lambda base_url, out: arun(
+                                 "todo", "collaborative", "0:3", out=out,
+                                 trials=-(-sessions // 3), engine="ray",
+                                 address=cluster.address, sessions_per_actor=per_actor,
+                                 base_urls=base_url, **BATCH_OPTIONS))
+    finally:
+        cluster.shutdown()
 
 
 def manifest_cost(sessions: int) -> dict[str, Any]:
@@ -181,7 +268,7 @@ def manifest_cost(sessions: int) -> dict[str, Any]:
 
         log_class.append = counted_append
 
-    async def instant_session(batch: Any, number: int) -> SessionEntry:
+    async def instant_session(batch: Any, number: int, trial: int = 0) -> SessionEntry:
         await asyncio.sleep(0)
         by_model = {"agent-lm": TokenCount(prompt_tokens=12000 + number, completion_tokens=800,
                                            calls=9)}
@@ -220,13 +307,27 @@ def print_manifest_costs(sizes: list[int]) -> None:
               f"{r['seconds'] / r['sessions'] * 1e3:>10.3f} {r['wall']:>12.2f}")
 
 
+def _child_row(command: list[str], what: str) -> list[dict[str, Any]]:
+    """Run one level in a child process; its row (none when it failed, which is said)."""
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        print(f"{what} failed:\n{done.stderr[-2000:]}", file=sys.stderr)
+        return []
+    return [json.loads(done.stdout.strip().splitlines()[-1])]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--manifest", action="store_true",
                         help="measure the manifest's write cost per session instead")
     parser.add_argument("--manifest-sizes", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--manifest-child", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--levels", type=int, nargs="+", default=[1, 8, 64])
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 64, 250, 1000])
+    parser.add_argument("--ray-nodes", type=int, nargs="*", default=[1, 2],
+                        help="also run the batch on Ray with this many local nodes (none: skip)")
+    parser.add_argument("--ray-sessions", type=int, default=600)
+    parser.add_argument("--ray-sessions-per-actor", type=int, default=300)
+    parser.add_argument("--ray-child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--latency", type=float, default=1.0, help="seconds per LM reply")
     parser.add_argument("--waves", type=int, default=2, help="sessions = waves x concurrency")
     parser.add_argument("--min-sessions", type=int, default=3)
@@ -239,6 +340,10 @@ def main() -> None:
     if args.manifest:
         print_manifest_costs(args.manifest_sizes)
         return
+    if args.ray_child is not None:
+        print(json.dumps(run_ray_level(args.ray_child, args.ray_sessions,
+                                       args.ray_sessions_per_actor, args.latency)))
+        return
     if args.child is not None:
         sessions = max(args.waves * args.child, args.min_sessions)
         print(json.dumps(run_level(args.child, sessions, args.latency, args.tracemalloc)))
@@ -249,17 +354,19 @@ def main() -> None:
     print(f"cogym_lab {cogym_lab.__version__}, Python {platform.python_version()}, "
           f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs")
     print(f"todo task, collaborative team, {args.latency:g} s per LM reply, "
-          f"{args.waves} waves per level\n")
+          f"{args.waves} waves per level; Ray rows: {args.ray_sessions} sessions, "
+          f"nodes x sessions per actor\n")
     rows = []
     for level in args.levels:
         command = [sys.executable, __file__, "--child", str(level), "--latency",
                    str(args.latency), "--waves", str(args.waves), "--min-sessions",
                    str(args.min_sessions), *(["--tracemalloc"] if args.tracemalloc else [])]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            print(f"level {level} failed:\n{done.stderr[-2000:]}", file=sys.stderr)
-            continue
-        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        rows.extend(_child_row(command, f"level {level}"))
+    for nodes in args.ray_nodes:
+        command = [sys.executable, __file__, "--ray-child", str(nodes), "--latency",
+                   str(args.latency), "--ray-sessions", str(args.ray_sessions),
+                   "--ray-sessions-per-actor", str(args.ray_sessions_per_actor)]
+        rows.extend(_child_row(command, f"Ray with {nodes} nodes"))
     header = (f"{'concurrency':>11} {'sessions':>8} {'failed':>6} {'wall s':>7} "
               f"{'sessions/min':>12} {'mean session s':>14} {'LM calls':>8} {'CPU s':>6} "
               f"{'peak RSS MiB':>12} {'batch +MiB':>10} {'lag p50 ms':>10} {'lag p99 ms':>10} "
@@ -267,7 +374,7 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     for r in rows:
-        print(f"{r['concurrency']:>11} {r['sessions']:>8} {r['failed']:>6} {r['wall']:>7.1f} "
+        print(f"{r['concurrency']!s:>11} {r['sessions']:>8} {r['failed']:>6} {r['wall']:>7.1f} "
               f"{r['per_minute']:>12.1f} {r['session_mean']:>14.1f} {r['calls']:>8} "
               f"{r['cpu']:>6.1f} "
               f"{r['peak_rss']:>12.0f} {r['batch_rss']:>10.0f} {r['lag_p50'] * 1e3:>10.1f} "

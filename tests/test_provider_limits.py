@@ -405,7 +405,8 @@ def _caller_class() -> type:
 
     class Caller:
         def __init__(self, gate_name: str) -> None:
-            from cogym_lab.lm.limits import RayGate, install_gate
+            from cogym_lab.lm.limits import install_gate
+            from cogym_lab.lm.ray_gate import RayGate
 
             install_gate(RayGate(gate_name))
 
@@ -422,7 +423,7 @@ def _caller_class() -> type:
 
 @pytest.mark.timeout(300)
 def test_the_ray_gate_holds_a_limit_across_two_actors(ray_runtime):
-    from cogym_lab.lm.limits import RayGate
+    from cogym_lab.lm.ray_gate import RayGate
 
     ray = ray_runtime
     gate = RayGate.create("cogym-test-gate", ProviderLimits(default=Limit(max_in_flight=2)))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from typing import Any
 
 from cogym_lab.core import CoEnv
 from cogym_lab.core.plan_env import with_plans
+from cogym_lab.core.plugins import installed_entry_points
 from cogym_lab.core.protocol import get_protocol
 
 EnvFactory = Callable[..., CoEnv]
@@ -33,7 +33,7 @@ def register_env(name: str, factory: EnvFactory) -> None:
 
 def available_envs() -> list[str]:
     names = set(_BUILTIN) | set(_registered)
-    names |= {ep.name for ep in entry_points(group="cogym_lab.envs")}
+    names |= {ep.name for ep in installed_entry_points("cogym_lab.envs")}
     return sorted(names)
 
 
@@ -85,7 +85,7 @@ def task_class(name: str) -> EnvFactory | None:
 def _resolve(name: str) -> EnvFactory:
     if name in _registered:
         return _registered[name]
-    for ep in entry_points(group="cogym_lab.envs"):
+    for ep in installed_entry_points("cogym_lab.envs"):
         if ep.name == name:
             return ep.load()
     if name in _BUILTIN:

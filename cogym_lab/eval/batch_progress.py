@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
@@ -12,6 +13,9 @@ from cogym_lab.lm import LM
 from cogym_lab.lm.limits import Gate, current_gate
 
 REFRESH_SECONDS = 1.0
+#: The least time between two refreshes when sessions end: summing the running sessions' meters
+#: costs time that grows with the batch, so a thousand sessions ending must not pay it each.
+ENDED_REFRESH_SECONDS = 0.2
 
 
 def lm_usage(lms: Mapping[str, LM]) -> dict[str, dict[str, Any]]:
@@ -118,9 +122,13 @@ class BatchProgress:
                              file=stream, disable=stream is None,
                              dynamic_ncols=stream is sys.stderr, mininterval=0.2)
         self._ticker: asyncio.Task[None] | None = None
+        self._refreshed = 0.0
         self.refresh()
 
     def refresh(self) -> None:
+        if self.bar.disable:
+            return
+        self._refreshed = time.monotonic()
         limits = (self.gate or current_gate()).describe()
         self.bar.set_postfix_str(f"{self.meter.describe()} errors={self.errors}"
                                  + (f" limits[{limits}]" if limits else ""), refresh=True)
@@ -128,7 +136,8 @@ class BatchProgress:
     def session_ended(self, *, failed: bool) -> None:
         self.errors += failed
         self.bar.update(1)
-        self.refresh()
+        if time.monotonic() - self._refreshed >= ENDED_REFRESH_SECONDS:
+            self.refresh()
 
     def start_ticking(self) -> None:
         """Refresh the running cost every second while sessions are under way."""

@@ -99,11 +99,15 @@ def write_call(path: str | Path, record: dict[str, Any],
     line = redact(clean(line), secrets)
     data = (_fit(line, max_bytes - 1) if max_bytes else _dumps(line)).encode("utf-8") + b"\n"
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     with _write_lock:
         if max_bytes and _size(target) + len(data) > max_bytes:
             _rotate(target, backups)
-        with target.open("ab") as handle:
+        try:
+            handle = target.open("ab")
+        except FileNotFoundError:  # the first line: make the folder (not checked on every call)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            handle = target.open("ab")
+        with handle:
             handle.write(data)
 
 

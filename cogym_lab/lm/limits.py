@@ -32,15 +32,11 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
 
 from cogym_lab.lm.gate_book import FREE, GateBook, LimitState, Ticket, describe_states
 from cogym_lab.lm.limit_rules import Limit, ProviderLimits, limit_key, parse_limits
 
-if TYPE_CHECKING:
-    from cogym_lab.lm.ray_gate import RayGate
-
-__all__ = ["Gate", "Limit", "LimitState", "LocalGate", "ProviderLimits", "RayGate",
+__all__ = ["Gate", "Limit", "LimitState", "LocalGate", "ProviderLimits",
            "current_gate", "describe_states", "install_gate", "limit_key", "parse_limits"]
 
 
@@ -284,11 +280,3 @@ def install_gate(gate: Gate | None) -> Gate | None:
     previous, _installed = _installed, gate
     return previous
 
-
-def __getattr__(name: str) -> Any:
-    """``RayGate`` on first use: importing this module does not import ``ray``."""
-    if name == "RayGate":
-        from cogym_lab.lm.ray_gate import RayGate
-
-        return RayGate
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,12 +3,14 @@ worker, so a provider's limits hold across all the machines of a study.
 
 Driver side, once per run::
 
-    from cogym_lab.lm.limits import ProviderLimits, RayGate
+    from cogym_lab.lm.limits import ProviderLimits
+    from cogym_lab.lm.ray_gate import RayGate
     gate = RayGate.create("cogym-gate-RUN", limits)      # the named actor (job-scoped by default)
 
 Worker side, in every process that makes LM calls (a Ray actor's ``__init__``)::
 
-    from cogym_lab.lm.limits import RayGate, install_gate
+    from cogym_lab.lm.limits import install_gate
+    from cogym_lab.lm.ray_gate import RayGate
     install_gate(RayGate("cogym-gate-RUN"))               # every LM call now asks the actor
 
 Each attempt then costs one actor call before it starts (awaited: it returns when a slot is

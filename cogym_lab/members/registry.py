@@ -8,9 +8,10 @@ team file may come from someone else, and naming a callable would run it.
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 
 from cogym_lab.core.member import MemberType
+from cogym_lab.core.plugins import installed_entry_points
 
 #: The entry-point group through which installed packages add member types.
 MEMBERS_GROUP = "cogym_lab.members"
@@ -53,7 +54,7 @@ def unregister_member(name: str) -> None:
 def member_type_names() -> list[str]:
     """Every name a team file may use, sorted."""
     return sorted({*_BUILTIN, *_registered,
-                   *(point.name for point in entry_points(group=MEMBERS_GROUP))})
+                   *(point.name for point in installed_entry_points(MEMBERS_GROUP))})
 
 
 def member_type(name: str) -> MemberType:
@@ -62,7 +63,7 @@ def member_type(name: str) -> MemberType:
     :class:`MemberType`."""
     found: MemberType | str | EntryPoint | None = _registered.get(name)
     if found is None:
-        found = next((p for p in entry_points(group=MEMBERS_GROUP) if p.name == name), None)
+        found = next((p for p in installed_entry_points(MEMBERS_GROUP) if p.name == name), None)
     if found is None:
         found = _BUILTIN.get(name)
     if found is None:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
-from importlib.metadata import entry_points
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cogym_lab.core.messages import MemberKind
+from cogym_lab.core.plugins import installed_entry_points
 
 
 class MemberConfig(BaseModel):
@@ -132,7 +132,7 @@ def ready_teams() -> dict[str, Path]:
     folder = files("cogym_lab.teams")
     ready = {entry.name.removesuffix(".toml"): Path(str(entry))
              for entry in folder.iterdir() if entry.name.endswith(".toml")}
-    for entry_point in entry_points(group=TEAMS_GROUP):
+    for entry_point in installed_entry_points(TEAMS_GROUP):
         ready.setdefault(entry_point.name, Path(entry_point.load()))
     return ready
 

@@ -119,7 +119,7 @@ def _nodes() -> list[str]:
 
 def _start_gate(limits: Any) -> tuple[str, Any]:
     """The named gate actor every worker's LM calls go through; its name and handle."""
-    from cogym_lab.lm.limits import RayGate
+    from cogym_lab.lm.ray_gate import RayGate
 
     name = f"cogym-gate-{uuid.uuid4().hex[:12]}"
     return name, RayGate.create(name, limits)

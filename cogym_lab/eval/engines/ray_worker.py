@@ -33,7 +33,8 @@ def join_provider_gate(gate: str | None) -> None:
     (provider limits and 429 slowdowns shared by every worker; :mod:`cogym_lab.lm.ray_gate`)."""
     if gate is None:
         return
-    from cogym_lab.lm.limits import RayGate, install_gate
+    from cogym_lab.lm.limits import install_gate
+    from cogym_lab.lm.ray_gate import RayGate
 
     install_gate(RayGate(gate))
 

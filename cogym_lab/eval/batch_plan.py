@@ -14,6 +14,7 @@ import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cogym_lab.core import CoEnv
 from cogym_lab.eval.batch_manifest import Price, SessionEntry, Tokens
@@ -56,6 +57,11 @@ class BatchPlan:
         return {role: trial_seed(instance, trial, role) if fixed is None else fixed
                 for role, fixed in self.fixed_seeds.items()}
 
+    def identity(self, instance: int, trial: int) -> dict[str, Any]:
+        """What ``session.json`` records of the session's place in the batch (``batch``)."""
+        return {"run": self.run_name, "instance": instance, "trial": trial,
+                "seeds": self.seeds(instance, trial)}
+
     def spec_for(self, instance: int, seeds: Mapping[str, int]) -> SessionSpec:
         """The spec of one trial: the instance, each LM's seed and the environment's."""
         lm = dict(self.spec.lm)
@@ -75,8 +81,8 @@ async def run_planned_session(plan: BatchPlan, directory: Path, number: int, tri
     lms: dict[str, LM] = {}
     env: CoEnv | None = None
     entry = SessionEntry(instance=number, trial=trial, directory=name, session_id=session_id)
-    seeds = plan.seeds(number, trial)
-    identity = {"run": plan.run_name, "instance": number, "trial": trial, "seeds": seeds}
+    identity = plan.identity(number, trial)
+    seeds = identity["seeds"]
     try:
         clear_partial(directory)
         session = build_session(plan.spec_for(number, seeds), results_dir=directory,

@@ -310,10 +310,9 @@ async def _workers(batch: _Batch, concurrency: int,
         # _run_session looked up on each call (a benchmark replaces it)
         yield InProcess(lambda key: _run_session(batch, *key), concurrency)
         return
-    try:
-        from cogym_lab.eval.engines.ray_engine import ray_workers
-    except ImportError as error:
-        raise ImportError("engine='ray' needs Ray: pip install 'cogym_lab[ray]'") from error
+    # imports without Ray; ray_workers says how to install it when it is missing
+    from cogym_lab.eval.engines.ray_engine import ray_workers
+
     async with ray_workers(batch.plan, batch.out, ray_options, batch.meter) as workers:
         yield workers
 

@@ -42,7 +42,7 @@ from cogym_lab.lm.gate_book import LimitState, Ticket
 from cogym_lab.lm.limit_rules import ProviderLimits
 from cogym_lab.lm.limits import Gate, LocalGate
 
-__all__ = ["GateActor", "RayGate"]
+__all__ = ["GateActor", "RayGate", "import_ray"]
 
 log = logging.getLogger(__name__)
 
@@ -53,12 +53,13 @@ WARN_EVERY = 60.0  # seconds between two warnings that the actor cannot be reach
 _FORGOTTEN_KEPT = 10_000  # tickets abandoned before their wait began, remembered
 
 
-def _ray() -> ModuleType:
+def import_ray(needed_by: str = "the cluster-wide gate") -> ModuleType:
+    """``ray``, imported on first use (modules that use it import without it: the ``ray``
+    extra); an ImportError that says how to install it otherwise."""
     try:
         import ray
     except ImportError as error:
-        raise ImportError("the cluster-wide gate needs Ray: pip install 'cogym_lab[ray]'") \
-            from error
+        raise ImportError(f"{needed_by} needs Ray: pip install 'cogym_lab[ray]'") from error
     return ray
 
 
@@ -175,7 +176,7 @@ class RayGate(Gate):
         ``detached=False`` (the default) ties the actor to this driver's job: it ends with the
         job. ``detached=True`` keeps it for later jobs too, until :meth:`kill`.
         """
-        ray = _ray()
+        ray = import_ray()
         options: dict[str, Any] = {
             "name": name, "namespace": namespace, "get_if_exists": True, "num_cpus": 0,
             "max_concurrency": MAX_WAITING_CALLS, "max_restarts": -1}
@@ -195,13 +196,13 @@ class RayGate(Gate):
 
     def kill(self) -> None:
         """End the actor (a detached one does not end by itself)."""
-        _ray().kill(self._handle())
+        import_ray().kill(self._handle())
         self._actor = None
 
     def _handle(self) -> Any:
         with self._lock:
             if self._actor is None:
-                self._actor = _ray().get_actor(self.name, namespace=self.namespace)
+                self._actor = import_ray().get_actor(self.name, namespace=self.namespace)
             return self._actor
 
     def _unreachable(self, error: BaseException) -> None:
@@ -240,15 +241,15 @@ class RayGate(Gate):
             self._unreachable(error)
 
     def add_limits(self, limits: ProviderLimits) -> int:
-        token: int = _ray().get(self._handle().add_limits.remote(_limits_json(limits)))
+        token: int = import_ray().get(self._handle().add_limits.remote(_limits_json(limits)))
         return token
 
     def remove_limits(self, token: int) -> None:
-        _ray().get(self._handle().remove_limits.remote(token))
+        import_ray().get(self._handle().remove_limits.remote(token))
 
     def states(self) -> list[LimitState]:
         """The actor's last reported states; asks for fresh ones without waiting for them."""
-        ray = _ray()
+        ray = import_ray()
         try:
             if self._state_call is not None:
                 ready, _ = ray.wait([self._state_call], timeout=0)

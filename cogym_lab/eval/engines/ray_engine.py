@@ -54,6 +54,7 @@ from cogym_lab.eval.engines.shipping import (
     receive_session,
 )
 from cogym_lab.lm.limits import Gate
+from cogym_lab.lm.ray_gate import import_ray
 
 ACTOR_RESTARTS = 4
 CALL_RETRIES = 3
@@ -72,11 +73,7 @@ class WorkerLost(RuntimeError):
 
 def _ray() -> ModuleType:
     """``ray``, imported on first use: this module imports without it (the ``ray`` extra)."""
-    try:
-        import ray
-    except ImportError as error:
-        raise ImportError("engine='ray' needs Ray: pip install 'cogym_lab[ray]'") from error
-    return ray
+    return import_ray("engine='ray'")
 
 
 def forwarded_environment() -> dict[str, str]:
@@ -317,8 +314,7 @@ class RayWorkers:
         number, trial = key
         name = session_dir_name(number, trial)
         session_id = f"{self.plan.team.name}-{self.plan.task}-{name}"
-        identity = {"run": self.plan.run_name, "instance": number, "trial": trial,
-                    "seeds": self.plan.seeds(number, trial)}
+        identity = self.plan.identity(number, trial)
 
         def record() -> str:
             directory = self.out / name

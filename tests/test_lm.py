@@ -538,6 +538,25 @@ async def test_lone_surrogates_in_a_reply_become_replacement_characters(
     assert lm.meter.calls == 1 and lm.meter.failures == 1
 
 
+async def test_a_hostile_prompt_is_sent_whole_with_lone_surrogates_replaced(
+        server: ScriptedOpenAIServer, tmp_path: Path) -> None:
+    # The body goes to the server as the LM builds it (not through the client's transform): a
+    # lone surrogate would make it unencodable, so it is replaced; everything else arrives as is.
+    megabyte = "x" * 1_000_000
+    hostile = f"a\ud800b\u2028c\x00<script>alert(1)</script>{megabyte}"
+    server.add(Reply("fine"))
+    lm = lm_for(server)
+    lm.log_to(tmp_path / "lm_calls.jsonl")
+    completion = await lm.complete([{"role": "system", "content": "</s>\u2029"},
+                                    {"role": "user", "content": hostile}], purpose="draft")
+    assert completion.text == "fine"
+    sent = server.chat_requests[-1].body["messages"]
+    assert sent == [{"role": "system", "content": "</s>\u2029"},
+                    {"role": "user", "content": hostile.replace("\ud800", "\ufffd")}]
+    (logged,) = read_calls(tmp_path / "lm_calls.jsonl")
+    assert logged["messages"][1]["content"].startswith("a\ufffdb\u2028c\x00<script>")
+
+
 # -- configuration -------------------------------------------------------------------------------
 
 def test_resolve_precedence() -> None:

@@ -23,7 +23,8 @@ The retry loop lives here, once for every provider; a provider implements only
 
 Every reply text is made valid Unicode here (:func:`cogym_lab.core.text.clean_text`), in one place
 for every provider, before the caller, the meter or the call log sees it: a reply may carry a lone
-surrogate (a JSON ``"\\ud83d"``), which no UTF-8 file or CRDT document can hold.
+surrogate (a JSON ``"\\ud83d"``), which no UTF-8 file or CRDT document can hold. So is every
+prompt, before its first attempt: a lone surrogate in it could not be sent as UTF-8 at all.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cogym_lab.core.text import clean_text
+from cogym_lab.core.text import clean, clean_text
 from cogym_lab.lm.calllog import call_record, redact, write_call
 from cogym_lab.lm.config import LMConfig
 from cogym_lab.lm.limit_rules import limit_key
@@ -201,6 +202,8 @@ class LM(abc.ABC):
         """One chat completion. Raises :class:`LMError` when every retry failed or the deadline
         passed (see the module docstring for the rules)."""
         config = self.config
+        # A lone surrogate cannot be encoded as UTF-8: the request would fail on every attempt.
+        messages = clean(messages)
         max_tokens = config.max_tokens if max_tokens is None else max_tokens
         started = time.monotonic()
         deadline_at = started + config.deadline

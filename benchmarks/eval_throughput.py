@@ -19,8 +19,10 @@ measures:
   loopback ``ScriptedOpenAIServer``, run in a process of its own as a remote LM would be (its
   threads would otherwise take turns with the batch's event loop for the interpreter), whose
   scripted agent searches nothing, adds six items one by one and finishes, and whose user
-  always lets the agent work. Every reply waits ``--latency``
-  seconds in the server before it is sent, like a remote LM.
+  always lets the agent work: it picks "do nothing" wherever its menu lists it (an earlier
+  version always answered 3, which for this team's user is "make a change yourself", a prompt
+  the script has no reply for; every such turn cost five failed calls and their back-off). Every
+  reply waits ``--latency`` seconds in the server before it is sent, like a remote LM.
 * Each level runs ``waves x concurrency`` sessions (at least ``--min-sessions``) in a fresh
   child process, so that every level starts cold and its peak memory is its own.
   Sessions per minute = sessions / wall time of the whole batch x 60. The wall time runs from
@@ -64,6 +66,8 @@ from typing import Any
 
 from loop_lag import ticker  # this folder is on the path when the script runs
 
+#: Prompts the scripted server had no reply for, in the server's process (sent back at the end).
+UNANSWERED: list[str] = []
 IDEAS = ["tent", "sleeping bag", "headlamp", "stove", "water filter", "rain jacket", "map"]
 ITEMS_TO_ADD = 6
 
@@ -84,35 +88,38 @@ def respond(body: dict[str, Any], latency: float) -> Any:
         missing = [idea for idea in IDEAS if idea not in listed]
         text = ("Thought: done.\nAction: FINISH()" if len(listed) >= ITEMS_TO_ADD
                 else f'Thought: add one.\nAction: ADD_ITEM(text="{missing[0]}")')
-    elif "Choose one option" in last:
-        text = "Thought: let the agent work.\nChoice: 3"
-    else:
+    elif "Choose one option" in last:  # the number of "do nothing" in the user's menu
+        wait = re.search(r"^(\d+)\. do nothing", last, re.M)
+        text = f"Thought: let the agent work.\nChoice: {wait.group(1) if wait else 1}"
+    else:  # counted and reported: a script that misreads prompts measures retries, not sessions
+        UNANSWERED.append(last[:80])
         return Reply(status=500, error="the benchmark has no reply for this prompt")
     return Reply(text=text, delay=latency)
 
 
 def _serve(connection: Any, latency: float) -> None:
     """The scripted LM server of a level, in a process of its own (as a remote LM would be):
-    sends its address, then, when told to stop, how many chat requests it served."""
+    sends its address, then, when told to stop, how many chat requests it served and how many
+    of them it had no reply for."""
     from cogym_lab.testing import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer(responder=functools.partial(respond, latency=latency)) as server:
         connection.send(server.base_url)
         connection.recv()
-        connection.send(len(server.chat_requests))
+        connection.send((len(server.chat_requests), len(UNANSWERED)))
 
 
 @contextlib.contextmanager
-def lm_server_process(latency: float) -> Iterator[tuple[str, Callable[[], int]]]:
+def lm_server_process(latency: float) -> Iterator[tuple[str, Callable[[], tuple[int, int]]]]:
     """Start :func:`_serve` in a child process; its base URL, and a function that stops it and
-    returns the number of chat requests it served."""
+    returns the number of chat requests it served and of those it had no reply for."""
     context = multiprocessing.get_context("spawn")
     ours, theirs = context.Pipe()
     process = context.Process(target=_serve, args=(theirs, latency), daemon=True)
     process.start()
-    served: list[int] = []
+    served: list[tuple[int, int]] = []
 
-    def stop() -> int:
+    def stop() -> tuple[int, int]:
         if not served:
             ours.send("stop")
             served.append(ours.recv())
@@ -176,12 +183,13 @@ def measure_batch(label: Any, latency: float, trace: bool,
         wall = time.perf_counter() - started
         cpu = time.process_time() - cpu_before
         traced = tracemalloc.get_traced_memory()[1] / 2**20 if trace else None
-        calls = stop_server()
+        calls, unanswered = stop_server()
     durations = [s.duration for s in summary.sessions if s.duration is not None]
     ran = len(summary.sessions)
     return {"concurrency": label, "sessions": ran, "wall": wall,
             "per_minute": ran / wall * 60, "finished": summary.counts.finished,
-            "failed": summary.counts.failed, "calls": calls, "cpu": cpu,
+            "failed": summary.counts.failed, "calls": calls,
+            "unanswered": unanswered, "cpu": cpu,
             "session_mean": sum(durations) / len(durations) if durations else float("nan"),
             "peak_rss": peak_rss_mib(), "batch_rss": peak_rss_mib() - before,
             "traced": traced, "lag_p50": percentile(lags, 0.50), "lag_p99": percentile(lags, 0.99),
@@ -368,7 +376,8 @@ def main() -> None:
                    "--ray-sessions-per-actor", str(args.ray_sessions_per_actor)]
         rows.extend(_child_row(command, f"Ray with {nodes} nodes"))
     header = (f"{'concurrency':>11} {'sessions':>8} {'failed':>6} {'wall s':>7} "
-              f"{'sessions/min':>12} {'mean session s':>14} {'LM calls':>8} {'CPU s':>6} "
+              f"{'sessions/min':>12} {'mean session s':>14} {'LM calls':>8} {'unanswered':>10} "
+              f"{'CPU s':>6} "
               f"{'peak RSS MiB':>12} {'batch +MiB':>10} {'lag p50 ms':>10} {'lag p99 ms':>10} "
               f"{'lag max ms':>10}" + (f" {'traced MiB':>10}" if args.tracemalloc else ""))
     print(header)
@@ -376,10 +385,13 @@ def main() -> None:
     for r in rows:
         print(f"{r['concurrency']!s:>11} {r['sessions']:>8} {r['failed']:>6} {r['wall']:>7.1f} "
               f"{r['per_minute']:>12.1f} {r['session_mean']:>14.1f} {r['calls']:>8} "
-              f"{r['cpu']:>6.1f} "
+              f"{r['unanswered']:>10} {r['cpu']:>6.1f} "
               f"{r['peak_rss']:>12.0f} {r['batch_rss']:>10.0f} {r['lag_p50'] * 1e3:>10.1f} "
               f"{r['lag_p99'] * 1e3:>10.1f} {r['lag_max'] * 1e3:>10.1f}"
               + (f" {r['traced']:>10.1f}" if args.tracemalloc else ""))
+    if any(r["unanswered"] for r in rows):
+        print("\nThe scripted LM had no reply for some prompts (the 'unanswered' column): those "
+              "rows measure retries, not sessions. Teach respond() the new prompt.")
     if rows:
         base = rows[0]["per_minute"]
         print("\nspeed-up over the first level: " + ", ".join(

@@ -24,9 +24,11 @@ from cogym_lab.lm import (
     OpenAILM,
     Usage,
     make_lm,
+    shared_clients,
 )
 from cogym_lab.lm.base import AttemptFailed
 from cogym_lab.lm.calllog import REDACTED, log_files, read_calls, redact, write_call
+from cogym_lab.lm.openai_client import REASON_CONNECTION
 from cogym_lab.testing.openai_server import Reply, ScriptedOpenAIServer
 
 KEY = "sk-test-SECRET1234567890abcdef"
@@ -379,6 +381,54 @@ def test_one_lm_across_event_loops(server: ScriptedOpenAIServer) -> None:
     lm = lm_for(server)
     assert asyncio.run(lm.complete(USER)).text == "first loop"
     assert asyncio.run(lm.complete(USER)).text == "second loop"
+
+
+async def test_lms_on_one_endpoint_share_a_client_which_the_last_one_closes(
+        server: ScriptedOpenAIServer) -> None:
+    """2,000 LMs of a batch on one endpoint share one client (and its warm connections) per
+    event loop; it stays open while any of them may call, and closes with the last."""
+    server.responder = lambda request: "shared"
+    before = shared_clients.clients_open()
+    first, second = lm_for(server), lm_for(server)
+    other_timeout = lm_for(server, timeout=7)  # another client setting: a client of its own
+    await asyncio.gather(first.complete(USER), second.complete(USER),
+                         other_timeout.complete(USER))
+    assert first._client is second._client is not None
+    assert other_timeout._client is not first._client
+    assert shared_clients.clients_open() == before + 2
+    await first.aclose()
+    assert shared_clients.clients_open() == before + 2  # second still holds it
+    assert (await second.complete(USER)).text == "shared"
+    await second.aclose()
+    await other_timeout.aclose()
+    assert shared_clients.clients_open() == before
+    assert (await first.complete(USER)).text == "shared"  # a closed LM opens a client again
+    await first.aclose()
+    assert shared_clients.clients_open() == before
+
+
+def test_a_client_is_never_shared_across_event_loops(server: ScriptedOpenAIServer) -> None:
+    server.responder = lambda request: "ok"
+    lm = lm_for(server)
+
+    async def call() -> object:
+        await lm.complete(USER)
+        return lm._client
+
+    assert asyncio.run(call()) is not asyncio.run(call())
+
+
+async def test_a_refused_connection_is_not_reported_as_a_timeout() -> None:
+    """aiohttp reports a refused connection as a connect timeout; the teammate must read that
+    the server cannot be reached, not that it was slow."""
+    with ScriptedOpenAIServer() as gone:
+        base_url = gone.base_url
+    lm = make_lm(LMConfig(model="m", base_url=base_url, backoff=0.01, max_retries=0))
+    with pytest.raises(LMError) as caught:
+        await lm.complete(USER)
+    assert caught.value.reason == REASON_CONNECTION
+    assert "timeout" not in str(caught.value)
+    await lm.aclose()
 
 
 # -- call log --------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from click.testing import CliRunner
 from pydantic import ValidationError
 
 from cogym_lab.cli.main import main
+from cogym_lab.lm import shared_clients
 from cogym_lab.nodes import SessionConfig
 from cogym_lab.nodes.results import read_events, read_session
 from cogym_lab.runtime.models import CreateRequest, HostingRecord
@@ -26,6 +28,7 @@ from cogym_lab.sessions import (
 )
 from cogym_lab.sessions.setup_guide import SetupGuide
 from cogym_lab.teams import load_team
+from cogym_lab.testing import ScriptedOpenAIServer
 
 PACKAGE = Path(__file__).resolve().parents[1] / "cogym_lab"
 
@@ -155,3 +158,28 @@ def test_only_the_builder_constructs_a_session() -> None:
                     and node.args:
                 callers.append(path.relative_to(PACKAGE).as_posix())
     assert callers == ["sessions/build.py"]
+
+
+async def test_a_session_closes_the_lm_clients_it_was_built_with() -> None:
+    """A hosted session's LMs hold a shared HTTP client (and its connections) until closed: the
+    session lets go of them when it ends, not the garbage collector."""
+
+    def respond(body: dict) -> str:
+        last = body["messages"][-1]["content"]
+        finish = re.search(r"^(\d+)\. finish", last, re.M)
+        if finish:
+            return f"Thought: done.\nChoice: {finish.group(1)}"
+        return "Thought: done.\nAction: FINISH()"
+
+    before = shared_clients.clients_open()
+    with ScriptedOpenAIServer(responder=respond) as server:
+        session = build_session(SessionSpec(
+            task="todo", team="collaborative",
+            lm={"*": {"model": "m", "base_url": server.base_url, "timeout": 10}},
+            limits=Limits(idle_seconds=2, timeout=60)))
+        lms = list(session.lms.values())
+        assert lms
+        await session.run()
+        assert server.chat_requests  # the members did call their LMs
+    assert all(lm._client is None for lm in lms)  # type: ignore[attr-defined]
+    assert shared_clients.clients_open() == before

@@ -3,7 +3,9 @@
 :func:`make_lm` turns an :class:`LMConfig` into an :class:`LM`: :class:`OpenAILM` for the OpenAI
 API or any OpenAI-compatible server, :class:`LlamaCppLM` for a local GGUF file
 (``provider = "local"``, needs the ``local`` extra). The providers are imported only when first
-used, so importing this package does not load ``openai`` or ``llama_cpp``.
+used, so importing this package does not load ``openai`` or ``llama_cpp``. OpenAI-compatible LMs
+on one endpoint share a client per event loop (:mod:`cogym_lab.lm.shared_clients`): close an LM
+you made (``await lm.aclose()``) to let go of it.
 
 Every call goes through the process's gate (:mod:`cogym_lab.lm.limits`): provider limits on
 requests in flight and per minute, and a slowdown for everyone after a 429 with ``Retry-After``.

@@ -12,24 +12,26 @@ Retried: rate limits (429, with the server's ``Retry-After`` or ``retry-after-ms
 connection errors, 408/409, every 5xx, and replies that cannot be used (a body that is not JSON,
 no choices, no text). Other 4xx (bad request, authentication, not found ...) fail at once.
 
+Cost. A large batch makes a thousand requests a second from one event loop, so each one's CPU
+time counts. LMs on the same endpoint share one client per event loop
+(:mod:`cogym_lab.lm.shared_clients`), which uses the ``openai`` package's aiohttp transport, and
+each reply is read as plain JSON rather than built into the package's ``ChatCompletion`` model.
+
 Time limits. httpx's timeouts (which the ``openai`` client uses) bound each network operation, not
 the request: its read timeout is the longest gap between two chunks, so a server that sends one
 byte every few seconds would keep a call alive for ever. The base loop's ``asyncio.timeout``
-around each attempt cuts it wherever it is, and httpx closes the connection on cancellation.
+around each attempt cuts it wherever it is, and the transport closes the connection on
+cancellation.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import email.utils
-import functools
-import ssl
 import time
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletion
 
 from cogym_lab.lm.base import (
     DEFAULT_REASON,
@@ -41,6 +43,7 @@ from cogym_lab.lm.base import (
     Usage,
 )
 from cogym_lab.lm.config import ENV_API_KEY, LMConfig
+from cogym_lab.lm.shared_clients import ClientKey, forget, hold, release
 
 PLACEHOLDER_API_KEY = "not-needed"  # sent to servers other than OpenAI's when no key is set
 RETRYABLE_STATUS = frozenset({408, 409, 429})
@@ -53,15 +56,6 @@ REASON_CONNECTION = "I cannot connect to it"
 REASON_REFUSED = "its server refused my request"
 __all__ = ["REASON_BUSY", "REASON_CONNECTION", "REASON_REFUSED", "REASON_SERVER_ERRORS",
            "REASON_UNREADABLE", "OpenAILM"]
-
-
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    """One TLS context for every client: loading the CA bundle anew costs each client about
-    20 ms of CPU, which adds up when a batch builds LMs for 64 sessions at once."""
-    import certifi
-
-    return ssl.create_default_context(cafile=certifi.where())
 
 
 class _UnusableReplyError(Exception):  # internal: never leaves this module
@@ -107,6 +101,20 @@ def _server_text(exc: openai.APIStatusError) -> str:
     return exc.message or str(exc)
 
 
+def _refusal_behind(exc: BaseException) -> OSError | None:
+    """The connection error behind a reported timeout, if one is.
+
+    The aiohttp transport reports every failed connection, a refused one too, as a connect
+    timeout; the error it started from is in the chain of causes. A real timeout is an
+    ``OSError`` too (``TimeoutError``), so it is not counted."""
+    cause = exc.__cause__
+    while cause is not None:
+        if isinstance(cause, OSError) and not isinstance(cause, TimeoutError):
+            return cause
+        cause = cause.__cause__
+    return None
+
+
 #: The chat completions endpoint, under the client's base URL.
 CHAT_PATH = "/chat/completions"
 #: ``config.extra`` entries that are the client's request options, not body fields; by the
@@ -129,24 +137,22 @@ class OpenAILM(LM):
                                       "or point OPENAI_BASE_URL at another OpenAI-compatible "
                                       "server")
             key = PLACEHOLDER_API_KEY
-        self._api_key = key
+        self._client_key = ClientKey(base_url=config.base_url, api_key=key,
+                                     timeout=config.timeout)
         self._client: openai.AsyncOpenAI | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
     # -- client -----------------------------------------------------------------------------------
 
     def _client_for_this_loop(self) -> openai.AsyncOpenAI:
-        """The client, made anew if this is another event loop than last time.
-
-        Its connection pool belongs to one event loop; an LM used from several ``asyncio.run``
-        calls would otherwise reuse connections of a closed loop.
-        """
+        """This loop's shared client for the endpoint, held from the first call until
+        :meth:`aclose`. An LM used from several ``asyncio.run`` calls lets go of the last loop's
+        client, whose connections belong to that loop."""
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
-            self._client = openai.AsyncOpenAI(
-                base_url=self.config.base_url, api_key=self._api_key,
-                timeout=self.config.timeout, max_retries=0,
-                http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context()))
+            if self._client_loop is not None:
+                forget(self._client_key, self._client_loop)
+            self._client = hold(self._client_key)
             self._client_loop = loop
         return self._client
 
@@ -178,30 +184,32 @@ class OpenAILM(LM):
         return body, options
 
     @staticmethod
-    def _read(response: Any) -> tuple[str, Usage]:
-        """The text and usage of a reply; :class:`_UnusableReplyError` says what is wrong."""
-        if isinstance(response, str | bytes):  # the client hands back bodies not sent as JSON
-            preview = response[:200] if isinstance(response, str) else response[:200].decode(
+    def _read(reply: Any) -> tuple[str, Usage]:
+        """The text and usage of a reply (its JSON, as parsed); :class:`_UnusableReplyError`
+        says what is wrong with it."""
+        if isinstance(reply, str | bytes):  # the client hands back bodies not sent as JSON
+            preview = reply[:200] if isinstance(reply, str) else reply[:200].decode(
                 "utf-8", "replace")
             raise _UnusableReplyError(f"the reply is not JSON: {preview!r}")
-        choices = getattr(response, "choices", None)
+        choices = reply.get("choices") if isinstance(reply, dict) else None
         if not isinstance(choices, list):
-            raise _UnusableReplyError(f"the reply is not a chat completion: "
-                                      f"{str(response)[:200]}")
+            raise _UnusableReplyError(f"the reply is not a chat completion: {str(reply)[:200]}")
         if not choices:
             raise _UnusableReplyError("the reply has no choices")
-        message = getattr(choices[0], "message", None)
-        content = getattr(message, "content", None)
+        choice = choices[0] if isinstance(choices[0], dict) else {}
+        message = choice.get("message")
+        message = message if isinstance(message, dict) else {}
+        content = message.get("content")
         if not isinstance(content, str):
-            reason = getattr(choices[0], "finish_reason", None)
-            refusal = getattr(message, "refusal", None)
+            refusal = message.get("refusal")
             detail = f"; refusal: {refusal!r}" if refusal else ""
             raise _UnusableReplyError(f"the reply has no text (finish_reason "
-                                      f"{reason!r}{detail})")
-        usage = getattr(response, "usage", None)
-        fingerprint = getattr(response, "system_fingerprint", None)
-        return content, Usage(prompt_tokens=_as_int(getattr(usage, "prompt_tokens", None)),
-                              completion_tokens=_as_int(getattr(usage, "completion_tokens", None)),
+                                      f"{choice.get('finish_reason')!r}{detail})")
+        usage = reply.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        fingerprint = reply.get("system_fingerprint")
+        return content, Usage(prompt_tokens=_as_int(usage.get("prompt_tokens")),
+                              completion_tokens=_as_int(usage.get("completion_tokens")),
                               system_fingerprint=fingerprint if isinstance(fingerprint, str)
                               and fingerprint else None)
 
@@ -213,11 +221,16 @@ class OpenAILM(LM):
         body, options = self._request(messages, max_tokens, stop)
         try:
             # options: the client's RequestOptions, a TypedDict its package does not export
-            response = await client.post(  # type: ignore[call-overload]
-                CHAT_PATH, body=body, cast_to=ChatCompletion, options=options)
-            return self._read(response)
-        except openai.APITimeoutError as exc:  # httpx's own timeout: the loop says how long
-            raise TimeoutError from exc
+            # cast_to=object: the parsed JSON as it came, not a ChatCompletion built from it.
+            reply = await client.post(  # type: ignore[call-overload]
+                CHAT_PATH, body=body, cast_to=object, options=options)
+            return self._read(reply)
+        except openai.APITimeoutError as exc:
+            refused = _refusal_behind(exc)
+            if refused is None:  # httpx's own timeout: the loop says how long
+                raise TimeoutError from exc
+            raise AttemptFailed(f"connection failed: {type(refused).__name__}: {refused}",
+                                REASON_CONNECTION) from exc
         except openai.APIStatusError as exc:
             status = exc.status_code
             error = f"HTTP {status}: {_server_text(exc)}"
@@ -244,7 +257,6 @@ class OpenAILM(LM):
                                 DEFAULT_REASON, final=True) from exc
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client, self._client_loop = self._client, None, None
-            with contextlib.suppress(RuntimeError):  # its event loop is closed: nothing to free
-                await client.close()
+        if self._client_loop is not None:
+            loop, self._client, self._client_loop = self._client_loop, None, None
+            await release(self._client_key, loop)

@@ -306,7 +306,7 @@ class Session:
         if self.env_node.log_failure:
             return await self._close_log_failed(writer, started)
         result, grading = await self._graded_result(started)
-        await self.env.aclose()
+        await self._release()
         if writer:
             writer.write_session(status="finished", ended_at=time.time(),
                                  **result.model_dump(exclude={"results_dir", "task",
@@ -325,7 +325,7 @@ class Session:
         assert self.env_node is not None
         result = self.result(time.time() - started, {}).model_copy(
             update={"delivered": False, "end_reason": LOG_FAILED})
-        await self.env.aclose()
+        await self._release()
         if writer:
             try:
                 writer.write_session(status="failed", error=self.env_node.log_failure,
@@ -337,6 +337,18 @@ class Session:
                           self.session_id, self.env_node.log_failure, error)
             writer.close()
         return result
+
+    async def _release(self) -> None:
+        """Close the env (a kernel, say) and the LM clients the session was built with: their
+        connection pools would otherwise stay open until garbage collection. An LM used again
+        afterwards opens a new client."""
+        await self.env.aclose()
+        for role, lm in self.lms.items():
+            try:
+                await lm.aclose()
+            except Exception:  # a client that will not close must not cost the results
+                log.exception("session %s: the LM of %s could not be closed", self.session_id,
+                              role)
 
     async def _expire_channels(self, bus: Bus) -> None:
         """Let the bus delete this session's channels ``channel_ttl`` seconds from now."""
@@ -356,7 +368,7 @@ class Session:
     async def _close_interrupted(self, writer: ResultsWriter | None,
                                  started: float) -> SessionResult:
         result = self.result(time.time() - started, {})
-        await self.env.aclose()
+        await self._release()
         if writer:
             writer.write_session(status="interrupted", interrupted_at=time.time(),
                                  interrupt_reason=self.interrupted, events=self.coordinator.seq)

@@ -407,6 +407,16 @@ async def test_lms_on_one_endpoint_share_a_client_which_the_last_one_closes(
     assert shared_clients.clients_open() == before
 
 
+async def test_an_lm_closes_at_the_end_of_an_async_with_block(
+        server: ScriptedOpenAIServer) -> None:
+    server.responder = lambda request: "inside"
+    before = shared_clients.clients_open()
+    async with lm_for(server) as lm:
+        assert (await lm.complete(USER)).text == "inside"
+        assert shared_clients.clients_open() == before + 1
+    assert shared_clients.clients_open() == before and lm._client is None
+
+
 def test_a_client_is_never_shared_across_event_loops(server: ScriptedOpenAIServer) -> None:
     server.responder = lambda request: "ok"
     lm = lm_for(server)

@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from cogym_lab.core.text import clean, clean_text
 from cogym_lab.lm.calllog import call_record, redact, write_call
@@ -360,4 +360,12 @@ class LM(abc.ABC):
             log.warning("could not write the LM call log %s: %s", self.log_path, exc)
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
-        """Release connections."""
+        """Release connections (an OpenAI-compatible LM lets go of its shared client). The LM
+        may still be used afterwards: it opens what it needs again."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """``async with make_lm(config) as lm:`` closes the LM at the end of the block."""
+        await self.aclose()

@@ -41,7 +41,7 @@ class _Held:
     holders: int = 0
 
 
-_lock = threading.Lock()  # each loop's table is used on its thread; the map of loops is shared
+_lock = threading.Lock()  # an LM that moved to another loop lets go of its old one from there
 _by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[ClientKey, _Held]] = (
     weakref.WeakKeyDictionary())
 
@@ -72,25 +72,25 @@ def hold(key: ClientKey) -> openai.AsyncOpenAI:
     loop = asyncio.get_running_loop()
     with _lock:
         table = _by_loop.setdefault(loop, {})
-    held = table.get(key)
-    if held is None:
-        held = table[key] = _Held(_new_client(key))
-    held.holders += 1
-    return held.client
+        held = table.get(key)
+        if held is None:
+            held = table[key] = _Held(_new_client(key))
+        held.holders += 1
+        return held.client
 
 
 def _let_go(key: ClientKey, loop: asyncio.AbstractEventLoop) -> openai.AsyncOpenAI | None:
     """Count one holder less; the client, when that was its last holder."""
     with _lock:
         table = _by_loop.get(loop, {})
-    held = table.get(key)
-    if held is None:
-        return None
-    held.holders -= 1
-    if held.holders > 0:
-        return None
-    del table[key]
-    return held.client
+        held = table.get(key)
+        if held is None:
+            return None
+        held.holders -= 1
+        if held.holders > 0:
+            return None
+        del table[key]
+        return held.client
 
 
 async def release(key: ClientKey, loop: asyncio.AbstractEventLoop) -> None:

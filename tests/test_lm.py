@@ -14,6 +14,8 @@ from typing import Any
 
 import openai
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cogym_lab.lm import (
     LM,
@@ -505,6 +507,22 @@ def test_redact_walks_everything() -> None:
     assert cleaned["short"] == "sk-short"
     assert cleaned["custom"] == f"password {REDACTED} here"
     assert data["a"][0] == f"x{KEY}y"  # the input is left alone
+
+
+_SECRET_PIECES = ["sk-", "SK-", "bearer", "Bearer", "BEARER", "bEaReR", "ABCDEFGHIJKLMNOP",
+                  "abc.def-123==", " ", "\n", "\t", "task", "x", "_", "-", "\u2028", "\ud800", "K"]
+
+
+@given(st.lists(st.sampled_from(_SECRET_PIECES) | st.text(max_size=5), max_size=12))
+def test_redacting_skips_no_key_and_no_bearer_token_the_patterns_find(pieces) -> None:
+    # The call log looks for "sk-" and "bearer" before running the patterns (a prompt's scan
+    # is the slow part): the quick look must never miss a place the patterns match.
+    from cogym_lab.lm import calllog
+
+    text = "".join(pieces)
+    unfiltered = calllog._BEARER_PATTERN.sub(lambda m: f"{m.group(1)} {REDACTED}",
+                                             calllog._KEY_PATTERN.sub(REDACTED, text))
+    assert calllog._redact_text(text, []) == unfiltered
 
 
 def test_write_call_appends_lines(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from cogym_lab.core.loop_lag import LoopLag
 from cogym_lab.core.protocol import LEGACY_PROTOCOL
 from cogym_lab.lm.limit_rules import ProviderLimits
 
@@ -117,6 +118,10 @@ class Invocation(BaseModel):
     #: The provider limits its LM calls ran under (the team file's and the run's own); none for
     #: older runs (docs/evaluation-runs.md, "Provider limits").
     limits: ProviderLimits = Field(default_factory=ProviderLimits)
+    #: How late the event loop its sessions ran on woke (the in-process engine's; none for
+    #: Ray, whose actors run them, and older runs). A p99 of seconds means the sessions' own
+    #: timers ran that late: the process was short of CPU for that many sessions at once.
+    loop_lag: LoopLag | None = None
 
 
 class Counts(BaseModel):

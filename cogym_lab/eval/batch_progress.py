@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any, TextIO
@@ -43,47 +44,68 @@ def short_count(number: int) -> str:
     return str(number)
 
 
+def _lm_totals(sessions: list[Mapping[str, LM]]) -> dict[str, TokenCount]:
+    """The usage so far of these sessions' LMs, by model."""
+    totals: dict[str, TokenCount] = {}
+    for lms in sessions:
+        for lm in lms.values():
+            count = totals.setdefault(lm.config.model or "unknown", TokenCount())
+            count.add(TokenCount(prompt_tokens=lm.meter.prompt_tokens,
+                                 completion_tokens=lm.meter.completion_tokens,
+                                 calls=lm.meter.calls))
+    return totals
+
+
 class CostMeter:
-    """Token totals by model: finished sessions plus the live meters of the running ones."""
+    """Token totals by model: finished sessions plus the live meters of the running ones.
+
+    The sessions (on the in-process engine's thread) and the progress bar (on the caller's loop)
+    use it at once: every table is read and changed under one lock."""
 
     def __init__(self, prices: Mapping[str, Price] | None = None) -> None:
         self.prices = dict(prices or {})
+        self._lock = threading.Lock()
         self._done: dict[str, TokenCount] = {}
         self._live: dict[Any, Mapping[str, LM]] = {}
         # Usage of sessions running in other processes (Ray workers), by the worker reporting.
         self._remote: dict[Any, dict[str, TokenCount]] = {}
 
     def add(self, by_model: Mapping[str, TokenCount]) -> None:
+        with self._lock:
+            self._add(by_model)
+
+    def _add(self, by_model: Mapping[str, TokenCount]) -> None:
         for model, count in by_model.items():
             self._done.setdefault(model, TokenCount()).add(count)
 
     def track(self, key: Any, lms: Mapping[str, LM]) -> None:
-        self._live[key] = lms
+        with self._lock:
+            self._live[key] = lms
 
     def settle(self, key: Any, by_model: Mapping[str, TokenCount]) -> None:
         """A session ended: its LMs stop being live and its usage becomes final."""
-        self._live.pop(key, None)
-        self.add(by_model)
+        with self._lock:
+            self._live.pop(key, None)
+            self._add(by_model)
 
     def report(self, source: Any, by_model: Mapping[str, TokenCount]) -> None:
         """The usage, so far, of the sessions running in another process (``source``, a
         worker); it replaces what that worker reported before."""
-        self._remote[source] = dict(by_model)
+        with self._lock:
+            self._remote[source] = dict(by_model)
 
     def live_totals(self) -> dict[str, TokenCount]:
         """Usage so far of the sessions running in this process, by model."""
-        totals: dict[str, TokenCount] = {}
-        for lms in self._live.values():
-            for lm in lms.values():
-                count = totals.setdefault(lm.config.model or "unknown", TokenCount())
-                count.add(TokenCount(prompt_tokens=lm.meter.prompt_tokens,
-                                     completion_tokens=lm.meter.completion_tokens,
-                                     calls=lm.meter.calls))
-        return totals
+        with self._lock:
+            live = list(self._live.values())
+        return _lm_totals(live)
 
     def totals(self) -> dict[str, TokenCount]:
-        totals = {model: count.model_copy() for model, count in self._done.items()}
-        for part in (self.live_totals(), *self._remote.values()):
+        with self._lock:  # one moment's tables: a session settling now is counted once
+            live = list(self._live.values())
+            totals = {model: count.model_copy() for model, count in self._done.items()}
+            remote = list(self._remote.values())
+        for part in (_lm_totals(live), *remote):
             for model, count in part.items():
                 totals.setdefault(model, TokenCount()).add(count)
         return totals

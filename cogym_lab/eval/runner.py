@@ -1,11 +1,13 @@
 """The batch runner: one team on many instances of a task, many sessions at once in one event loop.
 
 LM calls are I/O-bound, so sessions share one asyncio loop, each on its own in-process bus, with a
-semaphore bounding how many run at a time. With ``engine="ray"`` they run in Ray actors across a
-cluster instead, and this process writes what they send back (:mod:`cogym_lab.eval.engines`);
-everything below holds for both. Every session writes ``OUT/<instance>/`` (a fixed name,
-so an interrupted run resumes: finished sessions are skipped and partial ones redone from scratch,
-each attempt under a session id of its own: ``<team>-<task>-<instance>-<random>``).
+semaphore bounding how many run at a time. That loop is one of their own on a thread, not the
+caller's, which stays responsive meanwhile (:mod:`cogym_lab.eval.engines.inprocess`). With
+``engine="ray"`` they run in Ray actors across a cluster instead, and this process writes what
+they send back (:mod:`cogym_lab.eval.engines`); everything below holds for both. Every session
+writes ``OUT/<instance>/`` (a fixed name, so an interrupted run resumes: finished sessions are
+skipped and partial ones redone from scratch, each attempt under a session id of its own:
+``<team>-<task>-<instance>-<random>``).
 
 With ``trials=K`` each instance runs K times: trial 0 in ``OUT/003/``, the others in
 ``OUT/003-t1/`` ... ``OUT/003-t<K-1>/``. Resuming works per trial. Each trial's members, the
@@ -279,6 +281,7 @@ async def _run_batch(batch: _Batch, workers: Workers, keys: list[SessionKey],
     finally:
         session_log.close()
         invocation.ended_at = time.time()
+        invocation.loop_lag = workers.lag
         requested = set(keys)
         invocation.interrupted = any(s.status == "pending" for s in summary.sessions
                                      if s.key in requested)

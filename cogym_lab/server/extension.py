@@ -9,9 +9,9 @@ from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import IOLoop
 from traitlets import Bool, Dict, Float, Int, List, Unicode, default
 
+from cogym_lab.core.loop_lag import LoopLagMonitor
 from cogym_lab.runtime.ended import DEFAULT_FINISHED_TTL
 from cogym_lab.runtime.hosting import SessionHost
-from cogym_lab.runtime.loop_lag import LoopLagMonitor
 from cogym_lab.runtime.panels import DEFAULT_PANEL_GRACE
 from cogym_lab.server.create_policy import CreatePolicy
 from cogym_lab.server.handlers import (

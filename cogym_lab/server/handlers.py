@@ -26,6 +26,7 @@ from tornado.http1connection import HTTP1Connection
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from cogym_lab.bus.base import Subscription
+from cogym_lab.core.loop_lag import LoopLagMonitor
 from cogym_lab.core.messages import obs_channel, status_channel
 from cogym_lab.runtime.access import (
     SessionAccess,
@@ -34,7 +35,6 @@ from cogym_lab.runtime.access import (
     visible_state,
 )
 from cogym_lab.runtime.hosting import HostingError, SessionHost
-from cogym_lab.runtime.loop_lag import LoopLagMonitor
 from cogym_lab.runtime.models import (
     ActionBody,
     ActionFrame,

@@ -5,8 +5,9 @@ and writes ``run.json``, skips finished sessions, draws the progress bar, keeps 
 and records each session's entry as it ends. An engine only runs the sessions it is given and
 says when each ended (:class:`Workers`).
 
-* ``inprocess`` (:mod:`.inprocess`): every session on this process's event loop, at most
-  ``concurrency`` at a time. Needs nothing beyond cogym_lab.
+* ``inprocess`` (:mod:`.inprocess`): every session in this process, at most ``concurrency`` at
+  a time, on an event loop of their own on a thread (the caller's loop stays responsive). Needs
+  nothing beyond cogym_lab.
 * ``ray`` (:mod:`.ray_engine`): sessions in Ray actors across a cluster, each actor hosting many
   at once on its own event loop; their folders travel back to this process, which writes them.
   Needs the ``ray`` extra (``pip install 'cogym_lab[ray]'``); ``ray`` is imported only then.
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from cogym_lab.core.loop_lag import LoopLag
 from cogym_lab.eval.batch_manifest import SessionEntry
 from cogym_lab.eval.batch_plan import SessionKey
 from cogym_lab.lm.limits import Gate
@@ -45,6 +47,11 @@ class Workers(Protocol):
     #: process's own).
     @property
     def gate(self) -> Gate | None: ...
+
+    #: How late the event loop that ran the sessions woke during :meth:`run`, for ``run.json``
+    #: (``None``: not watched from this process).
+    @property
+    def lag(self) -> LoopLag | None: ...
 
     def describe(self) -> dict[str, Any]:
         """What ran the sessions, for the invocation's record in ``run.json``."""

@@ -40,6 +40,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from cogym_lab.core.loop_lag import LoopLag
 from cogym_lab.eval.batch_manifest import SessionEntry, TokenCount
 from cogym_lab.eval.batch_plan import BatchPlan, SessionKey
 from cogym_lab.eval.batch_progress import CostMeter
@@ -201,6 +202,8 @@ class RayWorkers:
     start_actor: Callable[[str, bool], Any]
     gate: Gate | None = None
     replaced: Counter[int] = field(default_factory=Counter)
+    #: The actors' loops are not watched from here (the driver's own lag is the caller's).
+    lag: LoopLag | None = None
 
     @property
     def concurrency(self) -> int:

@@ -1,9 +1,10 @@
-"""How late the event loop that hosts sessions runs: a ticker that wakes every ``interval``
-seconds and keeps the lateness of its last wake-ups, for the server's status endpoint.
+"""How late an event loop that hosts sessions runs: a ticker that wakes every ``interval``
+seconds and keeps the lateness of its last wake-ups.
 
 A loop that lags seconds answers no one: not the panels' WebSockets, not the REST calls, not
-the sessions' own timers. The monitor makes that visible (``GET /cogym/api/status``) at the cost
-of one wake-up every 100 ms.
+the sessions' own timers. The monitor makes that visible, at the cost of one wake-up every
+100 ms: the server reports its loop's (``GET /cogym/api/status``), and a batch run records the
+lag of the loop its sessions ran on (``run.json``).
 """
 
 from __future__ import annotations

@@ -171,9 +171,11 @@ def test_run_json_records_config_versions_lms_and_tokens(task_runs):
         assert written["versions"]["cogym_lab"] and written["versions"]["openai"]
         assert len(written["invocations"]) == 1 and written["invocations"][0]["ran"] == len(
             task_runs.instances)
-        # how late the loop the sessions ran on (the engine's own thread) woke
+        # How late the loop the sessions ran on (the engine's own thread) woke; none when the
+        # whole batch took less than one 100 ms tick (an autonomous team's scripted sessions can).
         lag = written["invocations"][0]["loop_lag"]
-        assert lag["samples"] > 0 and 0 <= lag["p50_ms"] <= lag["p99_ms"] <= lag["max_ms"]
+        if team == "collaborative" or lag is not None:  # sessions of seconds: many ticks
+            assert lag["samples"] > 0 and 0 <= lag["p50_ms"] <= lag["p99_ms"] <= lag["max_ms"]
         # tokens: the run's totals are the sum of its sessions, which are the sum of the calls
         tokens = written["tokens"]
         assert tokens["total_tokens"] == sum(s["tokens"]["total_tokens"]

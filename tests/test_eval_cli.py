@@ -138,3 +138,39 @@ def test_a_killed_batch_resumes_skipping_finished_sessions(tmp_path, use_shared_
     for directory in sorted(d for d in out.iterdir() if d.is_dir()):
         starts = [e for e in read_events(directory) if e.type is EventType.START]
         assert len(starts) == 1 and read_session(directory)["status"] == "finished"
+
+
+def test_ctrl_c_stops_a_batch_cleanly_and_it_resumes(tmp_path, use_shared_data):
+    # Ctrl-C reaches the caller's loop; the sessions run on a loop of their own, on a thread,
+    # which must be cancelled, unwound and joined, or the process would not end.
+    out, total = tmp_path / "run", 6
+    router = RouteByInstance(travel_routes(range(total)), delay=0.25)
+    environment = {k: v for k, v in os.environ.items()
+                   if k not in (ENV_API_KEY, ENV_BASE_URL, ENV_MODEL)}
+    with ScriptedOpenAIServer(responder=router) as server:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "cogym_lab", *batch_args(out, server, f"0:{total}", 2)],
+            env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 180
+            while len(_finished(out)) < 1 and process.poll() is None \
+                    and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert process.poll() is None, process.communicate()[0].decode()
+            process.send_signal(signal.SIGINT)
+            output = process.communicate(timeout=60)[0].decode()  # it ends, and soon
+        finally:
+            process.kill()
+            process.wait(timeout=30)
+        assert process.returncode != 0, output
+        written = json.loads((out / "run.json").read_text())
+        assert written["status"] == "interrupted" and written["invocations"][0]["interrupted"]
+        done = written["counts"]["finished"]
+        assert 1 <= done < total
+        assert not (out / "sessions.jsonl").exists()  # folded into run.json on the way out
+
+        resumed = CliRunner().invoke(main, batch_args(out, server, f"0:{total}", 2))
+    assert resumed.exit_code == 0, resumed.output
+    written = json.loads((out / "run.json").read_text())
+    assert written["status"] == "finished" and written["counts"]["finished"] == total
+    assert written["counts"]["skipped"] == done

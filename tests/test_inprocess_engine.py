@@ -144,6 +144,26 @@ async def test_a_loop_thread_returns_what_its_coroutine_returns() -> None:
         LoopThread().loop  # noqa: B018 - the property raises
 
 
+async def test_a_coroutine_cancelled_before_its_loop_started_it_never_runs() -> None:
+    ran: list[int] = []
+
+    async def forever() -> None:
+        ran.append(1)
+        await asyncio.sleep(3600)
+
+    async with LoopThread() as thread:
+        blocker = threading.Event()
+        thread.loop.call_soon_threadsafe(blocker.wait, 10)  # the thread's loop is held up
+        waiting = asyncio.create_task(thread.run(forever()))
+        await asyncio.sleep(0.05)  # run() has queued the start, behind the hold-up
+        waiting.cancel()
+        await asyncio.sleep(0.05)  # ... and now the cancel, behind the start
+        blocker.set()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(waiting, 10)
+    assert ran == []
+
+
 def test_the_collector_runs_less_often_during_a_batch_and_as_before_afterwards() -> None:
     before = gc.get_threshold()
     with batch_collector():

@@ -61,17 +61,19 @@ class InProcess:
         def ended_there(entry: SessionEntry) -> None:  # on the sessions' loop
             caller.call_soon_threadsafe(deliver, entry)
 
+        thread = LoopThread()
         with batch_collector():
-            async with LoopThread() as thread:
-                batch = asyncio.ensure_future(thread.run(self._run_all(keys, ended_there)))
-                try:
-                    await batch
-                except asyncio.CancelledError:
-                    if not failures:
-                        raise
-                finally:
-                    lag = thread.lag
-                    self.lag = lag if lag.samples else None  # shorter than one wake-up
+            try:
+                async with thread:
+                    batch = asyncio.ensure_future(thread.run(self._run_all(keys, ended_there)))
+                    try:
+                        await batch
+                    except asyncio.CancelledError:
+                        if not failures:
+                            raise
+            finally:  # the thread has ended: its monitor is still
+                lag = thread.lag
+                self.lag = lag if lag.samples else None  # shorter than one wake-up
         if failures:
             raise failures[0]
         if self.lag is not None and self.lag.p99_ms > LAG_WARNING_MS:

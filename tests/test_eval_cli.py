@@ -140,6 +140,10 @@ def test_a_killed_batch_resumes_skipping_finished_sessions(tmp_path, use_shared_
         assert len(starts) == 1 and read_session(directory)["status"] == "finished"
 
 
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_a_batch_cleanly_and_it_resumes(tmp_path, use_shared_data):
     # Ctrl-C reaches the caller's loop; the sessions run on a loop of their own, on a thread,
     # which must be cancelled, unwound and joined, or the process would not end.
@@ -150,7 +154,10 @@ def test_ctrl_c_stops_a_batch_cleanly_and_it_resumes(tmp_path, use_shared_data):
     with ScriptedOpenAIServer(responder=router) as server:
         process = subprocess.Popen(
             [sys.executable, "-m", "cogym_lab", *batch_args(out, server, f"0:{total}", 2)],
-            env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            # As from a terminal: a shell without job control (CI's) starts its background
+            # jobs with SIGINT ignored, and the child would inherit that.
+            preexec_fn=_interruptible)
         try:
             deadline = time.monotonic() + 180
             while len(_finished(out)) < 1 and process.poll() is None \

@@ -151,8 +151,18 @@ class ServerDocumentsServer(JupyterServerProcess):
         return status, json.loads(text) if text else None
 
     def notebook(self, path: str) -> dict[str, Any]:
-        """The notebook as saved on disk, read through the contents API."""
-        status, model = self.call("GET", f"api/contents/{path}?content=1&type=notebook")
+        """The notebook as saved on disk, read through the contents API.
+
+        jupyter_server saves a notebook by writing the file in place (its "atomic" writing
+        keeps a backup copy to restore on failure, not a renamed temporary file), so a read
+        during a save can find it empty or cut short: such a read is tried again."""
+        deadline = time.monotonic() + 10
+        while True:
+            status, model = self.call("GET", f"api/contents/{path}?content=1&type=notebook")
+            mid_save = status != 200 and "Unreadable Notebook" in str(model)
+            if not mid_save or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         assert status == 200, model
         return model["content"]
 

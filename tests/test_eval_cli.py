@@ -86,16 +86,33 @@ def _finished(out: Path) -> set[str]:
         else set()
 
 
-def test_a_killed_batch_resumes_skipping_finished_sessions(tmp_path, use_shared_data):
-    out, total = tmp_path / "run", 6
-    # Slow replies, two sessions at a time: the kill lands while sessions are under way.
-    router = RouteByInstance(travel_routes(range(total)), delay=0.25)
+def _slow_travel_server(total: int) -> ScriptedOpenAIServer:
+    """Slow replies for ``total`` travel instances: a signal lands while sessions are under way."""
+    return ScriptedOpenAIServer(responder=RouteByInstance(travel_routes(range(total)), delay=0.25))
+
+
+#: ``python -m cogym_lab`` with Ctrl-C restored, as from a terminal: a shell without job control
+#: (CI's) starts its background jobs with SIGINT ignored, and the child would inherit that. (Set
+#: in the child itself: a ``preexec_fn`` is unsafe beside the scripted server's threads.)
+_INTERRUPTIBLE_CLI = ("import runpy, signal; signal.signal(signal.SIGINT, "
+                      "signal.default_int_handler); runpy.run_module('cogym_lab', "
+                      "run_name='__main__', alter_sys=True)")
+
+
+def _start_batch(out: Path, server: ScriptedOpenAIServer, total: int) -> subprocess.Popen:
+    """``cogym-lab eval run`` on ``total`` instances, two at a time, in a process of its own,
+    with no LM settings from this environment."""
     environment = {k: v for k, v in os.environ.items()
                    if k not in (ENV_API_KEY, ENV_BASE_URL, ENV_MODEL)}
-    with ScriptedOpenAIServer(responder=router) as server:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "cogym_lab", *batch_args(out, server, f"0:{total}", 2)],
-            env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [sys.executable, "-c", _INTERRUPTIBLE_CLI, *batch_args(out, server, f"0:{total}", 2)],
+        env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def test_a_killed_batch_resumes_skipping_finished_sessions(tmp_path, use_shared_data):
+    out, total = tmp_path / "run", 6
+    with _slow_travel_server(total) as server:
+        process = _start_batch(out, server, total)
         try:
             deadline = time.monotonic() + 180
 
@@ -140,24 +157,12 @@ def test_a_killed_batch_resumes_skipping_finished_sessions(tmp_path, use_shared_
         assert len(starts) == 1 and read_session(directory)["status"] == "finished"
 
 
-def _interruptible() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def test_ctrl_c_stops_a_batch_cleanly_and_it_resumes(tmp_path, use_shared_data):
     # Ctrl-C reaches the caller's loop; the sessions run on a loop of their own, on a thread,
     # which must be cancelled, unwound and joined, or the process would not end.
     out, total = tmp_path / "run", 6
-    router = RouteByInstance(travel_routes(range(total)), delay=0.25)
-    environment = {k: v for k, v in os.environ.items()
-                   if k not in (ENV_API_KEY, ENV_BASE_URL, ENV_MODEL)}
-    with ScriptedOpenAIServer(responder=router) as server:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "cogym_lab", *batch_args(out, server, f"0:{total}", 2)],
-            env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            # As from a terminal: a shell without job control (CI's) starts its background
-            # jobs with SIGINT ignored, and the child would inherit that.
-            preexec_fn=_interruptible)
+    with _slow_travel_server(total) as server:
+        process = _start_batch(out, server, total)
         try:
             deadline = time.monotonic() + 180
             while len(_finished(out)) < 1 and process.poll() is None \

@@ -315,7 +315,11 @@ class SessionHandle:
 
     def act(self, action: str | dict[str, Any]) -> None:
         """Take an action as your seat: ``'EDITOR_UPDATE(text="...")'`` or
-        ``{"name": ..., "args": {...}}``. The env answers on your seat's notifications."""
+        ``{"name": ..., "args": {...}}``. The env answers on your seat's notifications.
+
+        Raises :class:`SessionError` when the session refused it: it had ended, or ended before
+        the action was applied (the message says how). A session hosted inside a running
+        kernel cannot be waited on from a cell: there the refusal is logged as a warning."""
         self.backend.act(self.session_id, self._require_seat(), action)
 
     def send(self, message: str, to: str | None = None) -> None:

@@ -1,4 +1,4 @@
-// Co-Gym session panel for anywidget: one ES module, no build step, no imports.
+// Co-Gym session panel for anywidget: one ES module, no build step, no static imports.
 //
 // The panel follows one person seat of a session. It receives updates (what an event changed
 // in the seat's view and chat, the pending confirmations, ...) and agent status updates, and
@@ -14,13 +14,20 @@
 // so the panel shows the person what was not applied and why.
 // Watch mode (the model's `readonly` trait) follows any member read-only: the same views, every
 // control that acts disabled, and no action ever sent (the server refuses them anyway).
+// Shared texts (the editor) are edited live: each is a Yjs document, and the panel keeps a
+// replica of it (SharedTexts). Yjs comes as the source text of one ES module in the model's
+// `yjs_module` trait (js/vendor/yjs.mjs), imported at run time; without it (the trajectory
+// viewer, a watcher) the editor shows the text read-only.
 //
 // The module, top to bottom:
 //   wire messages and view state   JSDoc typedefs, checked by tsc (tsc -p js/jsconfig.json)
 //   safe rendering                 h(), escapeHtml, renderMarkdown, parseAction, lineDiff
 //   content views                  one class per read-only render type (TextView, TableView,
 //                                  SearchResultsView, LibraryView, NotebookView,
-//                                  ChecklistView; JsonView for any other) and the EditorView
+//                                  ChecklistView; JsonView for any other)
+//   shared texts and the editor    SharedTextReplica (one Yjs replica, its batches of the
+//                                  person's operations), SharedTexts (the panel's replicas)
+//                                  and the EditorView bound to one
 //   the plan view                  PlanView (interactive plans: its step rows, the new-step
 //                                  form and the side area with a step's output)
 //   the kitchen view               KitchenView (the real-time cooking game on a canvas, drawn
@@ -30,7 +37,8 @@
 //                                  each owns its part of the DOM and its own state
 //   SeatCopy                       the seat's copy of its view and chat, kept from the updates
 //   Panel                          builds the layout from the views and routes messages to them
-//   transports                     serverTransport, localTransport and the anywidget render()
+//   transports                     serverTransport, localTransport, loadYjs and the anywidget
+//                                  render()
 
 // -- wire messages and view state -----------------------------------------------------------
 
@@ -106,11 +114,21 @@
 
 /**
  * @typedef {object} SessionEvent
- * @property {string} [type]
+ * @property {string} [type]  "edit" for a person's live edit of a shared text
  * @property {string} [actor]
  * @property {string} [action]
  * @property {string} [status]
  * @property {string} [error]
+ * @property {JsonRecord} [info]  e.g. `overlap` (see TextOverlap), `live`
+ */
+
+/**
+ * Where an edit of a shared text overlapped another member's (an event's `info.overlap`): both
+ * versions of those lines were kept, one after the other.
+ * @typedef {object} TextOverlap
+ * @property {string} component
+ * @property {string[]} with  the roles whose edits it overlapped
+ * @property {number[][]} lines  [first, last] line numbers (1-based) in the merged text
  */
 
 /**
@@ -136,6 +154,8 @@
  * @property {Record<string, number>} [step_limits]
  * @property {number} [started_at]
  * @property {number} [time]
+ * @property {Record<string, string> | null} [texts]  a person seat's shared texts: per
+ *   component, the base64 Yjs update its replica lacks (whole: the whole document)
  */
 
 /**
@@ -216,6 +236,37 @@
  */
 
 /**
+ * Something of an agent's notebook cell that was put back
+ * (cogym_lab.server.live_notebooks.agent_cells.Restored).
+ * @typedef {object} RestoredCell
+ * @property {string} cell_id
+ * @property {string} what  "cell" (the whole cell) or "outputs"
+ * @property {string} label  e.g. "agent cell 2 (total = 12)"
+ * @property {string} [found_in]  "save": a save of the notebook would have dropped it; "file":
+ *   the file had lost it; "live": a move of the cell in the live notebook lost it
+ * @property {number} [ts]
+ */
+
+/**
+ * How the agent's cells reach the person's notebook, and what was put back
+ * (cogym_lab.server.live_notebooks.link.ServerNotebookLink.notice).
+ * @typedef {object} NotebookNotice
+ * @property {string} [path]
+ * @property {boolean} [live]  whether the notebook has a live document (real-time collaboration)
+ * @property {string | null} [message]  without one: how the cells are written, in plain words
+ * @property {string | null} [summary]  the latest thing put back, in plain words
+ * @property {RestoredCell[]} [restored]  the latest things put back, oldest first
+ */
+
+/**
+ * Published on the status channel by a session in a person's notebook.
+ * @typedef {object} NotebookStatus
+ * @property {"status"} [type]
+ * @property {NotebookNotice} notebook
+ * @property {number} ts
+ */
+
+/**
  * A refusal: the server (or the kernel) did not apply the action with this id.
  * @typedef {object} ErrorFrame
  * @property {"error"} [type]
@@ -244,8 +295,12 @@
  * @typedef {object} ActionPayload
  * @property {Action} action
  * @property {string} [base]  for a whole-text replacement: the text the person started from
+ * @property {number} [seen_seq]  for a live edit (EDIT_TEXT): the update whose shared text it
+ *   was made on
  * @property {string} id
  */
+
+/** @typedef {{base?: string, seen_seq?: number}} ActionExtra  what an action travels with */
 
 /**
  * @typedef {object} Rating
@@ -301,6 +356,8 @@
  * @property {string} token  server mode: the Jupyter token, or empty
  * @property {ConnectionState | ""} connection  set by the panel
  * @property {number} last_seq  set by the panel: the last notification shown
+ * @property {string} [yjs_module]  the source text of Yjs as one ES module; empty: no live
+ *   editing (the editor is read-only)
  */
 
 /**
@@ -315,12 +372,48 @@
  */
 
 /** @typedef {"connecting" | "open" | "closed"} ConnectionState */
+
+/**
+ * The part of Yjs (js/vendor/yjs.mjs, imported at run time by loadYjs) that the shared texts
+ * use. Typed here, so that tsc never reads the bundle.
+ * @typedef {object} YModule
+ * @property {new (options?: {gc?: boolean}) => YDoc} Doc
+ * @property {(doc: YDoc, update: Uint8Array, origin?: unknown) => void} applyUpdate
+ * @property {(doc: YDoc, stateVector?: Uint8Array) => Uint8Array} encodeStateAsUpdate
+ * @property {(doc: YDoc) => Uint8Array} encodeStateVector
+ * @property {(update: Uint8Array) => Uint8Array} encodeStateVectorFromUpdate
+ * @property {(updates: Uint8Array[]) => Uint8Array} mergeUpdates
+ * @property {(type: YText, index: number) => YRelativePosition} createRelativePositionFromTypeIndex
+ * @property {(position: YRelativePosition, doc: YDoc) => {index: number} | null}
+ *   createAbsolutePositionFromRelativePosition
+ */
+
+/**
+ * A Yjs document (Y.Doc).
+ * @typedef {object} YDoc
+ * @property {number} clientID
+ * @property {(name: string) => YText} getText
+ * @property {(change: () => void, origin?: unknown) => void} transact
+ * @property {(event: "update", listener: (update: Uint8Array, origin: unknown) => void) => void} on
+ * @property {() => void} destroy
+ */
+
+/**
+ * A Yjs text (Y.Text): its indices count UTF-16 code units, as JavaScript strings do.
+ * @typedef {object} YText
+ * @property {number} length
+ * @property {(index: number, text: string) => void} insert
+ * @property {(index: number, length: number) => void} delete
+ * @property {() => string} toString
+ */
+
+/** @typedef {object} YRelativePosition  a place in a Y.Text that moves with the text around it */
 /** @typedef {(message: unknown) => void} Receive  a transport's way in to the panel */
 /** @typedef {(state: ConnectionState) => void} SetConnection */
 
 /**
  * Hands an action to the transport; true once it left the panel.
- * @typedef {(action: Action, extra?: {base?: string}, id?: string) => boolean} SendAction
+ * @typedef {(action: Action, extra?: ActionExtra, id?: string) => boolean} SendAction
  */
 
 /**
@@ -343,6 +436,9 @@
  * @property {SendAction} send
  * @property {string} [role]  the seat the panel acts for (watch mode: the member it follows)
  * @property {boolean} [readonly]  watch mode: nothing acts
+ * @property {(component: string) => SharedTextReplica | null} [sharedText]  the panel's replica
+ *   of that component's shared text, once the session sent it (never without Yjs)
+ * @property {boolean} [liveText]  Yjs is loaded: a shared text becomes editable once it comes
  */
 
 /**
@@ -1170,13 +1266,584 @@ function contentViewFor(renderType) {
     : JsonView;
 }
 
-// -- the shared editor --------------------------------------------------------------------------
+// -- shared texts: Yjs replicas, and the editor bound to one ------------------------------------
+
+/** The action a live edit travels as (cogym_lab.core.collaboration.EDIT_TEXT). */
+const EDIT_TEXT = "EDIT_TEXT";
+/** The name of the Y.Text in every shared text's document (cogym_lab.core.shared_text.ROOT). */
+const TEXT_ROOT = "text";
+/** Origins of a replica's transactions: the person's typing, and what the session sent. */
+const TYPED = Symbol("typed here");
+const FROM_SESSION = Symbol("from the session");
+/** A batch of typing leaves this long after the typing pauses (ms) ... */
+const EDIT_PAUSE_MS = 300;
+/** ... or this long after its first change, while the typing goes on ... */
+const EDIT_MAX_WAIT_MS = 1000;
+/** ... and never sooner than this after the batch before it (the server limits a socket's rate). */
+const EDIT_GAP_MS = 500;
+/** A batch refused for the rate is sent again this long after (ms). */
+const EDIT_RETRY_MS = 1000;
+/** A replica that finds itself apart from the session's text asks for a sync at most this often. */
+const RESYNC_MS = 5000;
+/** A batch the session has not answered this long after it was sent (ms) is taken as lost. */
+const LOST_MS = 4000;
+/** The words of a refusal whose cure is a sync (cogym_lab.core.shared_text.TextEditError). */
+const NEEDS_SYNC = "builds on text the session does not have";
 
 /**
- * The shared editor: a textarea with a markdown preview. Remote changes replace the text only
- * while the person has no unsaved edits; a save sends the text with its base, so the server
- * merges it with whatever teammates changed meanwhile.
+ * @param {Uint8Array} bytes
+ * @returns {string}
+ */
+function toBase64(bytes) {
+  let binary = "";
+  for (let start = 0; start < bytes.length; start += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(start, start + 0x8000));
+  }
+  return btoa(binary);
+}
+
+/**
+ * @param {string} text
+ * @returns {Uint8Array}  throws for text that is not base64
+ */
+function fromBase64(text) {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let index = 0; index < binary.length; index += 1) bytes[index] = binary.charCodeAt(index);
+  return bytes;
+}
+
+/**
+ * @typedef {object} TextChange  one span of a text replaced
+ * @property {number} index  where it starts
+ * @property {number} remove  how many code units it removes there
+ * @property {string} insert  what it puts in their place
+ */
+
+/**
+ * The one change that turns `before` into `after`: their common start and end are kept, what
+ * lies between is replaced. Indices count UTF-16 code units, as Y.Text's do in JavaScript; a
+ * pair of surrogates (an emoji, say) is never split.
+ * @param {string} before
+ * @param {string} after
+ * @returns {TextChange | null}  null when the texts are equal
+ */
+export function textChange(before, after) {
+  if (before === after) return null;
+  const shortest = Math.min(before.length, after.length);
+  let start = 0;
+  while (start < shortest && before.charCodeAt(start) === after.charCodeAt(start)) start += 1;
+  if (start > 0 && isHighSurrogate(before.charCodeAt(start - 1))) start -= 1;
+  let end = 0;
+  while (end < shortest - start
+    && before.charCodeAt(before.length - 1 - end) === after.charCodeAt(after.length - 1 - end)) {
+    end += 1;
+  }
+  if (end > 0 && isLowSurrogate(before.charCodeAt(before.length - end))) end -= 1;
+  return { index: start, remove: before.length - start - end,
+    insert: after.slice(start, after.length - end) };
+}
+
+/** @param {number} code @returns {boolean} */
+function isHighSurrogate(code) {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+/** @param {number} code @returns {boolean} */
+function isLowSurrogate(code) {
+  return code >= 0xdc00 && code <= 0xdfff;
+}
+
+/**
+ * Where `change` (made on `base`) lands once `theirs` (also made on `base`) is applied first.
+ * Used only when the session's changes came while the person was composing (an input method):
+ * otherwise the replica always holds what the textarea shows.
+ * @param {TextChange} change
+ * @param {TextChange} theirs
+ * @returns {TextChange}
+ */
+function rebase(change, theirs) {
+  const theirEnd = theirs.index + theirs.remove;
+  if (change.index >= theirEnd) {
+    return { ...change, index: change.index + theirs.insert.length - theirs.remove };
+  }
+  if (change.index + change.remove <= theirs.index) return change;
+  // The same span: their text stays whole, the person's goes right after it.
+  return { index: theirs.index + theirs.insert.length, remove: 0, insert: change.insert };
+}
+
+/**
+ * What a replica needs from the panel.
+ * @typedef {object} ReplicaHost
+ * @property {SendAction} send
+ * @property {() => boolean} online  whether an action sent now reaches the session
+ * @property {() => void} sync  ask for the seat's whole state again (a whole update answers)
+ */
+
+/**
+ * One batch of the person's operations on a shared text.
+ * @typedef {object} EditBatch
+ * @property {number} number  batches are numbered in the order they were made
+ * @property {Uint8Array} update  the replica's own operations (a Yjs update)
+ * @property {number | null} seenSeq  the update whose text they were made on
+ * @property {number} [sentAt]  when it was last sent (Date.now())
+ */
+
+/**
+ * The editor bound to a replica: told around each change that came from the session, and
+ * whenever the replica's state (sending, sent, offline) may have changed.
+ * @typedef {object} ReplicaView
+ * @property {() => void} beforeRemote  (take the textarea's text in; note the caret)
+ * @property {() => void} afterRemote  (show the new text; put the caret back where it was)
+ * @property {() => void} stateChanged
+ */
+
+/**
+ * The panel's replica of one shared text: a Yjs document with one Y.Text, as the session's is
+ * (cogym_lab.core.shared_text). What the session sends is applied to it; what the person types
+ * is applied to it as the replica's own operations, which leave in batches (EDIT_TEXT actions)
+ * a moment after the typing pauses, each with the seq of the update whose text it was made on
+ * (`seen_seq`). Before an update from the session is applied, the typing so far leaves first,
+ * so that a batch is only ever made on one version of the text. A batch refused for the rate
+ * is sent again; one that builds on text the session lacks asks for a sync; after a whole
+ * update, whatever the replica has that the session lacks is sent again, so that nothing typed
+ * is lost when the connection drops.
+ */
+export class SharedTextReplica {
+  /**
+   * @param {YModule} Y
+   * @param {string} name  the component
+   * @param {ReplicaHost} host
+   */
+  constructor(Y, name, host) {
+    this.Y = Y;
+    this.name = name;
+    this.host = host;
+    // Deleted text is kept: the session may insert next to text deleted meanwhile, and Yjs
+    // would drop an insertion next to text it had collected.
+    this.doc = new Y.Doc({ gc: false });
+    this.text = this.doc.getText(TEXT_ROOT);
+    /** @type {number | null} the seq of the last update whose part of this text was applied */
+    this.seenSeq = null;
+    /** @type {Uint8Array[]} the person's operations not sent yet (the batch being made) */
+    this.pending = [];
+    /** @type {number | null} the seq that batch was made on */
+    this.pendingSeq = null;
+    this.pendingSince = 0;
+    this.lastSent = -Infinity;
+    this.made = 0; // batches made so far
+    /** @type {EditBatch[]} batches made, to send (in order) */
+    this.queue = [];
+    /** @type {Map<string, EditBatch>} batches sent, by action id, until the session answers */
+    this.inFlight = new Map();
+    /** @type {ReturnType<typeof setTimeout> | null} */
+    this.timer = null;
+    /** @type {ReturnType<typeof setTimeout> | null} the queue waits for it (rate limit) */
+    this.retry = null;
+    /** @type {ReturnType<typeof setTimeout> | null} looks for batches never answered */
+    this.lost = null;
+    /** @type {ReplicaView | null} */
+    this.view = null;
+    this.news = false; // whether the update being applied changed the document
+    this.resynced = -Infinity; // when the replica last asked for a sync (see confirm)
+    /** @type {string | null} why the session refused the last batch, until one is taken */
+    this.refusal = null;
+    this.doc.on("update", (update, origin) => {
+      if (origin === TYPED) this.typed(update);
+      else if (origin === FROM_SESSION) this.news = true;
+    });
+  }
+
+  /** Stop the replica's timers (the panel is gone). */
+  close() {
+    for (const timer of [this.timer, this.retry, this.lost]) {
+      if (timer !== null) clearTimeout(timer);
+    }
+    this.timer = this.retry = this.lost = null;
+  }
+
+  /** @returns {boolean} whether some of the person's typing has not reached the session yet */
+  get busy() {
+    return this.pending.length > 0 || this.queue.length > 0 || this.inFlight.size > 0;
+  }
+
+  /**
+   * The person's change, applied as the replica's own operations.
+   * @param {TextChange} change
+   */
+  edit(change) {
+    this.doc.transact(() => {
+      if (change.remove) this.text.delete(change.index, change.remove);
+      if (change.insert) this.text.insert(change.index, change.insert);
+    }, TYPED);
+  }
+
+  /** @param {Uint8Array} update  a transaction of the person's */
+  typed(update) {
+    if (!this.pending.length) {
+      this.pendingSeq = this.seenSeq;
+      this.pendingSince = Date.now();
+    }
+    this.pending.push(update);
+    if (this.timer !== null) clearTimeout(this.timer);
+    const now = Date.now();
+    const wait = Math.max(0, Math.min(EDIT_PAUSE_MS, this.pendingSince + EDIT_MAX_WAIT_MS - now),
+      this.lastSent + EDIT_GAP_MS - now);
+    this.timer = setTimeout(() => this.flush(), wait);
+    this.view?.stateChanged();
+  }
+
+  /** The batch being made is complete: send it (and any before it) now, if online. */
+  flush() {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.pending.length) {
+      this.made += 1;
+      this.queue.push({ number: this.made, update: this.Y.mergeUpdates(this.pending),
+        seenSeq: this.pendingSeq });
+      this.pending = [];
+    }
+    this.drain();
+  }
+
+  /** Send the queued batches in order, unless a refused one waits for its retry or offline. */
+  drain() {
+    if (this.retry === null && this.host.online()) {
+      for (const batch of this.queue.splice(0)) this.transmit(batch);
+    }
+    this.view?.stateChanged();
+  }
+
+  /** @param {EditBatch} batch */
+  transmit(batch) {
+    const id = nextActionId();
+    this.inFlight.set(id, batch);
+    this.lastSent = batch.sentAt = Date.now();
+    if (this.lost === null) this.lost = setTimeout(() => this.findLost(), LOST_MS);
+    /** @type {ActionExtra} */
+    const extra = batch.seenSeq === null ? {} : { seen_seq: batch.seenSeq };
+    this.host.send({ name: EDIT_TEXT, args: { component: this.name, update: toBase64(batch.update),
+      client: this.doc.clientID } }, extra, id);
+  }
+
+  /**
+   * What the session sent for this text. If it changes the text, the typing so far leaves at
+   * once, as made on the text before it (the same batch, and sent in the same order, as if it
+   * had left just before the update was applied), and later typing makes a new batch. An update
+   * that brings nothing new (the person's own operations, sent back) leaves the batch be.
+   * @param {Uint8Array} update  a Yjs update (a whole update: the whole document)
+   * @param {number} seq  the update frame's
+   * @param {boolean} whole
+   */
+  receive(update, seq, whole) {
+    this.view?.beforeRemote(); // the textarea's text into the replica first
+    this.news = false;
+    this.Y.applyUpdate(this.doc, update, FROM_SESSION);
+    this.seenSeq = whole || this.seenSeq === null ? seq : Math.max(this.seenSeq, seq);
+    if (whole) this.resend(update, seq);
+    else if (this.news && this.pending.length) this.flush();
+    this.view?.afterRemote();
+    this.view?.stateChanged();
+  }
+
+  /**
+   * After a whole update: send what the replica has and the session lacks, as one batch made
+   * on that update: the typing not sent yet, batches refused, and any lost. Batches still in
+   * flight (sent on this connection) are not sent again: the session answers them.
+   * @param {Uint8Array} state  the session's whole document
+   * @param {number} seq
+   */
+  resend(state, seq) {
+    if (this.timer !== null) clearTimeout(this.timer);
+    if (this.retry !== null) clearTimeout(this.retry);
+    this.timer = this.retry = null;
+    this.pending = [];
+    this.queue = [];
+    const sent = [...this.inFlight.values()].map((batch) => batch.update);
+    const known = sent.length ? this.Y.mergeUpdates([state, ...sent]) : state;
+    const missing = this.Y.encodeStateAsUpdate(this.doc, this.Y.encodeStateVectorFromUpdate(known));
+    if (!this.changes(known, missing)) return;
+    this.made += 1;
+    const batch = { number: this.made, update: missing, seenSeq: seq };
+    if (this.host.online()) this.transmit(batch);
+    else this.queue.push(batch);
+  }
+
+  /**
+   * Whether `update` changes the document `state` holds. (An update of a whole replica always
+   * carries every deletion it knows of, so its size says nothing.)
+   * @param {Uint8Array} state
+   * @param {Uint8Array} update
+   * @returns {boolean}
+   */
+  changes(state, update) {
+    const probe = new this.Y.Doc({ gc: false });
+    try {
+      this.Y.applyUpdate(probe, state);
+      const text = probe.getText(TEXT_ROOT);
+      const before = [text.toString(), toBase64(this.Y.encodeStateVector(probe))];
+      this.Y.applyUpdate(probe, update);
+      return text.toString() !== before[0] || toBase64(this.Y.encodeStateVector(probe)) !== before[1];
+    } finally {
+      probe.destroy();
+    }
+  }
+
+  /**
+   * Batches in flight that the session never answered (sent on a connection that then broke
+   * without closing, say): taken as lost, and a sync makes the replica send them again.
+   */
+  findLost() {
+    this.lost = null;
+    const now = Date.now();
+    const waiting = [...this.inFlight.values()].map((batch) => batch.sentAt || now);
+    if (!waiting.length) return;
+    const oldest = Math.min(...waiting);
+    if (now - oldest < LOST_MS) {
+      this.lost = setTimeout(() => this.findLost(), oldest + LOST_MS - now);
+      return;
+    }
+    this.inFlight.clear();
+    this.resynced = now;
+    this.host.sync(); // its whole update makes the replica send what the session lacks
+    this.view?.stateChanged();
+  }
+
+  /** The session applied the oldest batch in flight (an `edit` event of the person's). */
+  answered() {
+    const oldest = this.inFlight.keys().next();
+    if (!oldest.done) this.inFlight.delete(oldest.value);
+    this.refusal = null;
+    this.view?.stateChanged();
+  }
+
+  /**
+   * The session's text as an update says (the component's content), checked against the
+   * replica's once nothing is left to send. The same: every batch has arrived, whether or not
+   * its answer did. Not the same with nothing in flight: the session lacks some of the
+   * replica's operations (one got lost, or the session kept one it could not place yet), so
+   * the replica asks for a sync, whose whole update makes it send what the session lacks.
+   * @param {string} text
+   */
+  confirm(text) {
+    if (this.pending.length || this.queue.length) return;
+    if (text === this.text.toString()) {
+      if (this.inFlight.size || this.refusal !== null) {
+        this.inFlight.clear();
+        this.refusal = null;
+        this.view?.stateChanged();
+      }
+    } else if (!this.inFlight.size && this.refusal === null && this.host.online()
+        && Date.now() - this.resynced > RESYNC_MS) {
+      this.resynced = Date.now();
+      this.host.sync();
+    }
+  }
+
+  /**
+   * A refusal of one of this replica's batches, by the server (an error frame, which names it)
+   * or by the session (an error event: the oldest in flight). True when the replica takes care
+   * of it: a batch refused for the rate, or built on one that was, goes again in a moment; one
+   * built on text the session lacks asks for a sync, whose whole update makes the replica send
+   * what the session lacks. False when the person should be told (the state line says it).
+   * @param {ErrorFrame} frame  an error event's `error`, for the session's refusal
+   * @param {string | undefined} id  the batch's action id (the session's: the oldest in flight)
+   * @returns {boolean}
+   */
+  refused(frame, id = frame.id) {
+    const batch = id === undefined ? undefined : this.inFlight.get(id);
+    if (!batch || id === undefined) return false;
+    this.inFlight.delete(id);
+    const needsSync = (frame.error || "").includes(NEEDS_SYNC);
+    const after = needsSync && this.queue.some((queued) => queued.number < batch.number);
+    if (frame.code === "rate_limited" || after) {
+      this.queue.push(batch);
+      this.queue.sort((a, b) => a.number - b.number);
+      if (this.retry === null) {
+        this.retry = setTimeout(() => {
+          this.retry = null;
+          this.drain();
+        }, EDIT_RETRY_MS);
+      }
+    } else if (needsSync) {
+      this.host.sync();
+    } else {
+      this.refusal = frame.error || "refused";
+    }
+    this.view?.stateChanged();
+    return frame.code === "rate_limited" || needsSync;
+  }
+}
+
+/**
+ * The panel's replicas of the session's shared texts, one per component, made as the session
+ * first sends each (a person seat's updates carry `texts`).
+ */
+export class SharedTexts {
+  /**
+   * @param {YModule} Y
+   * @param {ReplicaHost} host
+   * @param {string} role  the person seat: its own `edit` events answer its batches
+   */
+  constructor(Y, host, role) {
+    this.Y = Y;
+    this.host = host;
+    this.role = role;
+    /** @type {Map<string, SharedTextReplica>} */
+    this.replicas = new Map();
+  }
+
+  /**
+   * @param {string} name  a component
+   * @returns {SharedTextReplica | null}
+   */
+  get(name) {
+    return this.replicas.get(name) || null;
+  }
+
+  /**
+   * An update from the session: each text it carries goes to its replica (before the copy
+   * shows the update, so that the editor shows the text it brought).
+   * @param {Update} update
+   */
+  receive(update) {
+    const texts = update.texts && typeof update.texts === "object" ? update.texts : {};
+    for (const [name, data] of Object.entries(texts)) {
+      if (typeof data !== "string" || !data) continue;
+      let replica = this.replicas.get(name);
+      if (!replica) {
+        replica = new SharedTextReplica(this.Y, name, this.host);
+        this.replicas.set(name, replica);
+      }
+      try {
+        replica.receive(fromBase64(data), update.seq, Boolean(update.whole));
+      } catch (error) {
+        console.warn(`cogym: the shared text ${name} of update ${update.seq} was not applied`, error);
+      }
+    }
+    const event = update.event || {};
+    if (event.type === "edit" && event.actor === this.role && event.status !== "error") {
+      this.replicaOf(event)?.answered();
+    }
+  }
+
+  /**
+   * @param {SessionEvent} event  an edit of the person's
+   * @returns {SharedTextReplica | null}  the replica it answers
+   */
+  replicaOf(event) {
+    const info = event.info && typeof event.info === "object" ? event.info : {};
+    const parsed = event.action ? parseAction(event.action) : null;
+    const named = /"component":\s*"((?:[^"\\]|\\.)*)"/.exec(event.action || ""); // as JSON
+    const name = typeof info.component === "string" ? info.component
+      : typeof parsed?.args.component === "string" ? parsed.args.component
+        : named ? named[1] : null;
+    const replica = name !== null ? this.get(name) : null;
+    return replica || [...this.replicas.values()].find((each) => each.inFlight.size) || null;
+  }
+
+  /**
+   * @param {ErrorFrame} frame
+   * @returns {boolean}  whether a replica took care of the refusal (see SharedTextReplica.refused)
+   */
+  refused(frame) {
+    if (frame.id === undefined) return false; // no action named: not a live edit's
+    return [...this.replicas.values()].some((replica) => replica.refused(frame));
+  }
+
+  /**
+   * An error event of the person's: when it is a live edit, its replica's refusal (see
+   * SharedTextReplica.refused). True when the person need not be told.
+   * @param {SessionEvent} event
+   * @returns {boolean}
+   */
+  failed(event) {
+    const action = event.action || "";
+    if (!action.startsWith(`${EDIT_TEXT}(`) && !action.includes(`"${EDIT_TEXT}"`)) return false;
+    const replica = this.replicaOf(event);
+    const oldest = replica?.inFlight.keys().next().value;
+    return replica ? replica.refused({ error: event.error }, oldest) : false;
+  }
+
+  /** Send every replica's typing now (leaving the page). */
+  flush() {
+    for (const replica of this.replicas.values()) replica.flush();
+  }
+
+  /** The panel is torn down: its replicas' timers stop. */
+  close() {
+    for (const replica of this.replicas.values()) replica.close();
+  }
+
+  /**
+   * The connection changed. Closed: what was in flight may be lost (the whole update that
+   * comes when it opens again says what the session has). Open again: the batches made
+   * meanwhile leave, each with the version it was made on.
+   */
+  connectionChanged() {
+    const online = this.host.online();
+    for (const replica of this.replicas.values()) {
+      if (!online) replica.inFlight.clear();
+      replica.drain();
+    }
+  }
+}
+
+/**
+ * What an overlap was, in plain words, for the person at `role`: null when it is none of theirs.
+ * @param {Json} raw  an event's `info.overlap` (see TextOverlap)
+ * @param {string} actor  whose edit it was
+ * @param {string} role
+ * @returns {{component: string, words: string} | null}
+ */
+export function overlapNotice(raw, actor, role) {
+  if (!raw || typeof raw !== "object" || Array.isArray(raw)) return null;
+  const overlap = keyed(raw);
+  const others = Array.isArray(overlap.with) ? overlap.with.filter((who) => typeof who === "string")
+    : [];
+  const mine = actor === role;
+  if (typeof overlap.component !== "string" || (!mine && !others.includes(role))) return null;
+  const spans = (Array.isArray(overlap.lines) ? overlap.lines : []).flatMap((span) => {
+    if (!Array.isArray(span) || !span.every((n) => Number.isInteger(n))) return [];
+    const [first, last] = /** @type {number[]} */ (span);
+    return [last === undefined || last === first ? `line ${first}` : `lines ${first}–${last}`];
+  });
+  const whose = mine ? others.map(possessive).join(" and ") || "a teammate's" : possessive(actor);
+  const subject = mine ? `Your edit and ${whose}` : `${capital(whose)} edit and yours`;
+  const check = spans.length ? ` — check ${spans.join(", ")}` : "";
+  return { component: overlap.component,
+    words: `${subject} changed the same lines; both versions are kept, one after the other${check}.` };
+}
+
+/** @param {string} role @returns {string} "the agent's", "sam's" */
+function possessive(role) {
+  return role === "agent" ? "the agent's" : `${role}'s`;
+}
+
+/** @param {string} text @returns {string} */
+function capital(text) {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+/** The state line's words for each state of the shared editor. */
+const EDITOR_STATES = {
+  synced: "Saved: everyone sees this text",
+  syncing: "Saving…",
+  offline: "Offline: your changes are kept here and sent when the connection is back",
+  refused: "Not saved: the session refused the last change (the message above says why)",
+  waiting: "Waiting for the session's text…",
+  ended: "The session has ended: the text is read-only",
+  readonly: "Read-only",
+};
+
+/**
+ * The shared editor: a textarea bound to the panel's replica of the text, with a markdown
+ * preview. What the person types reaches the session as they type (see SharedTextReplica);
+ * what others change appears without moving the person's caret or selection and without
+ * touching what they have typed. Without a replica (no Yjs, a watcher, the trajectory viewer,
+ * a text that no action edits) it shows the component's text, read-only.
  * @implements {ComponentView}
+ * @implements {ReplicaView}
  */
 class EditorView {
   /**
@@ -1186,89 +1853,181 @@ class EditorView {
   constructor(component, host) {
     this.host = host;
     this.name = component.name;
-    this.remote = ""; // the text the session has now
-    this.base = ""; // the text the person's edits started from
-    /** @type {string | null} */
-    this.saved = null; // text sent and not yet seen back
+    /** @type {SharedTextReplica | null} */
+    this.replica = null;
+    this.shown = ""; // the replica's text as the textarea last showed it
+    this.composing = false; // an input method is composing: the textarea is left alone
+    this.behind = false; // the session's changes came while composing: shown once it ends
+    /** @type {{start: YRelativePosition, end: YRelativePosition, scroll: number} | null} */
+    this.mark = null;
     this.previewing = false;
     this.textarea = h("textarea", {
       testid: "editor-textarea", dataset: { component: component.name }, spellcheck: false,
-      on: { input: () => this.refreshState(), keydown: (event) => this.onKey(event) } });
+      on: {
+        input: () => this.typed(),
+        keydown: (event) => this.onKey(/** @type {KeyboardEvent} */ (event)),
+        blur: () => this.replica?.flush(),
+        compositionstart: () => { this.composing = true; },
+        compositionend: () => {
+          this.composing = false;
+          this.typed();
+        },
+      } });
     this.preview = h("div", { class: "cogym-markdown", testid: "editor-preview", hidden: true });
-    this.state = h("span", { class: "cogym-editor-state", testid: "editor-state" });
+    this.state = h("span", { class: "cogym-editor-state", testid: "editor-state", role: "status" });
     this.toggle = h("button", { testid: "editor-preview-toggle", text: "Preview",
       on: { click: () => this.togglePreview() } });
-    this.saveButton = h("button", { class: "cogym-primary", testid: "editor-save", text: "Save",
-      on: { click: () => this.save() } });
+    this.noticeText = h("span", { testid: "editor-overlap-text" });
+    this.notice = h("div", { class: "cogym-editor-notice", testid: "editor-overlap", role: "status",
+      hidden: true }, this.noticeText, h("button", { class: "cogym-dismiss",
+      testid: "editor-overlap-dismiss", title: "Dismiss", "aria-label": "Dismiss", text: "×",
+      on: { click: () => { this.notice.hidden = true; } } }));
     this.body = h("div", { class: "cogym-editor" },
-      h("div", { class: "cogym-row" }, this.toggle, this.saveButton, this.state),
+      h("div", { class: "cogym-row" }, this.toggle, this.state), this.notice,
       this.textarea, this.preview);
-    this.update(component, true);
+    this.update(component);
   }
 
-  /** @returns {ActionSpec | null} the action that saves this component's whole text */
+  /** @returns {ActionSpec | null} the action that replaces this component's whole text */
   get spec() {
     return this.host.replacing(this.name);
   }
 
-  /** @returns {boolean} whether the textarea differs from the text the edits started from */
-  get dirty() {
-    return this.textarea.value !== this.base;
+  /** @returns {boolean} whether the person may type here now */
+  get editable() {
+    return Boolean(this.replica && this.spec) && !this.host.done() && !this.host.readonly;
   }
 
-  /**
-   * @param {Component} component
-   * @param {boolean} [first]  the component's first showing: take its text whatever the state
-   */
-  update(component, first = false) {
-    const text = asText(component.content);
-    this.remote = text;
-    if (first || !this.dirty || (this.saved !== null && this.textarea.value === this.saved)) {
-      this.textarea.value = text;
-      this.base = text;
-      this.saved = null;
-    }
-    this.textarea.readOnly = !this.spec || this.host.done();
-    this.saveButton.hidden = !this.spec;
-    this.refreshState();
+  /** @param {Component} component */
+  update(component) {
+    this.bind();
+    if (!this.replica) this.showText(asText(component.content));
+    else if (typeof component.content === "string") this.replica.confirm(component.content);
+    this.textarea.readOnly = !this.editable;
+    this.stateChanged();
     if (this.previewing) this.renderPreview();
   }
 
-  /** The state line: saved, editing, behind (a teammate changed the text too) or saving. */
-  refreshState() {
-    let state = "saved";
-    let label = "Up to date";
-    if (this.saved !== null && this.textarea.value === this.saved) {
-      state = "saving";
-      label = "Saving…";
-    } else if (this.dirty && this.remote !== this.base) {
-      state = "behind";
-      label = "Unsaved edits; a teammate changed the text too — saving keeps both";
-    } else if (this.dirty) {
-      state = "editing";
-      label = "Unsaved edits";
-    }
-    this.state.dataset.state = state;
-    this.state.textContent = label;
-    this.saveButton.disabled = this.host.done() || !this.dirty;
+  /** Take the replica of this text once the session has sent it. */
+  bind() {
+    if (this.replica || this.host.readonly) return;
+    const replica = this.host.sharedText?.(this.name) || null;
+    if (!replica) return;
+    this.replica = replica;
+    replica.view = this;
+    this.showText(replica.text.toString());
   }
 
-  /** @param {KeyboardEvent} event  Ctrl/Cmd+S and Ctrl/Cmd+Enter save */
+  /**
+   * Show `text`, the caret kept at its offsets (a read-only text, or the replica's first).
+   * @param {string} text
+   */
+  showText(text) {
+    this.shown = text;
+    if (this.textarea.value === text) return;
+    const { selectionStart, selectionEnd, scrollTop } = this.textarea;
+    this.textarea.value = text;
+    this.textarea.setSelectionRange(Math.min(selectionStart, text.length),
+      Math.min(selectionEnd, text.length));
+    this.textarea.scrollTop = scrollTop;
+  }
+
+  /** The person changed the textarea: the change goes to the replica as its own operations. */
+  typed() {
+    const replica = this.replica;
+    if (!replica || this.composing) return;
+    const value = this.textarea.value;
+    const change = textChange(this.shown, value);
+    if (!this.editable) {
+      if (change) this.showText(this.shown); // not theirs to change (a race with the end)
+      return;
+    }
+    const current = replica.text.toString();
+    if (change) {
+      const theirs = this.behind ? textChange(this.shown, current) : null;
+      const placed = theirs ? rebase(change, theirs) : change;
+      replica.edit(placed);
+      if (theirs) { // the session's changes came while composing: show them now
+        const caret = placed.index + placed.insert.length;
+        this.textarea.value = replica.text.toString();
+        this.textarea.setSelectionRange(caret, caret);
+      }
+    } else if (this.behind) {
+      this.showText(current);
+    }
+    this.behind = false;
+    this.shown = this.textarea.value;
+    if (this.previewing) this.renderPreview();
+  }
+
+  /** Before the session's change is applied: the textarea's text first, then its caret. */
+  beforeRemote() {
+    this.mark = null;
+    if (!this.replica || this.composing) return;
+    if (this.textarea.value !== this.shown) this.typed(); // never lose what was typed
+    const { Y, text } = this.replica;
+    this.mark = { start: Y.createRelativePositionFromTypeIndex(text, this.textarea.selectionStart),
+      end: Y.createRelativePositionFromTypeIndex(text, this.textarea.selectionEnd),
+      scroll: this.textarea.scrollTop };
+  }
+
+  /** After it: the new text, with the caret and selection where they were in the text. */
+  afterRemote() {
+    const replica = this.replica;
+    if (!replica) return;
+    if (this.composing) {
+      this.behind = true;
+      return;
+    }
+    const text = replica.text.toString();
+    const mark = this.mark;
+    this.mark = null;
+    if (text === this.textarea.value) {
+      this.shown = text;
+      return;
+    }
+    const direction = this.textarea.selectionDirection;
+    this.textarea.value = text;
+    this.shown = text;
+    if (mark) {
+      const at = (/** @type {YRelativePosition} */ position) =>
+        replica.Y.createAbsolutePositionFromRelativePosition(position, replica.doc)?.index ?? 0;
+      this.textarea.setSelectionRange(at(mark.start), at(mark.end), direction || "none");
+      this.textarea.scrollTop = mark.scroll;
+    }
+    if (this.previewing) this.renderPreview();
+  }
+
+  /** The state line: saved, saving, offline (kept here), or why the text is read-only. */
+  stateChanged() {
+    /** @type {keyof typeof EDITOR_STATES} */
+    let state = "readonly";
+    if (this.host.done()) state = "ended";
+    else if (!this.spec || this.host.readonly) state = "readonly";
+    else if (!this.replica) state = this.host.sharedText && this.host.liveText ? "waiting" : "readonly";
+    else if (this.replica.refusal !== null) state = "refused";
+    else if (this.replica.busy) state = this.replica.host.online() ? "syncing" : "offline";
+    else state = "synced";
+    this.state.dataset.state = state;
+    this.state.textContent = EDITOR_STATES[state];
+  }
+
+  /**
+   * A short notice of an overlap with a teammate's edit; it stays until dismissed and never
+   * takes the focus.
+   * @param {string} words
+   */
+  showNotice(words) {
+    this.noticeText.textContent = words;
+    this.notice.hidden = false;
+  }
+
+  /** @param {KeyboardEvent} event  Ctrl/Cmd+S (or +Enter) sends the typing at once */
   onKey(event) {
     if ((event.ctrlKey || event.metaKey) && (event.key === "s" || event.key === "Enter")) {
       event.preventDefault();
-      this.save();
+      this.replica?.flush();
     }
-  }
-
-  save() {
-    const spec = this.spec;
-    if (!spec || !this.dirty || this.host.done()) return;
-    const text = this.textarea.value;
-    this.host.send({ name: spec.name, args: { text } }, { base: this.base });
-    this.saved = text;
-    this.base = text; // further typing is relative to what was just sent
-    this.refreshState();
   }
 
   togglePreview() {
@@ -3126,6 +3885,8 @@ class HeaderView {
     const prefix = `#${notification.seq} ${actor}`;
     if (event.type === "sync") {
       this.lastEvent.textContent = "";
+    } else if (event.type === "edit") { // live typing: its action is a Yjs update, not words
+      this.lastEvent.textContent = `${prefix}edited the text`;
     } else if (event.action) {
       showAction(this.lastEvent, event.action, shorten(this.describe(event.action), 120), prefix);
     } else {
@@ -3255,6 +4016,15 @@ export class WorkspaceView {
   }
 
   /**
+   * @param {string} name  a component
+   * @returns {EditorView | null}  the editor that shows it, if one does
+   */
+  editor(name) {
+    const view = this.entries.get(name)?.view;
+    return view instanceof EditorView ? view : null;
+  }
+
+  /**
    * @param {Component} component
    * @param {string} json  its content as JSON
    * @returns {ComponentEntry} a new box with the view of the component's render type
@@ -3344,6 +4114,56 @@ class SetupView {
     this.label.textContent = `${progress.task}: ${progress.phase || "starting"} · ${percent}% · `
       + `${left}. The agent starts when it is ready.`;
     this.root.dataset.fraction = String(progress.fraction);
+  }
+}
+
+/** Why a part of an agent cell was put back, by where it was found missing. */
+const RESTORED_BECAUSE = {
+  save: "a save of the notebook would have dropped it",
+  file: "the notebook file had lost it",
+  live: "it was lost while the cell was moved",
+};
+
+/**
+ * The notebook box, for a session in the person's own notebook: on a server without real-time
+ * collaboration, that the agent's cells are written into the file (reload the notebook to see
+ * them); and whatever of the agent's cells had to be put back after a save or a move dropped
+ * it. Hidden while there is nothing to say.
+ */
+class NotebookNoticeView {
+  constructor() {
+    this.ts = 0;
+    this.message = h("div", { testid: "notebook-mode" });
+    this.summary = h("div", { testid: "notebook-summary" });
+    this.list = h("ul", { testid: "notebook-restored" });
+    this.details = h("details", { class: "cogym-fold" },
+      h("summary", { class: "cogym-muted", text: "What was put back" }), this.list);
+    this.root = h("div", { class: "cogym-box cogym-notebook-notice", testid: "notebook-notice",
+      role: "status" }, this.message, this.summary, this.details);
+    this.root.hidden = true;
+  }
+
+  /** @param {NotebookStatus} status  the latest by its time wins (a reconnect replays them) */
+  receive(status) {
+    if (typeof status.ts !== "number" || status.ts < this.ts) return;
+    this.ts = status.ts;
+    const notice = status.notebook && typeof status.notebook === "object" ? status.notebook : {};
+    const restored = Array.isArray(notice.restored) ? notice.restored : [];
+    this.message.textContent = notice.message || "";
+    this.message.hidden = !notice.message;
+    this.summary.textContent = notice.summary || "";
+    this.summary.hidden = !notice.summary;
+    this.list.replaceChildren(...restored.map((item) => {
+      const part = item.what === "cell" ? String(item.label) : `the outputs of ${item.label}`;
+      const because = RESTORED_BECAUSE[/** @type {keyof typeof RESTORED_BECAUSE} */ (
+        item.found_in)] || "it was missing";
+      return h("li", { testid: "notebook-restored-item",
+        dataset: { what: String(item.what), cell: String(item.cell_id) },
+        text: `${part}: put back (${because})` });
+    }));
+    this.details.hidden = !restored.length;
+    this.root.dataset.state = restored.length ? "restored" : notice.live ? "live" : "file";
+    this.root.hidden = !notice.message && !notice.summary && !restored.length;
   }
 }
 
@@ -4368,14 +5188,17 @@ export class Panel {
   /**
    * @param {HTMLElement} el  where anywidget renders the widget
    * @param {WidgetModel} model
+   * @param {YModule | null} [Y]  Yjs, for live editing of shared texts (see loadYjs)
    */
-  constructor(el, model) {
+  constructor(el, model, Y = null) {
     this.model = model;
     /** @type {string} */
     this.role = model.get("role");
     this.readonly = Boolean(model.get("readonly"));
     /** @type {Transport | null} */
     this.transport = null;
+    /** @type {ConnectionState} */
+    this.connection = "connecting";
     this.copy = new SeatCopy();
     /** @type {ReturnType<typeof setTimeout> | null} a sync asked again after a refusal */
     this.syncRetry = null;
@@ -4388,6 +5211,11 @@ export class Panel {
     const send = (action, extra, id) => this.sendAction(action, extra, id);
     /** @type {DescribeAction} */
     const describe = (raw) => describeAction(raw, this.actionSpecs());
+    // The replicas of the shared texts: a watcher edits nothing, so it keeps none. Once the
+    // session has ended, nothing more is sent (it would only be refused).
+    this.texts = Y && !this.readonly ? new SharedTexts(Y, { send,
+      online: () => this.connection === "open" && !this.done, sync: () => this.resync() },
+    this.role) : null;
     this.header = new HeaderView(this.role, describe, this.readonly);
     this.errors = new ErrorBanner();
     this.rating = new RatingView(this.role,
@@ -4402,9 +5230,12 @@ export class Panel {
       send,
       role: this.role,
       readonly: this.readonly,
+      sharedText: (name) => this.texts?.get(name) || null,
+      liveText: Boolean(this.texts),
     });
     if (this.readonly) this.workspace.privateBadge = `only ${this.role}`;
     this.setup = new SetupView();
+    this.notebookNotice = new NotebookNoticeView();
     this.agents = new AgentStatusView(send, describe);
     this.confirmations = new ConfirmationsView(this.role, send, model.get("session_id") || "");
     this.chat = new ChatView(this.role, send);
@@ -4418,6 +5249,7 @@ export class Panel {
         readonly: String(this.readonly), sync: "waiting" } },
     this.header.root,
     this.setup.root,
+    this.notebookNotice.root,
     this.errors.root,
     this.scores.root,
     this.rating.root,
@@ -4447,6 +5279,9 @@ export class Panel {
     if (message.type === "status" && "setup" in message) {
       return this.setup.receive(/** @type {SetupStatus} */ (message));
     }
+    if (message.type === "status" && "notebook" in message) {
+      return this.notebookNotice.receive(/** @type {NotebookStatus} */ (message));
+    }
     if (message.type === "status") return this.agents.receive(/** @type {AgentStatus} */ (message));
     if (message.type === "error" || (message.error && !message.event)) {
       return this.refused(/** @type {ErrorFrame} */ (message));
@@ -4461,6 +5296,9 @@ export class Panel {
    * @param {Update} update
    */
   receiveUpdate(update) {
+    // Shared texts first: their replicas take every update's part (Yjs merges whatever order
+    // they come in), and the editor then shows the text the update brought.
+    this.texts?.receive(update);
     const result = this.copy.apply(update);
     this.root.dataset.sync = this.copy.waitingForSync ? "waiting" : "ok";
     if (result.kind === "applied") {
@@ -4471,8 +5309,22 @@ export class Panel {
     }
   }
 
+  /**
+   * Ask for the whole state, as a copy that missed an update does: the copy takes nothing else
+   * until it comes (a refusal for the rate asks again, see refused).
+   */
+  resync() {
+    if (!this.copy.waitingForSync) {
+      this.copy.waitingForSync = true;
+      this.root.dataset.sync = "waiting";
+    }
+    this.transport?.sync();
+  }
+
   /** @param {ConnectionState} state */
   setConnection(state) {
+    this.connection = state;
+    this.texts?.connectionChanged();
     this.header.setConnection(state);
     if (state === "open") this.chat.flushOutbox();
     this.remember("connection", state);
@@ -4496,7 +5348,9 @@ export class Panel {
     this.done = Boolean(notification.done);
     const seq = notification.seq;
     const components = notification.view?.components || [];
-    this.workspace.update(components, previous !== null, seq);
+    const event = notification.event || {};
+    const ownTyping = event.type === "edit" && event.actor === this.role; // no flash for it
+    this.workspace.update(components, previous !== null && !ownTyping, seq);
     this.chat.update(notification.chat || [], previous !== null, seq, notification.whole !== false);
     this.confirmations.update(notification.pending_confirmations || [],
       previous ? previous.pending_confirmations || [] : null,
@@ -4504,10 +5358,13 @@ export class Panel {
     this.agents.update(this.context?.team || [], notification.paused || [], this.done);
     this.chat.setDone(this.done);
     this.header.update(notification);
-    const event = notification.event || {};
-    if (event.status === "error" && event.actor === this.role && event.error) {
+    if (event.status === "error" && event.actor === this.role && event.error
+        && !this.texts?.failed(event)) {
       this.errors.show(event.error);
     }
+    const overlap = this.readonly ? null : overlapNotice(event.info?.overlap, event.actor || "",
+      this.role);
+    if (overlap) this.workspace.editor(overlap.component)?.showNotice(overlap.words);
     if (this.done) this.scores.ended();
     if (this.done && !this.readonly) this.rating.show(notification.end_reason); // a watcher rates nothing
     this.remember("last_seq", notification.seq);
@@ -4516,7 +5373,7 @@ export class Panel {
   /**
    * Hand an action to the transport; true once it left the panel.
    * @param {Action} action
-   * @param {{base?: string}} [extra]
+   * @param {ActionExtra} [extra]
    * @param {string} [id]
    * @returns {boolean}
    */
@@ -4531,6 +5388,7 @@ export class Panel {
    * @param {ErrorFrame} frame
    */
   refused(frame) {
+    if (this.texts?.refused(frame)) return; // a live edit, sent again or cured by a sync
     this.chat.markFailed(frame.id);
     this.errors.refused(frame);
     // The refusal may have been of the copy's sync (rate limited): ask again, once, in a while.
@@ -4735,21 +5593,81 @@ export function localTransport(model, receive, setConnection) {
 
 export const TRANSPORTS = { server: serverTransport, local: localTransport };
 
+/** The flag Yjs sets on the page when it loads (it warns when it finds it set already). */
+const YJS_FLAG = "__ $YJS$ __";
+
+/** @type {Map<string, Promise<YModule | null>>} Yjs as imported, by its source: once a page */
+const YJS_LOADED = new Map();
+
+/**
+ * Yjs, imported from its source text (the model's `yjs_module`: anywidget sends the panel as
+ * one module, so Yjs comes as text and is imported from a blob URL, as the trajectory viewer
+ * imports the panel). Null without a source, or when it cannot be imported: the editor is then
+ * read-only. The panel's copy never meets another copy of Yjs on the page (JupyterLab's own):
+ * their documents are apart, so the flag Yjs keeps on the page is left as it was.
+ * @param {string} source
+ * @returns {Promise<YModule | null>}
+ */
+export function loadYjs(source) {
+  if (!source) return Promise.resolve(null);
+  let loaded = YJS_LOADED.get(source);
+  if (!loaded) {
+    loaded = importYjs(source);
+    YJS_LOADED.set(source, loaded);
+  }
+  return loaded;
+}
+
+/**
+ * @param {string} source
+ * @returns {Promise<YModule | null>}
+ */
+async function importYjs(source) {
+  const page = /** @type {Record<string, unknown>} */ (/** @type {unknown} */ (globalThis));
+  const had = Object.hasOwn(page, YJS_FLAG);
+  const flag = page[YJS_FLAG];
+  delete page[YJS_FLAG];
+  const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+  try {
+    const Y = /** @type {YModule} */ (await import(url));
+    return typeof Y.Doc === "function" && typeof Y.applyUpdate === "function" ? Y : null;
+  } catch (error) {
+    console.warn("cogym: live editing is off, Yjs could not be loaded", error);
+    return null;
+  } finally {
+    URL.revokeObjectURL(url);
+    if (had) page[YJS_FLAG] = flag;
+    else delete page[YJS_FLAG];
+  }
+}
+
 /**
  * anywidget's entry point: a panel in `el`, with the transport of the model's mode.
  * @param {{model: WidgetModel, el: HTMLElement}} widget
- * @returns {() => void} what anywidget calls to tear the panel down
+ * @returns {Promise<() => void>} what anywidget calls to tear the panel down
  */
-function render({ model, el }) {
-  const panel = new Panel(el, model);
+async function render({ model, el }) {
+  const Y = model.get("readonly") ? null : await loadYjs(model.get("yjs_module") || "");
+  const panel = new Panel(el, model, Y);
   const mode = model.get("mode");
   const open = Object.hasOwn(TRANSPORTS, mode) ? TRANSPORTS[mode] : serverTransport;
   panel.transport = open(model, (message) => panel.receive(message),
     (state) => panel.setConnection(state));
   // The agents' "changed 12 s ago" counts on while the panel is shown.
   const clock = setInterval(() => panel.agents.tick(), 1000);
+  // Typing not sent yet leaves when the page is hidden or left.
+  const leaving = () => panel.texts?.flush();
+  const hidden = () => {
+    if (document.visibilityState === "hidden") leaving();
+  };
+  window.addEventListener("pagehide", leaving);
+  document.addEventListener("visibilitychange", hidden);
   return () => {
     clearInterval(clock);
+    leaving();
+    panel.texts?.close();
+    window.removeEventListener("pagehide", leaving);
+    document.removeEventListener("visibilitychange", hidden);
     /** @type {Transport} */ (panel.transport).close();
   };
 }

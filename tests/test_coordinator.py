@@ -124,7 +124,7 @@ def test_start_notifies_everyone_with_context() -> None:
     agent_acts = {s.name for s in by_role["agent"].collaboration_specs}
     user_acts = {s.name for s in by_role["user"].collaboration_specs}
     assert "PAUSE_AGENT" not in agent_acts and "RESUME_AGENT" not in agent_acts
-    assert user_acts == {s.name for s in acts.ALL_ACTS}
+    assert user_acts == {s.name for s in acts.ALL_ACTS} - {acts.EDIT_TEXT.name}  # panels only
     assert agent_acts == user_acts - {"PAUSE_AGENT", "RESUME_AGENT"}
     assert (by_role["agent"].step_limit, by_role["user"].step_limit) == (30, None)
 
@@ -747,7 +747,9 @@ ACT_CASES: dict[str, tuple[Callable[[Session], None], str, str]] = {
 
 
 def test_act_cases_cover_every_collaboration_act() -> None:
-    assert set(ACT_CASES) == {spec.name for spec in acts.ALL_ACTS}
+    # EDIT_TEXT is a person's panel typing in a shared text, which the todo task has none of:
+    # tests/test_live_editing.py covers it.
+    assert set(ACT_CASES) | {acts.EDIT_TEXT.name} == {spec.name for spec in acts.ALL_ACTS}
     assert acts.NOT_ECHOED <= set(ACT_CASES)
 
 

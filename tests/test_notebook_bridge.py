@@ -375,7 +375,7 @@ def test_variables_are_shared_both_ways_and_the_persons_cells_reach_the_agent(
         status, _ = await api("POST", *API, session_id, "actions", body={
             "role": "user", "action": {"name": "RECORD_CELL",
                                        "args": {"code": "x", "result": {}}}})
-        assert status == 202
+        assert status == 200  # taken and logged: as an error
         status, snapshot = await until(lambda: _with_error(api, session_id), "the refusal")
         assert len(recorded_cells_of(snapshot)) == 3
         browser.ws.close()
@@ -459,7 +459,7 @@ def test_autonomy_ask_holds_each_agent_cell_for_the_persons_approval(
         status, _ = await api("POST", *API, session_id, "actions", body={
             "role": "user", "action": {"name": "ACCEPT_CONFIRMATION",
                                        "args": {"request_id": request["request_id"]}}})
-        assert status == 202
+        assert status == 200
         shown = await until(lambda: _finished_agent_cell(live_cells), "the approved cell")
         assert text_of(shown["outputs"]) == "answer 42\n"
         status, snapshot = await api("GET", *API, session_id)

@@ -19,6 +19,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 MODULE = REPO / "js" / "session_panel.js"
+YJS = REPO / "js" / "vendor" / "yjs.mjs"  # made by scripts/vendor_yjs.sh; tsc never reads it
 JSCONFIG = REPO / "js" / "jsconfig.json"
 #: TypeScript, installed by scripts/test.sh into a folder of the project (never committed).
 TSC = REPO / ".cache" / "typescript" / "node_modules" / ".bin" / "tsc"
@@ -32,6 +33,7 @@ PANEL_VIEWS = [
     "EditorView",  # the shared editor
     "PlanView",  # the interactive plan: proposals, steps, a step's output, the plan output
     "KitchenView",  # the real-time kitchen: the canvas, the keys, the macro buttons, the result
+    "NotebookNoticeView",  # how the agent's cells reach the person's notebook, what was put back
     "AgentStatusView",  # each agent's status, Pause/Resume, Finish
     "ConfirmationsView",  # pending confirmations with Accept/Reject
     "ChatView",  # the chat log, the outbox and the message box
@@ -59,6 +61,11 @@ EXPORTS = {
     "localTransport": "function",
     "SeatCopy": "function",
     "WorkspaceView": "function",  # the trajectory viewer draws members' views with it
+    "SharedTexts": "function",  # the replicas of the shared texts (live editing, with Yjs)
+    "SharedTextReplica": "function",
+    "textChange": "function",
+    "overlapNotice": "function",
+    "loadYjs": "function",
     "TRANSPORTS": "object",
     "OUTCOME_RUBRIC": "object",
     "SATISFACTION_RUBRIC": "object",
@@ -236,3 +243,101 @@ console.log(JSON.stringify(out));
         "out_of_sync",
         "out_of_sync",
     ]
+
+
+def test_a_change_is_one_span_that_never_splits_a_surrogate_pair() -> None:
+    """The editor turns each input into one span replaced (UTF-16 indices, as Y.Text's)."""
+    script = (
+        f"const {{ textChange }} = await import({json.dumps(MODULE.as_uri())});\n"
+        "console.log(JSON.stringify([\n"
+        "  textChange('same', 'same'),\n"
+        "  textChange('abc', 'abXc'),\n"
+        "  textChange('aa', 'aaa'),\n"
+        "  textChange('line one\\nline two', 'line one\\n'),\n"
+        "  textChange('a\\ud83d\\ude00b', 'a\\ud83d\\ude01b'),\n"
+        "  textChange('\\ud83d\\ude00', ''),\n"
+        "]));\n"
+    )
+    assert _node_json(script) == [
+        None,
+        {"index": 2, "remove": 0, "insert": "X"},
+        {"index": 2, "remove": 0, "insert": "a"},
+        {"index": 9, "remove": 8, "insert": ""},
+        {"index": 1, "remove": 2, "insert": "\U0001f601"},
+        {"index": 0, "remove": 2, "insert": ""},
+    ]
+
+
+def test_an_overlap_is_told_to_whose_edit_it_was_and_to_whom_it_overlapped() -> None:
+    script = (
+        f"const {{ overlapNotice }} = await import({json.dumps(MODULE.as_uri())});\n"
+        "const overlap = { component: 'editor', with: ['agent'], lines: [[3, 4]] };\n"
+        "const theirs = { ...overlap, with: ['user'], lines: [[2, 2], [7, 9]] };\n"
+        "console.log(JSON.stringify([\n"
+        "  overlapNotice(overlap, 'user', 'user'),\n"
+        "  overlapNotice(theirs, 'agent', 'user'),\n"
+        "  overlapNotice(overlap, 'agent', 'user'),\n"  # not about this person
+        "  overlapNotice({ component: 7 }, 'user', 'user'),\n"
+        "  overlapNotice('nonsense', 'user', 'user'),\n"
+        "]));\n"
+    )
+    mine, theirs, *nothing = _node_json(script)
+    assert mine == {"component": "editor", "words": (
+        "Your edit and the agent's changed the same lines; both versions are kept, one after "
+        "the other — check lines 3–4.")}
+    assert theirs["words"] == (
+        "The agent's edit and yours changed the same lines; both versions are kept, one after "
+        "the other — check line 2, lines 7–9.")
+    assert nothing == [None, None, None]
+
+
+def test_replicas_batch_the_typing_and_send_it_before_a_change_that_crosses_it() -> None:
+    """The live-editing rules in node, with the vendored Yjs: typing leaves in one batch made on
+    the update the replica had; an update that changes the text sends the typing first; one
+    that brings nothing new (the person's own operations, back) does not; after a whole
+    update the replica sends what the session lacks, and nothing when it lacks nothing."""
+    script = (
+        f"const panel = await import({json.dumps(MODULE.as_uri())});\n"
+        f"const Y = await import({json.dumps(YJS.as_uri())});\n"
+        r"""
+const sent = [];
+const host = { send: (action, extra) => { sent.push({ ...action.args, ...extra }); return true; },
+  online: () => true, sync: () => sent.push("sync") };
+const texts = new panel.SharedTexts(Y, host, "user");
+const session = new Y.Doc();
+session.getText("text").insert(0, "one\n");
+const b64 = (update) => Buffer.from(update).toString("base64");
+const frame = (seq, whole, update) => ({ seq, whole, event: { type: "action" },
+  texts: { editor: b64(update) } });
+const out = [];
+texts.receive(frame(1, true, Y.encodeStateAsUpdate(session)));
+const replica = texts.get("editor");
+const type = (text) => replica.edit(panel.textChange(replica.text.toString(), text));
+type("one\ntwo");
+type("one\ntwo!");
+out.push(sent.length);                                    // 0: waits for a pause
+replica.flush();
+out.push(sent.map((s) => [s.component, s.seen_seq]));     // one batch, made on update 1
+Y.applyUpdate(session, Buffer.from(sent[0].update, "base64"));
+texts.receive(frame(2, false, Y.encodeStateAsUpdate(session)));  // its own operations back
+type("one\ntwo!?");                                       // made on update 2
+texts.receive(frame(3, false, Y.encodeStateAsUpdate(session)));  // nothing new: no send
+out.push(sent.length);
+const vector = Y.encodeStateVector(session);
+session.getText("text").insert(0, "zero\n");
+texts.receive(frame(4, false, Y.encodeStateAsUpdate(session, vector)));  // new: typing first
+out.push(sent.slice(1).map((s) => s.seen_seq), replica.text.toString());
+Y.applyUpdate(session, Buffer.from(sent[1].update, "base64"));
+replica.inFlight.clear();
+texts.receive(frame(5, true, Y.encodeStateAsUpdate(session)));  // lacks nothing
+out.push(sent.length);
+type("zero\none\ntwo!?\nthree");
+replica.flush();
+replica.inFlight.clear();                                 // lost on the way
+texts.receive(frame(6, true, Y.encodeStateAsUpdate(session)));  // lacks "three"
+Y.applyUpdate(session, Buffer.from(sent.at(-1).update, "base64"));
+out.push(sent.at(-1).seen_seq, session.getText("text").toString());
+console.log(JSON.stringify(out));
+""")
+    assert _node_json(script) == [
+        0, [["editor", 1]], 1, [2], "zero\none\ntwo!?", 2, 6, "zero\none\ntwo!?\nthree"]

@@ -171,6 +171,33 @@ def test_curating_an_output_marks_the_later_steps_stale() -> None:
     assert team.statuses() == ["done", "stale", "running"]
 
 
+def test_two_rewrites_of_one_step_keep_both_and_the_later_editor_is_told() -> None:
+    team = Team().planned()
+    base = team.env.plan_board.steps[0].description
+    team.ok("agent", "EDIT_STEP", step="s1", description="Pack the tent")
+    event = team.ok("user", "EDIT_STEP", step="s1", base=base, description="Buy a new stove")
+    description = team.env.plan_board.steps[0].description
+    assert description.splitlines() == ["Pack the tent", "Buy a new stove"]  # whole, by role
+    assert event.info["overlap"] == {"component": "plan", "text": "plan step s1",
+                                     "with": ["agent"], "lines": [[1, 2]]}
+    replayed = Coordinator(make_env("todo", plans=True), TEAM, session_id="plans")
+    for logged in team.events:
+        replayed.replay(logged)
+    assert replayed.snapshot() == team.coordinator.snapshot()
+
+
+def test_a_step_output_edited_from_an_older_text_is_merged() -> None:
+    team = Team().planned()
+    team.ok("user", "RUN_STEP", step="s1")
+    team.ok("agent", "COMPLETE_STEP", step="s1", text="tent\nstove\n")
+    team.ok("user", "EDIT_STEP_OUTPUT", step="s1", text="tent\nstove\nmatches\n")
+    event = team.ok("user", "EDIT_STEP_OUTPUT", step="s1", base="tent\nstove\n",
+                    text="tent, two-person\nstove\n")
+    output = team.env.plan_board.steps[0].output
+    assert output is not None and output.text == "tent, two-person\nstove\nmatches\n"
+    assert "overlap" not in event.info  # different lines: merged, nobody to tell
+
+
 def test_plan_edits_merge_undo_and_keep_running_steps_in_place() -> None:
     team = Team().planned()
     base = team.env.plan_board.steps[0].description

@@ -21,13 +21,15 @@ from typing import Any
 import nbformat
 import pytest
 
-from tests.support.notebook_agents import GREETING, SUM_SALES, heard
+from tests.support.agent_writes import agent_cells, cell_by_id, source_of
+from tests.support.notebook_agents import GREETING, NEXT_CELL, SUM_SALES, heard
 from tests.support.server_documents import (
     ServerDocumentsServer,
     build_server_documents_venv,
     installed_modules,
     source_hash,
 )
+from tests.support.yroom import type_into
 
 # The first test waits for the venv (a minute or two with pip's cache); cells wait up to 60 s.
 pytestmark = pytest.mark.timeout(900)
@@ -67,9 +69,9 @@ def team_file(server: ServerDocumentsServer, greet: bool) -> str:
 
 
 def create_session(server: ServerDocumentsServer, path: str, kernel_id: str,
-                   greet: bool) -> dict[str, Any]:
+                   greet: bool, team: str | None = None) -> dict[str, Any]:
     status, created = server.call("POST", SESSIONS, {
-        "task": "tabular_analysis", "team": team_file(server, greet), "people": ["user"],
+        "task": "tabular_analysis", "team": team or team_file(server, greet), "people": ["user"],
         "idle_seconds": 60, "notebook": {"path": path, "kernel_id": kernel_id},
         "env_args": {"query": "What do the sales say?"}})
     assert status == 201, (created, server.log())
@@ -201,3 +203,51 @@ async def test_the_persons_cells_reach_the_agent_both_ways_jupyterlab_runs_them(
     await until(person_cell_saved, "the person's cell to be saved with its outputs", server)
     assert server.call("DELETE", f"{SESSIONS}/{session_id}")[0] == 200
     browser.close()
+
+
+async def test_a_persons_typing_in_the_agents_cell_survives_its_outputs_and_next_cell(server):
+    """The person types into the agent's running cell from a replica of the live document
+    (joined over the backend's room websocket); the replica then hears nothing while the
+    agent's outputs, execution count and next cell arrive, and types again from that stale
+    view. Both edits are in the saved notebook, beside the agent's outputs, and it validates."""
+    path = "typing.ipynb"
+    kernel_id = open_notebook(server, path, [
+        nbformat.v4.new_markdown_cell("# Mine"), nbformat.v4.new_code_cell("x = 1", id="mine")])
+    replica = await server.replica(path)
+    try:
+        create_session(server, path, kernel_id, greet=False, team=server.TWO_CELLS)
+        first = (await replica.until(lambda: [c["id"] for c in agent_cells(replica.cells())],
+                                     "the agent's cell"))[0]
+        await replica.send(replica.edit(type_into(first, "\n# typed while it runs")))
+
+        def saved_with_both() -> dict[str, Any] | None:
+            cells = agent_cells(server.notebook(path)["cells"])
+            return cells if len([c for c in cells if c["outputs"]]) == 2 else None
+
+        await until(saved_with_both, "the agent's outputs and next cell, saved", server)
+        await replica.send(replica.edit(type_into(first, " and after")))  # a stale view
+
+        def saved_typing() -> dict[str, Any] | None:
+            saved = server.notebook(path)
+            cell = cell_by_id(saved["cells"], first)
+            return saved if cell and source_of(cell).endswith("and after") else None
+
+        saved = await until(saved_typing, "the person's stale edit, saved", server)
+        nbformat.validate(nbformat.from_dict(saved))
+        shown = cell_by_id(saved["cells"], first)
+        assert source_of(shown).endswith("6 * 7\n# typed while it runs and after")
+        assert text_of(shown["outputs"]) == "slow cell done\n42"
+        assert isinstance(shown["execution_count"], int)
+        following = agent_cells(saved["cells"])[1]
+        assert source_of(following).endswith(NEXT_CELL)
+        assert text_of(following["outputs"]) == "the next cell\n"
+        assert source_of(cell_by_id(saved["cells"], "mine")) == "x = 1"
+        fields = ("source", "outputs", "execution_count")
+
+        def replica_agrees() -> bool:
+            cell = cell_by_id(replica.cells(), first) or {}
+            return all(cell.get(key) == shown[key] for key in fields)
+
+        await replica.until(replica_agrees, "the replica to agree")
+    finally:
+        await replica.close()

@@ -6,8 +6,8 @@
 * local mode: a session hosted in-process is relayed through ipywidgets' real comm code, both
   ways (custom messages), up to the rating at the end;
 * the ES module itself, in headless Chromium: every view by render type, safe rendering of
-  hostile text, editor saves with their base, chat in flight, status, confirmations, the rating
-  form, and the server transport against a real Jupyter server.
+  hostile text, live editing (the editor's Yjs operations), chat in flight, status,
+  confirmations, the rating form, and the server transport against a real Jupyter server.
 
 pytest-jupyter's fixtures are imported rather than registered as a plugin (see
 tests/test_jupyter_server.py).
@@ -16,6 +16,7 @@ tests/test_jupyter_server.py).
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import re
 import shutil
@@ -29,6 +30,7 @@ from typing import Any
 
 import pytest
 from playwright.async_api import async_playwright
+from pycrdt import Doc, Text
 from pytest_jupyter.jupyter_server import *  # noqa: F403 - its fixtures, without its hooks
 from tornado.httpclient import AsyncHTTPClient
 from tornado.websocket import websocket_connect
@@ -38,7 +40,7 @@ from cogym_lab.core.actions import Action, ItemPick, format_action
 from cogym_lab.core.coordinator import Coordinator
 from cogym_lab.core.messages import TeamMember
 from cogym_lab.runtime.hosting import HostingError, SessionHost
-from cogym_lab.widgets import CSS_PATH, ESM_PATH, SessionPanel, panel_css, panel_esm
+from cogym_lab.widgets import CSS_PATH, ESM_PATH, SessionPanel, panel_css, panel_esm, yjs_esm
 from tests.support.panel_test_page import page_files
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,7 +82,9 @@ def test_a_real_wheel_ships_the_panel_code(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         shipped_js = archive.read("cogym_lab/widgets/static/session_panel.js").decode()
         shipped_css = archive.read("cogym_lab/widgets/static/session_panel.css").decode()
+        shipped_yjs = archive.read("cogym_lab/widgets/static/vendor/yjs.mjs").decode()
     assert shipped_js == panel_esm() and shipped_css == panel_css()
+    assert shipped_yjs == yjs_esm() and "The MIT License" in shipped_yjs.split("*/")[0]
 
 
 # -- traitlets ---------------------------------------------------------------------------------
@@ -436,17 +440,30 @@ async def test_the_panel_renders_every_view_safely_and_sends_actions(browser) ->
     assert "BERT" in await page.inner_text(_by("view-library"))
     assert "cogym-changed" not in (await page.get_attribute(_by("view-editor"), "class") or "")
 
-    # The editor saves the whole text with the base it started from.
+    # The editor is live: what the person types leaves a moment later, with no Save button,
+    # as the replica's own Yjs operations, made on the update whose text the replica had.
     assert notes["start"]["whole"] and not notes["library"]["whole"]
     assert [c["name"] for c in notes["library"]["components"]] == ["library"]  # only the change
+    assert set(notes["start"]["texts"]) == {"editor"} and not notes["library"].get("texts")
+    assert await page.locator(_by("editor-save")).count() == 0
     original = notes["start"]["components"][0]["content"]
-    await page.fill(_by("editor-textarea"), original + "My own line.\n")
-    assert await page.get_attribute(_by("editor-state"), "data-state") == "editing"
-    await page.click(_by("editor-save"))
-    saved = (await page.evaluate("window.sent"))[-1]
-    assert saved.pop("id").startswith("a")  # the panel's name for the action
-    assert saved == {"type": "action", "base": original, "action": {
-        "name": "EDITOR_UPDATE", "args": {"text": original + "My own line.\n"}}}
+    await page.click(_by("editor-textarea"))
+    await page.keyboard.press("Control+End")
+    await page.keyboard.type("My own line.")
+    await page.keyboard.press("Enter")
+    await page.wait_for_function(
+        "window.sent.some((m) => m.action && m.action.name === 'EDIT_TEXT')", timeout=30_000)
+    edit = (await page.evaluate("window.sent"))[-1]
+    assert edit.pop("id").startswith("a")  # the panel's name for the action
+    args = edit["action"]["args"]
+    assert edit == {"type": "action", "seen_seq": notes["start"]["seq"],
+                    "action": {"name": "EDIT_TEXT", "args": args}}
+    assert args["component"] == "editor" and isinstance(args["client"], int)
+    replica = Doc()  # the session's document, as the start update carried it
+    replica.apply_update(base64.b64decode(notes["start"]["texts"]["editor"]))
+    replica.apply_update(base64.b64decode(args["update"]))  # and the person's operations
+    assert str(replica.get("text", type=Text)) == original + "My own line.\n"
+    assert await page.get_attribute(_by("editor-state"), "data-state") == "syncing"
 
     # Chat: several messages in flight; each leaves the outbox when the chat shows it.
     for text in ("first question", "second question"):
@@ -635,7 +652,7 @@ async def test_a_read_only_panel_shows_everything_and_sends_nothing(browser) -> 
         assert await page.locator(_by(testid)).count() > 0, testid
     assert "only user" in await page.inner_text(_by("view-search_results"))  # not "only you"
     assert await root.evaluate(ENABLED_CONTROLS) == VIEW_ONLY_CONTROLS
-    for testid in ("chat-input", "chat-send", "editor-textarea", "editor-save", "pause-button",
+    for testid in ("chat-input", "chat-send", "editor-textarea", "pause-button",
                    "finish-button", "confirm-accept", "confirm-reject", "confirm-accept-all",
                    "action-select", "action-submit"):
         assert await page.locator(_by(testid)).first.is_disabled(), testid

@@ -348,10 +348,16 @@ def _describe(event: Event, me: str) -> str:
         return f"Your action {event.action} failed: {event.error}"
     if event.type is EventType.TICK:
         return "Nobody has acted for a while."
+    if event.type is EventType.ACTION and "live" in event.info:
+        live = event.info["live"]
+        return f"{actor} has been editing the {live.get('component', 'text')} (the view shows it " \
+               "as it is now)." + _overlap_note(event, me)
     if event.type in (EventType.ACTION, EventType.CONFIRM_ACCEPT):
         # The view shows the result in full; a whole text or a cell's outputs twice would crowd
         # the prompt.
-        return f"{actor} did {_short(event.action or '', 400)}."
+        return f"{actor} did {_short(event.action or '', 400)}." + _overlap_note(event, me)
+    if event.type is EventType.EDIT:
+        return f"{actor} typed in the text." + _overlap_note(event, me)
     if event.type is EventType.CONFIRM_REJECT:
         reason = event.info.get("pending_action", "")
         return f"{actor} rejected the request to run {reason}."
@@ -361,6 +367,27 @@ def _describe(event: Event, me: str) -> str:
         return f"{actor} {'paused' if event.type is EventType.PAUSE else 'resumed'} the agent."
     if event.type is EventType.SYNC:
         return "You reconnected; this is the current state."
+    return ""
+
+
+def _overlap_note(event: Event, me: str) -> str:
+    """What an agent is told when an edit overlapped another (``info["overlap"]``): which lines
+    keep both versions, so it can check them and tidy up."""
+    overlap = event.info.get("overlap")
+    if not isinstance(overlap, dict):
+        return ""
+    what = overlap.get("text") or f"the {overlap.get('component', 'text')}"
+    spans = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in overlap.get("lines", [])
+                      if isinstance(a, int) and isinstance(b, int))
+    where = f" (lines {spans})" if spans else ""
+    if event.actor == me:
+        others = ", ".join(overlap.get("with", [])) or "a teammate"
+        return (f" Your edit of {what} overlapped {others}'s edit of the same lines made while "
+                f"you worked: both versions were kept, one after the other{where}. Check them "
+                "and tidy up.")
+    if me in overlap.get("with", []):
+        return (f" Their edit of {what} overlapped yours: both versions were kept, one after "
+                f"the other{where}. Check them.")
     return ""
 
 

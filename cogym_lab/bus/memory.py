@@ -20,7 +20,7 @@ from cogym_lab.bus.base import (
 _CLOSED = object()
 
 #: History depths by channel-name suffix (see :class:`MemoryBus`).
-DEFAULT_DEPTHS: dict[str, int] = {"/step": 65_536, "/obs": 1}
+DEFAULT_DEPTHS: dict[str, int] = {"/step": 65_536, "/obs": 1, "/settled": 0}
 
 
 class MemorySubscription(Subscription):
@@ -69,7 +69,9 @@ class MemoryBus(Bus):
     * a member's notifications (``{session}/{role}/obs``) are large (each a full view) and read
       live, never from the beginning (a member that (re)joins asks for a sync), so each keeps
       only its latest: 256 of every seat's would grow a session of thousands of seats by
-      gigabytes.
+      gigabytes;
+    * the env's answers to the steps (``{session}/settled``) are read live by whoever sent them,
+      who subscribes before sending: none is kept.
     """
 
     def __init__(self, history: int = 256, *,

@@ -50,9 +50,22 @@ RESUME_AGENT = ActionSpec(
                       description="The agent's role; leave out to resume every agent."),),
 )
 
+EDIT_TEXT = ActionSpec(
+    name="EDIT_TEXT",
+    description="A person's panel edits a shared text live: its Yjs update, made on the texts of "
+                "the update named by the step's seen_seq.",
+    params=(
+        ParamSpec(name="component", description="The shared text's component."),
+        ParamSpec(name="update", description="The replica's own operations: a Yjs update, "
+                                             "base64."),
+        ParamSpec(name="client", type="integer", description="The replica's Yjs client id."),
+    ),
+    internal=True,  # the panel's editor sends it; no form or prompt offers it
+)
+
 ALL_ACTS: tuple[ActionSpec, ...] = (
     SEND_TEAMMATE_MESSAGE, WAIT_TEAMMATE_CONTINUE, FINISH, REQUEST_TEAMMATE_CONFIRM,
-    ACCEPT_CONFIRMATION, REJECT_CONFIRMATION, PAUSE_AGENT, RESUME_AGENT,
+    ACCEPT_CONFIRMATION, REJECT_CONFIRMATION, PAUSE_AGENT, RESUME_AGENT, EDIT_TEXT,
 )
 _HUMAN_ONLY = {PAUSE_AGENT.name, RESUME_AGENT.name}
 
@@ -62,5 +75,7 @@ NOT_ECHOED: frozenset[str] = frozenset({WAIT_TEAMMATE_CONTINUE.name, FINISH.name
 
 
 def collaboration_specs(kind: MemberKind) -> list[ActionSpec]:
-    """The acts a member of ``kind`` may take. Only the human side pauses and resumes agents."""
-    return [spec for spec in ALL_ACTS if kind != "agent" or spec.name not in _HUMAN_ONLY]
+    """The acts a member of ``kind`` may take. Only the human side pauses and resumes agents;
+    only a person's panel edits a text live."""
+    return [spec for spec in ALL_ACTS if (kind != "agent" or spec.name not in _HUMAN_ONLY)
+            and (kind == "person" or spec.name != EDIT_TEXT.name)]

@@ -15,9 +15,15 @@ The rules:
 * a tick (inactivity past the threshold) notifies everyone;
 * an error notifies the actor only and changes nothing;
 * a paused agent receives nothing and may not act;
-* an action that replaces a component's whole text (``@action(replaces=...)``), sent by a member
-  who started from an older copy, is merged with the edits made since (``core.replacements``);
-  the log records the merged text, so replay does not merge again;
+* a component that an action replaces whole (``@action(replaces=...)``) is a shared text, a CRDT
+  document (``core.shared_texts``): an edit made on an older version is merged with the edits
+  made since, where they overlap both versions are kept and the actor is told
+  (``info["overlap"]``), and the log records the merged text and the document's operations
+  (``info["text_updates"]``), so replay does not merge again;
+* a person's panel edits a shared text live (``EDIT_TEXT``, a Yjs update): each edit is an
+  ``edit`` event told to the people at once; the others are told once the typing pauses
+  (:meth:`Coordinator.announce_edits`, an ``action`` event with ``info["live"]``). Live edits
+  do not count toward ``max_events``, nor as steps;
 * an action may start deferred work (an LM draft, a kernel cell): the EnvNode runs it and hands
   its result back through ``apply_follow_up`` as the actor's next step; internal actions (a
   cell's recorded outputs) are accepted only that way, or through ``apply_observed`` for what the
@@ -75,9 +81,9 @@ from cogym_lab.core.messages import (
     Update,
 )
 from cogym_lab.core.observation import Observation
-from cogym_lab.core.replacements import ReplacementTracker
+from cogym_lab.core.shared_text import TextEdit, TextVersion
+from cogym_lab.core.shared_texts import UPDATES, SharedTexts, TextPayloads
 from cogym_lab.core.text import clean, clean_text
-from cogym_lab.core.text_merge import PrecomputedMerge, reusing
 from cogym_lab.core.turns import NOTIFICATIONS, TURNS, TurnTaking, check_interaction, refuse_clocked
 from cogym_lab.core.view_versions import Prints, ViewVersions
 
@@ -160,10 +166,13 @@ class Coordinator:
         self._task_specs = {spec.name: spec for spec in env.action_specs(include_internal=True)}
         self._follow_up_of: str | None = None  # the role whose deferred result is being applied
         self._observed_by: str | None = None  # the role an observed outside step is recorded for
-        self._replacements = ReplacementTracker(self._task_specs.values())
+        self._texts = SharedTexts(self._task_specs.values())
         self._base_hint: tuple[str | None, int | None] = (None, None)  # (base text, seen seq)
-        self._confirm_bases: dict[str, str] = {}  # request id -> the requester's base text
-        self._offered_merge: PrecomputedMerge | None = None  # see offer_merge
+        # request id -> the version of the text the requester edited
+        self._confirm_bases: dict[str, TextVersion] = {}
+        self.live_edits = 0  # EDIT events so far: they do not count toward max_events
+        # (person, shared text) -> the seq of its first live edit not yet announced
+        self._unannounced: dict[tuple[str, str], int] = {}
         # request id -> the pending action as parsed when it was requested: never parsed again
         self._pending_actions: dict[str, tuple[Action, ActionSpec]] = {}
         self._replaying: Event | None = None  # the logged event being re-applied
@@ -210,13 +219,14 @@ class Coordinator:
             seen_seq = None
         self._request = (role, request_id)
         self._base_hint = (base, seen_seq)
-        if self._out_of_turn(role):  # refused before anything is counted: nothing changes
+        # Typing in a shared text is no turn: it neither needs one nor passes it.
+        if self._out_of_turn(role) and not _is_live_edit(raw):  # refused before it is counted
             try:
                 return self._not_your_turn(role, raw, now)
             finally:
                 self._request = None
                 self._base_hint = (None, None)
-        counted = self._counts_as_step(role)
+        counted = self._counts_as_step(role) and not _is_live_edit(raw)
         if counted:  # before the act, so that its notifications show the new count
             self.step_counts[role] += 1
         try:
@@ -317,9 +327,10 @@ class Coordinator:
         if self.done:
             return Transition()
         reason, info = clean_text(str(reason)), _admit_json(info) or {}
+        transition = self.announce_edits(now)  # the last typing is news for the agents too
         self.done, self.end_reason = True, reason
-        return self._emit(now, EventType.END, None, self.team_roles(), skip_paused=False,
-                          info={"reason": reason, **info})
+        return transition.extend(self._emit(now, EventType.END, None, self.team_roles(),
+                                            skip_paused=False, info={"reason": reason, **info}))
 
     def sync(self, role: str, now: float) -> Update | None:
         """The current state for ``role``, for a member that (re)joins. Not an event.
@@ -364,6 +375,8 @@ class Coordinator:
             return self.end(event.time, info.pop("reason", "ended"), **info)
         if event.actor is None or event.action is None:
             raise ValueError(f"Event {event.seq} ({event.type}) has no actor or action to replay")
+        if event.type is EventType.ACTION and "live" in event.info:
+            return self.announce_edits(event.time)  # changes nothing: the edits were replayed
         if event.type is EventType.ERROR and event.info.get("deferred"):
             return self.deferred_failed(event.actor, event.action, event.error or "", event.time)
         # A refused structured action is logged as its JSON: re-read it as the same structure.
@@ -416,14 +429,15 @@ class Coordinator:
 
     # -- the acts ----------------------------------------------------------------------------
 
-    def _apply(self, role: str, action: Action) -> StepResult:
-        """Run a task action on the env; a success counts as one of ``role``'s steps."""
+    def _apply(self, role: str, action: Action, *, count: bool = True) -> StepResult:
+        """Run a task action on the env; a success counts as one of ``role``'s steps (unless
+        ``count`` is false: a live edit is typing, not a step)."""
         try:
             result = self.env.apply(role, action)  # parsed where it entered: not again
         except Exception as error:  # noqa: BLE001 - a bug in a task must not end the session
             return StepResult(observation=self.env.view(role), private=True, info={
                 "error": f"The task failed on this action: {type(error).__name__}: {error}"})
-        if not result.error and not self.every_act_is_a_step:
+        if count and not result.error and not self.every_act_is_a_step:
             self.step_counts[role] += 1
         return result
 
@@ -441,21 +455,20 @@ class Coordinator:
 
     def _task_action(self, member: TeamMember, action: Action, spec: ActionSpec,
                      now: float) -> Transition:
-        merged = self._merge_replacement(member.role, action, spec, self._sender_base(
-            member.role, spec))
-        result = self._apply(member.role, merged or action)
-        if result.error:
-            return self._error(now, member.role, format_action(merged or action, spec),
-                               result.error)
+        worked = self._text_edit(member.role, action, spec, self._sender_base(member.role, spec))
+        applied = worked[0] if worked else action
+        result = self._apply(member.role, applied)
+        if result.error:  # the document is left as it was: the edit is committed only now
+            return self._error(now, member.role, format_action(applied, spec), result.error)
         info = {k: v for k, v in result.info.items() if k != "action"}
-        if merged is not None:
-            info["merged"] = spec.replaces
+        if worked is not None:
+            self._commit_text(spec, worked[1], member.role, info)
         if result.deferred is not None:
             info["deferred"] = result.deferred.label or True
         transition = self._emit(
             now, EventType.ACTION, member.role,
             [member.role] if result.private else self.team_roles(),
-            action=format_action(merged or action, spec), private=result.private,
+            action=format_action(applied, spec), private=result.private,
             reward=result.reward, info=info,
         )
         if result.deferred is not None:
@@ -533,7 +546,7 @@ class Coordinator:
         self._confirmations_made += 1
         request_id = f"c{self._confirmations_made}"
         base = self._sender_base(member.role, spec)
-        if base is not None:
+        if base is not None:  # merged with what changes meanwhile once it is accepted
             self._confirm_bases[request_id] = base
         self._pending_actions[request_id] = (pending, spec)
         self.pending[request_id] = Confirmation(
@@ -557,11 +570,13 @@ class Coordinator:
         request = self._resolve(member, action)
         pending, spec = self._pending_actions.pop(request.request_id)
         base = self._confirm_bases.pop(request.request_id, None)
+        worked: tuple[Action, TextEdit] | None = None
         if self._replaying is not None:  # the logged result of a merge, not a new merge
             applied = self._replaying.info.get("applied_action")
             merged = parse_action(applied, self._task_specs)[0] if applied else None
         else:
-            merged = self._merge_replacement(request.requester, pending, spec, base)
+            worked = self._text_edit(request.requester, pending, spec, base)
+            merged = worked[0] if worked and worked[0] is not pending else None
         result = self._apply(request.requester, merged or pending)
         # Logged as the ACCEPT act by the acceptor, so that replay re-does the acceptance.
         accept = format_action(action, acts.ACCEPT_CONFIRMATION)
@@ -572,6 +587,8 @@ class Coordinator:
         if result.error:
             return self._error(now, member.role, accept, result.error, also=[request.requester],
                                info=info)
+        if worked is not None:
+            self._commit_text(spec, worked[1], request.requester, info)
         recipients = [request.requester, member.role] if result.private else self.team_roles()
         if result.deferred is not None:
             info["deferred"] = result.deferred.label or True
@@ -609,79 +626,91 @@ class Coordinator:
                           self.team_roles(), action=format_action(action),
                           info={"agents": targets})
 
-    # -- whole-text replacements -------------------------------------------------------------
+    # -- shared texts (core.shared_texts) ----------------------------------------------------
 
-    def _sender_base(self, role: str, spec: ActionSpec) -> str | None:
-        """The text of ``spec.replaces`` that ``role`` started from, if it can be known."""
-        if spec.replaces is None:
+    def _sender_base(self, role: str, spec: ActionSpec) -> TextVersion | None:
+        """The version of ``spec.replaces`` that ``role`` edited: what the request said (the
+        update it acted on, or the text it started from), else its last update's text."""
+        if spec.replaces is None or spec.replaces not in self._texts.texts:
             return None
-        base, seen_seq = self._base_hint
-        if base is not None:
-            return base
-        return self._replacements.base(role, spec.replaces, seen_seq)
+        text, seen_seq = self._base_hint
+        return self._texts.base(spec.replaces, text=text, seen_seq=seen_seq,
+                                last_shown=self._last_seq.get(role))
 
-    def _merge_replacement(self, role: str, action: Action, spec: ActionSpec,
-                           base: str | None) -> Action | None:
-        """``action`` merged with the edits made since ``base``; ``None`` to apply it as sent.
-
-        Never during replay: the log already holds the merged text.
-        """
-        offered, self._offered_merge = self._offered_merge, None  # good for one merge only
-        if spec.replaces is None or self._replaying is not None:
+    def _text_edit(self, role: str, action: Action, spec: ActionSpec, base: TextVersion | None
+                   ) -> tuple[Action, TextEdit] | None:
+        """``action``, which replaces a shared text whole, worked out on its document: the
+        action with the text it makes, and the edit to commit if the task takes it. ``None``
+        for any other action, and on replay (the log holds the merged text)."""
+        if spec.replaces is None or self._replaying is not None \
+                or spec.replaces not in self._texts.texts:
             return None
-        view = self.env.view(role)
-        current = view[spec.replaces].content if spec.replaces in view else None
-        # A merge worked out ahead (off the event loop) is taken only if it merged exactly the
-        # texts merged here; otherwise, the state having moved on meanwhile, it merges now.
-        with reusing(offered):
-            return self._replacements.merged(action, spec, base,
-                                             current if isinstance(current, str) else None)
+        return self._texts.replacement(spec.replaces, action, seq=self.seq + 1, author=role,
+                                       base=base)
 
-    def offer_merge(self, merge: PrecomputedMerge | None) -> None:
-        """Offer the next step a merge computed ahead (see :meth:`stale_replacement`); it is
-        used only if that step merges the very same texts, and dropped either way."""
-        self._offered_merge = merge
+    def _commit_text(self, spec: ActionSpec, edit: TextEdit, author: str,
+                     info: dict[str, Any]) -> None:
+        assert spec.replaces is not None
+        self._texts.commit(spec.replaces, edit, seq=self.seq + 1, author=author, info=info)
 
-    def stale_replacement(self, role: str, raw: RawAction | None, *, base: str | None = None,
-                          seen_seq: int | None = None) -> tuple[str, str, str] | None:
-        """The texts ``(base, current, sent)`` that ``handle(role, raw, base=base,
-        seen_seq=seen_seq)`` would merge if called now, or ``None`` when it would merge none.
-
-        Changes nothing. It follows ``handle``'s paths to a merge (a task action that replaces a
-        text, the acceptance of one) so that the EnvNode can merge a large text in a worker
-        thread first; it is only a forecast, since :meth:`offer_merge` checks the texts again.
-        """
-        if self.done or not isinstance(role, str) or role not in self.members \
-                or role in self.paused or self._replaying is not None:
-            return None
-        try:
-            parsed, spec = parse_action(_admit_action(raw), self._all_specs)
-        except ActionError:
-            return None
-        sender, action = role, parsed
-        if parsed.name == acts.ACCEPT_CONFIRMATION.name:
-            request_id = parsed.args.get("request_id")
-            request = self.pending.get(request_id) if isinstance(request_id, str) else None
-            if request is None or request_id not in self._pending_actions:
-                return None
-            action, spec = self._pending_actions[request_id]
-            sender, start = request.requester, self._confirm_bases.get(request_id)
-        elif parsed.name in _COLLABORATION_HANDLERS or spec.replaces is None:
-            return None
+    def _edit_text(self, member: TeamMember, action: Action, now: float) -> Transition:
+        """A person's panel edits a shared text live (EDIT_TEXT): its Yjs update is merged into
+        the document, the task takes the new text, and the people are told at once; the
+        others once the typing pauses (:meth:`announce_edits`)."""
+        if member.kind != "person":
+            raise ActionError("EDIT_TEXT is a person's panel typing; to change a shared text, "
+                              "send the task's action that replaces it.")
+        component = action.args["component"]
+        spec = self._texts.spec(component)
+        shared = self._texts.text(component)
+        info: dict[str, Any] = {}
+        if self._replaying is not None:  # the logged operations, not a new merge
+            logged = self._replaying.info.get(UPDATES, {}).get(component)
+            if isinstance(logged, str):
+                self._texts.follow_logged(component, logged, seq=self.seq + 1,
+                                          author=member.role, client=action.args["client"],
+                                          own=action.args["update"],
+                                          repaired=self._replaying.info.get("settled")
+                                          == component)
+            text = shared.text
+            edit = None
         else:
-            hint = clean_text(base) if isinstance(base, str) else None
-            seq = seen_seq if isinstance(seen_seq, int) and not isinstance(seen_seq, bool) \
-                else None
-            start = hint if hint is not None else self._replacements.base(role, spec.replaces,
-                                                                          seq)
-        if spec.replaces is None or start is None:
-            return None
-        view = self.env.view(sender)
-        current = view[spec.replaces].content if spec.replaces in view else None
-        sent = action.args.get("text")
-        if not isinstance(current, str) or not isinstance(sent, str) or start == current:
-            return None
-        return start, current, sent
+            seen_seq = self._base_hint[1]
+            if seen_seq is None:
+                raise ActionError("EDIT_TEXT needs the step's seen_seq: the update whose "
+                                  "shared texts the edit was made on.")
+            base = self._texts.base(component, text=None, seen_seq=seen_seq, last_shown=None)
+            edit = self._texts.live_update(component, action.args["update"],
+                                           client=action.args["client"], author=member.role,
+                                           base=base)
+            text = edit.text
+        result = self._apply(member.role, Action(name=spec.name, args={"text": text}),
+                             count=False)
+        if result.error:
+            raise ActionError(result.error)
+        if edit is not None:
+            self._texts.commit(component, edit, seq=self.seq + 1, author=member.role, info=info)
+        self.live_edits += 1
+        self._unannounced.setdefault((member.role, component), self.seq + 1)
+        return self._emit(now, EventType.EDIT, member.role, sorted(self._people),
+                          action=format_action(action, acts.EDIT_TEXT), info=info)
+
+    def announce_edits(self, now: float) -> Transition:
+        """Tell the members who are not people of the live edits made since the last time:
+        one ``action`` event per person and text, as if the person had replaced the text with
+        what it is now (``info["live"]`` names the first of the edits)."""
+        transition = Transition()
+        if self.done:
+            return transition
+        pending, self._unannounced = self._unannounced, {}
+        for (role, component), first in pending.items():
+            spec = self._texts.spec(component)
+            action = Action(name=spec.name, args={"text": self._texts.text(component).text})
+            transition.extend(self._emit(
+                now, EventType.ACTION, role, [m.role for m in self._not_people],
+                action=format_action(action, spec),
+                info={"live": {"component": component, "since": first}}))
+        return transition
 
     # -- strict turn-taking (core.turns) -----------------------------------------------------
 
@@ -788,11 +817,17 @@ class Coordinator:
         if self._observed_by is not None and actor == self._observed_by:
             fields["info"] = {**fields.get("info", {}), "observed": True}
         if self.turns is not None:  # the turn decides who is woken, and is logged
-            recipients = self._turn_recipients(type_, actor, fields.get("info", {}), recipients)
+            if not _typing(type_, fields.get("info", {})):
+                recipients = self._turn_recipients(type_, actor, fields.get("info", {}),
+                                                   recipients)
             fields["info"] = {**fields.get("info", {}),
                               "turn": self.turns.current().model_dump(exclude_defaults=True)}
         delivered = [r for r in dict.fromkeys(recipients)
                      if r in self.members and not (skip_paused and r in self.paused)]
+        if views is None:
+            views = self.env.views(delivered)
+        if self._texts:
+            fields["info"] = self._follow_texts(actor, views, dict(fields.get("info", {})))
         event = Event(seq=self.seq, time=now, type=type_, actor=actor, recipients=delivered,
                       request_id=request_id, **fields)
         # Whole updates (with the context) only where it may be news: everyone at the start and
@@ -800,25 +835,36 @@ class Coordinator:
         # agents a RESUME wakes (they were told nothing while paused).
         given_context = set(delivered) if type_ in (EventType.START, EventType.END) else set(
             event.info.get("agents", ())) if type_ is EventType.RESUME else set()
-        if views is None:
-            views = self.env.views(delivered)
         sent = event.as_sent()  # once for all its recipients
         if prints is None:
             prints = {}  # each shared component fingerprinted once for all of them too
+        texts: TextPayloads = {}  # and each document's news worked out once per replica state
         transition = Transition(
             events=[event],
-            updates=[self._update(r, sent, now, r in given_context, views[r], prints=prints)
-                     for r in delivered],
+            updates=[self._update(r, sent, now, r in given_context, views[r], prints=prints,
+                                  texts=texts) for r in delivered],
         )
-        # A clocked game's own ticks do not count: its length is the game's to say.
-        if (self.seq - self.clock_ticks >= self.max_events and type_ is not EventType.END
-                and not self.done):
+        # A clocked game's own ticks do not count: its length is the game's to say; nor does a
+        # person's typing.
+        if (self.seq - self.clock_ticks - self.live_edits >= self.max_events
+                and type_ is not EventType.END and not self.done):
             transition.extend(self.end(now, "event_limit"))
         return transition
 
+    def _follow_texts(self, actor: str | None, views: Mapping[str, Observation],
+                      info: dict[str, Any]) -> dict[str, Any]:
+        """The shared texts' documents follow the task's text as of the event being emitted
+        (replaying, the event's logged operations first); ``info`` with the updates made."""
+        view = next(iter(views.values()), None) or self.env.view(self.team[0].role)
+        replayed = self._replaying if self._replaying is not None \
+            and self._replaying.seq == self.seq else None
+        self._texts.follow(view, seq=self.seq, author=actor, info=info,
+                           logged=replayed.info.get(UPDATES) if replayed else None)
+        return info
+
     def _update(self, role: str, event: Event, now: float, with_context: bool = False,
                 view: Observation | None = None, watcher: bool = False,
-                prints: Prints | None = None) -> Update:
+                prints: Prints | None = None, texts: TextPayloads | None = None) -> Update:
         """``role``'s update for ``event``: what changed for it since its previous update, or
         its whole state when it gets the context (its first update, START, END, a sync, a
         RESUME that wakes it) or watches. For a ``watcher``, it records nothing about what the
@@ -830,8 +876,8 @@ class Coordinator:
                                                 cache=prints)
         if not watcher:
             self._last_seq[role] = event.seq
-            if self._replacements.components:
-                self._replacements.shown(role, event.seq, view)
+        news = self._texts.payload(role, whole=whole, record=not watcher, cache=texts) \
+            if self._texts and role in self._people else None
         # Every part is already a validated model: skip re-validating on the hot path.
         return Update.model_construct(
             session_id=self.session_id,
@@ -853,6 +899,7 @@ class Coordinator:
             end_reason=self.end_reason,
             context=self.context(role) if whole else None,
             turn=self.turns.current() if self.turns is not None else None,
+            texts=news,
         )
 
     def _chat_since(self, role: str, seq: int | None) -> list[ChatMessage]:
@@ -882,6 +929,17 @@ class Coordinator:
         if role in counts:
             shown[role] = counts[role]
         return shown
+
+
+def _typing(type_: EventType, info: Mapping[str, Any]) -> bool:
+    """Whether an event is a person's typing or its announcement: no turn is taken or passed."""
+    return type_ is EventType.EDIT or (type_ is EventType.ACTION and "live" in info)
+
+
+def _is_live_edit(raw: Any) -> bool:
+    """Whether an admitted action is a panel's live edit, which is typing, not a step."""
+    name = raw.get("name") if isinstance(raw, dict) else raw if isinstance(raw, str) else None
+    return isinstance(name, str) and name.lstrip().startswith(acts.EDIT_TEXT.name)
 
 
 def _message_seq(message: ChatMessage) -> int:
@@ -941,4 +999,5 @@ _COLLABORATION_HANDLERS = {
     acts.REJECT_CONFIRMATION.name: Coordinator._reject,
     acts.PAUSE_AGENT.name: Coordinator._pause_or_resume,
     acts.RESUME_AGENT.name: Coordinator._pause_or_resume,
+    acts.EDIT_TEXT.name: Coordinator._edit_text,
 }

@@ -156,7 +156,7 @@ def action(description: str, /, *, private: bool = False, internal: bool = False
     only the result of :class:`Deferred` work may apply (recording a cell's outputs, say): it is
     not offered to members, and a member who sends it is refused. ``replaces="editor"`` says the
     action's ``text`` param replaces that component's whole text: the coordinator then merges an
-    edit made on a stale copy with the edits made meanwhile (see ``core.text_merge``).
+    edit made on a stale copy with the edits made meanwhile (see ``core.shared_texts``).
     ``picks=ItemPick(component="search", label="Add to library")`` offers the action as a
     button on each item of that component, which sends the item's id as the first param.
     """

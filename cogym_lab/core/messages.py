@@ -43,6 +43,10 @@ class EventType(StrEnum):
     FINISH = "finish"
     TICK = "tick"  # inactivity past the threshold
     CLOCK = "clock"  # one tick of a clocked env's world (CoEnv.advance)
+    #: A person's live edit of a shared text (a Yjs update from their panel): logged, told to
+    #: the people at once, and to the others once the typing pauses (an ACTION with
+    #: ``info["live"]``, see ``Coordinator.announce_edits``).
+    EDIT = "edit"
     END = "end"
     SYNC = "sync"  # a member asked for the current state; never logged
 
@@ -50,6 +54,12 @@ class EventType(StrEnum):
 #: How much of a logged action (or of a text in its ``info``) an update repeats: what the action
 #: changed travels in the update's components, so a long text need not travel twice.
 SENT_TEXT_CHARS = 2000
+
+
+#: The event ``info`` key holding the operations an event made on the shared texts' documents
+#: (``{component: base64 Yjs update}``): for replay. Updates do not carry it: a person's seat
+#: gets the same news in ``Update.texts``, and other members need none.
+TEXT_UPDATES = "text_updates"
 
 
 def _shortened(text: str) -> str:
@@ -79,9 +89,10 @@ class Event(BaseModel):
         long_action = self.action is not None and len(self.action) > SENT_TEXT_CHARS
         long_info = [key for key, value in self.info.items()
                      if isinstance(value, str) and len(value) > SENT_TEXT_CHARS]
-        if not long_action and not long_info:
+        if not long_action and not long_info and TEXT_UPDATES not in self.info:
             return self
-        info = {**self.info, **{key: _shortened(self.info[key]) for key in long_info}}
+        info = {**{key: value for key, value in self.info.items() if key != TEXT_UPDATES},
+                **{key: _shortened(self.info[key]) for key in long_info}}
         update: dict[str, Any] = {"info": info}
         if long_action and self.action is not None:
             update["action"] = _shortened(self.action)
@@ -210,6 +221,11 @@ class Update(SessionMoment):
     components: list[Component]
     versions: dict[str, int]
     messages: list[ChatMessage]
+    #: For a person's seat only: per shared text (a component an action replaces, see
+    #: ``core.shared_text``), the base64 Yjs update that brings the seat's replica of its
+    #: document up to date (the whole document with a ``whole`` update). The component's
+    #: ``content`` still carries the text itself.
+    texts: dict[str, str] | None = None
 
 
 #: What a step request asks: to act, to join the session, or for the current state.

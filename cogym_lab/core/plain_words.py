@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from cogym_lab.core.actions import ActionError, ActionSpec
 from cogym_lab.core.collaboration import ALL_ACTS
 from cogym_lab.core.grammar import parse_action
-from cogym_lab.core.messages import Event, EventType
+from cogym_lab.core.messages import TEXT_UPDATES, Event, EventType
 
 __all__ = ["describe_action", "describe_event", "specs_by_name"]
 
@@ -99,6 +99,8 @@ def describe_event(event: Event, specs: Mapping[str, ActionSpec]) -> str:
             return f"{actor} resumed the agent."
         case EventType.TICK:
             return "Nobody acted for a while (an idle tick)."
+        case EventType.EDIT:  # what changed is in the text: the Yjs update says nothing to read
+            return f"{actor} typed in the {next(iter(info.get(TEXT_UPDATES) or {}), 'text')}."
         case EventType.CLOCK:
             earned = f": {event.reward:+g}" if event.reward else ""
             return f"Tick {info.get('tick', '?')}{earned}."

@@ -66,6 +66,17 @@ class Planning(CoEnv):
         if people and self.side(role) != "person":
             raise ActionError(f"Only the person side {what}.")
 
+    def _overlap_told(self, what: str) -> ActionOutcome | None:
+        """The step result of an edit of a step text that overlapped a teammate's: the event's
+        ``info["overlap"]`` says whose edit and which lines kept both versions."""
+        overlap = self.plan_board.last_overlap
+        if overlap is None:
+            return None
+        authors, overlaps = overlap
+        return ActionOutcome(info={"overlap": {
+            "component": "plan", "text": what, "with": list(authors),
+            "lines": [list(o.lines) for o in overlaps]}})
+
     # -- co-planning -------------------------------------------------------------------------
 
     @action("Offer one to three alternative plans for the person to pick from. Each plan is "
@@ -89,8 +100,10 @@ class Planning(CoEnv):
     @action("Rewrite a step's description.", step="The step's id, e.g. s2",
             description="The new description", base="The description you edited, if you "
             "started from an older one (your edit is then merged with the ones made since)")
-    def edit_step(self, role: str, step: str, description: str, base: str = "") -> None:
-        self.plan_board.edit_step(step, description, base or None)
+    def edit_step(self, role: str, step: str, description: str,
+                  base: str = "") -> ActionOutcome | None:
+        self.plan_board.edit_step(step, description, base or None, author=role)
+        return self._overlap_told(f"plan step {step}")
 
     @action("Replace a step's description with a suggested one; UNDO_SUGGESTION brings the "
             "old one back.", step="The step's id", description="The suggested description")
@@ -177,11 +190,14 @@ class Planning(CoEnv):
 
     @action("Curate a completed step's output: its text, its items, or both.",
             step="The step's id", text="The output's new text (leave out to keep it)",
-            items="The output's new items (leave out to keep them)")
+            items="The output's new items (leave out to keep them)",
+            base="The output text you edited, if you started from an older one (your edit is "
+                 "then merged with the ones made since)")
     def edit_step_output(self, role: str, step: str, text: Any = None,
-                         items: Any = None) -> None:
+                         items: Any = None, base: str = "") -> ActionOutcome | None:
         self._person_only(role, "curates step outputs")
-        self.plan_board.edit_output(step, text, items)
+        self.plan_board.edit_output(step, text, items, base or None, author=role)
+        return self._overlap_told(f"the output of plan step {step}")
 
     @action("Write the plan's output (the last step's output, rewritten to answer the "
             "request) into the workspace, once every step is done.", text="The output")

@@ -23,7 +23,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cogym_lab.core.actions import ActionError
-from cogym_lab.core.text_merge import merge_text
+from cogym_lab.core.concurrent_edits import Overlap, merge
+from cogym_lab.core.shared_text import SharedText
 
 Side = Literal["agent", "person"]
 SIDES: tuple[Side, ...] = ("agent", "person")
@@ -140,6 +141,13 @@ class PlanBoard:
 
     def __init__(self, request: str, guidance: str = "") -> None:
         self.state = PlanState(request=request, guidance=guidance)
+        #: Each step text that was edited from an older version ("s2/description",
+        #: "s2/output"): its CRDT document, which merges such edits (core.shared_text).
+        self._texts: dict[str, SharedText] = {}
+        self._text_versions = 0  # numbers the documents' versions, the same on every replay
+        self._last_author: dict[str, str | None] = {}  # who wrote each step text last
+        #: Where the last merge of a step text kept two versions (whose, and which lines).
+        self.last_overlap: tuple[tuple[str, ...], tuple[Overlap, ...]] | None = None
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -194,6 +202,8 @@ class PlanBoard:
         self._set(plan=chosen.model_copy(update={"steps": steps}), proposals=(),
                   continuous=False, pause_after=None, context=(), awaiting_output=False,
                   output=None, next_id=len(steps) + 1)
+        self._texts.clear()  # a new plan: its step ids name other steps
+        self._last_author.clear()
 
     def add_step(self, description: Any, assignee: Any, after: str | None) -> PlanStep:
         """A new step below ``after`` (at the top for ``""``, at the end for ``None``)."""
@@ -210,13 +220,13 @@ class PlanBoard:
         self._stale_from(position + 1)  # later steps no longer follow from what came before
         return step
 
-    def edit_step(self, step_id: str, description: Any, base: str | None = None) -> None:
+    def edit_step(self, step_id: str, description: Any, base: str | None = None,
+                  author: str | None = None) -> None:
         """Rewrite a step's description; an edit made from an older ``base`` is merged with
         the edits made since, so neither is lost. A completed step becomes stale."""
         step = self.step(step_id)
-        text = _description(description)
-        if base is not None and base != step.description:
-            text = merge_text(base, step.description, text)
+        text = self._merged(f"{step_id}/description", step.description,
+                            _description(description), base, author)
         self._replace(step_id, description=text, undo=None)
         self._stale_if_run(step_id)
 
@@ -321,15 +331,19 @@ class PlanBoard:
         self._replace(step_id, status="failed", output=StepOutput(text=f"Failed: {note}"))
         self._set(continuous=False)
 
-    def edit_output(self, step_id: str, text: Any, items: Any) -> None:
-        """The person curates a completed step's output (adds or removes items, edits text).
-        The steps after it that were done worked from the old output: they become stale."""
+    def edit_output(self, step_id: str, text: Any, items: Any, base: str | None = None,
+                    author: str | None = None) -> None:
+        """The person curates a completed step's output (adds or removes items, edits text;
+        a text edited from an older ``base`` is merged with the edits made since). The steps
+        after it that were done worked from the old output: they become stale."""
         step = self.step(step_id)
         if step.status != "done" or step.output is None:
             raise ActionError(f"Step {step_id} has no output to edit yet.")
+        new_text = step.output.text if not isinstance(text, str) else self._merged(
+            f"{step_id}/output", step.output.text, text, base, author)
         output = StepOutput(
             items=_items(items) if items is not None else step.output.items,
-            text=text if isinstance(text, str) else step.output.text, edited=True)
+            text=new_text, edited=True)
         self._replace(step_id, output=output)
         self._record(step_id, output)
         self._stale_from(self.index(step_id) + 1)
@@ -347,6 +361,32 @@ class PlanBoard:
         self._set(output=self.check_output(text), awaiting_output=False)
 
     # -- the rules ---------------------------------------------------------------------------
+
+    def _merged(self, key: str, current: str, sent: str, base: str | None,
+                author: str | None) -> str:
+        """``sent``, made from ``base`` (``None``: from ``current``), merged on the text's
+        document with what changed since; :attr:`last_overlap` says where versions were kept."""
+        self.last_overlap = None
+        earlier, self._last_author[key] = self._last_author.get(key), author
+        if base is None or base == current:
+            return sent
+        shared = self._texts.get(key)
+        if shared is None:
+            shared = self._texts[key] = SharedText(base, seq=self._next_version())
+        shared.follow(current, seq=self._next_version(), author=earlier)
+        version = shared.version_of(base)
+        if version is None:  # a base the document never held: merge the three texts
+            merged = merge(base, current, sent)
+            shared.follow(merged.text, seq=self._next_version(), author=author)
+            if merged.overlaps:
+                self.last_overlap = (("a teammate",), merged.overlaps)
+            return merged.text
+        seq = self._next_version()
+        edit = shared.replacement(sent, seq=seq, author=author, base=version)
+        shared.commit(edit, seq=seq, author=author)
+        if edit.overlaps:
+            self.last_overlap = (edit.authors, edit.overlaps)
+        return edit.text
 
     def _start(self, step_id: str) -> PlanStep:
         position = self.index(step_id)
@@ -391,6 +431,10 @@ class PlanBoard:
     def _not_running(self, step_id: str, what: str) -> None:
         if self.step(step_id).status == "running":
             raise ActionError(f"Step {step_id} is running and cannot be {what} now.")
+
+    def _next_version(self) -> int:
+        self._text_versions += 1
+        return self._text_versions
 
     def _stale_from(self, position: int) -> None:
         steps = [s.model_copy(update={"status": "stale"}) if i >= position and s.status == "done"

@@ -41,7 +41,8 @@ log = logging.getLogger(__name__)
 
 PACKAGE = "cogym_lab.eval"
 Model = TypeVar("Model", bound=BaseModel)
-_SKIPPED = {EventType.TICK, EventType.WAIT, EventType.START}
+# A person's live edits are keystrokes (Yjs updates): what they made is the announcing action.
+_SKIPPED = {EventType.TICK, EventType.WAIT, EventType.START, EventType.EDIT}
 
 
 def prompt(name: str, **values: object) -> str:

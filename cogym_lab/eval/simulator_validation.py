@@ -82,7 +82,9 @@ class SheetError(ValueError):
 
 # -- the sheet --------------------------------------------------------------------------------
 
-_SKIPPED = {EventType.WAIT, EventType.TICK, EventType.CLOCK, EventType.START, EventType.END}
+# A person's live edits (keystrokes as Yjs updates) are told once typing pauses, as an action.
+_SKIPPED = {EventType.WAIT, EventType.TICK, EventType.CLOCK, EventType.START, EventType.END,
+            EventType.EDIT}
 
 
 def _cell(text: str) -> str:

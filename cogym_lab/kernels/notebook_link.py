@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 from cogym_lab.kernels.cells import CellResult
 from cogym_lab.kernels.executor import KernelExecutor
 
-__all__ = ["Happening", "KernelRestarted", "NotebookLink", "PersonCell"]
+__all__ = ["NOTEBOOK_CELL", "Happening", "KernelRestarted", "NotebookLink", "PersonCell"]
 
 
 @dataclass(frozen=True)
@@ -55,3 +55,11 @@ class NotebookLink(Protocol):
 
     async def close(self) -> None:
         """Stop watching and disconnect; the person's kernel keeps running."""
+
+
+#: The key of ``RECORD_CELL``'s ``result`` that names the notebook cell showing the cell, when
+#: :meth:`NotebookLink.show_cell` returned a cell id (a recorded cell keeps it as ``cell_id``).
+#: A link that keeps the agent's cells in the notebook may have ``follow_record(cells)``: the
+#: task hands it a function returning the cells it recorded, which a resume rebuilds from the
+#: event log, so the link knows what the agent wrote even after a server restart.
+NOTEBOOK_CELL = "notebook_cell"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -14,7 +15,6 @@ from pydantic import ValidationError
 from cogym_lab.bus import Bus, Subscription
 from cogym_lab.core import Deferred
 from cogym_lab.core.coordinator import Coordinator, Transition
-from cogym_lab.core.grammar import RawAction
 from cogym_lab.core.messages import (
     Event,
     EventType,
@@ -23,7 +23,13 @@ from cogym_lab.core.messages import (
     obs_channel,
     step_channel,
 )
-from cogym_lab.core.text_merge import PrecomputedMerge, merge_off_loop, worth_offloading
+from cogym_lab.core.settlements import (
+    INTERRUPTED,
+    Settlement,
+    StepsClosed,
+    ended_before,
+    settled_channel,
+)
 from cogym_lab.nodes.restore import Restored
 
 log = logging.getLogger(__name__)
@@ -101,11 +107,20 @@ class EnvNode:
     END reaches the members but is not logged either, so the log stays a replayable prefix), and
     :attr:`log_failure` says why.
 
+    Every action request it reads is settled on ``{session}/settled``
+    (:mod:`cogym_lab.core.settlements`): applied, once its event is logged and published, or
+    refused, with the reason, when the session is over, stopping, or its log failed. At its end
+    it refuses the actions still queued and says it reads no more (:class:`StepsClosed`).
+
     ``watchers`` see every update just before it is published (the leakage guard).
 
     ``restored`` (from :func:`cogym_lab.nodes.restore.restore`) carries on a session whose
     coordinator was rebuilt from its log: instead of starting, every member gets the current
     state, and deferred work the log left unfinished runs again.
+
+    A person's live typing in a shared text reaches the other people as it comes; the members
+    who are not people are told once the typing pauses for ``announce_after`` seconds
+    (:meth:`Coordinator.announce_edits`), not at every keystroke.
     """
 
     def __init__(self, bus: Bus, coordinator: Coordinator, *, idle_seconds: float = 60.0,
@@ -113,7 +128,7 @@ class EnvNode:
                  recorders: Iterable[EventObserver] = (),
                  observers: Iterable[EventObserver] = (),
                  watchers: Iterable[UpdateWatcher] = (),
-                 restored: Restored | None = None) -> None:
+                 restored: Restored | None = None, announce_after: float = 1.5) -> None:
         self.bus = bus
         self.coordinator = coordinator
         self.idle_seconds = idle_seconds
@@ -132,7 +147,15 @@ class EnvNode:
         self._deferred: set[asyncio.Task[None]] = set()
         self.restored = restored
         self.clock: TickClock | None = None  # a clocked env's schedule, once it runs
+        self.announce_after = announce_after
+        self._announce_at: float | None = None  # when typing news is due (monotonic)
         self._end_on_stop = True
+        self._ending: dict[str, Any] | None = None  # the END's info, once it was logged
+        #: Its last word on the settled channel, once it reads no more steps.
+        self.closed: StepsClosed | None = None
+        #: Answers the bus would not take (request id -> answer): whoever waits for them reads
+        #: them here when the session's run is over (an applied action is never refused).
+        self.unsent: dict[str, Settlement] = {}
         if restored is not None:  # a transport may deliver the old steps again: skip them
             for request_id in restored.request_ids:
                 self._seen_ids.add(request_id)
@@ -180,6 +203,7 @@ class EnvNode:
             for task in self._deferred:  # the session is over: its slow work is moot
                 task.cancel()
             await asyncio.gather(*self._deferred, return_exceptions=True)
+            await self._close_steps(subscription, failed=sys.exc_info()[1] is not None)
             await subscription.close()
 
     async def stop(self, reason: str = "stopped", *, end: bool = True) -> None:
@@ -200,11 +224,15 @@ class EnvNode:
             return
         last_activity = time.monotonic()
         while not self.coordinator.done and not self._stop_reason:
-            timeout = max(0.0, last_activity + self.idle_seconds - time.monotonic())
-            message = await subscription.get(timeout)
+            due = last_activity + self.idle_seconds
+            if self._announce_at is not None:
+                due = min(due, self._announce_at)
+            message = await subscription.get(max(0.0, due - time.monotonic()))
             if self._stop_reason:
                 return
             if message is None:
+                if await self._announce_if_due():
+                    continue
                 await self._deliver(self.coordinator.tick(time.time()))
                 last_activity = time.monotonic()
                 continue
@@ -236,6 +264,15 @@ class EnvNode:
             if clock.due():
                 clock.fired()
                 await self._deliver(self.coordinator.clock(time.time()))
+            await self._announce_if_due()
+
+    async def _announce_if_due(self) -> bool:
+        """Tell the members who are not people of the typing that paused; whether it did."""
+        if self._announce_at is None or time.monotonic() < self._announce_at:
+            return False
+        self._announce_at = None
+        await self._deliver(self.coordinator.announce_edits(time.time()))
+        return True
 
     def _accept(self, message: dict[str, Any]) -> StepRequest | None:
         try:
@@ -250,26 +287,22 @@ class EnvNode:
 
     async def _on_request(self, request: StepRequest) -> None:
         if self.log_failure:  # stopping: nothing more is applied
+            if request.kind == "action":
+                await self._settle(self._refusal(request))
             return
         now = time.time()
         if request.kind == "action":
-            merge = await self._merge_ahead(request.role, request.action, base=request.base,
-                                            seen_seq=request.seen_seq)
-            if merge is not None:
-                if self.log_failure:  # stopped while it merged
-                    return
-                now = time.time()  # applied now: events keep their times in seq order
-            self.coordinator.offer_merge(merge)
             try:
                 transition = self.coordinator.handle(request.role, request.action, now,
                                                      request_id=request.id, base=request.base,
                                                      seen_seq=request.seen_seq)
             except Exception:  # a bug must cost one step, not the session
                 log.exception("step from %s failed: %r", request.role, request.action)
+                await self._settle(Settlement(
+                    request_id=request.id, role=request.role, status="refused",
+                    message="This action could not be applied: the server failed on it."))
                 return
-            finally:
-                self.coordinator.offer_merge(None)
-            await self._deliver(transition)
+            await self._deliver(transition, request)
         elif request.role in self.coordinator.members:  # join or sync: send the current state
             self.joined.add(request.role)
             await self._send_state(request.role, now)
@@ -289,15 +322,23 @@ class EnvNode:
         for work in restored.pending:
             self._start_deferred(work.role, work.deferred, work.started_by)
 
-    async def _deliver(self, transition: Transition) -> None:
+    async def _deliver(self, transition: Transition, request: StepRequest | None = None) -> None:
+        """Log, observe and publish ``transition``; with the action ``request`` that made it,
+        settle that request too (after the updates, in the same batch)."""
         if self.log_failure:  # the session is stopping: no event goes out unlogged
+            if request is not None:
+                await self._settle(self._refusal(request))
             return
         # The log first: no member ever sees an event the log lacks.
         for event in transition.events:
             error = await self._record(event)
             if error is not None:
                 await self._stop_unlogged(event, error, transition)
+                if request is not None:  # applied if its own event made it into the log
+                    await self._settle(self._settlement(request, transition))
                 return
+            if event.type is EventType.END:
+                self._ending = event.info
             for observer in self.observers:
                 try:
                     result = observer(event)
@@ -306,10 +347,79 @@ class EnvNode:
                 except Exception:  # an observer's bug must not stop the session
                     log.exception("event observer failed on event %s", event.seq)
         self._watch(transition.updates)
-        await self.bus.publish_many([
-            (obs_channel(self.session_id, u.recipient), u) for u in transition.updates])
+        settlement = None if request is None else self._settlement(request, transition)
+        settled = [] if settlement is None else [(settled_channel(self.session_id), settlement)]
+        try:
+            await self.bus.publish_many([
+                *((obs_channel(self.session_id, u.recipient), u) for u in transition.updates),
+                *settled])
+        except BaseException:
+            if settlement is not None:
+                self.unsent[settlement.request_id] = settlement
+            raise
+        if any(event.type is EventType.EDIT for event in transition.events):
+            self._announce_at = time.monotonic() + self.announce_after  # after the typing
         for role, deferred in transition.deferred:
             self._start_deferred(role, deferred, transition.events[0])
+
+    def _settlement(self, request: StepRequest, transition: Transition) -> Settlement:
+        """What became of ``request``, which made ``transition``: applied when the event that
+        records it (the first that names it, else the first) is in the log."""
+        event = next((e for e in transition.events if e.request_id == request.id),
+                     transition.events[0] if transition.events else None)
+        if event is None or event.seq > self.last_logged_seq:
+            return self._refusal(request)
+        return Settlement(request_id=request.id, role=request.role, status="applied",
+                          seq=event.seq, error=event.error if event.status == "error" else None)
+
+    def _refusal(self, request: StepRequest) -> Settlement:
+        """``request`` was not applied: the session is over or its log failed."""
+        reason, info = self._end_reason()
+        return Settlement(request_id=request.id, role=request.role, status="refused",
+                          end_reason=reason, message=ended_before(reason, info))
+
+    def _end_reason(self) -> tuple[str | None, dict[str, Any] | None]:
+        if self.log_failure:
+            return LOG_FAILED, None
+        if self.coordinator.end_reason is not None:
+            return self.coordinator.end_reason, self._ending
+        return self._stop_reason, None
+
+    async def _settle(self, settlement: Settlement) -> None:
+        try:
+            await self.bus.publish(settled_channel(self.session_id), settlement)
+        except Exception:  # its sender reads it in unsent when the session's run is over
+            self.unsent[settlement.request_id] = settlement
+            log.exception("session %s: could not settle request %s", self.session_id,
+                          settlement.request_id)
+
+    async def _close_steps(self, subscription: Subscription, *, failed: bool = False) -> None:
+        """The node reads no more steps (``failed``: its run raised): send the answers the bus
+        would not take before, refuse the actions still queued, then say so
+        (:class:`StepsClosed`), so that whoever waits on a later one refuses it too. An
+        interrupted session refuses nothing: its queued steps wait for it to be resumed."""
+        try:
+            interrupted = (not self._end_on_stop and not self.coordinator.done
+                           and not self.log_failure and not failed)
+            reason, info = self._end_reason()
+            if failed and reason is None:
+                reason = "failed"
+            closed = self.closed = StepsClosed(
+                end_reason=reason, interrupted=interrupted,
+                message=INTERRUPTED if interrupted else ended_before(reason, info))
+            channel = settled_channel(self.session_id)
+            answers = list(self.unsent.values())
+            while not interrupted:
+                message = await subscription.get(0)
+                if message is None:
+                    break
+                request = self._accept(message)
+                if request is not None and request.kind == "action":
+                    answers.append(closed.settle(request.id, request.role))
+            await self.bus.publish_many([*((channel, answer) for answer in answers),
+                                         (channel, closed)])
+        except Exception:  # the host refuses what is pending when the run ends, regardless
+            log.exception("session %s: could not refuse its last steps", self.session_id)
 
     async def _record(self, event: Event) -> Exception | None:
         """Give ``event`` to every recorder; the first failure, or ``None``."""
@@ -393,32 +503,5 @@ class EnvNode:
             return
         if self.log_failure:  # stopping: nothing more is applied
             return
-        merge = await self._merge_ahead(role, follow_up, seen_seq=started_by.seq)
-        if self.log_failure:
-            return
-        self.coordinator.offer_merge(merge)
-        try:
-            transition = self.coordinator.apply_follow_up(role, follow_up, time.time(),
-                                                          seen_seq=started_by.seq)
-        finally:
-            self.coordinator.offer_merge(None)
-        await self._deliver(transition)
-
-    async def _merge_ahead(self, role: str, raw: RawAction | None, *, base: str | None = None,
-                           seen_seq: int | None = None) -> PrecomputedMerge | None:
-        """Merge a large whole-text replacement made on a stale copy in a worker thread, before
-        the coordinator applies the step, so the loop serves other sessions meanwhile.
-
-        Only the merge leaves the loop. The coordinator stays on it: other tasks (deferred work,
-        observed steps) apply steps while this one waits, so ``handle`` itself could not run in
-        a thread. If one of them changed the text meanwhile, the coordinator sees that the
-        texts differ from the ones merged here and merges again, inline: same result as ever.
-        """
-        try:
-            texts = self.coordinator.stale_replacement(role, raw, base=base, seen_seq=seen_seq)
-        except Exception:  # a forecast only: the step itself reports any real problem
-            log.exception("could not foresee the merge of %s's step", role)
-            return None
-        if texts is None or not worth_offloading(*texts):
-            return None
-        return await merge_off_loop(*texts)
+        await self._deliver(self.coordinator.apply_follow_up(role, follow_up, time.time(),
+                                                             seen_seq=started_by.seq))

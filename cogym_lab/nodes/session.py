@@ -31,6 +31,7 @@ from cogym_lab.core.messages import (
 )
 from cogym_lab.core.progress import Progress
 from cogym_lab.core.protocol import ScoringProtocol, get_protocol
+from cogym_lab.core.settlements import settled_channel
 from cogym_lab.core.turns import NOTIFICATIONS, check_interaction
 from cogym_lab.datasets import DatasetError, data_dir
 from cogym_lab.envs.task_data import missing_data_message
@@ -55,7 +56,10 @@ class SessionConfig:
     ``None`` keeps them. An interrupted session keeps its channels: it may be resumed.
 
     ``interaction``: ``"notifications"`` (Co-Gym's protocol, the default) or ``"turns"``, strict
-    turn-taking (the paper's §5.3 ablation, :mod:`cogym_lab.core.turns`)."""
+    turn-taking (the paper's §5.3 ablation, :mod:`cogym_lab.core.turns`).
+
+    ``announce_seconds``: how long a person's live typing in a shared text must pause before
+    the agents are told of it (they are not woken at every keystroke)."""
 
     idle_seconds: float = 60.0
     max_idle_ticks: int = 3
@@ -68,6 +72,7 @@ class SessionConfig:
     seed: int | None = None
     channel_ttl: float | None = 3600.0
     interaction: str = NOTIFICATIONS
+    announce_seconds: float = 1.5
 
     def __post_init__(self) -> None:
         self.interaction = check_interaction(self.interaction)  # a typo in a team file fails
@@ -273,6 +278,7 @@ class Session:
             observers=[self.leakage.watch_event, *self.observers],
             watchers=[self.leakage.watch_update] if self.leakage.active else [],
             restored=self.restored if resumed else None,
+            announce_after=self.config.announce_seconds,
         )
         if self.interrupted:  # interrupted before it could start
             await self.env_node.stop(self.interrupted, end=False)
@@ -361,8 +367,10 @@ class Session:
                           self.session_id)
 
     def channels(self) -> list[str]:
-        """Every bus channel of this session: steps, each member's notifications, statuses."""
-        return [step_channel(self.session_id), status_channel(self.session_id),
+        """Every bus channel of this session: steps and their settlements, each member's
+        notifications, statuses."""
+        return [step_channel(self.session_id), settled_channel(self.session_id),
+                status_channel(self.session_id),
                 *(obs_channel(self.session_id, member.role) for member in self.team)]
 
     async def _close_interrupted(self, writer: ResultsWriter | None,

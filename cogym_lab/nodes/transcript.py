@@ -17,6 +17,7 @@ from cogym_lab.core.plain_words import describe_event, specs_by_name
 _STYLE = {
     EventType.START: "bold cyan", EventType.END: "bold cyan", EventType.MESSAGE: "green",
     EventType.ERROR: "red", EventType.TICK: "dim", EventType.WAIT: "dim", EventType.CLOCK: "dim",
+    EventType.EDIT: "dim",
     EventType.CONFIRM_REQUEST: "yellow", EventType.CONFIRM_ACCEPT: "yellow",
     EventType.CONFIRM_REJECT: "yellow", EventType.PAUSE: "magenta", EventType.RESUME: "magenta",
 }

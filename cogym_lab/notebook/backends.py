@@ -7,6 +7,7 @@ JSON), so the Python API and the magics never care which one they use.
 from __future__ import annotations
 
 import builtins
+import logging
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -18,6 +19,8 @@ from cogym_lab.notebook.client import (
     running_cell_id,
 )
 from cogym_lab.runtime.models import CreateRequest
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Backend", "CreateRequest", "LocalBackend", "ServerBackend", "SessionError", "backend",
            "server_backend"]
@@ -36,7 +39,9 @@ class Backend(Protocol):
 
     def create(self, request: CreateRequest) -> dict[str, Any]: ...
     def snapshot(self, session_id: str) -> dict[str, Any]: ...
-    def act(self, session_id: str, role: str, action: str | dict[str, Any]) -> None: ...
+    def act(self, session_id: str, role: str, action: str | dict[str, Any]) -> None:
+        """Act as ``role``. Raises :class:`SessionError` when the action was not applied (the
+        session ended first), once the env has said so; see the backends for when it waits."""
     def end(self, session_id: str) -> dict[str, Any]: ...
     def list(self) -> builtins.list[dict[str, Any]]: ...
     def panel(self, session_id: str, role: str, readonly: bool = False) -> Any:
@@ -150,7 +155,23 @@ class LocalBackend:
         return self.host.snapshot(session_id)
 
     def act(self, session_id: str, role: str, action: str | dict[str, Any]) -> None:
-        self._call(self.host.act(session_id, role, action))
+        """Outside the kernel's loop, wait (up to :data:`ANSWER_WAIT` seconds) for the env to
+        apply it, and raise :class:`SessionError` if it did not. Inside it nothing may wait:
+        the action is passed on, and a refusal that comes later is logged as a warning."""
+        if self.can_block:
+            self._call(self._act_settled(session_id, role, action))
+            return
+        submitted = self._call(self.host.submit(session_id, role, action))
+        if submitted.outcome is not None:
+            submitted.outcome.add_done_callback(_warn_if_refused)
+
+    async def _act_settled(self, session_id: str, role: str, action: Any) -> None:
+        from cogym_lab.runtime.hosting import HostingError
+
+        submitted = await self.host.submit(session_id, role, action)
+        settled = await submitted.settled(ANSWER_WAIT)
+        if settled is not None and not settled.applied:
+            raise HostingError(settled.message or "The action was not applied.", status=409)
 
     def end(self, session_id: str) -> dict[str, Any]:
         from cogym_lab.notebook.local import StillRunning
@@ -175,6 +196,19 @@ class LocalBackend:
 
         return SessionPanel.for_local(self.host, session_id, role, loop=self.runtime.loop,
                                       readonly=readonly)
+
+
+#: Seconds a blocking ``act`` of a local session waits for the env's answer.
+ANSWER_WAIT = 5.0
+
+
+def _warn_if_refused(outcome: Any) -> None:
+    """Say that an action passed on from inside the kernel's loop was not applied after all."""
+    if outcome.cancelled():
+        return
+    settled = outcome.result()
+    if not settled.applied:
+        log.warning("The action of %s was not applied: %s", settled.role, settled.message)
 
 
 _server_backend: ServerBackend | None = None

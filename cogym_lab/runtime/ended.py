@@ -106,15 +106,17 @@ class EndedSession:
 
 
 def latest_statuses(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The last status of each agent, the last set-up report and the graded end, in the order
-    they were last published: what a panel that connects after the end needs of the status
-    channel's history."""
+    """The last status of each agent, the last set-up report, the last notebook notice and the
+    graded end, in the order they were last published: what a panel that connects after the end
+    needs of the status channel's history."""
     kept: dict[str, dict[str, Any]] = {}
     for message in messages:
         if "grading" in message:
             key = "grading"
         elif "setup" in message:
             key = "setup"
+        elif "notebook" in message:
+            key = "notebook"
         else:
             key = f"agent:{message.get('role')}"
         kept.pop(key, None)  # re-inserted: the order is that of the last publication

@@ -35,6 +35,7 @@ from pydantic import ValidationError
 
 from cogym_lab.bus import Bus, connect_bus
 from cogym_lab.core.messages import StepKind, StepRequest, obs_channel, step_channel
+from cogym_lab.core.settlements import INTERRUPTED, StepsClosed, ended_before
 from cogym_lab.nodes.restore import ReplayMismatch
 from cogym_lab.nodes.results import (
     SESSION_FILE,
@@ -59,6 +60,7 @@ from cogym_lab.runtime.models import (
 )
 from cogym_lab.runtime.pairwise import make_offer, read_shown
 from cogym_lab.runtime.panels import DEFAULT_PANEL_GRACE, PanelWatch
+from cogym_lab.runtime.settlements import Settlements, Submitted
 from cogym_lab.runtime.stored import (
     STORED_FIELDS,
     StoredSession,
@@ -72,6 +74,8 @@ from cogym_lab.sessions.spec import SessionSpec
 log = logging.getLogger(__name__)
 
 SHUTDOWN_REASON = "the server stopped"
+#: Seconds the end of a run waits for the env node's last answers to reach the host.
+LAST_WORD_WAIT = 5.0
 
 
 class HostingError(Exception):
@@ -106,6 +110,8 @@ class HostedSession:
     error: str | None = None
     restored_state: dict[str, Any] | None = None  # the state a resume rebuilt from the log
     access: SessionAccess | None = None  # whose it is; None: this process's own (no server)
+    #: The env's answers to the actions published here, while the session runs.
+    settlements: Settlements | None = None
 
     @property
     def session_id(self) -> str:
@@ -402,6 +408,9 @@ class SessionHost:
         bus = connect_bus(self.redis_url)
         await bus.connect()
         hosted.bus = hosted.live.bus = bus
+        settlements = Settlements(hosted.session_id)
+        await settlements.start(bus)  # before anyone acts: no answer is missed
+        hosted.settlements = settlements
         for role in hosted.people:  # the host holds the seat: the session need not wait for it
             await bus.publish(step_channel(hosted.session_id),
                               StepRequest(role=role, kind="join").model_dump(mode="json"))
@@ -433,6 +442,7 @@ class SessionHost:
         ``finished_session_ttl``. Never raises: it runs in the runner's ``finally``."""
         bus = hosted.bus
         statuses = []
+        await self._close_settlements(hosted)
         try:
             if bus is not None:
                 statuses = await read_statuses(bus, hosted.session_id)  # before it closes
@@ -445,6 +455,30 @@ class SessionHost:
             log.exception("session %s: releasing its objects failed", hosted.session_id)
             return
         self._schedule_eviction(hosted.session_id)
+
+    async def _close_settlements(self, hosted: HostedSession) -> None:
+        """The run is over: every action still waiting for the env's answer is refused (the
+        env node normally did so already). Never raises."""
+        settlements = hosted.settlements  # kept, closed: an action from now on gets a 409
+        if settlements is None:
+            return
+        try:
+            session = hosted.session
+            node = session.env_node if isinstance(session, Session) else None
+            if node is not None and node.closed is not None:
+                # It published its last word after all its answers: an answer still on its way
+                # (on Redis) must resolve its action first, applied ones included.
+                await settlements.last_word(LAST_WORD_WAIT)
+                closed = node.closed
+            elif isinstance(session, Session) and session.interrupted:
+                closed = StepsClosed(interrupted=True, message=INTERRUPTED)
+            else:
+                reason = hosted.end_reason or ("failed" if hosted.error else None)
+                closed = StepsClosed(end_reason=reason, message=ended_before(reason))
+            settlements.close(closed, known=node.unsent if node is not None else None)
+            await settlements.stop()
+        except Exception:
+            log.exception("session %s: refusing its last actions failed", hosted.session_id)
 
     def _schedule_eviction(self, session_id: str) -> None:
         ttl = self.finished_session_ttl
@@ -627,22 +661,46 @@ class SessionHost:
         return hosted
 
     async def act(self, session_id: str, role: Any, action: Any,
-                  base: str | None = None) -> StepRequest:
+                  base: str | None = None, seen_seq: int | None = None) -> StepRequest:
         """Publish a person's action as a ``StepRequest``; the env answers on the obs channel.
+        :meth:`submit` does the same and gives the env's answer too."""
+        submitted = await self.submit(session_id, role, action, base=base, seen_seq=seen_seq)
+        return submitted.request
 
-        ``base`` is the text a whole-text replacement (an editor save) started from, so that
-        edits made meanwhile by others are merged rather than lost.
+    async def submit(self, session_id: str, role: Any, action: Any,
+                     base: str | None = None, seen_seq: int | None = None) -> Submitted:
+        """Publish a person's action as a ``StepRequest``; the env answers on the obs channel,
+        and ``await submitted.settled(wait)`` says whether it was applied (and logged) or
+        refused, and why (:mod:`cogym_lab.core.settlements`). Every action is answered, at the
+        latest when the session's run is over. Raises ``HostingError`` (409 once the session
+        has ended or its env reads no more actions).
+
+        ``base`` is the text a whole-text replacement (an editor save) started from, and
+        ``seen_seq`` the update a live edit of a shared text was made on, so that edits made
+        meanwhile by others are merged rather than lost.
         """
         hosted = self.check_seat(session_id, role)
+        settlements = hosted.settlements
+        if settlements is not None and settlements.closed is not None:  # says how it ended
+            raise HostingError(settlements.closed.message, status=409)
         if hosted.status != "running" or hosted.bus is None:
             raise HostingError(f"Session {session_id!r} has ended.", status=409)
         if base is not None and not isinstance(base, str):
             raise HostingError("'base' must be the text the edit started from.")
+        if seen_seq is not None and (not isinstance(seen_seq, int) or isinstance(seen_seq, bool)):
+            raise HostingError("'seen_seq' must be the seq of an update.")
         request = _request(role, "action", action)
         request.base = base
-        await hosted.bus.publish(step_channel(session_id), request.model_dump(mode="json"))
+        request.seen_seq = seen_seq
+        outcome = settlements.expect(request) if settlements is not None else None
+        try:
+            await hosted.bus.publish(step_channel(session_id), request.model_dump(mode="json"))
+        except BaseException:
+            if settlements is not None:
+                settlements.forget(request.id)
+            raise
         self._panels.acted(session_id)  # someone is at the seat, panel or not
-        return request
+        return Submitted(request, outcome)
 
     async def interrupt(self, session_id: str) -> bool:
         """Interrupt the cell the session's kernel is running (a person's stop button);

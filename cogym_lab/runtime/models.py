@@ -59,13 +59,16 @@ class ActionFrame(BaseModel):
     """A message a person's browser sends over the seat's WebSocket.
 
     ``action`` is an action string or ``{"name", "args"}``; ``base`` goes with a whole-text
-    replacement; ``id`` is the client's own name for the action, repeated in any answer about it.
+    replacement (the text it started from), ``seen_seq`` with a live edit (the update whose
+    shared texts it was made on); ``id`` is the client's own name for the action, repeated in
+    any answer about it.
     """
 
     model_config = _STRICT
 
     action: str | dict[str, Any]
     base: str | None = None
+    seen_seq: int | None = Field(default=None, ge=0)
     id: ClientActionId | None = None
 
 
@@ -77,6 +80,7 @@ class ActionBody(BaseModel):
     role: RoleName
     action: str | dict[str, Any]
     base: str | None = None
+    seen_seq: int | None = Field(default=None, ge=0)
 
 
 class SeatClaim(BaseModel):

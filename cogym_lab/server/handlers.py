@@ -43,6 +43,7 @@ from cogym_lab.runtime.models import (
     SeatClaim,
     validation_message,
 )
+from cogym_lab.runtime.settlements import Submitted
 from cogym_lab.server.create_policy import CreatePolicy
 from cogym_lab.server.gate import Gate
 from cogym_lab.server.limits import ServerLimits, TokenBucket, read_json
@@ -212,9 +213,18 @@ class SessionHandler(CogymAPIHandler):
 
 
 class ActionsHandler(CogymAPIHandler):
-    """``POST {"role", "action", "base"?}``: act in one of the caller's seats."""
+    """``POST {"role", "action", "base"?}``: act in one of the caller's seats.
+
+    Answers with what became of the action once the env has settled it: ``200`` applied (and
+    logged: ``seq`` names its event; ``error`` is the env's when it refused the action as
+    invalid, which is logged too), ``409`` not applied (the session ended first; the message
+    says how). Only when no answer comes within :attr:`answer_wait` seconds (a session still
+    starting) it is ``202``: on its way, the seat's notifications tell the rest.
+    """
 
     body_limit = "max_action_bytes"
+    #: Seconds the answer waits for the env's settlement before it says ``202``.
+    answer_wait = 5.0
 
     @web.authenticated
     @authorized
@@ -225,10 +235,23 @@ class ActionsHandler(CogymAPIHandler):
             Gate(self.host, who).seat(session_id, body.role)
             if not parts.rates.allow(who, session_id):
                 raise HostingError(rate_message(parts.limits), status=429)
-            request = await self.host.act(session_id, body.role, body.action, base=body.base)
+            submitted = await self.host.submit(session_id, body.role, body.action,
+                                               base=body.base, seen_seq=body.seen_seq)
         except HostingError as error:
             return self.error(error.status, error.message)
-        self.send({"request_id": request.id, "role": request.role}, status=202)
+        request = submitted.request
+        answer: dict[str, Any] = {"request_id": request.id, "role": request.role}
+        settled = await submitted.settled(self.answer_wait)
+        if settled is None:
+            return self.send(answer | {"status": "pending"}, status=202)
+        if not settled.applied:
+            message = settled.message or "The action was not applied."
+            return self.send(answer | {"status": settled.status, "end_reason": settled.end_reason,
+                                       "error": message, "message": message}, status=409)
+        answer |= {"status": "applied", "seq": settled.seq}
+        if settled.error is not None:
+            answer["error"] = settled.error
+        self.send(answer)
 
 
 class SeatsHandler(CogymAPIHandler):
@@ -333,7 +356,9 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
     an update does): the env answers with a whole update, which every socket of the seat gets.
     Agents' status updates arrive as ``{"type": "status", ...}``. Every action is either sent
     on to the env or answered by ``{"type": "error", "code", "error", "id"}``: a frame too big,
-    not JSON, of the wrong shape, or over the connection's rate (``"rate_limited"``). The socket
+    not JSON, of the wrong shape, or over the connection's rate (``"rate_limited"``). One sent
+    on that the env did not apply (the session ended first) is answered by a ``"refused"`` error
+    frame once the env settles it; an applied one by the seat's notifications. The socket
     stays open through all of them. Opening asks the env for the current state, so a
     reconnecting browser catches up.
 
@@ -383,6 +408,7 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
         self.bucket = TokenBucket(limits.ws_actions_per_second, limits.ws_action_burst)
         self._subscription: Subscription | None = None
         self._pump: asyncio.Task[None] | None = None
+        self._answers: set[asyncio.Future[None]] = set()  # waiting for the env's settlements
         await super().get(session_id)
 
     async def open(self, session_id: str) -> None:
@@ -467,10 +493,23 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
             return error_frame("bad_message", 'Send {"action": ...}: '
                                + validation_message(error), frame_id)
         try:
-            await self.host.act(self.session_id, self.role, frame.action, base=frame.base)
+            submitted = await self.host.submit(self.session_id, self.role, frame.action,
+                                               base=frame.base, seen_seq=frame.seen_seq)
         except HostingError as error:
             return error_frame("refused", error.message, frame_id)
+        # The answer comes later; meanwhile the socket reads the next frames.
+        answer = asyncio.ensure_future(self._refuse_if_not_applied(submitted, frame_id))
+        self._answers.add(answer)
+        answer.add_done_callback(self._answers.discard)
         return None
+
+    async def _refuse_if_not_applied(self, submitted: Submitted, frame_id: Any) -> None:
+        """Tell the panel when the env did not apply the action (the session ended first): an
+        error frame naming the action. An applied one is told by the seat's notifications."""
+        settled = await submitted.settled()
+        if settled is not None and not settled.applied:
+            await self._send(error_frame("refused", settled.message
+                                         or "The action was not applied.", frame_id))
 
     async def _sync(self, frame_id: Any) -> dict[str, Any] | None:
         """Send the whole state again: a watcher's to this socket alone, a seat's by asking the
@@ -504,6 +543,8 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
             pump = getattr(self, name, None)
             if pump is not None:
                 pump.cancel()
+        for answer in list(getattr(self, "_answers", ())):
+            answer.cancel()
 
 
 #: Subscriptions of closed sockets still closing.

@@ -157,6 +157,8 @@ class Limits(BaseModel):
     #: ``"notifications"`` (Co-Gym's protocol) or ``"turns"`` (strict turn-taking, the paper's
     #: §5.3 ablation, ``cogym_lab.core.turns``); ``None``: the team's, else notifications.
     interaction: Literal["notifications", "turns"] | None = None
+    #: Seconds a person's live typing must pause before the agents are told of it.
+    announce_seconds: float | None = Field(default=None, ge=0, le=3_600)
 
     def overrides(self) -> dict[str, Any]:
         """The limits given, by name."""

@@ -30,7 +30,7 @@ from cogym_lab.core.messages import Event, EventType, Notification, SessionConte
 
 #: Logged events that are no act of their member: keep-alives and the session's own.
 NOT_TURNS = frozenset({EventType.WAIT, EventType.START, EventType.TICK, EventType.CLOCK,
-                       EventType.END, EventType.SYNC})
+                       EventType.END, EventType.SYNC, EventType.EDIT})
 
 
 #: The simulated user's name for a turn it passed (``usage.json`` → ``moves``).

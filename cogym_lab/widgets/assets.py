@@ -10,6 +10,8 @@ ESM_PATH = STATIC_DIR / "session_panel.js"
 CSS_PATH = STATIC_DIR / "session_panel.css"
 VIEWER_ESM_PATH = STATIC_DIR / "trajectory_viewer.js"
 VIEWER_CSS_PATH = STATIC_DIR / "trajectory_viewer.css"
+#: Yjs and lib0 as one ES module (made by scripts/vendor_yjs.sh): the panel's live editing.
+YJS_PATH = STATIC_DIR / "vendor" / "yjs.mjs"
 
 
 def panel_esm() -> str:
@@ -20,6 +22,11 @@ def panel_esm() -> str:
 def panel_css() -> str:
     """The panel's style sheet, as text."""
     return CSS_PATH.read_text(encoding="utf-8")
+
+
+def yjs_esm() -> str:
+    """Yjs as one ES module, as text (the panel imports it in the browser)."""
+    return YJS_PATH.read_text(encoding="utf-8")
 
 
 def viewer_esm() -> str:

@@ -149,10 +149,17 @@ class LocalBridge:
             self._on_notification(state)
 
     async def _act(self, message: wire.ActionMessage) -> None:
+        """Pass the action on; tell the panel if the env did not apply it (the session ended
+        first), as for an action the host refused at once."""
         try:
-            await self.host.act(self.session_id, self.role, message.action, base=message.base)
+            submitted = await self.host.submit(self.session_id, self.role, message.action,
+                                               base=message.base, seen_seq=message.seen_seq)
         except HostingError as error:
             self._send(wire.error(error.message, message.id))
+            return
+        settled = await submitted.settled()
+        if settled is not None and not settled.applied:
+            self._send(wire.error(settled.message or "The action was not applied.", message.id))
 
     async def _rate(self, message: wire.RatingMessage) -> None:
         if message.role not in (None, self.role):

@@ -7,6 +7,10 @@ Two transports, chosen at construction; the browser code is the same for both:
 * ``SessionPanel.for_local(host, session_id, role)``: the session runs on a ``SessionHost`` in
   this kernel's event loop, and the kernel relays it through the widget's comm.
 
+Shared texts (the editor) are edited live: the browser keeps a Yjs replica of each, and Yjs
+itself travels as the text of one ES module in the ``yjs_module`` trait (the panel imports it;
+anywidget sends a widget one module of its own). A read-only panel gets none and edits nothing.
+
 Either may be read-only (``readonly=True``, watch mode): the panel then follows any member of the
 session (an agent, a simulated user) as that member sees it, live, and acts in nothing. The
 browser code disables its controls and sends no action; the server (or the kernel's bridge)
@@ -24,7 +28,7 @@ import anywidget
 from traitlets import Bool, Enum, Int, Unicode
 
 from cogym_lab.runtime.hosting import SessionHost
-from cogym_lab.widgets.assets import CSS_PATH, ESM_PATH
+from cogym_lab.widgets.assets import CSS_PATH, ESM_PATH, yjs_esm
 from cogym_lab.widgets.local_bridge import LocalBridge
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -52,8 +56,12 @@ class SessionPanel(anywidget.AnyWidget):
     connection = Unicode("", help="Set by the browser: connecting, open or closed.").tag(
         sync=True)
     last_seq = Int(0, help="The seq of the last notification shown.").tag(sync=True)
+    yjs_module = Unicode("", help="Yjs as the source text of one ES module, for live editing of "
+                                  "shared texts; empty: the editor is read-only.").tag(sync=True)
 
     def __init__(self, **kwargs: Any) -> None:
+        if "yjs_module" not in kwargs and not kwargs.get("readonly"):
+            kwargs["yjs_module"] = yjs_esm()  # a watcher edits nothing: it is not sent Yjs
         super().__init__(**kwargs)
         self.bridge: LocalBridge | None = None
 

@@ -23,6 +23,7 @@ class ActionMessage(BaseModel):
     type: Literal["action"]
     action: str | dict[str, Any]
     base: str | None = None
+    seen_seq: int | None = None  # a live edit: the update whose shared texts it was made on
     id: str | int | None = None  # the panel's name for the action, repeated in a refusal
 
 

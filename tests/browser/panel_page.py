@@ -69,16 +69,20 @@ class SessionPanelPage:
         return self.root.locator(_EDITOR.format(component=component))
 
     def editor_box(self, component: str) -> Locator:
-        """The view of ``component``'s editor, with its buttons and save-state label."""
+        """The view of ``component``'s editor, with its preview button and state line."""
         textarea = self.page.locator(_EDITOR.format(component=component))
         return self.root.locator('[data-testid="view-editor"]').filter(has=textarea)
 
     def editor_state(self, component: str) -> Locator:
-        """The save-state label next to ``component``'s editor."""
+        """The state line of ``component``'s editor: ``data-state`` is synced, syncing,
+        offline, refused, waiting, ended or readonly."""
         return self.editor_box(component).locator('[data-testid="editor-state"]')
 
-    def save_editor(self, component: str) -> None:
-        self.editor_box(component).locator('[data-testid="editor-save"]').click()
+    def wait_synced(self, component: str) -> None:
+        """Until everything typed in ``component``'s editor has reached the session (the
+        editor is live: there is nothing to save)."""
+        expect(self.editor_state(component)).to_have_attribute("data-state", "synced",
+                                                               timeout=UI_TIMEOUT_MS)
 
     # -- the end --------------------------------------------------------------------------------
 

@@ -66,14 +66,13 @@ def test_the_person_adds_a_result_and_reviews_the_agents_edits(
     assert picked and picked in entry.inner_text()
     shots.take("a-search-result-added-to-the-library", focus=start_cell, where="start")
 
-    # Twenty lines typed into the shared editor, each ended with Enter, then saved.
+    # Twenty lines typed into the shared editor, each ended with Enter: they reach the session
+    # as they are typed (the editor is live, there is no Save button).
     panel.editor("editor").click()
     for line in LINES:
         keyboard.type(line)
         keyboard.press("Enter")
-    panel.save_editor("editor")
-    expect(panel.editor_state("editor")).to_have_attribute("data-state", "saved",
-                                                           timeout=UI_TIMEOUT_MS)
+    panel.wait_synced("editor")
 
     # The agent asks to change one line: the diff leads with it, the rest folded.
     panel.type_chat("Please tidy point ten")

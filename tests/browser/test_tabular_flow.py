@@ -2,9 +2,9 @@
 
 The person (this test, in Chromium) opens the first example notebook, loads the extension and
 starts a session with ``%cogym new``; chats with the agent; approves the agent's cell, which then
-appears in the live notebook and runs in the notebook's own kernel; edits the shared findings
-while the agent edits them too, and keeps both edits; finishes and rates the session. The agent
-runs in the Jupyter server on the loopback scripted LM.
+appears in the live notebook and runs in the notebook's own kernel; types into the shared
+findings (live, no Save) while the agent writes them too, and both edits are kept; finishes and
+rates the session. The agent runs in the Jupyter server on the loopback scripted LM.
 """
 
 from __future__ import annotations
@@ -119,22 +119,19 @@ def test_a_person_and_an_agent_analyse_a_dataframe(lab: LabPage, shots: StepShot
     expect(lab.outputs(person_cell)).to_have_text("the person sees -12", timeout=UI_TIMEOUT_MS)
     shots.take("person-uses-the-agents-variable", focus=person_cell)
 
-    # 5. both edit the findings at once; saving keeps both
+    # 5. both edit the findings at once: the person types theirs while the agent writes its
+    # own; the editor is live (no Save button), and both are kept
     findings = panel.editor("findings")
+    panel.send_chat("Please add your finding to the findings.")
     findings.click()
+    page.keyboard.press("Control+End")
     first_line, second_line = PERSON_FINDING.split("\n")
     findings.press_sequentially(first_line)
     page.keyboard.press("Enter")  # a new line in the editor, never a notebook shortcut
     findings.press_sequentially(second_line)
-    expect(findings).to_have_value(PERSON_FINDING)
-    panel.send_chat("Please add your finding to the findings.")
-    expect(panel.editor_state("findings")).to_have_attribute("data-state", "behind",
-                                                             timeout=UI_TIMEOUT_MS)
     shots.take("editor-both-editing", focus=findings)
-    panel.save_editor("findings")
     expect(findings).to_have_value(_both(PERSON_FINDING, AGENT_FINDING), timeout=UI_TIMEOUT_MS)
-    expect(panel.editor_state("findings")).to_have_attribute("data-state", "saved",
-                                                             timeout=UI_TIMEOUT_MS)
+    panel.wait_synced("findings")
     shots.take("editor-both-edits-kept", focus=findings)
 
     # 6. finish and rate

@@ -66,3 +66,39 @@ class ScriptedAnalyst:
 
 SCRIPTED_ANALYST = MemberType(name="scripted-analyst", kind="agent", uses_lm=False,
                               build=lambda setup: ScriptedAnalyst(**setup.options))
+
+
+#: The first cell of :class:`TwoCellAnalyst`: slow enough for a person to type into it while it
+#: runs. Its outputs are a stream and a result.
+SLOW_CELL = "import time\ntime.sleep({seconds})\nprint('slow cell done')\n6 * 7"
+#: Its second cell, added once the first one's outputs are in.
+NEXT_CELL = "print('the next cell')"
+
+
+class TwoCellAnalyst:
+    """Runs :data:`SLOW_CELL` at the start and :data:`NEXT_CELL` once the first is recorded:
+    outputs, execution count and the next agent cell reach the notebook one after the other
+    while a person may be typing."""
+
+    def __init__(self, seconds: float = 2.0, role: str = "agent") -> None:
+        self.role = role
+        self.todo = [cell(SLOW_CELL.format(seconds=seconds)), cell(NEXT_CELL)]
+        self.sent = 0
+
+    def start(self, context: Any) -> None:
+        self.context = context
+
+    async def act(self, notification: Any) -> Any:
+        notebook = notification.view["notebook"].content
+        recorded = [c for c in notebook["cells"] if c["ran_by"] == self.role]
+        if not self.todo or self.role in notebook["running"] or len(recorded) < self.sent:
+            return None  # its previous cell has not come back yet
+        self.sent += 1
+        return self.todo.pop(0)
+
+    def end(self, final: Any) -> None:
+        self.final = final
+
+
+TWO_CELL_ANALYST = MemberType(name="two-cell-analyst", kind="agent", uses_lm=False,
+                              build=lambda setup: TwoCellAnalyst(**setup.options))

@@ -31,6 +31,7 @@ from tornado.websocket import WebSocketClientConnection, websocket_connect
 
 from tests.support.jupyter_process import JupyterServerProcess
 from tests.support.kernel_messages import collect_output, execute_request
+from tests.support.yroom import RoomReplica
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BACKEND = "jupyter-server-documents>=0.3"
@@ -95,6 +96,8 @@ class ServerDocumentsServer(JupyterServerProcess):
 
     #: The teams the tests create sessions with: the server takes registered names only.
     TEAMS = {"server-documents-greet": True, "server-documents-quiet": False}
+    #: A team whose agent runs a slow cell, then a next one (notebook_agents.TwoCellAnalyst).
+    TWO_CELLS = "server-documents-two-cells"
 
     def _write_teams(self) -> dict[str, str]:
         paths = {}
@@ -104,6 +107,10 @@ class ServerDocumentsServer(JupyterServerProcess):
                             'type = "scripted-analyst"\n'
                             f'[members.agent.options]\ngreet = {str(greet).lower()}\n')
             paths[name] = str(path)
+        path = self.root.parent / f"{self.TWO_CELLS}.toml"
+        path.write_text(f'name = "{self.TWO_CELLS}"\n[members.agent]\n'
+                        'type = "two-cell-analyst"\n[members.agent.options]\nseconds = 2.5\n')
+        paths[self.TWO_CELLS] = str(path)
         return paths
 
     def start(self, timeout: float = 120.0) -> ServerDocumentsServer:
@@ -117,7 +124,9 @@ class ServerDocumentsServer(JupyterServerProcess):
             "IdentityProvider": {"token": self.token},
             "CogymLabApp": {"results_dir": str(self.results_dir), "teams": self._write_teams(),
                             "members": {"scripted-analyst":
-                                        "tests.support.notebook_agents:SCRIPTED_ANALYST"}},
+                                        "tests.support.notebook_agents:SCRIPTED_ANALYST",
+                                        "two-cell-analyst":
+                                        "tests.support.notebook_agents:TWO_CELL_ANALYST"}},
             "BaseFileIdManager": {"db_path": str(self.state / "file-ids.db")}}))
         command = [str(self.python), "-m", "jupyter", "server", f"--config={config}"]
         with self.log_path.open("wb") as log:
@@ -171,6 +180,13 @@ class ServerDocumentsServer(JupyterServerProcess):
         status, index = self.call("POST", f"api/fileid/index?path={path}")
         assert status in (200, 201), index
         return f"json:notebook:{index['id']}"
+
+    async def replica(self, path: str) -> RoomReplica:
+        """A person's copy of the notebook's live document, joined to its room over the
+        backend's websocket as JupyterLab joins it (tests/support/yroom.py)."""
+        url = f"ws://127.0.0.1:{self.port}/api/collaboration/room/{self.room_id(path)}"
+        request = HTTPRequest(url, headers={"Authorization": f"token {self.token}"})
+        return await RoomReplica(await websocket_connect(request)).join()
 
     async def person(self, kernel_id: str) -> BrowserKernel:
         """A connection to the kernel's websocket, as JupyterLab opens it."""

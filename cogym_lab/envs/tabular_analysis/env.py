@@ -60,6 +60,7 @@ from cogym_lab.envs.tabular_analysis.grader import (
 )
 from cogym_lab.envs.tabular_analysis.instances import copy_files, load_instances
 from cogym_lab.kernels import KernelExecutor, LocalKernelExecutor, NotebookLink, PersonCell
+from cogym_lab.kernels.notebook_link import NOTEBOOK_CELL
 from cogym_lab.lm import LM, configured_lm
 
 AUTONOMY_LEVELS = ("free", "ask")
@@ -154,6 +155,9 @@ class TabularAnalysisEnv(DatasetEnv):
             self.task = CustomQuery(self.query.strip(), self.data.strip() if self.data else None)
         if self.notebook is not None and self.executor is None:
             self.executor = self.notebook.executor
+        follow = getattr(self.notebook, "follow_record", None)
+        if callable(follow):  # the link keeps the recorded agent cells in the notebook
+            follow(lambda: getattr(self, "cells", []))
 
     @property
     def is_custom(self) -> bool:
@@ -306,7 +310,10 @@ class TabularAnalysisEnv(DatasetEnv):
             result = await kernel.execute(code, timeout=timeout)
             if live is not None:
                 await live.show_outputs(shown, result)
-            return {"name": "RECORD_CELL", "args": {"code": code, "result": result.to_dict()}}
+            recorded = result.to_dict()
+            if isinstance(shown, str):  # which notebook cell shows it, for the log
+                recorded[NOTEBOOK_CELL] = shown
+            return {"name": "RECORD_CELL", "args": {"code": code, "result": recorded}}
 
         return ActionOutcome(deferred=Deferred(work=run, label="Running the cell"))
 
@@ -314,10 +321,13 @@ class TabularAnalysisEnv(DatasetEnv):
             result="The outputs")
     def record_cell(self, role: str, code: str, result: dict) -> None:
         self.running.pop(role, None)
-        self.cells.append({"index": len(self.cells) + 1, "ran_by": role, "source": code,
-                           "execution_count": result.get("execution_count"),
-                           "status": result.get("status"), "outputs": result.get("outputs", []),
-                           "error": result.get("error"), "truncated": result.get("truncated")})
+        cell = {"index": len(self.cells) + 1, "ran_by": role, "source": code,
+                "execution_count": result.get("execution_count"),
+                "status": result.get("status"), "outputs": result.get("outputs", []),
+                "error": result.get("error"), "truncated": result.get("truncated")}
+        if isinstance(result.get(NOTEBOOK_CELL), str):  # shown in the person's notebook
+            cell["cell_id"] = result[NOTEBOOK_CELL]
+        self.cells.append(cell)
 
     @action("Note that the kernel restarted and every variable is gone.", internal=True)
     def record_kernel_restart(self, role: str) -> None:

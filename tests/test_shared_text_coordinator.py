@@ -1,135 +1,22 @@
-"""Concurrent edits of one text: the CRDT three-way merge, and the coordinator applying it to
-whole-text replacements (``@action(replaces=...)``) so neither the person's nor the agent's edit
-is lost, with a log that replays to the same text."""
+"""The coordinator and a session keep whole-text replacements (``@action(replaces=...)``) on
+the shared text's CRDT document: an edit made on an older version is merged with what changed
+since, the actor is told of an overlap, and the log replays to the same text."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
-
 from cogym_lab.bus import MemoryBus
 from cogym_lab.core import CoEnv, Component, Notification, RenderType, action
 from cogym_lab.core.coordinator import Coordinator
 from cogym_lab.core.messages import EventType, StepRequest, TeamMember, obs_channel, step_channel
-from cogym_lab.core.text_merge import merge_text, text_edits
 from cogym_lab.envs.related_work import RelatedWorkEnv
 from cogym_lab.envs.tabular_analysis import TabularAnalysisEnv
 from cogym_lab.envs.travel_planning import TravelPlanningEnv
 from cogym_lab.nodes.session import Session, SessionConfig
 from tests.support.notified import notified
-
-# Letters, spaces, newlines and characters outside the BMP (the CRDT must count them right).
-CHARS = st.sampled_from(list("abc xyz\n.,éß") + ["😀", "🎉", "中"])
-TEXT = st.text(alphabet=CHARS, max_size=40)
-MARK = "§"  # never generated: separates the part one side edits from the part the other edits
-
-
-# -- merge_text --------------------------------------------------------------------------------
-
-@given(base=TEXT, ours=TEXT, theirs=TEXT)
-@settings(max_examples=200, deadline=None)
-def test_a_side_that_changed_nothing_is_the_identity(base: str, ours: str, theirs: str) -> None:
-    assert merge_text(base, base, theirs) == theirs
-    assert merge_text(base, ours, base) == ours
-
-
-@given(base=TEXT, edited=TEXT)
-@settings(max_examples=200, deadline=None)
-def test_identical_edits_are_not_duplicated(base: str, edited: str) -> None:
-    assert merge_text(base, edited, edited) == edited
-
-
-@given(left=TEXT, right=TEXT, new_left=TEXT, new_right=TEXT)
-@settings(max_examples=300, deadline=None)
-def test_edits_of_separate_parts_are_both_kept(left: str, right: str, new_left: str,
-                                               new_right: str) -> None:
-    """Any edit (insert, delete, replace) of one part plus any edit of another part."""
-    base = left + MARK + right
-    ours, theirs = new_left + MARK + right, left + MARK + new_right
-    assert merge_text(base, ours, theirs) == new_left + MARK + new_right
-    assert merge_text(base, theirs, ours) == new_left + MARK + new_right
-
-
-@st.composite
-def two_insertions(draw: st.DrawFn, ours_chars=CHARS, theirs_chars=CHARS):
-    base = draw(TEXT)
-    i, j = draw(st.integers(0, len(base))), draw(st.integers(0, len(base)))
-    a = draw(st.text(alphabet=ours_chars, min_size=1, max_size=20))
-    b = draw(st.text(alphabet=theirs_chars, min_size=1, max_size=20))
-    return base, i, j, a, b
-
-
-def _is_subsequence(small: str, big: str) -> bool:
-    chars = iter(big)
-    return all(char in chars for char in small)
-
-
-@given(two_insertions())
-@settings(max_examples=300, deadline=None)
-def test_both_sides_insertions_are_kept(case: tuple[str, int, int, str, str]) -> None:
-    """Every character of both texts survives, in order (a letter both typed at one spot may
-    count once: that is the same edit made twice)."""
-    base, i, j, a, b = case
-    ours, theirs = base[:i] + a + base[i:], base[:j] + b + base[j:]
-    merged = merge_text(base, ours, theirs)
-    assert _is_subsequence(ours, merged) and _is_subsequence(theirs, merged)
-    assert len(merged) <= len(base) + len(a) + len(b)
-
-
-@given(two_insertions(ours_chars=st.sampled_from("XYZ"), theirs_chars=st.sampled_from("PQR")))
-@example(("aaa", 1, 0, "X", "P"))  # a repeated letter once made difflib move the X to the front
-@settings(max_examples=300, deadline=None)
-def test_distinct_insertions_land_where_each_side_put_them(
-        case: tuple[str, int, int, str, str]) -> None:
-    base, i, j, a, b = case
-    ours, theirs = base[:i] + a + base[i:], base[:j] + b + base[j:]
-    if i <= j:
-        expected = base[:i] + a + base[i:j] + b + base[j:]
-    else:
-        expected = base[:j] + b + base[j:i] + a + base[i:]
-    assert merge_text(base, ours, theirs) == expected
-
-
-def test_insertions_at_one_spot_put_ours_first_every_time() -> None:
-    for _ in range(5):  # fixed client ids: no run-to-run variation
-        assert merge_text("ab", "a[person]b", "a[agent]b") == "a[person][agent]b"
-
-
-def test_an_insertion_inside_a_deleted_span_survives() -> None:
-    base = "Intro. Old paragraph about BM25 ranking. Outro."
-    ours = "Intro. Outro."  # one side deletes the paragraph
-    theirs = "Intro. Old paragraph about BM25 ranking [3]. Outro."  # the other cites in it
-    merged = merge_text(base, ours, theirs)
-    assert merged == "Intro.  [3]Outro."  # the citation outlives the paragraph it was added to
-
-
-def test_long_texts_are_merged_line_by_line_and_keep_both_edits() -> None:
-    lines = [f"Line {n}: some words about topic {n % 7}.\n" for n in range(400)]
-    base = "".join(lines)
-    ours = "".join(lines[:10] + ["A new line from the person.\n"] + lines[10:])
-    theirs_lines = list(lines)
-    theirs_lines[300] = "Line 300: rewritten by the agent.\n"
-    theirs = "".join(theirs_lines)
-    merged = merge_text(base, ours, theirs)
-    assert "A new line from the person.\n" in merged
-    assert "Line 300: rewritten by the agent.\n" in merged
-    assert "Line 300: some words" not in merged
-    assert len(merged.splitlines()) == 401
-
-
-def test_text_edits_are_spans_of_the_base() -> None:
-    edits = text_edits("the cat sat", "the black cat sat down")
-    rebuilt, at = [], 0
-    base = "the cat sat"
-    for edit in edits:
-        rebuilt += [base[at:edit.start], edit.text]
-        at = edit.end
-    assert "".join(rebuilt) + base[at:] == "the black cat sat down"
-    assert text_edits("same", "same") == []
-
+from tests.support.panel_replica import PanelReplica
 
 # -- the envs mark their whole-text actions ----------------------------------------------------
 
@@ -367,3 +254,177 @@ async def test_a_person_save_sent_with_its_base_over_the_bus_is_merged() -> None
             role="person", action={"name": "FINISH", "args": {}}).model_dump(mode="json"))
         result = await runner
     assert result.outcome == BOTH
+
+
+# -- overlaps, live edits and their announcement ---------------------------------------------------
+
+DAYS = "Day 1: beach\nDay 2: Getty\nDay 3: fly home\n"
+
+
+def _days() -> tuple[Coordinator, list]:
+    coordinator = Coordinator(Notes(), TEAM, session_id="s1")
+    log = coordinator.start(1.0).events
+    log += coordinator.handle("person", _update(DAYS), 2.0).events
+    log += coordinator.handle("agent", {"name": "WAIT_TEAMMATE_CONTINUE", "args": {}}, 2.5).events
+    return coordinator, log
+
+
+def test_an_overlapping_edit_keeps_whole_lines_and_the_actor_is_told() -> None:
+    coordinator, log = _days()
+    seen = coordinator.seq
+    deleted = coordinator.handle("person", _update("Day 1: beach\nDay 3: fly home\n"), 3.0,
+                                 seen_seq=seen)
+    agent = coordinator.handle("agent", _update(
+        "Day 1: beach\nDay 2: Getty museum at dawn\nDay 3: fly home\n"), 4.0, seen_seq=seen)
+    log += deleted.events + agent.events
+    merged = "Day 1: beach\nDay 2: Getty museum at dawn\nDay 3: fly home\n"
+    assert coordinator.env.text == merged  # once "Day 1: beach\nDay  at dawn3: fly home"
+    info = agent.events[0].info
+    assert info["overlap"] == {"component": "editor", "with": ["person"], "lines": [[2, 2]]}
+    told = {n.recipient: n for n in notified(coordinator, agent)}
+    assert told["agent"].event.info["overlap"]["lines"] == [[2, 2]]
+    assert told["agent"].view["editor"].content == merged  # the merged text, to check
+    assert "text_updates" not in told["agent"].event.info  # the log's, not the members'
+    assert _replayed(coordinator, log)["views"] == coordinator.snapshot()["views"]
+
+
+def _panel(coordinator: Coordinator, transition) -> PanelReplica:
+    panel = PanelReplica(client=7)
+    for update in transition.updates:
+        if update.recipient == "person":
+            panel.receive(update.texts, update.seq)
+    return panel
+
+
+def test_a_panels_live_edits_reach_the_people_at_once_and_the_agent_when_typing_pauses() -> None:
+    coordinator = Coordinator(Notes(), TEAM, session_id="s1")
+    started = coordinator.start(1.0)
+    log = list(started.events)
+    panel = _panel(coordinator, started)
+    assert panel.value == BASE
+    panel.type(len("Opening line.\n"), len("Opening line.\n"), "Typed live.\n")
+    batch = panel.take()
+    assert batch is not None
+    edit = coordinator.handle("person", batch.action("editor", panel.client), 2.0,
+                              seen_seq=batch.seen_seq)
+    log += edit.events
+    (event,) = edit.events
+    assert event.type is EventType.EDIT and event.recipients == ["person"]  # not the agent yet
+    assert coordinator.env.text == "Opening line.\nTyped live.\nClosing line.\n"
+    assert coordinator.step_counts["person"] == 0  # typing is not a step
+    (to_person,) = edit.updates
+    panel.receive(to_person.texts, to_person.seq)
+    assert panel.value == coordinator.env.text
+    announced = coordinator.announce_edits(3.0)
+    log += announced.events
+    (news,) = announced.events
+    assert news.type is EventType.ACTION and news.actor == "person"
+    assert news.info["live"] == {"component": "editor", "since": event.seq}
+    assert news.recipients == ["agent"]
+    agent_view = {n.recipient: n for n in notified(coordinator, announced)}["agent"]
+    assert agent_view.view["editor"].content == coordinator.env.text
+    assert coordinator.announce_edits(4.0).events == []  # nothing new since
+    fresh = Coordinator(Notes(), TEAM, session_id="s1")
+    for logged in log:
+        fresh.replay(logged)
+    assert fresh.snapshot() == coordinator.snapshot()
+    assert fresh._texts.text("editor").state_vector() == \
+        coordinator._texts.text("editor").state_vector()
+
+
+def test_the_end_of_a_session_announces_typing_not_yet_announced() -> None:
+    coordinator = Coordinator(Notes(), TEAM, session_id="s1")
+    panel = _panel(coordinator, coordinator.start(1.0))
+    panel.type(0, 0, "Last words. ")
+    batch = panel.take()
+    assert batch is not None
+    coordinator.handle("person", batch.action("editor", panel.client), 2.0,
+                       seen_seq=batch.seen_seq)
+    ending = coordinator.handle("person", {"name": "FINISH", "args": {}}, 3.0)
+    assert [e.type for e in ending.events] == [EventType.FINISH, EventType.ACTION, EventType.END]
+    assert ending.events[1].info["live"]["component"] == "editor"
+
+
+def test_a_live_edit_from_anyone_but_a_person_or_of_no_shared_text_is_refused() -> None:
+    coordinator = Coordinator(Notes(), TEAM, session_id="s1")
+    panel = _panel(coordinator, coordinator.start(1.0))
+    panel.type(0, 0, "x")
+    batch = panel.take()
+    assert batch is not None
+    agent = coordinator.handle("agent", batch.action("editor", 7), 2.0)
+    assert agent.events[0].type is EventType.ERROR
+    assert "person's panel" in (agent.events[0].error or "")
+    words = coordinator.handle("person", batch.action("words", 7), 2.0)
+    assert "not a shared text" in (words.events[0].error or "")
+    garbled = coordinator.handle("person", {"name": "EDIT_TEXT", "args": {
+        "component": "editor", "client": 7, "update": "not base64!"}}, 2.0, seen_seq=1)
+    assert "base64" in (garbled.events[0].error or "")
+    unplaced = coordinator.handle("person", batch.action("editor", 7), 2.0)  # no seen_seq
+    assert "seen_seq" in (unplaced.events[0].error or "")
+    assert coordinator.env.text == BASE  # nothing changed
+
+
+def test_live_edits_do_not_count_toward_the_event_limit() -> None:
+    coordinator = Coordinator(Notes(), TEAM, session_id="s1", max_events=5)
+    panel = _panel(coordinator, coordinator.start(1.0))
+    for n in range(12):
+        panel.type(0, 0, f"{n} ")
+        batch = panel.take()
+        assert batch is not None
+        transition = coordinator.handle("person", batch.action("editor", panel.client),
+                                        2.0 + n, seen_seq=batch.seen_seq)
+        for update in transition.updates:
+            panel.receive(update.texts, update.seq)
+    assert not coordinator.done
+    assert coordinator.env.text.startswith("11 10 9 8")
+
+
+def test_the_agents_prompt_says_where_its_edit_overlapped_and_to_check_it() -> None:
+    from cogym_lab.agents.base import _describe
+
+    coordinator, _ = _days()
+    seen = coordinator.seq
+    person = coordinator.handle("person", _update("Day 1: beach\nDay 3: fly home\n"), 3.0,
+                                seen_seq=seen)
+    agent = coordinator.handle("agent", _update(
+        "Day 1: beach\nDay 2: Getty museum at dawn\nDay 3: fly home\n"), 4.0, seen_seq=seen)
+    told = _describe(agent.events[0], "agent")
+    assert "overlapped person's edit" in told and "lines 2" in told and "Check them" in told
+    assert _describe(person.events[0], "agent").startswith("person did EDITOR_UPDATE")
+    panel = PanelReplica(client=9)
+    live = Coordinator(Notes(), TEAM, session_id="s2")
+    for update in live.start(1.0).updates:
+        if update.recipient == "person":
+            panel.receive(update.texts, update.seq)
+    panel.type(0, 0, "x")
+    batch = panel.take()
+    assert batch is not None
+    live.handle("person", batch.action("editor", 9), 2.0, seen_seq=batch.seen_seq)
+    (news,) = live.announce_edits(3.0).events
+    assert _describe(news, "agent") == ("person has been editing the editor (the view shows "
+                                        "it as it is now).")
+
+
+def test_under_turn_taking_typing_neither_needs_nor_passes_the_turn() -> None:
+    coordinator = Coordinator(Notes(), TEAM, session_id="s1", interaction="turns")
+    log = list(coordinator.start(1.0).events)
+    panel = PanelReplica(client=11)
+    joined = coordinator.sync("person", 1.5)
+    assert joined is not None
+    panel.receive(joined.texts, joined.seq)
+    assert coordinator.turns is not None and coordinator.turns.role == "agent"
+    panel.type(0, 0, "Typed out of turn. ")
+    batch = panel.take()
+    assert batch is not None
+    typed = coordinator.handle("person", batch.action("editor", 11), 2.0,
+                               seen_seq=batch.seen_seq)
+    log += typed.events
+    (event,) = typed.events
+    assert event.type is EventType.EDIT and event.recipients == ["person"]  # the panel's ack
+    assert coordinator.env.text.startswith("Typed out of turn.")
+    assert coordinator.turns.role == "agent"  # still the agent's turn
+    log += coordinator.announce_edits(3.0).events
+    fresh = Coordinator(Notes(), TEAM, session_id="s1", interaction="turns")
+    for logged in log:
+        fresh.replay(logged)
+    assert fresh.snapshot() == coordinator.snapshot()

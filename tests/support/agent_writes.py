@@ -1,0 +1,84 @@
+"""What tests of the agent's writes into a person's notebook share: real cell results of every
+kind (a stream with a result, an error, a large image, a long stream) from a real kernel, and
+checks of a saved notebook."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from cogym_lab.kernels import CellResult
+from cogym_lab.server.live_notebooks.link import AGENT_CELL_KEY
+from cogym_lab.server.live_notebooks.server_kernel import ServerKernelExecutor
+
+#: A PNG of random pixels, built in the kernel without any plotting library: a large image
+#: output (about 640 kB once base64-encoded).
+IMAGE_CELL = """\
+import os, struct, zlib
+from IPython.display import Image, display
+
+def png(width, height):
+    rows = b''.join(b'\\x00' + os.urandom(width * 3) for _ in range(height))
+    def chunk(kind, data):
+        return (struct.pack('>I', len(data)) + kind + data
+                + struct.pack('>I', zlib.crc32(kind + data) & 0xffffffff))
+    header = struct.pack('>IIBBBBB', width, height, 8, 2, 0, 0, 0)
+    return (b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', header)
+            + chunk(b'IDAT', zlib.compress(rows)) + chunk(b'IEND', b''))
+
+display(Image(data=png(400, 400)))
+print('an image')"""
+
+#: One cell per kind of output the agent's writes must carry.
+RESULT_CELLS = {
+    "stream and result": "print('hello from the agent')\n6 * 7",
+    "error": "undefined_name + 1",
+    "image": IMAGE_CELL,
+    "long stream": "for i in range(4000):\n    print(i, 'a line of the agent output')",
+}
+
+
+async def real_results(kernels: Any, kernel_id: str, folder: Path) -> dict[str, CellResult]:
+    """Each of :data:`RESULT_CELLS` run in the notebook's real kernel (by name)."""
+    executor = ServerKernelExecutor(kernels, kernel_id, folder, timeout=60)
+    await executor.start()
+    try:
+        results = {name: await executor.execute(code) for name, code in RESULT_CELLS.items()}
+    finally:
+        await executor.shutdown()
+    kinds = {name: [o.kind for o in result.outputs] for name, result in results.items()}
+    assert kinds["error"] == ["error"], kinds
+    assert any(o.png for o in results["image"].outputs), kinds
+    assert results["long stream"].truncated, kinds  # cut at the output budget, marked as cut
+    return results
+
+
+def read_saved(path: Path) -> dict[str, Any]:
+    """The notebook file as saved, checked against the nbformat schema."""
+    notebook = nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
+    nbformat.validate(notebook)
+    return json.loads(json.dumps(notebook))
+
+
+def agent_cells(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [cell for cell in cells if AGENT_CELL_KEY in cell.get("metadata", {})]
+
+
+def cell_by_id(cells: list[dict[str, Any]], cell_id: str) -> dict[str, Any] | None:
+    return next((cell for cell in cells if cell.get("id") == cell_id), None)
+
+
+def source_of(cell: dict[str, Any]) -> str:
+    source = cell["source"]
+    return "".join(source) if isinstance(source, list) else source
+
+
+def text_of(outputs: list[dict[str, Any]]) -> str:
+    parts = []
+    for output in outputs:
+        text = output.get("text") or output.get("data", {}).get("text/plain", "")
+        parts.append("".join(text) if isinstance(text, list) else text)
+    return "".join(parts)

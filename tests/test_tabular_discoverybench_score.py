@@ -20,9 +20,9 @@ from cogym_lab.envs.tabular_analysis.discoverybench_score import (
     variable_score,
 )
 from cogym_lab.envs.tabular_analysis.grader import HypothesisJudgment, product_score
-from tests.support.data import REPO_ROOT
+from tests.support.data import SHARED_ORACLES
 
-ORACLE = REPO_ROOT.parent / "shared" / "oracles" / "discoverybench" / "canned_judgments.json"
+ORACLE = SHARED_ORACLES / "discoverybench" / "canned_judgments.json"
 RECALL = "discoverybench_recall_context(Co-Gym perf)"
 HMS = "discoverybench_final_score"
 #: A relation answer that names no option (the oracle's ``invalid``).

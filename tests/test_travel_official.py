@@ -24,7 +24,7 @@ from cogym_lab.envs.travel_planning.pass_rates import pass_rates
 from cogym_lab.envs.travel_planning.plan import parse_plan
 from cogym_lab.envs.travel_planning.records import TravelInstance
 from cogym_lab.envs.travel_planning.submission import to_submission
-from tests.support.data import SHARED_DATASETS, datasets_dir  # noqa: F401 (fixture)
+from tests.support.data import SHARED_ORACLES, datasets_dir  # noqa: F401 (fixture)
 from tests.test_travel_grader import (
     BURBANK,
     DAY1_FLIGHT,
@@ -34,7 +34,7 @@ from tests.test_travel_grader import (
     variant,
 )
 
-ORACLE = SHARED_DATASETS.parent / "oracles" / "travelplanner"
+ORACLE = SHARED_ORACLES / "travelplanner"
 
 
 def _lines(name: str) -> list[dict[str, Any]]:

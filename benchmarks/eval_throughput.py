@@ -14,9 +14,9 @@ of the manifest is counted (bytes, and seconds spent writing, all of them on the
 The same script measures a tree from before ``sessions.jsonl`` existed. Otherwise, what it
 measures:
 
-* The runner (``cogym_lab.eval.arun``) plays the ``collaborative`` team (LM agent and simulated
-  user) on the built-in ``todo`` task. The LMs go through the real ``openai`` client to the
-  loopback ``ScriptedOpenAIServer``, run in a process of its own as a remote LM would be (its
+* The runner (``cogym_lab.eval.batch.runner.arun``) plays the ``collaborative`` team (LM agent and
+  simulated user) on the built-in ``todo`` task. The LMs go through the real ``openai`` client to
+  the loopback ``ScriptedOpenAIServer``, run in a process of its own as a remote LM would be (its
   threads would otherwise take turns with the batch's event loop for the interpreter), whose
   scripted agent searches nothing, adds six items one by one and finishes, and whose user
   always lets the agent work: it picks "do nothing" wherever its menu lists it (an earlier

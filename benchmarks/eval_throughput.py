@@ -14,9 +14,9 @@ of the manifest is counted (bytes, and seconds spent writing, all of them on the
 The same script measures a tree from before ``sessions.jsonl`` existed. Otherwise, what it
 measures:
 
-* The runner (``cogym_lab.eval.arun``) plays the ``collaborative`` team (LM agent and simulated
-  user) on the built-in ``todo`` task. The LMs go through the real ``openai`` client to the
-  loopback ``ScriptedOpenAIServer``, run in a process of its own as a remote LM would be (its
+* The runner (``cogym_lab.eval.batch.runner.arun``) plays the ``collaborative`` team (LM agent and
+  simulated user) on the built-in ``todo`` task. The LMs go through the real ``openai`` client to
+  the loopback ``ScriptedOpenAIServer``, run in a process of its own as a remote LM would be (its
   threads would otherwise take turns with the batch's event loop for the interpreter), whose
   scripted agent searches nothing, adds six items one by one and finishes, and whose user
   always lets the agent work: it picks "do nothing" wherever its menu lists it (an earlier
@@ -213,7 +213,7 @@ BATCH_OPTIONS: dict[str, Any] = {
 def run_level(concurrency: int, sessions: int, latency: float, trace: bool) -> dict[str, Any]:
     """One in-process level, in this process: start the server, run the batch, measure."""
     from cogym_lab.envs import register_env
-    from cogym_lab.eval.runner import arun
+    from cogym_lab.eval.batch.runner import arun
 
     register_env("todo_bench", many_todo_instances(sessions))
     return measure_batch(concurrency, latency, trace, lambda base_url, out: arun(
@@ -231,7 +231,7 @@ def run_ray_level(nodes: int, sessions: int, per_actor: int, latency: float) -> 
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     from ray.cluster_utils import Cluster
 
-    from cogym_lab.eval.runner import arun
+    from cogym_lab.eval.batch.runner import arun
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
                                                             "include_dashboard": False})
@@ -254,8 +254,9 @@ def manifest_cost(sessions: int) -> dict[str, Any]:
     from pathlib import Path
 
     from cogym_lab.envs import register_env
-    from cogym_lab.eval import batch_manifest, runner
-    from cogym_lab.eval.batch_manifest import RunSummary, SessionEntry, TokenCount, Tokens
+    from cogym_lab.eval.batch import manifest as batch_manifest
+    from cogym_lab.eval.batch import runner
+    from cogym_lab.eval.batch.manifest import RunSummary, SessionEntry, TokenCount, Tokens
 
     register_env("todo", many_todo_instances(sessions))  # the example team plays only todo
     counted = {"rewrites": 0, "appends": 0, "bytes": 0, "seconds": 0.0}

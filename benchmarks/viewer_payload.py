@@ -27,9 +27,9 @@ import time
 from pathlib import Path
 
 from cogym_lab.envs import make_env
-from cogym_lab.eval.viewer import build_trajectory
 from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.nodes.replay import replay
+from cogym_lab.records.viewer import build_trajectory
 from cogym_lab.teams import load_team
 from cogym_lab.teams.build import build_team
 from cogym_lab.widgets.trajectory_export import export_html

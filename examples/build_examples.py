@@ -346,8 +346,8 @@ The paper's measures come from the session's results folder alone (its event log
 `clock` event per tick, saying what happened): score efficiency, contribution rates, missed and
 wrong-served orders, how busy each chef was. `cogym_lab.eval` reports them over many games."""),
     ("code", """\
-from cogym_lab.eval.kitchen_measures import cooking_measures
-from cogym_lab.eval.trajectory import load_session
+from cogym_lab.eval.metrics.kitchen_measures import cooking_measures
+from cogym_lab.records.trajectory import load_session
 
 measures = cooking_measures(load_session(game.results_dir))
 for name in ("ticks", "score", "served", "missed", "wrong_served", "agent_contribution",

@@ -5,7 +5,7 @@
 // Page Down, Home and End move it; typing an event number and Enter jumps), each member's view
 // and chat as they were right after the event, what the event changed, the LM call behind it
 // and the failure and audit labels found at it. Everything it shows was computed in Python by
-// replaying the session's log (cogym_lab.eval.viewer); the payload carries each state only
+// replaying the session's log (cogym_lab.records.viewer); the payload carries each state only
 // where it changed, mostly as small patches (applyPatch), and this module rebuilds the state at
 // the event shown. The members' views are drawn by the session panel's own WorkspaceView (the
 // kitchen, the plan and every other render type look as they did live), imported from the
@@ -95,7 +95,7 @@
  */
 
 /**
- * What Python sends (cogym_lab.eval.viewer.payload.TrajectoryPayload).
+ * What Python sends (cogym_lab.records.viewer.payload.TrajectoryPayload).
  * @typedef {object} Payload
  * @property {number} version
  * @property {SessionSummary} session
@@ -136,7 +136,7 @@
 
 /** @typedef {typeof import("./session_panel.js")} PanelModule */
 
-/** The payload version this module reads (cogym_lab.eval.viewer.payload.PAYLOAD_VERSION). */
+/** The payload version this module reads (cogym_lab.records.viewer.payload.PAYLOAD_VERSION). */
 const PAYLOAD_VERSION = 1;
 
 /**
@@ -161,7 +161,7 @@ export async function gunzip(bytes) {
 }
 
 /**
- * A patch applied to `base` (cogym_lab.eval.viewer.values: ["=", value], ["o", changed,
+ * A patch applied to `base` (cogym_lab.records.viewer.values: ["=", value], ["o", changed,
  * removed] or ["a", length, changed]); `base` is left as it was.
  * @param {unknown} base
  * @param {unknown} patch
@@ -224,7 +224,7 @@ const VALUE_CACHE = 4096;
 
 /**
  * The state at any event, rebuilt from the payload's points and value table as
- * cogym_lab.eval.viewer.frames.Trajectory does in Python.
+ * cogym_lab.records.viewer.frames.Trajectory does in Python.
  */
 export class Frames {
   /** @param {Payload} payload */

@@ -13,11 +13,11 @@ from cogym_lab.core.coordinator import Coordinator
 from cogym_lab.core.messages import ChatMessage, EventType, TeamMember
 from cogym_lab.envs import make_env
 from cogym_lab.envs.todo import TodoEnv
-from cogym_lab.eval.trajectory import load_session
 from cogym_lab.lm import LMConfig, make_lm
 from cogym_lab.lm.calllog import log_files, read_calls
 from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.nodes.results import read_events
+from cogym_lab.records.trajectory import load_session
 from cogym_lab.teams import load_team
 from cogym_lab.teams.build import build_team
 from cogym_lab.testing import Reply, ScriptedOpenAIServer

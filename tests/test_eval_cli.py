@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from cogym_lab.cli.main import main
 from cogym_lab.core.messages import EventType
-from cogym_lab.eval.batch_sessions import is_finished
+from cogym_lab.eval.batch.sessions import is_finished
 from cogym_lab.lm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from cogym_lab.nodes.results import read_events, read_session
 from cogym_lab.testing import ScriptedOpenAIServer

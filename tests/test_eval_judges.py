@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from cogym_lab.eval import load_session
-from cogym_lab.eval.autonomy import controlled_autonomy
-from cogym_lab.eval.initiative import initiative_counts, initiative_entropy
-from cogym_lab.eval.judges import Judge, extract_json, make_judge
-from cogym_lab.eval.rounds import split_rounds
+from cogym_lab.eval.judging.judges import Judge, extract_json, make_judge
+from cogym_lab.eval.metrics.autonomy import controlled_autonomy
+from cogym_lab.eval.metrics.initiative import initiative_counts, initiative_entropy
+from cogym_lab.eval.metrics.rounds import split_rounds
 from cogym_lab.lm import LMConfig, make_lm
 from cogym_lab.lm.config import ENV_BASE_URL
 from cogym_lab.testing import Reply, ScriptedOpenAIServer

@@ -14,8 +14,9 @@ import pytest
 
 from cogym_lab.envs import registry
 from cogym_lab.envs.todo.env import TodoEnv
-from cogym_lab.eval import batch_manifest, run
-from cogym_lab.eval.batch_manifest import (
+from cogym_lab.eval import run
+from cogym_lab.eval.batch import manifest as batch_manifest
+from cogym_lab.eval.batch.manifest import (
     SESSIONS_FILE,
     Invocation,
     RunSummary,

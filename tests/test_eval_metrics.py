@@ -9,8 +9,10 @@ import pytest
 from scipy import stats
 
 from cogym_lab.eval import load_session
-from cogym_lab.eval.autonomy import controlled_autonomy, party_actions, user_env_act_ratio
-from cogym_lab.eval.effort import (
+from cogym_lab.eval.judging.failures import prevalence, verified_evidence
+from cogym_lab.eval.judging.labels import FailureAnnotation, FailureFinding, MessageLabel
+from cogym_lab.eval.metrics.autonomy import controlled_autonomy, party_actions, user_env_act_ratio
+from cogym_lab.eval.metrics.effort import (
     EffortTrace,
     carry_forward,
     effort_tokens,
@@ -18,10 +20,8 @@ from cogym_lab.eval.effort import (
     stop_round,
     summarise,
 )
-from cogym_lab.eval.failures import prevalence, verified_evidence
-from cogym_lab.eval.initiative import initiative_entropy, initiative_shares
-from cogym_lab.eval.labels import FailureAnnotation, FailureFinding, MessageLabel
-from cogym_lab.eval.outcome import (
+from cogym_lab.eval.metrics.initiative import initiative_entropy, initiative_shares
+from cogym_lab.eval.metrics.outcome import (
     bootstrap_win_rate,
     collab_score,
     delivered_performance,
@@ -29,9 +29,9 @@ from cogym_lab.eval.outcome import (
     paired_test,
     win_score,
 )
-from cogym_lab.eval.rounds import ReplayFailed, grade_rounds, split_rounds
+from cogym_lab.eval.metrics.rounds import ReplayFailed, grade_rounds, split_rounds
 from cogym_lab.eval.session_metrics import SessionMetrics
-from cogym_lab.eval.trajectory import find_sessions
+from cogym_lab.records.trajectory import find_sessions
 from tests.support.trajectories import (
     AUTONOMOUS_RUN,
     FOUR_ROUNDS,

@@ -19,8 +19,9 @@ import pytest
 from matplotlib.text import Text
 from playwright.async_api import async_playwright
 
-from cogym_lab.eval import EvalReport, plots, report
-from cogym_lab.eval.report_html import format_number
+from cogym_lab.eval import EvalReport, report
+from cogym_lab.eval.reporting import plots
+from cogym_lab.eval.reporting.report_html import format_number
 from cogym_lab.lm import LMConfig, make_lm
 from cogym_lab.testing import ScriptedOpenAIServer
 from tests.support.trajectories import (

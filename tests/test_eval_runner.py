@@ -17,9 +17,9 @@ from cogym_lab.envs import registry
 from cogym_lab.envs.related_work.search import BM25PaperIndex
 from cogym_lab.envs.travel_planning import TravelPlanningEnv
 from cogym_lab.eval import RunSummary, run
-from cogym_lab.eval.batch_manifest import read_run
-from cogym_lab.eval.instance_spec import parse_instances
-from cogym_lab.eval.seeds import trial_seed
+from cogym_lab.eval.batch.instance_spec import parse_instances
+from cogym_lab.eval.batch.manifest import read_run
+from cogym_lab.eval.batch.seeds import trial_seed
 from cogym_lab.lm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from cogym_lab.nodes.results import read_events, read_session
 from cogym_lab.testing import ScriptedOpenAIServer

@@ -26,9 +26,9 @@ from cogym_lab.core.jsonl import LogReadError, read_jsonl
 from cogym_lab.core.messages import EventType, StepRequest, obs_channel, step_channel
 from cogym_lab.core.text import REPLACEMENT, is_clean
 from cogym_lab.envs.todo import TodoEnv
-from cogym_lab.eval.trajectory import load_session
 from cogym_lab.nodes import Session, SessionConfig, replay
 from cogym_lab.nodes.results import EVENTS_FILE, read_events, read_session
+from cogym_lab.records.trajectory import load_session
 from tests.support.teammates import AGENT, AGENT_AND_USER, Recorder
 
 REPO = Path(__file__).resolve().parents[1]

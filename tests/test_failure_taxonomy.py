@@ -13,9 +13,7 @@ from typing import Any
 import pytest
 
 from cogym_lab.eval import load_session, report
-from cogym_lab.eval.failure_taxonomy import (
-    FAILURE_TYPES,
-    FAILURES_FILE,
+from cogym_lab.eval.judging.failure_taxonomy import (
     annotate,
     categories,
     normalise_code,
@@ -23,14 +21,16 @@ from cogym_lab.eval.failure_taxonomy import (
     taxonomy_for,
     type_rows,
 )
-from cogym_lab.eval.judges import Judge
-from cogym_lab.eval.labels import (
+from cogym_lab.eval.judging.judges import Judge
+from cogym_lab.eval.judging.labels import (
     FAILURE_CATEGORIES,
     FailureTaxonomy,
     TaxonomyEvidence,
     TaxonomyFinding,
 )
 from cogym_lab.lm import LMConfig, make_lm
+from cogym_lab.records.failure_types import FAILURE_TYPES
+from cogym_lab.records.label_files import FAILURES_FILE
 from cogym_lab.testing import Reply, ScriptedOpenAIServer
 from tests.support.trajectories import FOUR_ROUNDS, write_session
 

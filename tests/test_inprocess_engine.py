@@ -14,12 +14,12 @@ import time
 
 import pytest
 
-from cogym_lab.eval.batch_manifest import SessionEntry, TokenCount
-from cogym_lab.eval.batch_progress import CostMeter
-from cogym_lab.eval.engines import inprocess
-from cogym_lab.eval.engines.collector import YOUNG_THRESHOLD, batch_collector
-from cogym_lab.eval.engines.inprocess import InProcess
-from cogym_lab.eval.engines.loop_thread import LoopThread
+from cogym_lab.eval.batch.engines import inprocess
+from cogym_lab.eval.batch.engines.collector import YOUNG_THRESHOLD, batch_collector
+from cogym_lab.eval.batch.engines.inprocess import InProcess
+from cogym_lab.eval.batch.engines.loop_thread import LoopThread
+from cogym_lab.eval.batch.manifest import SessionEntry, TokenCount
+from cogym_lab.eval.batch.progress import CostMeter
 
 
 def entry(key: tuple[int, int]) -> SessionEntry:

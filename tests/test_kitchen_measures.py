@@ -20,14 +20,14 @@ from hypothesis import strategies as st
 from cogym_lab.cli.main import main
 from cogym_lab.core.messages import Event, EventType
 from cogym_lab.eval import load_session, report
-from cogym_lab.eval.interquartile import interquartile_mean, iqm_and_se, standard_error
-from cogym_lab.eval.kitchen_measures import (
+from cogym_lab.eval.metrics.kitchen_measures import (
     cooking_measures,
     estimate,
     is_cooking,
     measure_all,
     summary_rows,
 )
+from cogym_lab.eval.stats.interquartile import interquartile_mean, iqm_and_se, standard_error
 from cogym_lab.nodes.results import EVENTS_FILE, SESSION_FILE
 from tests.support.trajectories import AUTONOMOUS_RUN, write_session
 

@@ -1,5 +1,5 @@
-"""The noise study (``cogym_lab.eval.noise``): re-grading saved outcomes with the task's own LM
-grader (judge noise), rerunning sessions against the user's logged turns with new agent seeds
+"""The noise study (``cogym_lab.eval.batch.noise``): re-grading saved outcomes with the task's own
+LM grader (judge noise), rerunning sessions against the user's logged turns with new agent seeds
 (agent noise), and the report's shares. LMs are scripted behind the loopback server and reached
 by the real openai client; the scripted agent and judge answer by the seed they are sent, so
 what the seeds change is known."""
@@ -20,12 +20,12 @@ from cogym_lab.core.messages import Event, EventType
 from cogym_lab.envs import registry
 from cogym_lab.envs.todo.env import TodoEnv
 from cogym_lab.eval import report, run
-from cogym_lab.eval.noise import NOISE_DIR, NOISE_FILE, read_noise, study_noise
-from cogym_lab.eval.seeds import trial_seed
-from cogym_lab.eval.trajectory import DERIVED_MARKER, find_sessions, load_session
-from cogym_lab.eval.trials import noise_shares, sample_variance
+from cogym_lab.eval.batch.noise import NOISE_DIR, NOISE_FILE, read_noise, study_noise
+from cogym_lab.eval.batch.seeds import trial_seed
+from cogym_lab.eval.stats.trials import noise_shares, sample_variance
 from cogym_lab.lm import LM
 from cogym_lab.nodes.results import read_events, read_session
+from cogym_lab.records.trajectory import DERIVED_MARKER, find_sessions, load_session
 from cogym_lab.testing import ScriptedOpenAIServer
 from cogym_lab.users.replay import ReplayUser, logged_turns, turn_script
 from tests.support.lm_scripts import IDEAS, TodoRolePlay, chat_lines, checklist

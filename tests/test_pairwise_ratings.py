@@ -17,7 +17,7 @@ from pytest_jupyter.jupyter_server import *  # noqa: F403 - its fixtures, withou
 from tornado.httpclient import HTTPClientError
 
 from cogym_lab.eval import load_session, report
-from cogym_lab.eval.human_wins import (
+from cogym_lab.eval.metrics.human_wins import (
     add_human_win_rates,
     human_win_rate,
     session_score,

@@ -19,10 +19,10 @@ from scipy import stats
 from cogym_lab.core import Notification, SessionContext
 from cogym_lab.envs import make_env
 from cogym_lab.eval import report
-from cogym_lab.eval.plan_measures import ACT_SPAN_CAP, plan_measures
-from cogym_lab.eval.rating_tests import compare_ratings, signed_rank
-from cogym_lab.eval.trajectory import load_session
+from cogym_lab.eval.metrics.plan_measures import ACT_SPAN_CAP, plan_measures
+from cogym_lab.eval.stats.rating_tests import compare_ratings, signed_rank
 from cogym_lab.nodes import Session, SessionConfig
+from cogym_lab.records.trajectory import load_session
 from tests.support.trajectories import TODO_ARGS, say, write_session
 
 A, B, C, D = ({"id": name} for name in "abcd")

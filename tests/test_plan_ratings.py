@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from pytest_jupyter.jupyter_server import *  # noqa: F403 - its fixtures, without its hooks
 
-from cogym_lab.eval.rating_tests import rating_items
-from cogym_lab.eval.trajectory import load_session
+from cogym_lab.eval.stats.rating_tests import rating_items
+from cogym_lab.records.trajectory import load_session
 from cogym_lab.runtime.hosting import HostingError
 from cogym_lab.runtime.models import RatingRequest, StoredRating
 from cogym_lab.widgets import wire

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 
 from cogym_lab.cli.main import main
 from cogym_lab.eval import run
-from cogym_lab.eval.batch_limits import batch_limits, team_limits
-from cogym_lab.eval.batch_manifest import read_run
+from cogym_lab.eval.batch.limits import batch_limits, team_limits
+from cogym_lab.eval.batch.manifest import read_run
 from cogym_lab.lm import LMConfig, LMError, OpenAILM, make_lm
 from cogym_lab.lm.base import waiting_reason
 from cogym_lab.lm.gate_book import GateBook, Ticket

@@ -25,10 +25,10 @@ import psutil
 import pytest
 
 from cogym_lab.eval import RunSummary, run
-from cogym_lab.eval.batch_manifest import RUN_FILE, SESSIONS_FILE, read_run
-from cogym_lab.eval.batch_sessions import is_finished, session_dir_name
-from cogym_lab.eval.engines.shipping import INCOMING_DIR
-from cogym_lab.eval.seeds import ENV, trial_seed
+from cogym_lab.eval.batch.engines.shipping import INCOMING_DIR
+from cogym_lab.eval.batch.manifest import RUN_FILE, SESSIONS_FILE, read_run
+from cogym_lab.eval.batch.seeds import ENV, trial_seed
+from cogym_lab.eval.batch.sessions import is_finished, session_dir_name
 from cogym_lab.nodes.results import read_events, read_session
 from cogym_lab.testing import ScriptedOpenAIServer
 from tests.support.lm_scripts import TodoRolePlay
@@ -323,7 +323,7 @@ def test_ray_options_are_checked(tmp_path):
 
 
 def test_a_shipped_session_lands_whole_and_inside_its_folder(tmp_path):
-    from cogym_lab.eval.engines.shipping import pack_folder, receive_session
+    from cogym_lab.eval.batch.engines.shipping import pack_folder, receive_session
 
     source = tmp_path / "scratch" / "003"
     (source / "agent").mkdir(parents=True)

@@ -69,7 +69,7 @@ def test_new_session_ids_do_not_meet_even_in_one_second() -> None:
 
 
 def test_each_batch_attempt_at_an_instance_gets_an_id_of_its_own() -> None:
-    from cogym_lab.eval.batch_sessions import new_batch_session_id, session_id_prefix
+    from cogym_lab.eval.batch.sessions import new_batch_session_id, session_id_prefix
 
     prefix = session_id_prefix("collaborative", "travel_planning", 2)
     assert prefix == "collaborative-travel_planning-002"  # readable, like its folder OUT/002

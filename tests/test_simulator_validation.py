@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from cogym_lab.cli.main import main as cli
 from cogym_lab.eval import load_session, report
-from cogym_lab.eval.judges import Judge
-from cogym_lab.eval.simulator_validation import (
+from cogym_lab.eval.judging.judges import Judge
+from cogym_lab.eval.users.simulator_validation import (
     COLUMNS,
     SheetError,
     SheetRow,

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from cogym_lab.cli.main import main
-from cogym_lab.eval.decisions import calls_behind, decisions
 from cogym_lab.eval.training_export import Decision, export, session_decisions
-from cogym_lab.eval.trajectory import load_session
 from cogym_lab.nodes import replay
+from cogym_lab.records.decisions import calls_behind, decisions
+from cogym_lab.records.trajectory import load_session
 from cogym_lab.testing import ScriptedOpenAIServer
 from tests.support.eval_scripts import RouteByInstance, travel_routes
 from tests.support.hostile import NASTY

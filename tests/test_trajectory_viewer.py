@@ -23,19 +23,19 @@ import cogym_lab
 from cogym_lab.cli.main import main
 from cogym_lab.core.messages import Event, EventType
 from cogym_lab.core.state_diff import differences, first_difference
-from cogym_lab.eval.viewer import Trajectory, TrajectoryPayload, build_trajectory, decode
-from cogym_lab.eval.viewer.calls import match_calls, parse_calls
-from cogym_lab.eval.viewer.frames import MAX_CHANGES
-from cogym_lab.eval.viewer.labels import read_labels
-from cogym_lab.eval.viewer.values import (
+from cogym_lab.nodes.replay import replay
+from cogym_lab.nodes.results import read_events
+from cogym_lab.records.viewer import Trajectory, TrajectoryPayload, build_trajectory, decode
+from cogym_lab.records.viewer.calls import match_calls, parse_calls
+from cogym_lab.records.viewer.frames import MAX_CHANGES
+from cogym_lab.records.viewer.labels import read_labels
+from cogym_lab.records.viewer.values import (
     MAX_CHAIN,
     ValueTable,
     apply_patch,
     decode_entries,
     make_patch,
 )
-from cogym_lab.nodes.replay import replay
-from cogym_lab.nodes.results import read_events
 from cogym_lab.widgets.trajectory_export import html_document
 from cogym_lab.widgets.trajectory_viewer import TrajectoryViewer, view
 from tests.support.viewer_sessions import (

@@ -15,11 +15,11 @@ from click.testing import CliRunner
 
 from cogym_lab.cli.main import main
 from cogym_lab.eval import report, run
-from cogym_lab.eval.batch_manifest import RUN_FILE, read_run
-from cogym_lab.eval.batch_sessions import REPLACED_DIR, session_dir_name
-from cogym_lab.eval.seeds import ENV, trial_seed
-from cogym_lab.eval.trajectory import find_sessions, load_session
+from cogym_lab.eval.batch.manifest import RUN_FILE, read_run
+from cogym_lab.eval.batch.seeds import ENV, trial_seed
+from cogym_lab.eval.batch.sessions import REPLACED_DIR, session_dir_name
 from cogym_lab.nodes.results import read_session, update_session
+from cogym_lab.records.trajectory import find_sessions, load_session
 from cogym_lab.testing import Reply, ScriptedOpenAIServer
 from tests.support.lm_scripts import TodoRolePlay
 from tests.support.trajectories import add, write_session

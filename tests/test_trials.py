@@ -1,5 +1,5 @@
-"""The statistics of repeated trials (``cogym_lab.eval.trials``) and the trial seeds
-(``cogym_lab.eval.seeds``): pass^k against a brute force over every k-subset of trials, and
+"""The statistics of repeated trials (``cogym_lab.eval.stats.trials``) and the trial seeds
+(``cogym_lab.eval.batch.seeds``): pass^k against a brute force over every k-subset of trials, and
 every measure on hand-built numbers with the arithmetic in comments."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cogym_lab.eval.seeds import ENV, SEED_BITS, trial_seed
-from cogym_lab.eval.trials import (
+from cogym_lab.eval.batch.seeds import ENV, SEED_BITS, trial_seed
+from cogym_lab.eval.stats.trials import (
     DEFAULT_SUCCESS_THRESHOLD,
     mean_with_ci,
     noise_shares,

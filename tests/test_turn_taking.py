@@ -19,10 +19,10 @@ from cogym_lab.core import Notification, SessionContext
 from cogym_lab.core.coordinator import Coordinator, Transition
 from cogym_lab.core.messages import Event, EventType, TeamMember
 from cogym_lab.envs.todo import TodoEnv
-from cogym_lab.eval.trajectory import load_session
 from cogym_lab.nodes import Session, SessionConfig, replay
 from cogym_lab.nodes.replay import ReplayMismatch
 from cogym_lab.nodes.results import read_events, read_session
+from cogym_lab.records.trajectory import load_session
 from cogym_lab.sessions import SessionBuildError, SessionSpec, build_session
 from cogym_lab.teams.config import TeamConfig
 from tests.support.clocked_env import Track

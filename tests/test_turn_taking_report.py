@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from cogym_lab.eval import report
-from cogym_lab.eval.interaction import mode_rows, paired_rows
-from cogym_lab.eval.trajectory import load_session
+from cogym_lab.eval.metrics.interaction import mode_rows, paired_rows
+from cogym_lab.records.trajectory import load_session
 from tests.support.trajectories import TODO_ARGS, add, write_session
 
 WAIT = "WAIT_TEAMMATE_CONTINUE()"

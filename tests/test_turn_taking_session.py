@@ -14,10 +14,10 @@ import pytest
 
 from cogym_lab.core.messages import Event, EventType
 from cogym_lab.eval import RunSummary, report, run
-from cogym_lab.eval.trajectory import load_session
 from cogym_lab.lm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from cogym_lab.nodes import replay
 from cogym_lab.nodes.results import read_events, read_session
+from cogym_lab.records.trajectory import load_session
 from cogym_lab.testing import ScriptedOpenAIServer
 from tests.support.eval_scripts import RouteByInstance, travel_routes
 

@@ -19,22 +19,22 @@ from cogym_lab.core.messages import ChatMessage, Event, TeamMember
 from cogym_lab.envs import make_env
 from cogym_lab.envs.todo import TodoEnv
 from cogym_lab.eval import load_session, report
-from cogym_lab.eval.judges import Judge
-from cogym_lab.eval.user_audit import (
-    AUDIT_FILE,
+from cogym_lab.eval.judging.judges import Judge
+from cogym_lab.eval.users.audit import (
     USER_ERROR_TYPES,
     aaudit,
     audit_or_read,
     audit_session,
     read_audit,
 )
-from cogym_lab.eval.user_checks import (
+from cogym_lab.eval.users.checks import (
     CONTRADICTS_HIDDEN,
     FINISHED_AFTER_AGREEING,
     contradicted_claims,
 )
-from cogym_lab.eval.user_sources import hidden_information, instructions, user_model
+from cogym_lab.eval.users.sources import hidden_information, instructions, user_model
 from cogym_lab.lm import LMConfig, make_lm
+from cogym_lab.records.label_files import AUDIT_FILE
 from cogym_lab.testing import Reply, ScriptedOpenAIServer
 from cogym_lab.users import Persona, SimulatedUser
 from tests.support.notified import notified

@@ -18,11 +18,11 @@ from cogym_lab.core.messages import TeamMember
 from cogym_lab.envs import make_env
 from cogym_lab.envs.todo import TodoEnv
 from cogym_lab.eval import load_session
-from cogym_lab.eval.effort import effort_tokens
-from cogym_lab.eval.judges import Judge
-from cogym_lab.eval.rounds import split_rounds
+from cogym_lab.eval.judging.judges import Judge
+from cogym_lab.eval.metrics.effort import effort_tokens
+from cogym_lab.eval.metrics.progress import user_progress
+from cogym_lab.eval.metrics.rounds import split_rounds
 from cogym_lab.eval.session_metrics import measure_session
-from cogym_lab.eval.user_progress import user_progress
 from cogym_lab.lm import LMConfig, make_lm
 from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.nodes.member_node import merge_notifications

@@ -25,10 +25,10 @@ def judge_settings(model: str | None, base_url: str | None) -> dict[str, Any] | 
 
 async def _audit(dirs: list[Path], model: str | None, base_url: str | None, force: bool,
                  failures: bool) -> list[Any]:
-    from cogym_lab.eval.failure_taxonomy import taxonomy_for
-    from cogym_lab.eval.judges import make_judge
+    from cogym_lab.eval.judging.failure_taxonomy import taxonomy_for
+    from cogym_lab.eval.judging.judges import make_judge
     from cogym_lab.eval.session_metrics import task_description
-    from cogym_lab.eval.user_audit import aaudit
+    from cogym_lab.eval.users.audit import aaudit
 
     judge = make_judge(judge_settings(model, base_url))
     try:
@@ -60,8 +60,8 @@ async def _audit(dirs: list[Path], model: str | None, base_url: str | None, forc
 def audit_command(dirs: tuple[Path, ...], judge_model: str | None, judge_base_url: str | None,
                   force: bool, failures: bool, rerun_flagged: bool) -> None:
     """Audit the simulated users of the sessions under DIRS (writes each user_audit.json)."""
-    from cogym_lab.eval.audit_rerun import plan_reruns, rerun
-    from cogym_lab.eval.user_audit import summary_lines
+    from cogym_lab.eval.users.audit import summary_lines
+    from cogym_lab.eval.users.rerun import plan_reruns, rerun
 
     try:
         audited = asyncio.run(_audit(list(dirs), judge_model, judge_base_url, force, failures))
@@ -103,7 +103,7 @@ def validation_sheet_command(dirs: tuple[Path, ...], out: Path, judge_model: str
     """Write the simulator validation sheet of the sessions under DIRS (accuracy,
     consistency, plausibility per act; Co-Gym Appendix D). Rate it, then pass it to
     `cogym-lab eval report --validation`."""
-    from cogym_lab.eval.simulator_validation import write_sheet
+    from cogym_lab.eval.users.simulator_validation import write_sheet
 
     try:
         rows, missing = asyncio.run(_sheet(list(dirs), judge_model, judge_base_url))
@@ -118,10 +118,10 @@ def validation_sheet_command(dirs: tuple[Path, ...], out: Path, judge_model: str
 
 async def _sheet(dirs: list[Path], model: str | None, base_url: str | None
                  ) -> tuple[list[Any], list[Path]]:
-    from cogym_lab.eval.judges import make_judge
+    from cogym_lab.eval.judging.judges import make_judge
     from cogym_lab.eval.session_metrics import task_description
-    from cogym_lab.eval.simulator_validation import lm_rows, sheet_rows
-    from cogym_lab.eval.trajectory import load_sessions
+    from cogym_lab.eval.users.simulator_validation import lm_rows, sheet_rows
+    from cogym_lab.records.trajectory import load_sessions
 
     records = load_sessions(dirs)
     judge = make_judge(judge_settings(model, base_url))

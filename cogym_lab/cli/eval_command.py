@@ -105,8 +105,8 @@ def run_command(task: str, team: str, instances: str, concurrency: int, out: Pat
                 engine: str, address: str | None, sessions_per_actor: int | None,
                 actors_per_node: int | None, storage: str | None, no_progress: bool) -> None:
     """Run TEAM on many instances of TASK at once and write their results under OUT."""
-    from cogym_lab.eval.engines import EngineError
-    from cogym_lab.eval.runner import run
+    from cogym_lab.eval.batch.engines import EngineError
+    from cogym_lab.eval.batch.runner import run
     from cogym_lab.lm import LMNotConfigured
     from cogym_lab.lm.limits import parse_limits
 
@@ -282,7 +282,7 @@ def noise_command(run_dir: Path, repeats: int, no_judge: bool, no_agent: bool,
     """Split RUN_DIR's run-to-run noise: re-grade each saved outcome (judge noise) and rerun
     each session against its user's logged turns with new agent seeds (agent noise). Writes
     RUN_DIR/noise/noise.json, which `eval report` reads."""
-    from cogym_lab.eval.noise import study_noise
+    from cogym_lab.eval.batch.noise import study_noise
     from cogym_lab.lm import LMNotConfigured
 
     limits = {k: v for k, v in (("idle_seconds", idle_seconds), ("timeout", timeout))

@@ -3,7 +3,7 @@
 The hidden information a simulated user gets is prose. Some of it states facts a program can
 hold a user's messages to: an amount ("a budget of $1,900"), a count ("two people"), things
 the person will not do without. A task that knows these facts declares them, and the
-simulated-user audit (``cogym_lab.eval.user_checks``) reports a user who says otherwise.
+simulated-user audit (``cogym_lab.eval.users.checks``) reports a user who says otherwise.
 """
 
 from __future__ import annotations

@@ -10,25 +10,25 @@ from functools import cache
 from typing import Any
 
 from cogym_lab.core.messages import EventType
-from cogym_lab.eval.autonomy import controlled_autonomy, party_actions, user_env_act_ratio
-from cogym_lab.eval.effort import TAUS, EffortTrace, carry_forward, effort_tokens
-from cogym_lab.eval.failure_taxonomy import categories, taxonomy_for
-from cogym_lab.eval.failures import verified_evidence
-from cogym_lab.eval.initiative import initiative_counts, initiative_entropy
-from cogym_lab.eval.interaction import system_agent_type
-from cogym_lab.eval.judges import Judge
-from cogym_lab.eval.labels import (
+from cogym_lab.eval.judging.failure_taxonomy import categories, taxonomy_for
+from cogym_lab.eval.judging.failures import verified_evidence
+from cogym_lab.eval.judging.judges import Judge
+from cogym_lab.eval.judging.labels import (
     FAILURE_CATEGORIES,
     FailureAnnotation,
     FailureTaxonomy,
     MessageLabel,
     UserAudit,
 )
-from cogym_lab.eval.outcome import collab_score
-from cogym_lab.eval.rounds import ReplayFailed, grade_rounds, split_rounds
-from cogym_lab.eval.trajectory import SessionRecord
-from cogym_lab.eval.user_audit import audit_or_read, audit_session, read_audit
-from cogym_lab.eval.user_progress import ProgressSource, round_progress
+from cogym_lab.eval.metrics.autonomy import controlled_autonomy, party_actions, user_env_act_ratio
+from cogym_lab.eval.metrics.effort import TAUS, EffortTrace, carry_forward, effort_tokens
+from cogym_lab.eval.metrics.initiative import initiative_counts, initiative_entropy
+from cogym_lab.eval.metrics.interaction import system_agent_type
+from cogym_lab.eval.metrics.outcome import collab_score
+from cogym_lab.eval.metrics.progress import ProgressSource, round_progress
+from cogym_lab.eval.metrics.rounds import ReplayFailed, grade_rounds, split_rounds
+from cogym_lab.eval.users.audit import audit_or_read, audit_session, read_audit
+from cogym_lab.records.trajectory import SessionRecord
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +64,8 @@ class SessionMetrics:
     @property
     def key(self) -> tuple[str, str, str]:
         """The system it belongs to: task, agent type, model. A session under strict
-        turn-taking belongs to ``<agent type> [turns]`` (:mod:`cogym_lab.eval.interaction`), so
-        no table merges the two interactions into one system."""
+        turn-taking belongs to ``<agent type> [turns]`` (:mod:`cogym_lab.eval.metrics.interaction`),
+        so no table merges the two interactions into one system."""
         return (self.record.task, system_agent_type(self.record), self.record.model)
 
     def initiative(self) -> dict[str, int] | None:
@@ -174,7 +174,7 @@ async def measure_session(record: SessionRecord, judge: Judge | None, *,
     session has them; with a judge, a missing one is made and written there, so no report pays
     for them twice. Without a judge, a missing audit is only the programmatic checks, made in
     memory (nothing is written). ``progress``: whose per-round progress ratings the usability
-    drop uses (:mod:`cogym_lab.eval.user_progress`): ``"user"``, the simulated user's own when
+    drop uses (:mod:`cogym_lab.eval.metrics.progress`): ``"user"``, the simulated user's own when
     it rated every round, else the judge's; ``"judge"``, always the judge's."""
     import json
 

@@ -8,7 +8,7 @@ A record holds:
 
 * ``context``: what the member had in front of it when it decided, rebuilt by replaying the log
   (its view of the workspace and the chat it could see), and the LM calls behind the decision
-  (prompt messages and reply, from its ``lm_calls.jsonl``; see :mod:`cogym_lab.eval.decisions`);
+  (prompt messages and reply, from its ``lm_calls.jsonl``; see :mod:`cogym_lab.records.decisions`);
 * ``action``: the act as logged (its event type, canonical text, and whether it was accepted);
 * ``outcome``: what it earned at once (the env's reward, the error of a refused act) and how
   the session ended (delivered, performance, scores, end reason): the return to credit it with.
@@ -32,9 +32,9 @@ from tqdm.auto import tqdm
 
 from cogym_lab.core.messages import Event
 from cogym_lab.core.text import clean
-from cogym_lab.eval.decisions import calls_behind, decisions
-from cogym_lab.eval.trajectory import SessionRecord, find_sessions, load_session
 from cogym_lab.nodes.replay import ReplayMismatch, replay_states
+from cogym_lab.records.decisions import calls_behind, decisions
+from cogym_lab.records.trajectory import SessionRecord, find_sessions, load_session
 
 FORMATS = ("jsonl",)
 

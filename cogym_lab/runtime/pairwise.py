@@ -90,7 +90,7 @@ def find_baseline(roots: Sequence[Path], task: str, instance: str,
                   exclude: Path | None = None) -> Baseline | None:
     """The autonomous session of ``task`` and ``instance`` in the baseline folders ``roots``
     (see the module docstring for the order of preference); ``None`` when there is none."""
-    from cogym_lab.eval.trajectory import SessionRecord, find_sessions, load_session
+    from cogym_lab.records.trajectory import SessionRecord, find_sessions, load_session
 
     matches: list[tuple[tuple[bool, bool, int, str], Path, Path]] = []
     for root in roots:
@@ -142,7 +142,7 @@ def make_offer(directory: Path, role: str, own_outcome: Any, roots: Sequence[Pat
     """The pairwise question for seat ``role`` of the session in ``directory``, whose outcome
     is ``own_outcome``: the two outcomes in the order kept for the seat (drawn with ``rng`` the
     first time), or why there is none."""
-    from cogym_lab.eval.trajectory import SessionRecord
+    from cogym_lab.records.trajectory import SessionRecord
 
     if not roots:
         return PairwiseOffer(available=False, note=NO_BASELINE_FOLDER)

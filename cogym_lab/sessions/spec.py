@@ -104,7 +104,7 @@ class LMSettings(BaseModel):
     api_key: ApiKey = None
     temperature: float | None = Field(default=None, ge=0, le=2)
     #: The sampling seed sent with every call (``LMConfig.seed``): a batch run gives each
-    #: member of each trial its own (``cogym_lab.eval.seeds``).
+    #: member of each trial its own (``cogym_lab.eval.batch.seeds``).
     seed: int | None = Field(default=None, ge=-(2**63), lt=2**63)
     max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     timeout: float | None = Field(default=None, gt=0, le=3_600)

@@ -10,7 +10,7 @@ back to the agent, and the last round when the session ends (see
 
 ``round`` is the user's own count of rounds (from 1), ``rating`` the 1-5 rating, and ``seq`` the
 last event the user had seen when it rated: the evaluation places each rating in the round that
-holds that event (:mod:`cogym_lab.eval.user_progress`), so a count that drifted from the log's
+holds that event (:mod:`cogym_lab.eval.metrics.progress`), so a count that drifted from the log's
 rounds does no harm.
 """
 

@@ -1,7 +1,7 @@
 """A user that replays a logged session's user turns: the fixed side of the noise study.
 
 To measure how much an agent alone varies, its sessions are run again against the very turns the
-simulated user took the first time (``cogym_lab.eval.noise``). :class:`ReplayUser` holds those
+simulated user took the first time (``cogym_lab.eval.batch.noise``). :class:`ReplayUser` holds those
 turns (the user's messages and actions as ``events.jsonl`` logged them, in order) and gives the
 next one each time it is asked to act, whatever it is shown: one logged turn per turn. When they
 run out it does nothing, and the session ends as its rules say (the agent finishing, idling).

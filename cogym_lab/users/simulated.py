@@ -19,7 +19,7 @@ With ``rate_progress`` (a persona switch: ``rate_progress = true`` in the team f
 the user member) it also gives effort scaling's per-round progress rating (paper 002 §4): it
 rates 1-5 how far each round moved the work toward what it wants, and writes the rating to
 ``progress.jsonl`` in its results folder (:mod:`cogym_lab.users.progress`). A round ends as
-:mod:`cogym_lab.eval.rounds` splits the log: when the human side hands the work back (a
+:mod:`cogym_lab.eval.metrics.rounds` splits the log: when the human side hands the work back (a
 message, a confirmation answer, a pause or a resume) after an agent acted. The user tells this
 from the log's own order, when it is notified of its hand-back (the agent may have acted while
 the user was still writing, which the log puts before the message), and rates that round then,
@@ -295,7 +295,7 @@ class EndedRound:
 
 class RoundWatch:
     """Splits what the simulated user is notified of into rounds, in the log's order, by the
-    rule of :func:`cogym_lab.eval.rounds.split_rounds`: a hand-back by the human side (its
+    rule of :func:`cogym_lab.eval.metrics.rounds.split_rounds`: a hand-back by the human side (its
     :data:`~cogym_lab.core.rounds.ROUND_STARTERS`, taking effect) after an agent acted ends
     the round. An agent acted when the user sees one of its acts take effect (not a wait), or
     when an agent's step count rose with nothing shown: its private acts (a search) reach

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from cogym_lab.eval.viewer import Trajectory, build_trajectory
+from cogym_lab.records.viewer import Trajectory, build_trajectory
 from cogym_lab.widgets.assets import panel_esm, viewer_css, viewer_esm
 
 _CODE_ID = "cogym-trajectory-code"

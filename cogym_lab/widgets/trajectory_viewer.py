@@ -3,7 +3,7 @@
 ``cogym_lab.view(results_dir)`` (or ``%cogym view DIR``) makes one. ``results_dir`` is a
 session folder, or a run folder: the viewer then lists its sessions, shows the first and lets
 the person pick another (or pass ``session="003"``). The data comes from
-:func:`cogym_lab.eval.viewer.build_trajectory` (the session's log replayed), sent gzipped in the
+:func:`cogym_lab.records.viewer.build_trajectory` (the session's log replayed), sent gzipped in the
 ``payload`` trait; the browser module is ``js/trajectory_viewer.js``. The position is a trait
 too: ``viewer.seq = 40`` shows event 40, and ``viewer.seq`` says which event the person is on.
 """
@@ -16,8 +16,8 @@ from typing import Any
 import anywidget
 from traitlets import Bytes, Int, List, Unicode
 
-from cogym_lab.eval.trajectory import find_sessions
-from cogym_lab.eval.viewer import Trajectory, build_trajectory
+from cogym_lab.records.trajectory import find_sessions
+from cogym_lab.records.viewer import Trajectory, build_trajectory
 from cogym_lab.widgets.assets import VIEWER_ESM_PATH, panel_esm, viewer_css
 from cogym_lab.widgets.trajectory_export import export_html
 

@@ -2,8 +2,8 @@
 
 The names here are the ones you need to extend and run cogym_lab:
 
-* to write a task: ``CoEnv``, ``action``, ``ActionOutcome``, ``Component``, ``ScoreReport``,
-  ``check_env``;
+* to write a task: ``CoEnv``, ``action``, ``ActionOutcome``, ``ActionError``, ``Component``,
+  ``ScoreReport``, ``check_env``;
 * to write a team member: ``Member``, ``MemberType``, ``MemberSetup``, ``Notification``;
 * to run a session from code: ``SessionSpec``, ``build_session``;
 * in a notebook: ``new_session``, ``attach``, ``list_sessions``, ``configure`` (the model,
@@ -22,6 +22,7 @@ from cogym_lab._version import __version__
 
 if _typing.TYPE_CHECKING:  # what type checkers and editors see; at run time, __getattr__
     from cogym_lab.api import attach, configure, list_sessions, new_session
+    from cogym_lab.core.actions import ActionError
     from cogym_lab.core.check_env import check_env
     from cogym_lab.core.env import ActionOutcome, CoEnv, ScoreReport, action
     from cogym_lab.core.member import Member, MemberSetup, MemberType
@@ -36,6 +37,7 @@ _EXPORTS: dict[str, str] = {
     "CoEnv": "cogym_lab.core.env",
     "action": "cogym_lab.core.env",
     "ActionOutcome": "cogym_lab.core.env",
+    "ActionError": "cogym_lab.core.actions",
     "Component": "cogym_lab.core.observation",
     "ScoreReport": "cogym_lab.core.env",
     "check_env": "cogym_lab.core.check_env",
@@ -71,9 +73,9 @@ _MOVED: dict[str, str] = {
 
 # The author API: _EXPORTS groups it by use. Checked by tests/test_author_api.py.
 __all__ = [
-    "ActionOutcome", "CoEnv", "Component", "Member", "MemberSetup", "MemberType", "Notification",
-    "ScoreReport", "SessionSpec", "__version__", "action", "attach", "build_session",
-    "check_env", "configure", "list_sessions", "new_session", "view",
+    "ActionError", "ActionOutcome", "CoEnv", "Component", "Member", "MemberSetup", "MemberType",
+    "Notification", "ScoreReport", "SessionSpec", "__version__", "action", "attach",
+    "build_session", "check_env", "configure", "list_sessions", "new_session", "view",
 ]
 
 

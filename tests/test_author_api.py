@@ -25,6 +25,8 @@ AUTHOR_API = [
     "SessionSpec", "build_session",
     # the notebook API
     "new_session", "attach", "list_sessions", "configure", "view",
+    # catching what the package raises
+    "CogymError",
     "__version__",
 ]
 NAMES = [name for name in AUTHOR_API if name != "__version__"]

@@ -78,6 +78,7 @@ from cogym_lab.core.observation import Component, Observation
 from cogym_lab.core.render_shapes import CONTENT_SHAPES, content_problem
 from cogym_lab.core.state_diff import first_difference, show
 from cogym_lab.core.text import string_leaves
+from cogym_lab.errors import CogymError
 
 __all__ = ["CHECK_SEED", "DEFAULT_ROLES", "EnvCheckError", "check_env"]
 
@@ -99,7 +100,7 @@ _MISTYPED: dict[str, Any] = {"integer": "not a number", "number": "not a number"
                              "boolean": "maybe", "array": "not a list", "object": 5}
 
 
-class EnvCheckError(AssertionError):
+class EnvCheckError(CogymError, AssertionError):
     """A task environment failed one or more checks. ``findings`` holds one line per failure,
     saying what is wrong and how to fix it. An ``AssertionError`` because a failed check is one:
     a test that calls :func:`check_env` fails with the findings as its message."""

@@ -2,13 +2,15 @@
 
 The names here are the ones you need to extend and run cogym_lab:
 
-* to write a task: ``CoEnv``, ``action``, ``ActionOutcome``, ``Component``, ``ScoreReport``,
-  ``check_env``;
+* to write a task: ``CoEnv``, ``action``, ``ActionOutcome``, ``ActionError``, ``Component``,
+  ``ScoreReport``, ``check_env``;
 * to write a team member: ``Member``, ``MemberType``, ``MemberSetup``, ``Notification``;
 * to run a session from code: ``SessionSpec``, ``build_session``;
 * in a notebook: ``new_session``, ``attach``, ``list_sessions``, ``configure`` (the model,
   endpoint, key and data folder sent with each new session), and ``view`` (a finished
   session's trajectory, event by event).
+* to catch whatever the package raises on purpose: ``CogymError``, the base of every
+  exception it defines.
 
 Each loads on first use: ``import cogym_lab`` itself loads only the version, so it stays cheap.
 ``docs/extending.md`` walks through a new task and a new agent.
@@ -22,11 +24,13 @@ from cogym_lab._version import __version__
 
 if _typing.TYPE_CHECKING:  # what type checkers and editors see; at run time, __getattr__
     from cogym_lab.api import attach, configure, list_sessions, new_session
+    from cogym_lab.core.actions import ActionError
     from cogym_lab.core.check_env import check_env
     from cogym_lab.core.env import ActionOutcome, CoEnv, ScoreReport, action
     from cogym_lab.core.member import Member, MemberSetup, MemberType
     from cogym_lab.core.messages import Notification
     from cogym_lab.core.observation import Component
+    from cogym_lab.errors import CogymError
     from cogym_lab.sessions import SessionSpec, build_session
     from cogym_lab.widgets.trajectory_viewer import view
 
@@ -36,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "CoEnv": "cogym_lab.core.env",
     "action": "cogym_lab.core.env",
     "ActionOutcome": "cogym_lab.core.env",
+    "ActionError": "cogym_lab.core.actions",
     "Component": "cogym_lab.core.observation",
     "ScoreReport": "cogym_lab.core.env",
     "check_env": "cogym_lab.core.check_env",
@@ -53,6 +58,8 @@ _EXPORTS: dict[str, str] = {
     "list_sessions": "cogym_lab.api",
     "configure": "cogym_lab.api",
     "view": "cogym_lab.widgets.trajectory_viewer",
+    # catching what the package raises
+    "CogymError": "cogym_lab.errors",
 }
 
 #: Names the notebook API's errors and handles are known by; they resolve here, unlisted.
@@ -71,9 +78,9 @@ _MOVED: dict[str, str] = {
 
 # The author API: _EXPORTS groups it by use. Checked by tests/test_author_api.py.
 __all__ = [
-    "ActionOutcome", "CoEnv", "Component", "Member", "MemberSetup", "MemberType", "Notification",
-    "ScoreReport", "SessionSpec", "__version__", "action", "attach", "build_session",
-    "check_env", "configure", "list_sessions", "new_session", "view",
+    "ActionError", "ActionOutcome", "CoEnv", "CogymError", "Component", "Member", "MemberSetup",
+    "MemberType", "Notification", "ScoreReport", "SessionSpec", "__version__", "action",
+    "attach", "build_session", "check_env", "configure", "list_sessions", "new_session", "view",
 ]
 
 

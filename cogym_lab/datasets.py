@@ -38,6 +38,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from cogym_lab.errors import CogymError
+
 __all__ = [
     "CHOOSE_ANOTHER_DIR", "DATA_ENV_VAR",
     "DataItem", "DataMissing", "DatasetError", "DownloadError", "ItemStatus",
@@ -52,7 +54,7 @@ CHOOSE_ANOTHER_DIR = (f"Choose another data directory with --data-dir or the {DA
                       "environment variable.")
 
 
-class DatasetError(RuntimeError):
+class DatasetError(CogymError, RuntimeError):
     """Base class of the data-directory errors."""
 
 

@@ -27,17 +27,18 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.display import display
 
 from cogym_lab.core.protocol import PROTOCOLS
+from cogym_lab.errors import CogymError
 from cogym_lab.notebook.client import running_cell_id
 
 HANDLE_VARIABLE = "cogym_session"
 VIEWER_VARIABLE = "cogym_viewer"
 
 
-class UsageError(Exception):
+class UsageError(CogymError):
     """A command line the parser cannot use; the message carries the usage line."""
 
 
-class _HelpShown(Exception):
+class _HelpShown(CogymError):
     """``--help`` printed its text: nothing more to do."""
 
 

@@ -20,7 +20,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cogym_lab"
 
 #: Lowest first. A part may import only the parts before it.
 LAYERS: list[str] = [
-    "_version", "core", "datasets", "kernels", "bus", "lm", "prompts", "envs", "nodes", "records",
+    "_version", "errors", "core", "datasets", "kernels", "bus", "lm", "prompts", "envs", "nodes",
+    "records",
     "agents", "users", "members", "teams", "sessions", "testing", "eval", "runtime", "widgets",
     "server", "notebook", "api", "magics", "cli", "__init__", "__main__",
 ]

@@ -18,13 +18,15 @@ import cogym_lab
 
 AUTHOR_API = [
     # writing a task
-    "CoEnv", "action", "ActionOutcome", "Component", "ScoreReport", "check_env",
+    "CoEnv", "action", "ActionOutcome", "ActionError", "Component", "ScoreReport", "check_env",
     # writing a team member
     "Member", "MemberType", "MemberSetup", "Notification",
     # running a session from code
     "SessionSpec", "build_session",
     # the notebook API
     "new_session", "attach", "list_sessions", "configure", "view",
+    # catching what the package raises
+    "CogymError",
     "__version__",
 ]
 NAMES = [name for name in AUTHOR_API if name != "__version__"]
@@ -60,6 +62,7 @@ def test_star_import_brings_exactly_the_author_api():
 
 
 def test_the_author_names_are_the_ones_the_package_defines():
+    from cogym_lab.core.actions import ActionError
     from cogym_lab.core.env import ActionOutcome, CoEnv, action
     from cogym_lab.core.member import Member, MemberSetup, MemberType
     from cogym_lab.core.messages import Notification
@@ -68,6 +71,7 @@ def test_the_author_names_are_the_ones_the_package_defines():
     assert (cogym_lab.CoEnv, cogym_lab.action, cogym_lab.ActionOutcome) == (
         CoEnv, action, ActionOutcome)
     assert cogym_lab.Component is Component
+    assert cogym_lab.ActionError is ActionError  # what handlers raise, and CoEnv.step catches
     assert (cogym_lab.Member, cogym_lab.MemberType, cogym_lab.MemberSetup) == (
         Member, MemberType, MemberSetup)
     assert cogym_lab.Notification is Notification  # what act() receives, not the wire Member

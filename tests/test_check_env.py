@@ -433,6 +433,55 @@ def test_an_honest_private_component_passes():
     assert check_env(Dealt) == []
 
 
+def test_a_checklist_whose_content_the_panel_cannot_show():
+    """It passed: a checklist given an object showed in the panel as an empty list."""
+    class Packing(Board):
+        def public_components(self) -> list[Component]:
+            return [Component(name="list", render_type=RenderType.CHECKLIST,
+                              content={"items": ["tent"], "pending": []})]
+
+    message = findings_of(Packing)
+    assert "Content shapes: component 'list' (public, render type 'checklist') is an object, " \
+           "not a list of items (the view shows an empty list): {\"items\": [\"tent\"], " \
+           "\"pending\": []}. Fix: give a 'checklist' component a list of items, each an " \
+           "object with a \"text\"" in message
+    assert message.count("Content shapes:") == 1  # public: said once, not once per role
+
+
+def test_content_of_another_shape_is_reported_for_each_render_type_that_expects_one():
+    class Misshapen(Board):
+        def public_components(self) -> list[Component]:
+            return [Component(name="notes", render_type=RenderType.CHECKLIST,
+                              content=["tent", "stove"]),
+                    Component(name="text", render_type=RenderType.EDITOR, content=["line"]),
+                    Component(name="prices", render_type=RenderType.TABLE,
+                              content={"rows": [], "total": 3})]
+
+        def private_components(self, role: str) -> list[Component]:
+            return [Component(name="found", render_type=RenderType.SEARCH_RESULTS,
+                              content="bread")]
+
+    message = findings_of(Misshapen)
+    assert "component 'notes' (public, render type 'checklist') item [0] is a string, not an " \
+           "object with a \"text\"" in message
+    assert "component 'text' (public, render type 'editor') is a list, not a string" in message
+    assert "component 'prices' (public, render type 'table') the view does not show its keys " \
+           "'total'" in message
+    assert "component 'found' (private, render type 'search_results') is a string" in message
+    assert message.count("Content shapes:") == 4
+
+
+def test_content_any_view_shows_passes():
+    class Shaped(Board):
+        def public_components(self) -> list[Component]:
+            return [Component(name="list", render_type=RenderType.CHECKLIST,
+                              content=[{"id": 1, "text": "tent", "done": False}]),
+                    Component(name="shown", render_type="basket", content={"spent": 0}),
+                    Component(name="empty", render_type=RenderType.TABLE, content={})]
+
+    assert check_env(Shaped) == []
+
+
 def test_a_hidden_string_in_a_public_component():
     class Spoiler(Board):
         def hidden_strings(self) -> list[str]:

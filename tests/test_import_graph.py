@@ -40,3 +40,10 @@ def test_the_script_prints_the_graph_and_exits_zero(capsys) -> None:
     assert _script().main(["--modules"]) == 0
     printed = capsys.readouterr().out
     assert "sessions   -> " in printed and printed.rstrip().endswith("0 problem(s)")
+
+
+def test_the_error_base_is_below_every_part_that_raises() -> None:
+    """Every part derives its exceptions from cogym_lab.errors, so it sits below them all."""
+    graph = _script()
+    assert graph.LAYERS[:3] == ["_version", "errors", "core"]
+    assert graph.part_graph(graph.module_graph()).get("errors", set()) == set()

@@ -31,6 +31,7 @@ from cogym_lab.core import Action, ActionError, Notification, SessionContext
 from cogym_lab.core.actions import ActionSpec, describe_actions
 from cogym_lab.core.grammar import format_action, parse_action
 from cogym_lab.core.messages import Event, EventType
+from cogym_lab.errors import CogymError
 from cogym_lab.lm import LM, LMError, Messages
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ class Step:
         return f"- {self.action} -> {result}"
 
 
-class UnusableOutput(Exception):
+class UnusableOutput(CogymError):
     """The LM's reply could not be used, even after the repair attempt."""
 
 

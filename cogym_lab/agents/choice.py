@@ -12,12 +12,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from cogym_lab.errors import CogymError
+
 # A number standing on its own: not inside a word ("3rd", "v2"), a decimal ("1.5") or a range
 # written "1-3" (read as 1 and 3, which are two numbers). A full stop after it ("3.") is fine.
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\w)")
 
 
-class UnusableChoice(ValueError):
+class UnusableChoice(CogymError, ValueError):
     """The reply named no option of the menu, or more than one."""
 
 

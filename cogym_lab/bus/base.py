@@ -24,6 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from cogym_lab.errors import CogymError
+
 Message = dict[str, Any]
 Outgoing = Message | BaseModel  # what may be published; subscribers always receive a Message
 ReconnectHandler = Callable[[], Any]
@@ -34,7 +36,7 @@ def as_message(message: Outgoing) -> Message:
     return message.model_dump(mode="json") if isinstance(message, BaseModel) else message
 
 
-class BusError(RuntimeError):
+class BusError(CogymError, RuntimeError):
     """The transport failed in a way the bus could not recover from."""
 
 

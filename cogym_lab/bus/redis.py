@@ -91,6 +91,7 @@ from cogym_lab.bus.base import (
     next_from,
 )
 from cogym_lab.core.text import clean, clean_text, is_clean
+from cogym_lab.errors import CogymError
 
 __all__ = ["RedisBus", "RedisSubscription"]
 
@@ -136,7 +137,7 @@ def _encode(message: Outgoing) -> str:
     return text if is_clean(text) else clean_text(text)
 
 
-class _ServerChanged(RedisConnectionError):
+class _ServerChanged(CogymError, RedisConnectionError):
     """A connection reached a server the bus has not synced to yet (it restarted)."""
 
 

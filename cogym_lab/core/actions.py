@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cogym_lab.errors import CogymError
+
 ParamType = Literal["string", "integer", "number", "boolean", "array", "object", "any"]
 
 _PYTHON_TYPES: dict[str, tuple[type, ...]] = {
@@ -29,7 +31,7 @@ _PLACEHOLDERS: dict[str, str] = {
 }
 
 
-class ActionError(ValueError):
+class ActionError(CogymError, ValueError):
     """An action that cannot be taken. The message says what was expected."""
 
 

@@ -31,6 +31,9 @@ checks after it, which need an env that works that far:
   (checked only once reset is deterministic: else it would differ anyway).
 * **JSON views**: every view is JSON, and reads back as it was: no set (its order changes from
   run to run), no NaN or infinity (written as null).
+* **Content shapes**: each component's content has the shape its render type's panel view
+  shows (``cogym_lab.core.render_shapes``): a checklist a list of items with a ``text``, an
+  editor a string, a table rows, ... (``text`` and unknown render types show anything).
 * **Private components**: a role's private component, once it holds anything, shows in no other
   role's view (an empty start looks alike for every role); none has a public component's name.
 * **Hidden strings**: no ``hidden_strings()`` text shows in a public component.
@@ -72,8 +75,10 @@ from cogym_lab.core.env import (
     not_initialised,
 )
 from cogym_lab.core.observation import Component, Observation
+from cogym_lab.core.render_shapes import CONTENT_SHAPES, content_problem
 from cogym_lab.core.state_diff import first_difference, show
 from cogym_lab.core.text import string_leaves
+from cogym_lab.errors import CogymError
 
 __all__ = ["CHECK_SEED", "DEFAULT_ROLES", "EnvCheckError", "check_env"]
 
@@ -95,7 +100,7 @@ _MISTYPED: dict[str, Any] = {"integer": "not a number", "number": "not a number"
                              "boolean": "maybe", "array": "not a list", "object": 5}
 
 
-class EnvCheckError(AssertionError):
+class EnvCheckError(CogymError, AssertionError):
     """A task environment failed one or more checks. ``findings`` holds one line per failure,
     saying what is wrong and how to fix it. An ``AssertionError`` because a failed check is one:
     a test that calls :func:`check_env` fails with the findings as its message."""
@@ -194,6 +199,7 @@ def _run_checks(subject: _Subject) -> list[str]:
     if not nondeterminism:  # otherwise a rebuilt env differs whatever env_args() returns
         findings += _guarded("env_args round trip", check_env_args_round_trip, env, subject)
     findings += _guarded("JSON views", check_views_are_json, env)
+    findings += _guarded("Content shapes", check_content_shapes, env)
     findings += _guarded("Private components", check_private_components_stay_private, env)
     findings += _guarded("Hidden strings", check_hidden_strings_stay_hidden, env)
     findings += _guarded("Score reports", check_score_reports, env)
@@ -382,6 +388,23 @@ def check_views_are_json(env: CoEnv) -> list[str]:
                          f"{problem}. Fix: give components only strings, numbers, booleans, "
                          f"None, and lists and dicts of them (a sorted list for a set, None for a "
                          f"missing number)."] = None
+    return list(findings)
+
+
+def check_content_shapes(env: CoEnv) -> list[str]:
+    """Every component's content is of the shape its render type's view shows (what the panel
+    cannot show, a person never sees: a checklist of another shape shows as an empty list)."""
+    findings: dict[str, None] = {}  # a public component shows in every view: say it once
+    for role in _roles(env):
+        for component in env.view(role).components:
+            problem = content_problem(component.render_type, component.content)
+            if problem is not None:
+                findings[f"Content shapes: component {component.name!r} ({_scope(component)}, "
+                         f"render type {component.render_type!r}) {problem}: "
+                         f"{show(component.content)}. Fix: give a {component.render_type!r} "
+                         f"component {CONTENT_SHAPES[component.render_type]}; or pick the "
+                         f"render type 'text', or a name of your own, which show any content "
+                         f"(as JSON)."] = None
     return list(findings)
 
 

@@ -23,12 +23,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
+from cogym_lab.errors import CogymError
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 
-class LogReadError(ValueError):
+class LogReadError(CogymError, ValueError):
     """A line of a JSON Lines log, not its last, cannot be read."""
 
     def __init__(self, path: Path, line: int, reason: str) -> None:

@@ -17,9 +17,10 @@ from collections.abc import Iterable
 
 from cogym_lab.core.messages import ChatMessage, Notification, SessionMoment, Update
 from cogym_lab.core.observation import Component, Observation
+from cogym_lab.errors import CogymError
 
 
-class OutOfSync(Exception):
+class OutOfSync(CogymError):
     """An update that the copy cannot apply: the member must ask for a sync."""
 
 

@@ -45,6 +45,7 @@ from pycrdt import Doc, Text
 
 from cogym_lab.core.concurrent_edits import Overlap, merge
 from cogym_lab.core.text_hunks import Hunk, diff
+from cogym_lab.errors import CogymError
 
 #: The name of the ``Y.Text`` in every shared text's document (the browser's replica too).
 ROOT = "text"
@@ -59,7 +60,7 @@ PANEL_CLIENTS = 1 << 32
 HISTORY = 1024
 
 
-class TextEditError(ValueError):
+class TextEditError(CogymError, ValueError):
     """An edit that cannot be applied: a Yjs update that is not one, or that builds on text
     the document does not have."""
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from cogym_lab.core.text import clean, clean_text
+from cogym_lab.errors import CogymError
 from cogym_lab.lm.calllog import call_record, redact, write_call
 from cogym_lab.lm.config import LMConfig
 from cogym_lab.lm.limit_rules import limit_key
@@ -81,7 +82,7 @@ def _seconds(value: float) -> str:
     return f"{round(value, 1):g}" if value >= 0.05 else f"{max(value, 0.0):.2g}"
 
 
-class LMError(RuntimeError):
+class LMError(CogymError, RuntimeError):
     """The LM gave no usable answer after every retry, or within its deadline.
 
     The message says why, for logs and developers (model, endpoint, HTTP status ...). ``reason``
@@ -100,7 +101,7 @@ class LMNotConfigured(LMError):
         super().__init__(message, reason=reason)
 
 
-class AttemptFailed(Exception):
+class AttemptFailed(CogymError):
     """One attempt gave no usable answer: what a provider's :meth:`LM._attempt` raises.
 
     ``error`` says what went wrong, for logs ("HTTP 500: upstream exploded"); ``reason`` says it

@@ -31,6 +31,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from cogym_lab.errors import CogymError
 from cogym_lab.lm.base import (
     LM,
     REASON_UNREADABLE,
@@ -46,7 +47,7 @@ DEFAULT_N_CTX = 4096
 INSTALL_HINT = "pip install 'cogym_lab[local]'"
 
 
-class _AbandonedError(Exception):  # internal: the caller gave up before this call's turn came
+class _AbandonedError(CogymError):  # internal: the caller gave up before this call's turn came
     """Nobody waits for this generation any more."""
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 import openai
 
+from cogym_lab.errors import CogymError
 from cogym_lab.lm.base import (
     DEFAULT_REASON,
     LM,
@@ -58,7 +59,7 @@ __all__ = ["REASON_BUSY", "REASON_CONNECTION", "REASON_REFUSED", "REASON_SERVER_
            "REASON_UNREADABLE", "OpenAILM"]
 
 
-class _UnusableReplyError(Exception):  # internal: never leaves this module
+class _UnusableReplyError(CogymError):  # internal: never leaves this module
     """The server answered 2xx, but with nothing we can use."""
 
 

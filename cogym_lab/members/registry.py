@@ -12,6 +12,7 @@ from importlib.metadata import EntryPoint
 
 from cogym_lab.core.member import MemberType
 from cogym_lab.core.plugins import installed_entry_points
+from cogym_lab.errors import CogymError
 
 #: The entry-point group through which installed packages add member types.
 MEMBERS_GROUP = "cogym_lab.members"
@@ -29,7 +30,7 @@ _BUILTIN = {
 _registered: dict[str, MemberType | str] = {}
 
 
-class UnknownMemberType(ValueError):
+class UnknownMemberType(CogymError, ValueError):
     """A team named a member type nobody registered."""
 
 

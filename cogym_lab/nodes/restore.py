@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from cogym_lab.core import Deferred
 from cogym_lab.core.coordinator import Coordinator, Transition
 from cogym_lab.core.messages import Event, EventType
+from cogym_lab.errors import CogymError
 
 
-class ReplayMismatch(RuntimeError):
+class ReplayMismatch(CogymError, RuntimeError):
     """The log does not replay to the same events: the task is not deterministic, or the log
     was edited."""
 

@@ -15,12 +15,13 @@ from typing import Any
 from cogym_lab.core.jsonl import read_jsonl
 from cogym_lab.core.messages import Event
 from cogym_lab.core.text import clean
+from cogym_lab.errors import CogymError
 
 SESSION_FILE = "session.json"
 EVENTS_FILE = "events.jsonl"
 
 
-class LogWriteError(OSError):
+class LogWriteError(CogymError, OSError):
     """An event could not be appended to ``events.jsonl``; the log is left as it was before."""
 
 

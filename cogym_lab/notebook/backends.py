@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 from typing import Any, Protocol
 
+from cogym_lab.errors import CogymError
 from cogym_lab.notebook.client import (
     CogymServer,
     CogymServerError,
@@ -26,7 +27,7 @@ __all__ = ["Backend", "CreateRequest", "LocalBackend", "ServerBackend", "Session
            "server_backend"]
 
 
-class SessionError(Exception):
+class SessionError(CogymError):
     """A session could not be created, found or driven; the message says why."""
 
 

@@ -20,11 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cogym_lab.errors import CogymError
+
 API_PREFIX = "cogym/api/sessions"
 _KERNEL_FILE = re.compile(r"kernel-(?P<id>[0-9A-Za-z-]+)\.json$")
 
 
-class CogymServerError(Exception):
+class CogymServerError(CogymError):
     """The server refused a request or could not be reached; ``status`` is the HTTP status
     (0 when there was no answer)."""
 

@@ -20,6 +20,7 @@ from collections.abc import Coroutine, Generator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from cogym_lab.errors import CogymError
 from cogym_lab.runtime.hosting import SessionHost
 from cogym_lab.runtime.pairwise import BASELINE_ENV, baselines_from_env
 
@@ -29,7 +30,7 @@ T = TypeVar("T")
 RESULTS_ENV = "COGYM_RESULTS_DIR"
 
 
-class StillRunning(RuntimeError):
+class StillRunning(CogymError, RuntimeError):
     """A call could not finish without waiting, and this code runs inside the loop it needs."""
 
 

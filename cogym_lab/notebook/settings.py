@@ -34,6 +34,7 @@ from pydantic import (
 )
 
 from cogym_lab.datasets import DATA_ENV_VAR
+from cogym_lab.errors import CogymError
 from cogym_lab.lm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from cogym_lab.sessions.spec import (
     EVERY_LM,
@@ -56,7 +57,7 @@ ENVIRONMENT: dict[Key, str] = {"model": ENV_MODEL, "base_url": ENV_BASE_URL,
 _LIMITS = {"model": 500, "base_url": 2_000, "api_key": MAX_KEY_LENGTH, "data_dir": 4_096}
 
 
-class SettingsError(ValueError):
+class SettingsError(CogymError, ValueError):
     """A setting that cannot be used; the message names it and never repeats a key."""
 
 

@@ -36,6 +36,7 @@ from pydantic import ValidationError
 from cogym_lab.bus import Bus, connect_bus
 from cogym_lab.core.messages import StepKind, StepRequest, obs_channel, step_channel
 from cogym_lab.core.settlements import INTERRUPTED, StepsClosed, ended_before
+from cogym_lab.errors import CogymError
 from cogym_lab.nodes.restore import ReplayMismatch
 from cogym_lab.nodes.results import (
     SESSION_FILE,
@@ -78,7 +79,7 @@ SHUTDOWN_REASON = "the server stopped"
 LAST_WORD_WAIT = 5.0
 
 
-class HostingError(Exception):
+class HostingError(CogymError):
     """A request the host refuses; ``status`` is the HTTP status that fits it."""
 
     def __init__(self, message: str, status: int = 400) -> None:

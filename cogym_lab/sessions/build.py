@@ -22,6 +22,7 @@ from cogym_lab.datasets import DatasetError, data_dir, reading_from
 from cogym_lab.envs import make_env
 from cogym_lab.envs.registry import task_class
 from cogym_lab.envs.task_data import missing_data_message
+from cogym_lab.errors import CogymError
 from cogym_lab.lm import LM, LMConfig, LMNotConfigured
 from cogym_lab.members import UnknownMemberType
 from cogym_lab.nodes.env_node import EventObserver
@@ -34,7 +35,7 @@ from cogym_lab.teams.config import MemberConfig, TeamConfig, load_team
 TeamLoader = Callable[[str], TeamConfig]
 
 
-class SessionBuildError(ValueError):
+class SessionBuildError(CogymError, ValueError):
     """A spec that cannot be built. ``field`` names the spec field at fault (``task``,
     ``instance``, ``env_args``, ``team``, ``people``, ``lm``, ``protocol``, ``limits``,
     ``notebook`` or ``data_dir``), so that each entry point can point at its own option;

@@ -50,6 +50,7 @@ from importlib import resources
 from typing import Any
 
 from cogym_lab.envs.kitchen.items import BURGER_REWARDS
+from cogym_lab.errors import CogymError
 
 Pos = tuple[int, int]
 
@@ -80,7 +81,7 @@ DEFAULT_LEGEND: dict[str, str] = {
 }
 
 
-class LayoutError(ValueError):
+class LayoutError(CogymError, ValueError):
     """A layout file that cannot be played; the message says what to fix."""
 
 

@@ -38,6 +38,7 @@ from cogym_lab.datasets import DataMissing
 from cogym_lab.envs.related_work.data_files import data_file
 from cogym_lab.envs.related_work.drafting import citations_in
 from cogym_lab.envs.related_work.instances import related_work_dir
+from cogym_lab.errors import CogymError
 from cogym_lab.lm import LM
 from cogym_lab.prompts import render
 
@@ -237,7 +238,7 @@ def section_facts(text: str) -> SectionFacts:
 
 # --- reading the judge's score ---------------------------------------------------------------
 
-class ScoreParseError(ValueError):
+class ScoreParseError(CogymError, ValueError):
     """The judge's reply states no final score from 1 to 5. ``reply`` is the whole reply."""
 
     def __init__(self, problem: str, reply: str, label: str = "The judge's reply") -> None:

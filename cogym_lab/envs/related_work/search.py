@@ -54,6 +54,7 @@ from cogym_lab.envs.related_work.corpus import CorpusFiles, corpus_files
 from cogym_lab.envs.related_work.papers import Paper
 from cogym_lab.envs.related_work.store import PaperStore, cache_folder, say
 from cogym_lab.envs.related_work.titles import normalize_title
+from cogym_lab.errors import CogymError
 
 __all__ = [
     "ARXIV_API_URL", "ArxivLiveSearch", "BM25PaperIndex", "PaperSearch", "SearchHit",
@@ -64,7 +65,7 @@ INDEX_FORMAT = 3  # 3: built from both corpus files with the supersede rule
 ARXIV_API_URL = "http://export.arxiv.org/api/query"
 
 
-class SearchUnavailable(RuntimeError):
+class SearchUnavailable(CogymError, RuntimeError):
     """A search provider cannot answer (e.g. the network is unreachable)."""
 
 

@@ -48,6 +48,7 @@ from cogym_lab.envs.tabular_analysis.discoverybench_score import (
     relation_score,
     score_hypothesis,
 )
+from cogym_lab.errors import CogymError
 from cogym_lab.lm import LM
 from cogym_lab.prompts import render
 
@@ -59,7 +60,7 @@ PACKAGE = "cogym_lab.envs.tabular_analysis"
 PURPOSE = "judge"
 
 
-class JudgeParseError(ValueError):
+class JudgeParseError(CogymError, ValueError):
     """The judge's reply could not be read as a grade, even after one retry."""
 
     def __init__(self, message: str, replies: list[str]) -> None:

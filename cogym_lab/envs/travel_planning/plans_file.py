@@ -29,6 +29,7 @@ from cogym_lab.envs.travel_planning.grading_rules import get_rules
 from cogym_lab.envs.travel_planning.instances import load_instances
 from cogym_lab.envs.travel_planning.records import TravelInstance
 from cogym_lab.envs.travel_planning.submission import SubmissionError, read_submission
+from cogym_lab.errors import CogymError
 
 __all__ = ["FLIGHT_TABLES", "GradedLine", "LineError", "PlansFileGrader"]
 
@@ -36,7 +37,7 @@ FLIGHT_TABLES = ("database", "reference")
 _OWN_FIELDS = ("instance", "query", "plan")
 
 
-class LineError(ValueError):
+class LineError(CogymError, ValueError):
     """Why one input line cannot be graded."""
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from cogym_lab.envs.travel_planning.field_reading import FLIGHT_LABEL
 from cogym_lab.envs.travel_planning.plan import NONE, DayPlan, is_none
+from cogym_lab.errors import CogymError
 
 __all__ = ["SUBMISSION_FIELDS", "SubmissionError", "read_submission", "to_submission"]
 
@@ -37,7 +38,7 @@ _JSON_TYPES = {dict: "an object", list: "a list", bool: "a boolean", int: "a num
                float: "a number", type(None): "null"}
 
 
-class SubmissionError(ValueError):
+class SubmissionError(CogymError, ValueError):
     """A plan that is not in the submission format."""
 
 

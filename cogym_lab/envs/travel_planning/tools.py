@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from cogym_lab.envs.travel_planning.database import TravelDatabase, normalize, normalize_mode
+from cogym_lab.errors import CogymError
 
 __all__ = [
     "DatabaseProvider", "LiveProviderUnavailable", "LiveSearchProvider", "SearchProvider",
@@ -234,7 +235,7 @@ class DatabaseProvider:
         return SearchResult(title, columns, [], note)
 
 
-class LiveProviderUnavailable(RuntimeError):
+class LiveProviderUnavailable(CogymError, RuntimeError):
     """A live search provider cannot run: no API key, or its service is unreachable."""
 
 

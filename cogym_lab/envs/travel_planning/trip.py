@@ -15,11 +15,12 @@ from cogym_lab.envs.travel_planning.field_reading import before_parenthesis, rou
 from cogym_lab.envs.travel_planning.grading_rules import GradingRules
 from cogym_lab.envs.travel_planning.records import TravelInstance
 from cogym_lab.envs.travel_planning.sandbox import Sandbox
+from cogym_lab.errors import CogymError
 
 __all__ = ["Trip", "Unreadable", "Verdict"]
 
 
-class Unreadable(Exception):
+class Unreadable(CogymError):
     """A plan the official code cannot read at this point: it raises an error there."""
 
 

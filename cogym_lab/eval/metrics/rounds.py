@@ -20,6 +20,7 @@ from typing import Any
 from cogym_lab.core.env import is_non_empty
 from cogym_lab.core.messages import Event, EventType
 from cogym_lab.core.rounds import ROUND_STARTERS
+from cogym_lab.errors import CogymError
 from cogym_lab.lm import LM
 from cogym_lab.records.trajectory import SessionRecord
 
@@ -67,7 +68,7 @@ class RoundOutcome:
     scores: dict[str, float] | None  # the grader's scores when the outcome changed
 
 
-class ReplayFailed(RuntimeError):
+class ReplayFailed(CogymError, RuntimeError):
     """The session's log could not be replayed, so its rounds cannot be graded."""
 
 

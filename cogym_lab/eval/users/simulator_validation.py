@@ -39,6 +39,7 @@ from pydantic import BaseModel
 
 from cogym_lab.core.messages import EventType
 from cogym_lab.core.text import clean_text
+from cogym_lab.errors import CogymError
 from cogym_lab.eval.judging.judges import Judge, session_log
 from cogym_lab.eval.users.sources import hidden_information, instructions, simulated_users
 from cogym_lab.records.trajectory import SessionRecord
@@ -76,7 +77,7 @@ class SheetRow(BaseModel):
         return "lm" if self.rater.startswith(LM_RATER) else "human"
 
 
-class SheetError(ValueError):
+class SheetError(CogymError, ValueError):
     """A ratings sheet that cannot be read: the message names the file, line and column."""
 
 

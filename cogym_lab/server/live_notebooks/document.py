@@ -31,6 +31,7 @@ from typing import Any
 
 from pycrdt import Array, Map, Text
 
+from cogym_lab.errors import CogymError
 from cogym_lab.kernels import CellResult
 from cogym_lab.server.live_notebooks.agent_cells import AgentCell, nbformat_outputs, new_cell_id
 
@@ -40,7 +41,7 @@ SERVER_DOCUMENTS = "jupyter-server-documents"
 NO_BACKEND = "This Jupyter server has no live notebook documents (no real-time collaboration)."
 
 
-class NotebookDocumentError(Exception):
+class NotebookDocumentError(CogymError):
     """The live document cannot be reached."""
 
 

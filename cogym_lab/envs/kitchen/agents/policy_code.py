@@ -39,6 +39,7 @@ from typing import Any
 from cogym_lab.core.text import is_clean
 from cogym_lab.envs.kitchen.policies.fsm import ActionTask, AssignedTask, OrderTask, always
 from cogym_lab.envs.kitchen.policies.situation import BURGERS, FOODS, STATUSES, THINGS, macro
+from cogym_lab.errors import CogymError
 
 #: Characters of policy text read at most (a policy is a short list).
 MAX_TEXT = 12_000
@@ -56,7 +57,7 @@ MAX_NUMBER = 10**12
 STEP_BUDGET = 2_000
 
 
-class PolicyRejected(ValueError):
+class PolicyRejected(CogymError, ValueError):
     """The policy text cannot be used; ``reason`` says why, in a line."""
 
     def __init__(self, reason: str) -> None:
@@ -64,7 +65,7 @@ class PolicyRejected(ValueError):
         self.reason = reason
 
 
-class PolicyRuntimeError(RuntimeError):
+class PolicyRuntimeError(CogymError, RuntimeError):
     """A precondition could not be evaluated on this state (a missing key, a type mismatch,
     the step budget spent). The FSM treats it as a precondition that does not hold."""
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from cogym_lab.core.loop_lag import LoopLag
+from cogym_lab.errors import CogymError
 from cogym_lab.eval.batch.manifest import SessionEntry
 from cogym_lab.eval.batch.plan import SessionKey
 from cogym_lab.lm.limits import Gate
@@ -31,7 +32,7 @@ ENGINES: tuple[EngineName, ...] = ("inprocess", "ray")
 Ended = Callable[[SessionEntry], None]
 
 
-class EngineError(RuntimeError):
+class EngineError(CogymError, RuntimeError):
     """The engine cannot go on with the batch (every Ray worker was lost, say). The sessions it
     did not end stay pending in ``run.json``: running the batch again resumes them."""
 

@@ -41,6 +41,7 @@ from types import ModuleType
 from typing import Any
 
 from cogym_lab.core.loop_lag import LoopLag
+from cogym_lab.errors import CogymError
 from cogym_lab.eval.batch.engines import Ended, EngineError, RayOptions
 from cogym_lab.eval.batch.engines.ray_worker import ENTRY, FILES, INCOMING, SessionHost
 from cogym_lab.eval.batch.engines.shipping import (
@@ -68,7 +69,7 @@ log = logging.getLogger(__name__)
 CLIENT_RETRY_SECONDS = 2.0
 
 
-class WorkerLost(RuntimeError):
+class WorkerLost(CogymError, RuntimeError):
     """A session's worker was lost every time it was tried."""
 
 

@@ -14,7 +14,8 @@ from pydantic import ValidationError
 
 from cogym_lab.bus import Bus, Subscription
 from cogym_lab.core import Deferred
-from cogym_lab.core.coordinator import Coordinator, Transition
+from cogym_lab.core.coordinator import Coordinator
+from cogym_lab.core.transition import Transition
 from cogym_lab.core.messages import (
     Event,
     EventType,

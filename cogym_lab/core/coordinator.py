@@ -40,10 +40,11 @@ The rules:
   is refused and changes nothing. The turn is part of the state: every event's
   ``info["turn"]`` records it, and replay rebuilds it.
 
-What the coordinator is given is admitted first, at its entry points (``handle``, and through it
-``apply_follow_up`` and ``apply_observed``; ``deferred_failed``; ``end``): every path into the
-shared state passes one of them, whether it came over a bus, from a Python caller, from deferred
-work or from the env's own observations, and replay feeds the log back through the same ones.
+What the coordinator is given is admitted first, at its entry points (``handle``,
+``apply_follow_up`` and ``apply_observed``, which share one path; ``deferred_failed``; ``end``):
+every path into the shared state passes one of them, whether it came over a bus, from a Python
+caller, from deferred work or from the env's own observations, and replay feeds the log back
+through the same path.
 Admitting means the text policy (:mod:`cogym_lab.core.text`: no lone surrogate reaches any
 state) and JSON: a structured action is kept as the JSON the log can hold, so a refused one is
 re-read on replay exactly as it was refused live. A role that is not a string is refused like an

@@ -9,8 +9,11 @@ a plan's output written below) is followed by the document (:meth:`SharedTexts.f
 after every event, each document's text is exactly the task's.
 
 Each event records the Yjs updates it made (``info["text_updates"]``, base64), so a replay
-applies the same operations and rebuilds the same documents. Person seats are sent what their
-panel's replica lacks (:meth:`SharedTexts.payload`).
+applies the same operations and rebuilds the same documents (:meth:`SharedTexts.edit_for`,
+:meth:`SharedTexts.live_edit` and :meth:`SharedTexts.follow_event` take the
+:class:`~cogym_lab.core.step_context.StepContext` to know where an edit started and whether it
+is replayed). Person seats are sent what their panel's replica lacks
+(:meth:`SharedTexts.payload`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from cogym_lab.core.actions import Action, ActionError, ActionSpec
 from cogym_lab.core.messages import TEXT_UPDATES
 from cogym_lab.core.observation import Observation
 from cogym_lab.core.shared_text import SharedText, TextEdit, TextEditError, TextVersion
+from cogym_lab.core.transition import StepContext
 
 #: The event ``info`` key holding the updates an event made: ``{component: base64 update}``.
 UPDATES = TEXT_UPDATES
@@ -74,7 +78,49 @@ class SharedTexts:
                 return version
         return shared.version_at(last_shown)
 
+    def base_for(self, spec: ActionSpec, step: StepContext,
+                 last_shown: int | None) -> TextVersion | None:
+        """The version of ``spec.replaces`` that the sender of ``step`` edited: what the request
+        said (the update it acted on, or the text it started from), else the text of its last
+        update ``last_shown``. ``None`` for an action that replaces no shared text."""
+        if spec.replaces is None or spec.replaces not in self.texts:
+            return None
+        return self.base(spec.replaces, text=step.base_text, seen_seq=step.seen_seq,
+                         last_shown=last_shown)
+
     # -- edits -------------------------------------------------------------------------------
+
+    def edit_for(self, action: Action, spec: ActionSpec, step: StepContext, *, seq: int,
+                 author: str, base: TextVersion | None) -> tuple[Action, TextEdit] | None:
+        """``action``, if it replaces a shared text whole, worked out on its document as event
+        ``seq``: the action with the text it makes, and the edit to commit if the task takes
+        it. ``None`` for any other action, and on replay (the log holds the merged text)."""
+        if spec.replaces is None or step.replaying is not None or spec.replaces not in self.texts:
+            return None
+        return self.replacement(spec.replaces, action, seq=seq, author=author, base=base)
+
+    def live_edit(self, component: str, args: Mapping[str, Any], step: StepContext, *,
+                  seq: int, author: str) -> tuple[str, TextEdit | None]:
+        """A panel's live edit (``EDIT_TEXT``'s ``args``) of ``component`` as event ``seq``: the
+        text it makes and the edit to commit once the task took it. Replaying, the event's
+        logged operations are applied instead (nothing is left to commit).
+        :class:`ActionError` for an edit that cannot be applied."""
+        shared = self.text(component)
+        if step.replaying is not None:  # the logged operations, not a new merge
+            logged = step.replaying.info.get(UPDATES, {}).get(component)
+            if isinstance(logged, str):
+                self.follow_logged(component, logged, seq=seq, author=author,
+                                   client=args["client"], own=args["update"],
+                                   repaired=step.replaying.info.get("settled") == component)
+            return shared.text, None
+        if step.seen_seq is None:
+            raise ActionError("EDIT_TEXT needs the step's seen_seq: the update whose shared "
+                              "texts the edit was made on.")
+        base = self.base(component, text=None, seen_seq=step.seen_seq, last_shown=None)
+        edit = self.live_update(component, args["update"], client=args["client"],
+                                author=author, base=base)
+        return edit.text, edit
+
 
     def replacement(self, component: str, action: Action, *, seq: int, author: str,
                     base: TextVersion | None) -> tuple[Action, TextEdit] | None:
@@ -88,6 +134,12 @@ class SharedTexts:
         if edit.text == sent:
             return action, edit
         return action.model_copy(update={"args": {**action.args, "text": edit.text}}), edit
+
+    def commit_edit(self, spec: ActionSpec, edit: TextEdit, *, seq: int, author: str,
+                    info: dict[str, Any]) -> None:
+        """:meth:`commit` the edit that ``spec``'s action (which replaces a text) made."""
+        assert spec.replaces is not None
+        self.commit(spec.replaces, edit, seq=seq, author=author, info=info)
 
     def live_update(self, component: str, encoded: Any, *, client: Any, author: str,
                     base: TextVersion) -> TextEdit:
@@ -145,6 +197,15 @@ class SharedTexts:
             update = shared.follow(text, seq=seq, author=author)
             if update:
                 info.setdefault(UPDATES, {})[component] = encode(update)
+
+    def follow_event(self, view: Observation, step: StepContext, *, seq: int,
+                     author: str | None, info: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`follow` for event ``seq`` as it is emitted (replaying it, with its logged
+        updates first); ``info`` with the updates made."""
+        replayed = step.replayed(seq)
+        self.follow(view, seq=seq, author=author, info=info,
+                    logged=replayed.info.get(UPDATES) if replayed else None)
+        return info
 
     # -- what a person's panel is sent -----------------------------------------------------
 

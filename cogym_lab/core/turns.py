@@ -28,10 +28,10 @@ A clocked (real-time) env cannot take turns: its world moves on every tick whoev
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final, Literal, cast
 
-from cogym_lab.core.messages import Turn
+from cogym_lab.core.messages import EventType, Turn
 
 Interaction = Literal["notifications", "turns"]
 NOTIFICATIONS: Final = "notifications"
@@ -59,7 +59,9 @@ def refuse_clocked(interaction: str, env_name: str, tick_seconds: float | None) 
 
 class TurnTaking:
     """The turn state of one session: whose turn, how many so far, the slow work that holds
-    it, and the passes in a row. Pure bookkeeping; the coordinator decides when to call it."""
+    it, and the passes in a row; and the rules that move it on as each event is emitted
+    (:meth:`wakes`) and refuse an act out of turn (:meth:`refuses`). No I/O and no events: the
+    coordinator asks, and emits."""
 
     def __init__(self, order: Sequence[str]) -> None:
         if not order:
@@ -104,6 +106,56 @@ class TurnTaking:
         if not self.work[role]:
             del self.work[role]
         return True
+
+    def refuses(self, role: str, paused: Collection[str], *, follow_up: bool) -> bool:
+        """Whether a step of ``role``'s must be refused as out of turn (a paused agent is never
+        in turn); ``follow_up``: it is the result of ``role``'s slow work, applied if that work
+        runs (a paused member's result is refused as paused)."""
+        if follow_up:
+            return not self.work.get(role)
+        return role in paused or not self.may_act(role)
+
+    def wakes(self, type_: EventType, actor: str | None, info: Mapping[str, Any],
+              recipients: Sequence[str], paused: Collection[str]) -> list[str]:
+        """Move the turn on as an event of ``type_`` by ``actor`` requires, and return who is
+        woken: the member in turn after it (nobody while slow work holds the turn), or
+        ``recipients`` (everyone) for the END."""
+        if type_ is EventType.END:
+            return list(recipients)
+        if type_ is EventType.START:
+            self.begin()
+            return [self.role]
+        if type_ is EventType.TICK:  # the member in turn let it go by (unless work holds it)
+            if self.busy:
+                return []
+            self.pass_turn(paused, idle=True)
+            return [self.role]
+        if actor is None or info.get("out_of_turn") or info.get("observed") \
+                or type_ is EventType.FINISH:
+            return []
+        if info.get("follow_up") or (type_ is EventType.ERROR and info.get("deferred")):
+            # The result of slow work (or its failure): the turn it held may pass now.
+            if not self.finished_work(actor):
+                return []
+            if type_ is not EventType.ERROR and info.get("deferred"):
+                self.started_work(actor)  # its result started more work
+            return self._pass_unless_busy(paused)
+        if type_ is EventType.ERROR:  # a refused act: the member in turn tries again
+            return [actor] if actor == self.role else []
+        if actor != self.role:  # the coordinator lets nobody else act
+            return []
+        if info.get("deferred"):  # the act started slow work: it holds the turn
+            worker = info.get("requester") if type_ is EventType.CONFIRM_ACCEPT else actor
+            self.started_work(str(worker))
+            return []
+        self.pass_turn(paused, idle=type_ is EventType.WAIT)
+        return [self.role]
+
+    def _pass_unless_busy(self, paused: Collection[str]) -> list[str]:
+        if self.busy:
+            return []
+        self.pass_turn(paused, idle=False)
+        return [self.role]
 
     def idle_rounds(self) -> int:
         """Whole rounds of the team that went by without an act."""

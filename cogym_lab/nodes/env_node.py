@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from cogym_lab.bus import Bus, Subscription
 from cogym_lab.core import Deferred
-from cogym_lab.core.coordinator import Coordinator, Transition
+from cogym_lab.core.coordinator import Coordinator
 from cogym_lab.core.messages import (
     Event,
     EventType,
@@ -30,6 +30,7 @@ from cogym_lab.core.settlements import (
     ended_before,
     settled_channel,
 )
+from cogym_lab.core.transition import Transition
 from cogym_lab.nodes.restore import Restored
 
 log = logging.getLogger(__name__)

@@ -3,8 +3,8 @@
 Each hosted session has its own bus (in-process unless a Redis URL is given), runs
 ``Session.run()`` as a background task and writes its results under ``results_dir/<session_id>``.
 People (members of kind ``person``) hold seats that the host joins on their behalf, so the session
-starts at once; a person's browser then follows the seat over a websocket and acts through
-``act``.
+starts at once; a person's browser then follows the seat (:meth:`SessionHost.follow`) and acts
+through ``act``.
 
 Every session keeps the request that created it in ``hosting.json`` beside ``session.json``. A
 server that starts calls ``recover()``: sessions an earlier server left behind are listed again,
@@ -16,190 +16,49 @@ way, so a restart never ends a session.
 The host counts the panels (seat WebSockets, local widget comms) open on each session: a running
 session with person seats that has none open for ``panel_grace_seconds`` ends, with that reason
 in its log (see :mod:`cogym_lab.runtime.panels`).
+
+The host composes the parts each concern keeps: :mod:`~cogym_lab.runtime.building` (a spec
+becomes a session), :mod:`~cogym_lab.runtime.registry` (the sessions known here, recovered and
+forgotten), :mod:`~cogym_lab.runtime.hosted` (what it keeps of one session),
+:mod:`~cogym_lab.runtime.feeds` (a panel's channels), :mod:`~cogym_lab.runtime.panels` and
+:mod:`~cogym_lab.runtime.ratings` (a person rating a session).
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
-import json
 import logging
-import random
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from cogym_lab.bus import Bus, connect_bus
+from cogym_lab.bus import connect_bus
 from cogym_lab.core.messages import StepKind, StepRequest, obs_channel, step_channel
-from cogym_lab.core.settlements import INTERRUPTED, StepsClosed, ended_before
-from cogym_lab.errors import CogymError
 from cogym_lab.nodes.restore import ReplayMismatch
-from cogym_lab.nodes.results import (
-    SESSION_FILE,
-    read_events,
-    read_session,
-    trim_torn_tail,
-    update_session,
-)
-from cogym_lab.nodes.session import Session, SessionResult
+from cogym_lab.nodes.results import SESSION_FILE, read_events, trim_torn_tail, update_session
+from cogym_lab.nodes.session import SessionResult
 from cogym_lab.runtime.access import SessionAccess
+from cogym_lab.runtime.building import SessionBuilder
 from cogym_lab.runtime.ended import DEFAULT_FINISHED_TTL, EndedSession, end_bus, read_statuses
-from cogym_lab.runtime.models import (
-    HOSTING_FILE,
-    LIKERT_ITEMS,
-    PAIRWISE_FIELDS,
-    RATINGS_FILE,
-    HostingRecord,
-    PairwiseOffer,
-    Rating,
-    StoredRating,
-    validation_message,
-)
-from cogym_lab.runtime.pairwise import make_offer, read_shown
+from cogym_lab.runtime.errors import HostingError, not_a_seat
+from cogym_lab.runtime.feeds import SeatFeed, subscribe_statuses, subscribe_updates
+from cogym_lab.runtime.hosted import HostedSession, ended_status
+from cogym_lab.runtime.models import HOSTING_FILE, PairwiseOffer, validation_message
 from cogym_lab.runtime.panels import DEFAULT_PANEL_GRACE, PanelWatch
+from cogym_lab.runtime.ratings import Ratings
+from cogym_lab.runtime.registry import SHUTDOWN_REASON, SessionRegistry
 from cogym_lab.runtime.settlements import Settlements, Submitted
-from cogym_lab.runtime.stored import (
-    STORED_FIELDS,
-    StoredSession,
-    runs_elsewhere,
-    summary_fields,
-    this_process,
-    write_json,
-)
+from cogym_lab.runtime.stored import StoredSession, write_json
 from cogym_lab.sessions.spec import SessionSpec
 
 log = logging.getLogger(__name__)
 
-SHUTDOWN_REASON = "the server stopped"
 #: Seconds the end of a run waits for the env node's last answers to reach the host.
 LAST_WORD_WAIT = 5.0
-
-
-class HostingError(CogymError):
-    """A request the host refuses; ``status`` is the HTTP status that fits it."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-
-
-@dataclass
-class HostedSession:
-    """A session running (or run) by this server.
-
-    Once it has ended, ``session`` is an :class:`EndedSession`: the coordinator, env, members
-    and bus are given back, ``bus`` is a small stand-in holding the last statuses, and
-    ``result`` loses its ``outcome`` when ``session.json`` holds it (``details()`` reads it from
-    there). After the host's ``finished_session_ttl`` the host forgets it for a
-    :class:`StoredSession` read from its results folder.
-    """
-
-    session: Session | EndedSession
-    team: str
-    task: str
-    people: list[str]
-    spec: SessionSpec
-    bus: Bus | None = None
-    created_at: float = field(default_factory=time.time)
-    runner: asyncio.Task[SessionResult | None] | None = None
-    result: SessionResult | None = None
-    error: str | None = None
-    restored_state: dict[str, Any] | None = None  # the state a resume rebuilt from the log
-    access: SessionAccess | None = None  # whose it is; None: this process's own (no server)
-    #: The env's answers to the actions published here, while the session runs.
-    settlements: Settlements | None = None
-
-    @property
-    def session_id(self) -> str:
-        return self.session.session_id
-
-    @property
-    def directory(self) -> Path | None:
-        return self.session.results_dir
-
-    @property
-    def live(self) -> Session:
-        """The running session; ``HostingError`` 409 once it has ended and been released."""
-        if isinstance(self.session, EndedSession):
-            raise HostingError(f"Session {self.session_id!r} has ended.", status=409)
-        return self.session
-
-    @property
-    def status(self) -> str:
-        if isinstance(self.session, EndedSession):
-            return self.session.status
-        if self.runner is None or not self.runner.done():
-            return "running"
-        return _ended_status(self)
-
-    @property
-    def end_reason(self) -> str | None:
-        if self.result is not None:
-            return self.result.end_reason
-        if isinstance(self.session, EndedSession):
-            return self.session.end_reason
-        return self.session.coordinator.end_reason
-
-    def summary(self) -> dict[str, Any]:
-        protocol = (self.session.protocol if isinstance(self.session, EndedSession)
-                    else self.session.env.protocol)
-        return {
-            "session_id": self.session_id,
-            "task": self.task,
-            "team": self.team,
-            "protocol": protocol,
-            "members": [member.model_dump() for member in self.session.team],
-            "people": list(self.people),
-            "status": self.status,
-            "end_reason": self.end_reason,
-            "error": self.error,
-            "created_at": self.created_at,
-            "results_dir": str(self.directory) if self.directory else None,
-            "delivered": self.result.delivered if self.result else None,
-            "scores": self.result.scores if self.result else None,
-            "score_reports": ([r.model_dump(mode="json") for r in self.result.score_reports]
-                              if self.result else None),
-        }
-
-    def details(self) -> dict[str, Any]:
-        result = self.result.model_dump(mode="json") if self.result else None
-        if isinstance(self.session, EndedSession):
-            state, outcome = self.session.final()
-            if result is not None and self.session.on_disk:
-                result["outcome"] = outcome
-            return {"state": state, "result": result}
-        coordinator = self.session.coordinator
-        return {
-            # None until the session starts: the env has no state before its reset
-            "state": coordinator.snapshot() if coordinator.started_at else None,
-            "result": result,
-        }
-
-    def release(self, status: str, bus: Bus | None) -> None:
-        """Give back what only a running session needs; keep what :meth:`summary`,
-        :meth:`details` and a late panel read. ``bus`` replaces the session's own (closed)."""
-        if isinstance(self.session, EndedSession):
-            return
-        ended = EndedSession.of(self.session, status)
-        if ended.on_disk and self.result is not None:
-            self.result = self.result.model_copy(update={"outcome": None})
-        self.session = ended
-        self.bus = bus
-        self.runner = None  # a done task holds the result, and a failure's traceback the frames
-        self.restored_state = None
-
-
-def _ended_status(hosted: HostedSession) -> str:
-    """How a session whose run is over ended, from what the run left."""
-    assert isinstance(hosted.session, Session)
-    if hosted.session.interrupted:
-        return "interrupted"
-    return "failed" if hosted.error else "finished"
 
 
 class SessionHost:
@@ -213,11 +72,9 @@ class SessionHost:
                  build_in_thread: bool = True,
                  finished_session_ttl: float | None = DEFAULT_FINISHED_TTL,
                  baselines: Sequence[str | Path] = ()) -> None:
-        """``teams`` registers team files by name beside the ready ones; ``team_paths`` says
-        whether a team may also be a file path (yes in a kernel or a script, which run their
-        owner's code anyway; never in a server, whose requests come from others).
-        ``build_in_thread``: build sessions in a worker thread, off the loop (a server; a
-        kernel's host, whose magics need ``create`` to finish at once, passes False).
+        """``teams``, ``team_paths``, ``default_team`` and ``build_in_thread``: how sessions
+        are built (see :class:`~cogym_lab.runtime.building.SessionBuilder`; a server builds
+        off the loop and loads registered teams only, a kernel's host builds at once).
         ``panel_grace_seconds``: how long a session with person seats goes on with no panel
         open before it ends (``None``, zero or less: it never ends for that).
         ``finished_session_ttl``: seconds an ended session stays hosted (its end views for
@@ -227,22 +84,25 @@ class SessionHost:
         pairwise question finds the autonomous outcome of a session's task and instance (see
         :mod:`cogym_lab.runtime.pairwise`); none: the form does not ask it."""
         self.results_dir = Path(results_dir)
-        self.build_in_thread = build_in_thread
         self.redis_url = redis_url
-        self.default_team = default_team
-        self.teams = dict(teams or {})
-        self.team_paths = team_paths
-        self.sessions: dict[str, HostedSession] = {}
-        self.stored: dict[str, StoredSession] = {}
-        #: Links sessions to a person's notebook (its kernel and live document): a
-        #: ``cogym_lab.server.live_notebooks.NotebookOpener``, set by the server extension.
-        self.notebooks: Any = None
+        self.builder = SessionBuilder(default_team=default_team, teams=teams,
+                                      team_paths=team_paths, in_thread=build_in_thread)
+        self.registry = SessionRegistry()
+        self.sessions = self.registry.sessions  # hosted here, by id
+        self.stored = self.registry.stored  # known from their files only, by id
         self._panels = PanelWatch(panel_grace_seconds, self._end_unfollowed)
         self.finished_session_ttl = finished_session_ttl
-        self._evictions: dict[str, asyncio.TimerHandle] = {}
-        self.baselines = [Path(folder) for folder in baselines]
-        #: Draws the order of the pairwise question's two outcomes (a test may seed it).
-        self.pairwise_rng: random.Random = random.SystemRandom()
+        self.rating_store = Ratings(self.find, baselines)
+
+    @property
+    def notebooks(self) -> Any:
+        """Links sessions to a person's notebook (its kernel and live document): a
+        ``cogym_lab.server.live_notebooks.NotebookOpener``, set by the server extension."""
+        return self.builder.notebooks
+
+    @notebooks.setter
+    def notebooks(self, opener: Any) -> None:
+        self.builder.notebooks = opener
 
     # -- creating and resuming ----------------------------------------------------------------
 
@@ -263,7 +123,7 @@ class SessionHost:
                 raise HostingError(validation_message(error)) from None
         elif fields:
             raise TypeError("give a spec or its fields, not both")
-        hosted = await self._build_off_loop(spec)
+        hosted = await self._build(spec)
         if access is not None:
             shared = sorted({*access.seat_users, *access.seat_tokens} - set(hosted.people))
             if shared:
@@ -271,8 +131,8 @@ class SessionHost:
                 raise HostingError(f"{', '.join(shared)} is not a person seat of this session "
                                    "(only person seats can be shared).")
             hosted.access = access
-        await self._connect_notebook(hosted)
-        self._save_record(hosted)
+        await self.builder.connect_notebook(hosted)
+        hosted.save_record()
         await self._start(hosted)
         return hosted
 
@@ -287,7 +147,7 @@ class SessionHost:
         if hosted is not None:
             raise HostingError(f"Session {session_id!r} is {hosted.status}: only an interrupted "
                                "session can be resumed.", status=409)
-        stored = self._stored(session_id)
+        stored = self.registry.stored_session(session_id)
         if stored.status != "interrupted":
             raise HostingError(f"Session {session_id!r} is {stored.status}: only an interrupted "
                                "session can be resumed.", status=409)
@@ -309,7 +169,7 @@ class SessionHost:
         notebook connected; not yet started. Raises ``HostingError``."""
         session_id = stored.session_id
         try:
-            hosted = await self._build_off_loop(stored.record.spec, session_id)
+            hosted = await self._build(stored.record.spec, session_id)
         except HostingError as error:
             raise HostingError(f"Session {session_id!r} cannot be rebuilt: {error.message}",
                                status=500) from None
@@ -325,7 +185,7 @@ class SessionHost:
             events = read_events(stored.directory) if (stored.directory / "events.jsonl"
                                                        ).is_file() else []
             session.restore(events)
-            await self._connect_notebook(hosted)
+            await self.builder.connect_notebook(hosted)
         except (ReplayMismatch, ValueError) as error:  # ValueError: a line that is not an event
             await session.env.aclose()
             raise HostingError(f"Session {session_id!r} cannot be restored from its log: "
@@ -336,74 +196,12 @@ class SessionHost:
         hosted.restored_state = session.coordinator.snapshot()
         return hosted
 
-    async def _build_off_loop(self, spec: SessionSpec,
-                              session_id: str | None = None) -> HostedSession:
-        """:meth:`_build` in a worker thread when ``build_in_thread``: building an env may load
-        a dataset, which must not stall the server's other sessions and requests."""
-        if self.build_in_thread:
-            return await asyncio.to_thread(self._build, spec, session_id)
-        return self._build(spec, session_id)
-
-    def _build(self, spec: SessionSpec, session_id: str | None = None) -> HostedSession:
-        """The session ``spec`` describes, not yet started. Raises ``HostingError``."""
-        from cogym_lab.sessions import SessionBuildError, build_session
-
-        if spec.team is None and self.default_team:
-            spec = spec.model_copy(update={"team": self.default_team})
-        notebook = self._link_notebook(spec) if spec.notebook is not None else None
-        try:
-            session = build_session(spec, session_id=session_id, guides=True,
-                                    notebook=notebook, load_team=self._load_team)
-        except SessionBuildError as error:
-            raise HostingError(f"{error.field}: {error.message}", status=error.status) from None
-        session.results_dir = self.results_dir / session.session_id
-        seats = [member.role for member in session.team if member.kind == "person"]
-        return HostedSession(session=session, team=session.spec.team_name, task=spec.task,
-                             people=seats, spec=session.spec)
-
-    def _load_team(self, team: Any) -> Any:
-        from cogym_lab.teams.config import load_registered_team, load_team
-
-        if self.team_paths:
-            return load_team(team)
-        return load_registered_team(team, self.teams)
-
-    def _link_notebook(self, spec: SessionSpec) -> Any:
-        """A (not yet connected) link to the notebook ``spec`` names, for its first seat."""
-        if self.notebooks is None or spec.notebook is None:
-            raise HostingError("notebook: sessions from a notebook need the cogym_lab server "
-                               "extension running in the notebook's Jupyter server.", status=409)
-        # The opener refuses a notebook it cannot use with a HostingError of its own.
-        return self.notebooks.link(spec.notebook.model_dump(), spec.people[0])
-
-    async def _connect_notebook(self, hosted: HostedSession) -> None:
-        """Connect a notebook session to its kernel before anyone acts, so that no cell the
-        person runs is missed."""
-        link = getattr(hosted.live.env, "notebook", None)
-        if link is None or not hasattr(link, "start"):
-            return
-        try:
-            await link.start(hosted.session_id)
-        except Exception as error:
-            await link.close()
-            raise HostingError(f"Could not connect to the notebook's kernel: {error}",
-                               status=409) from error
-
-    def _record(self, hosted: HostedSession) -> HostingRecord:
-        """What ``hosting.json`` says of ``hosted``."""
-        return HostingRecord(session_id=hosted.session_id, spec=hosted.spec.without_secrets(),
-                             team=hosted.team, people=hosted.people,
-                             created_at=hosted.created_at, access=hosted.access,
-                             **this_process())
-
-    def _save_record(self, hosted: HostedSession) -> None:
-        record = self._record(hosted)
-        directory = hosted.directory
-        assert directory is not None
-        directory.mkdir(parents=True, exist_ok=True)
-        # A value JSON cannot hold (a DataFrame from a kernel) is kept as its repr: such a
-        # session can be listed after a restart, not rebuilt.
-        write_json(directory / HOSTING_FILE, record.model_dump(mode="python"))
+    async def _build(self, spec: SessionSpec, session_id: str | None = None) -> HostedSession:
+        """The session ``spec`` describes, not yet started, its results under ``results_dir``.
+        Raises ``HostingError``."""
+        hosted = await self.builder.build(spec, session_id)
+        hosted.live.results_dir = self.results_dir / hosted.session_id
+        return hosted
 
     async def _start(self, hosted: HostedSession) -> None:
         bus = connect_bus(self.redis_url)
@@ -443,7 +241,7 @@ class SessionHost:
         ``finished_session_ttl``. Never raises: it runs in the runner's ``finally``."""
         bus = hosted.bus
         statuses = []
-        await self._close_settlements(hosted)
+        await hosted.refuse_pending(LAST_WORD_WAIT)
         try:
             if bus is not None:
                 statuses = await read_statuses(bus, hosted.session_id)  # before it closes
@@ -451,62 +249,16 @@ class SessionHost:
         except Exception:  # closing a lost connection must not hide the result
             log.exception("closing the bus of session %s failed", hosted.session_id)
         try:
-            hosted.release(_ended_status(hosted), await end_bus(hosted.session_id, statuses))
+            hosted.release(ended_status(hosted), await end_bus(hosted.session_id, statuses))
         except Exception:  # the session keeps its objects, as before there was a release
             log.exception("session %s: releasing its objects failed", hosted.session_id)
             return
-        self._schedule_eviction(hosted.session_id)
-
-    async def _close_settlements(self, hosted: HostedSession) -> None:
-        """The run is over: every action still waiting for the env's answer is refused (the
-        env node normally did so already). Never raises."""
-        settlements = hosted.settlements  # kept, closed: an action from now on gets a 409
-        if settlements is None:
-            return
-        try:
-            session = hosted.session
-            node = session.env_node if isinstance(session, Session) else None
-            if node is not None and node.closed is not None:
-                # It published its last word after all its answers: an answer still on its way
-                # (on Redis) must resolve its action first, applied ones included.
-                await settlements.last_word(LAST_WORD_WAIT)
-                closed = node.closed
-            elif isinstance(session, Session) and session.interrupted:
-                closed = StepsClosed(interrupted=True, message=INTERRUPTED)
-            else:
-                reason = hosted.end_reason or ("failed" if hosted.error else None)
-                closed = StepsClosed(end_reason=reason, message=ended_before(reason))
-            settlements.close(closed, known=node.unsent if node is not None else None)
-            await settlements.stop()
-        except Exception:
-            log.exception("session %s: refusing its last actions failed", hosted.session_id)
-
-    def _schedule_eviction(self, session_id: str) -> None:
-        ttl = self.finished_session_ttl
-        if ttl is None:
-            return
-        if ttl <= 0:
-            self._evict(session_id)
-            return
-        self._evictions[session_id] = asyncio.get_running_loop().call_later(
-            ttl, self._evict, session_id)
+        self.registry.schedule_eviction(hosted.session_id, self.finished_session_ttl)
 
     def _evict(self, session_id: str) -> None:
-        """Forget an ended session for a :class:`StoredSession` on its results folder (as a
-        later server would know it); it is listed, read and rated as before."""
-        self._evictions.pop(session_id, None)
-        hosted = self.sessions.get(session_id)
-        if hosted is None or not isinstance(hosted.session, EndedSession):
-            return
-        directory = hosted.directory
-        if directory is None:  # nothing on disk to read it from: it stays as it is
-            return
-        summary = hosted.summary()
-        run = {key: summary[key] for key in STORED_FIELDS if key in summary}
-        run["team"] = summary["members"]  # named as in session.json
-        self.stored[session_id] = StoredSession(
-            directory=directory, record=self._record(hosted), record_of_run=run, evicted=True)
-        del self.sessions[session_id]
+        """Forget an ended session for its results folder now (what the timer does after
+        ``finished_session_ttl``)."""
+        self.registry.evict(session_id)
 
     def _record_failure(self, hosted: HostedSession) -> None:
         """Say so in ``session.json``, so a later server does not take it for interrupted."""
@@ -514,36 +266,10 @@ class SessionHost:
         if directory is not None and (directory / SESSION_FILE).is_file():
             update_session(directory, status="failed", error=hosted.error, ended_at=time.time())
 
-    def recover(self) -> list[StoredSession]:
-        """List the sessions an earlier server left in ``results_dir``.
-
-        A session whose ``session.json`` records no end (the server was killed) is marked
-        ``interrupted`` there; its log is left as it is. Call once, when the server starts.
-        """
-        found = []
-        for path in sorted(self.results_dir.glob(f"*/{HOSTING_FILE}")):
-            directory = path.parent
-            try:
-                record = HostingRecord.model_validate_json(path.read_text(encoding="utf-8"))
-                run = read_session(directory) if (directory / SESSION_FILE).is_file() else {}
-            except (OSError, ValueError) as error:
-                log.warning("skipping %s: %s", directory, error)
-                continue
-            if record.session_id in self.sessions or runs_elsewhere(record):
-                continue
-            stored = StoredSession(directory=directory, record=record, record_of_run=run)
-            if run.get("status") not in ("finished", "failed", "interrupted"):
-                marks = {"status": "interrupted", "interrupted_at": time.time(),
-                         "interrupt_reason": SHUTDOWN_REASON}
-                if run:
-                    stored.record_of_run = summary_fields(update_session(directory, **marks))
-                else:  # it never started: a session.json says so for every reader
-                    stored.record_of_run = {"session_id": record.session_id,
-                                            "task": record.spec.task, **marks}
-                    write_json(directory / SESSION_FILE, stored.record_of_run)
-            self.stored[record.session_id] = stored
-            found.append(stored)
-        return found
+    def recover(self) -> builtins.list[StoredSession]:
+        """List the sessions an earlier server left in ``results_dir`` (see
+        :meth:`SessionRegistry.recover`). Call once, when the server starts."""
+        return self.registry.recover(self.results_dir)
 
     # -- looking up ---------------------------------------------------------------------------
 
@@ -563,45 +289,37 @@ class SessionHost:
         notification = session.coordinator.watch(role, time.time())
         return None if notification is None else notification.model_dump(mode="json")
 
+    async def follow(self, session_id: str, role: str, *, watch: bool = False
+                     ) -> SeatFeed | None:
+        """Subscribe a panel to ``role``'s updates and the agents' statuses; ``None`` when the
+        session has ended meanwhile (its bus is gone). With ``watch``, the feed holds the
+        member's current state too, taken right after subscribing, with no wait between: every
+        later update comes through the feed, after it (see :meth:`watched`). Raises
+        ``HostingError`` like :meth:`get`."""
+        hosted = self.get(session_id)
+        if hosted.bus is None:
+            return None
+        updates = await subscribe_updates(hosted.bus, session_id, role)
+        current = self.watched(session_id, role) if watch else None
+        statuses = await subscribe_statuses(hosted.bus, session_id)
+        return SeatFeed(updates, statuses, current)
+
     def get(self, session_id: str) -> HostedSession:
         """A session this server runs (or ran). Raises ``HostingError``: 404 for an unknown id,
         409 for a session from an earlier server that has not been resumed."""
-        hosted = self.sessions.get(session_id)
-        if hosted is not None:
-            return hosted
-        stored = self._stored(session_id)
-        if stored.evicted:
-            raise HostingError(f"Session {session_id!r} is {stored.status}; only its results "
-                               "are kept now (it ended more than finished_session_ttl seconds "
-                               "ago).", status=409)
-        hint = " Resume it first." if stored.status == "interrupted" else ""
-        raise HostingError(f"Session {session_id!r} is {stored.status} (from an earlier server "
-                           f"run).{hint}", status=409)
-
-    def _stored(self, session_id: str) -> StoredSession:
-        try:
-            return self.stored[session_id]
-        except KeyError:
-            raise HostingError(f"No session {session_id!r}.", status=404) from None
-
-    def _find(self, session_id: str) -> HostedSession | StoredSession:
-        return self.sessions.get(session_id) or self._stored(session_id)
+        return self.registry.get(session_id)
 
     def find(self, session_id: str) -> HostedSession | StoredSession:
         """A session this server runs or an earlier one left; ``HostingError`` 404 if neither."""
-        return self._find(session_id)
+        return self.registry.find(session_id)
 
     def entries(self) -> builtins.list[HostedSession | StoredSession]:
         """Every session known here, oldest first."""
-        known: builtins.list[HostedSession | StoredSession] = [*self.stored.values(),
-                                                      *self.sessions.values()]
-        return sorted(known, key=_created_at)
+        return self.registry.entries()
 
     def running(self, owner: str | None = None) -> int:
         """How many sessions run here now (those of ``owner`` only, when given)."""
-        return sum(1 for hosted in self.sessions.values() if hosted.status == "running"
-                   and (owner is None or (hosted.access is not None
-                                          and hosted.access.owner == owner)))
+        return self.registry.running(owner)
 
     def claim_seat(self, session_id: str, token: str, who: str) -> str:
         """Give ``who`` the seat a seat token opens, once; its role. ``HostingError`` 404 for an
@@ -610,7 +328,7 @@ class SessionHost:
         refusal = HostingError(f"No session {session_id!r} has a seat for that token (a seat "
                                "token works once).", status=404)
         try:
-            entry = self._find(session_id)
+            entry = self.find(session_id)
         except HostingError:
             raise refusal from None
         access = entry.access
@@ -618,7 +336,7 @@ class SessionHost:
         if role is None:
             raise refusal
         if isinstance(entry, HostedSession):
-            self._save_record(entry)
+            entry.save_record()
         else:
             entry.record.access = access
             write_json(entry.directory / HOSTING_FILE, entry.record.model_dump(mode="python"))
@@ -626,7 +344,7 @@ class SessionHost:
 
     def snapshot(self, session_id: str) -> dict[str, Any]:
         """Summary, current (or final) state, result, and ratings of a session."""
-        entry = self._find(session_id)
+        entry = self.find(session_id)
         ratings = self.ratings(session_id)
         return entry.summary() | entry.details() | {"ratings": ratings}
 
@@ -635,7 +353,7 @@ class SessionHost:
     async def end(self, session_id: str, reason: str = "ended by the user",
                   wait: float = 10.0) -> HostedSession | StoredSession:
         """Stop a running session and wait (up to ``wait`` seconds) for it to finish."""
-        entry = self._find(session_id)
+        entry = self.find(session_id)
         if not isinstance(entry, HostedSession):
             return entry  # from an earlier server: nothing runs
         hosted = entry
@@ -658,7 +376,7 @@ class SessionHost:
     def check_seat(self, session_id: str, role: Any) -> HostedSession:
         hosted = self.get(session_id)
         if not isinstance(role, str) or role not in hosted.people:
-            raise HostingError(_not_a_seat(role, hosted.people), status=400)
+            raise HostingError(not_a_seat(role, hosted.people), status=400)
         return hosted
 
     async def act(self, session_id: str, role: Any, action: Any,
@@ -771,89 +489,26 @@ class SessionHost:
         if hosted is not None and hosted.status == "running":
             await self.end(session_id, reason)
 
-    # -- ratings ------------------------------------------------------------------------------
+    # -- ratings (runtime.ratings) ----------------------------------------------------------
 
     def rate(self, session_id: str, role: str, outcome_rating: int, satisfaction: int,
              comment: str = "", *, steerability: int | None = None,
              ease_of_use: int | None = None, utility: int | None = None,
              pairwise: str | None = None, pairwise_order: Sequence[str] | None = None
              ) -> dict[str, Any]:
-        """Save a person seat's rating of a session (while it runs or after it ended) in the
-        session's ``ratings.json``, replacing that role's earlier one; returns all ratings.
-
-        Ratings are 1 to 5 (outcome: how good the result is; satisfaction: how the
-        collaboration felt). ``steerability``, ``ease_of_use`` and ``utility`` are the Cocoa
-        study's optional 1-5 items; an item left out is not written. ``pairwise`` answers the
-        comparison with the autonomous agent's outcome (``"own"``, ``"autonomous"`` or
-        ``"tie"``), only after :meth:`pairwise_offer` showed it to this seat; the order it was
-        shown in is recorded, and ``pairwise_order``, when given, must be that order. Raises
-        ``HostingError`` (404 unknown session, 400 bad values, 409 a pairwise answer to a
-        question not shown, or shown in another order), having saved nothing.
-        """
-        entry = self._find(session_id)
-        if not isinstance(role, str) or role not in entry.people:
-            raise HostingError(_not_a_seat(role, entry.people), status=400)
-        try:
-            rating = Rating.model_validate({
-                "outcome_rating": outcome_rating, "satisfaction": satisfaction,
-                "comment": comment, "steerability": steerability, "ease_of_use": ease_of_use,
-                "utility": utility, "pairwise": pairwise, "pairwise_order": pairwise_order})
-        except ValidationError as error:
-            raise HostingError(validation_message(error)) from None
-        directory = entry.directory
-        if directory is None:
-            raise HostingError(f"Session {session_id!r} has no results directory.", status=409)
-        shown = None
-        if rating.pairwise is not None:
-            shown = read_shown(directory).get(role)
-            if shown is None:
-                raise HostingError("pairwise: no comparison with the autonomous agent was "
-                                   "shown to this seat.", status=409)
-            if rating.pairwise_order is not None and rating.pairwise_order != shown.order:
-                raise HostingError("pairwise_order: the comparison was shown in the order "
-                                   f"{' | '.join(shown.order)}; reload the form.", status=409)
-        ratings = self.ratings(session_id)
-        stored = StoredRating(**rating.model_dump(exclude={"pairwise_order"}), ts=time.time(),
-                              pairwise_order=shown.order if shown else None,
-                              pairwise_baseline=shown.baseline if shown else None)
-        # Unanswered items are left out, so a form without them writes the file it always
-        # wrote.
-        ratings[role] = stored.model_dump(exclude={
-            item for item in (*LIKERT_ITEMS, *PAIRWISE_FIELDS) if getattr(stored, item) is None})
-        directory.mkdir(parents=True, exist_ok=True)
-        write_json(directory / RATINGS_FILE, ratings)
-        return ratings
+        """Save a person seat's rating of a session; all its ratings (:meth:`Ratings.rate`)."""
+        return self.rating_store.rate(
+            session_id, role, outcome_rating, satisfaction, comment, steerability=steerability,
+            ease_of_use=ease_of_use, utility=utility, pairwise=pairwise,
+            pairwise_order=pairwise_order)
 
     async def pairwise_offer(self, session_id: str, role: str) -> PairwiseOffer:
-        """The rating form's pairwise question for person seat ``role``: this session's
-        outcome and the autonomous agent's on the same task and instance, in the order kept
-        for the seat, or why there is none (see :mod:`cogym_lab.runtime.pairwise`). The
-        baseline folders are searched in a worker thread, off the loop. Raises
-        ``HostingError`` (404 unknown session, 400 no person seat, 409 not ended yet)."""
-        entry = self._find(session_id)
-        if not isinstance(role, str) or role not in entry.people:
-            raise HostingError(_not_a_seat(role, entry.people), status=400)
-        ended, outcome = _final_outcome(entry)
-        if not ended:
-            raise HostingError(f"Session {session_id!r} has not ended: its outcome is compared "
-                               "once it is over.", status=409)
-        directory = entry.directory
-        if directory is None:
-            raise HostingError(f"Session {session_id!r} has no results directory.", status=409)
-        return await asyncio.to_thread(make_offer, directory, role, outcome,
-                                       list(self.baselines), self.pairwise_rng)
+        """The rating form's pairwise question for a seat (:meth:`Ratings.pairwise_offer`)."""
+        return await self.rating_store.pairwise_offer(session_id, role)
 
     def ratings(self, session_id: str) -> dict[str, Any]:
         """The ratings saved for a session, by role (``{}`` when there are none)."""
-        directory = self._find(session_id).directory
-        path = directory / RATINGS_FILE if directory is not None else None
-        if path is None or not path.is_file():
-            return {}
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except ValueError:
-            log.warning("%s is not JSON; starting the ratings afresh", path)
-            return {}
+        return self.rating_store.saved(session_id)
 
     # -- shutting down ------------------------------------------------------------------------
 
@@ -861,40 +516,13 @@ class SessionHost:
         """Interrupt every running session (the server is going down): nothing is ended, each
         is recorded as interrupted, and a later server can resume it."""
         self._panels.close()  # sockets closing as the server stops must not end any session
-        for timer in self._evictions.values():
-            timer.cancel()
-        self._evictions.clear()
+        self.registry.cancel_evictions()
         running = [hosted for hosted in self.sessions.values() if hosted.status == "running"]
         for hosted in running:
             await hosted.live.interrupt(SHUTDOWN_REASON)
         runners = {hosted.runner for hosted in running if hosted.runner is not None}
         if runners:
             await asyncio.wait(runners, timeout=wait)
-
-
-def _created_at(entry: HostedSession | StoredSession) -> float:
-    return entry.created_at if isinstance(entry, HostedSession) else entry.record.created_at
-
-
-def _final_outcome(entry: HostedSession | StoredSession) -> tuple[bool, Any]:
-    """Whether the session has ended, and its final outcome. A hosted session's result has
-    it once the run is over; before that (grading), the env's outcome is final as soon as the
-    coordinator has ended."""
-    if isinstance(entry, HostedSession) and isinstance(entry.session, Session):
-        if entry.result is not None:
-            return True, entry.result.outcome
-        if entry.session.coordinator.end_reason is None:
-            return False, None
-        return True, entry.session.env.outcome()
-    result = entry.details().get("result")
-    if isinstance(result, dict):
-        return True, result.get("outcome")
-    return entry.status in ("finished", "failed"), None  # interrupted: it may go on
-
-
-def _not_a_seat(role: Any, people: list[str]) -> str:
-    seats = ", ".join(people) or "none"
-    return f"{role!r} is not a person seat of this session (person seats: {seats})."
 
 
 def _request(role: str, kind: StepKind, action: Any) -> StepRequest:
@@ -906,3 +534,6 @@ def _request(role: str, kind: StepKind, action: Any) -> StepRequest:
     elif not isinstance(action, str) or not action.strip():
         raise HostingError("'action' must be an action string or {\"name\": ..., \"args\": {...}}.")
     return StepRequest(role=role, kind=kind, action=action)
+
+
+__all__ = ["LAST_WORD_WAIT", "SHUTDOWN_REASON", "HostedSession", "HostingError", "SessionHost"]

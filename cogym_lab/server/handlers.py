@@ -27,13 +27,13 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from cogym_lab.bus.base import Subscription
 from cogym_lab.core.loop_lag import LoopLagMonitor
-from cogym_lab.core.messages import obs_channel, status_channel
 from cogym_lab.runtime.access import (
     SessionAccess,
     identity_of,
     new_seat_token,
     visible_state,
 )
+from cogym_lab.runtime.feeds import SeatFeed
 from cogym_lab.runtime.hosting import HostingError, SessionHost
 from cogym_lab.runtime.models import (
     ActionBody,
@@ -406,7 +406,7 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
         limits = self.parts.limits
         self.session_id = session_id
         self.bucket = TokenBucket(limits.ws_actions_per_second, limits.ws_action_burst)
-        self._subscription: Subscription | None = None
+        self._feed: SeatFeed | None = None
         self._pump: asyncio.Task[None] | None = None
         self._answers: set[asyncio.Future[None]] = set()  # waiting for the env's settlements
         await super().get(session_id)
@@ -418,23 +418,18 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
             # on_close.
             self.host.panel_opened(session_id, self.role)
             self._panel_counted = True
-        hosted = self.host.get(session_id)
-        if hosted.bus is None:  # ended between the handshake and now
+        feed = await self.host.follow(session_id, self.role, watch=self.watching)
+        if feed is None:  # ended between the handshake and now
             await self._send(error_frame("refused", f"Session {session_id!r} has ended."))
             return
-        subscription = await hosted.bus.subscribe(obs_channel(session_id, self.role))
-        self._subscription = subscription
-        if self.watching:
-            # Taken right after subscribing, with no wait between: every later notification
-            # comes through the subscription, after this one.
-            current = self.host.watched(session_id, self.role)
-            if current is not None:
-                await self._send(current)
-        self._pump = asyncio.create_task(self._forward(subscription))
-        # From the beginning: a panel that (re)connects learns each agent's latest status.
-        statuses = await hosted.bus.subscribe(status_channel(session_id), from_beginning=True)
-        self._statuses = statuses
-        self._status_pump = asyncio.create_task(self._forward_statuses(statuses))
+        if getattr(self, "_closed", False):  # the socket went while the feed was opened
+            await feed.close()
+            return
+        self._feed = feed
+        if feed.current is not None:  # a watcher starts with the member's current state
+            await self._send(feed.current)
+        self._pump = asyncio.create_task(self._forward(feed.updates))
+        self._status_pump = asyncio.create_task(self._forward_statuses(feed.statuses))
         if self.watching:
             return
         try:
@@ -530,15 +525,15 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
             await self.write_message(json.dumps(data))
 
     def on_close(self) -> None:
+        self._closed = True
         if getattr(self, "_panel_counted", False):  # once, and only for a socket that opened
             self._panel_counted = False
             self.host.panel_closed(self.session_id, self.role)
-        for name in ("_subscription", "_statuses"):
-            subscription = getattr(self, name, None)
-            if subscription is not None:
-                closing = asyncio.ensure_future(subscription.close())
-                _CLOSING.add(closing)  # held until done: the loop keeps only a weak reference
-                closing.add_done_callback(_CLOSING.discard)
+        feed = getattr(self, "_feed", None)
+        if feed is not None:
+            closing = asyncio.ensure_future(feed.close())
+            _CLOSING.add(closing)  # held until done: the loop keeps only a weak reference
+            closing.add_done_callback(_CLOSING.discard)
         for name in ("_pump", "_status_pump"):
             pump = getattr(self, name, None)
             if pump is not None:

@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from cogym_lab.core.member_copy import MemberCopy, OutOfSync
-from cogym_lab.core.messages import Update, obs_channel, status_channel
+from cogym_lab.core.messages import Update
 from cogym_lab.runtime.hosting import HostedSession, HostingError, SessionHost
 from cogym_lab.widgets import wire
 
@@ -189,17 +189,14 @@ class LocalBridge:
 
     async def _run(self) -> None:
         try:
-            hosted = self.host.get(self.session_id)
-            if hosted.bus is None:
+            feed = await self.host.follow(self.session_id, self.role)
+            if feed is None:
                 return
-            notifications = await hosted.bus.subscribe(obs_channel(self.session_id, self.role))
-            statuses = await hosted.bus.subscribe(status_channel(self.session_id),
-                                                  from_beginning=True)
-            self._subscriptions += [notifications, statuses]
+            self._subscriptions += [feed.updates, feed.statuses]
         finally:
             self._ready.set()
-        await asyncio.gather(self._pump(notifications, self._on_notification),
-                             self._pump(statuses, self._on_status))
+        await asyncio.gather(self._pump(feed.updates, self._on_notification),
+                             self._pump(feed.statuses, self._on_status))
 
     async def _wait_ready(self) -> None:
         await self._ready.wait()

@@ -1,7 +1,7 @@
 """The scores a batch of scripted sessions gets: the same runs, before and after a change.
 
 Runs the autonomous and the collaborative team on a few real instances of each task with the
-test suite's scripted LMs on a loopback server (as ``tests/test_eval_runner.py`` does), reports
+test suite's scripted LMs on a loopback server (as ``tests/eval/test_eval_runner.py`` does), reports
 them with the scripted judges, and prints one row per task and team. Run it from a checkout's
 root on two checkouts to compare their rules:
 

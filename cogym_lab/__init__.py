@@ -76,7 +76,7 @@ _MOVED: dict[str, str] = {
     "replay": "cogym_lab.nodes",
 }
 
-# The author API: _EXPORTS groups it by use. Checked by tests/test_author_api.py.
+# The author API: _EXPORTS groups it by use. Checked by tests/notebook/test_author_api.py.
 __all__ = [
     "ActionError", "ActionOutcome", "CoEnv", "CogymError", "Component", "Member", "MemberSetup",
     "MemberType", "Notification", "ScoreReport", "SessionSpec", "__version__", "action",

@@ -22,8 +22,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cogym_lab"
 LAYERS: list[str] = [
     "_version", "errors", "core", "datasets", "kernels", "bus", "lm", "prompts", "envs", "nodes",
     "records",
-    "agents", "users", "members", "teams", "sessions", "testing", "eval", "runtime", "widgets",
-    "server", "notebook", "api", "magics", "cli", "__init__", "__main__",
+    "agents", "users", "members", "teams", "sessions", "testing", "runtime", "widgets",
+    "server", "notebook", "api", "magics", "eval", "cli", "__init__", "__main__",
 ]
 
 

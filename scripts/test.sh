@@ -22,7 +22,7 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,local]'
 
-# TypeScript checks the panel's JSDoc types (tests/test_panel_js_checks.py): a project-local copy.
+# TypeScript checks the panel's JSDoc types (tests/widgets/test_panel_js_checks.py): a project-local copy.
 [ -x .cache/typescript/node_modules/.bin/tsc ] || \
   npm install --silent --no-audit --no-fund --prefix .cache/typescript typescript@5
 

@@ -3,7 +3,7 @@
 A bus moves JSON-compatible dicts along named channels. Publishers may also hand it a pydantic
 model: a network transport then encodes it straight to JSON (in pydantic's compiled code) and
 receivers still get a dict. Nodes never know which transport
-carries them; the contract tests in ``tests/test_bus_contract.py`` run on every transport.
+carries them; the contract tests in ``tests/bus/test_bus_contract.py`` run on every transport.
 
 Guarantees every transport gives:
 

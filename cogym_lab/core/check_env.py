@@ -395,14 +395,15 @@ def check_content_shapes(env: CoEnv) -> list[str]:
     """Every component's content is of the shape its render type's view shows (what the panel
     cannot show, a person never sees: a checklist of another shape shows as an empty list)."""
     findings: dict[str, None] = {}  # a public component shows in every view: say it once
+    shapes = {**CONTENT_SHAPES, **type(env).content_shapes}
     for role in _roles(env):
         for component in env.view(role).components:
-            problem = content_problem(component.render_type, component.content)
+            problem = content_problem(component.render_type, component.content, shapes)
             if problem is not None:
                 findings[f"Content shapes: component {component.name!r} ({_scope(component)}, "
                          f"render type {component.render_type!r}) {problem}: "
                          f"{show(component.content)}. Fix: give a {component.render_type!r} "
-                         f"component {CONTENT_SHAPES[component.render_type]}; or pick the "
+                         f"component {shapes[component.render_type].words}; or pick the "
                          f"render type 'text', or a name of your own, which show any content "
                          f"(as JSON)."] = None
     return list(findings)

@@ -22,7 +22,7 @@ import asyncio
 import dataclasses
 import inspect
 import typing
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -42,6 +42,7 @@ from cogym_lab.core.messages import TeamMember
 from cogym_lab.core.observation import Component, Observation
 from cogym_lab.core.progress import ProgressListener
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
+from cogym_lab.core.render_shapes import ContentShape
 
 #: One session as :meth:`CoEnv.summarise_scores` sees it: env arguments, delivered, scores.
 SessionScores = tuple[dict[str, Any], bool, dict[str, float]]
@@ -225,6 +226,10 @@ class CoEnv(abc.ABC):
     #: ``package.module:command``: a click command that grades a file of this task's outcomes
     #: (``cogym-lab grade TASK ...``), or ``None`` when the task has no batch grader.
     grade_command: ClassVar[str | None] = None
+    #: The content of this task's own render types (a view of its own in the panel), by render
+    #: type; ``check_env`` checks components of those types against them, as it does the
+    #: built-in ones (:data:`~cogym_lab.core.render_shapes.CONTENT_SHAPES`).
+    content_shapes: ClassVar[Mapping[str, ContentShape]] = {}
     _handlers: ClassVar[dict[str, tuple[ActionSpec, str]]] = {}
     #: Every action's spec by name, internal ones included: what actions are parsed against.
     _specs: ClassVar[dict[str, ActionSpec]] = {}

@@ -8,23 +8,32 @@ it; ``check_env`` runs it on every view. ``docs/extending.md`` lists the shapes 
 
 Empty content is always fine (``None``, an empty list, ``{}``; for an editor ``""``): a view
 says "nothing yet". A render type not listed in :data:`CONTENT_SHAPES` shows its content as
-JSON, whatever it is.
+JSON, whatever it is, unless its task declares the shape (``CoEnv.content_shapes``), as a task
+with a view of its own in the panel does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from cogym_lab.core.observation import RenderType
 
-__all__ = ["CONTENT_SHAPES", "KITCHEN", "content_problem"]
+__all__ = ["CONTENT_SHAPES", "ContentShape", "content_problem"]
 
-#: The real-time game's render type (its view draws the grid on a canvas); its env names it.
-KITCHEN = "kitchen"
 
-#: What each render type's view shows, in words: for docs and for the check's messages.
-CONTENT_SHAPES: dict[str, str] = {
+@dataclass(frozen=True)
+class ContentShape:
+    """The content a render type's view shows: in ``words`` for docs and messages, and as a
+    ``problem`` check that says why some content does not fit (``None`` when it does)."""
+
+    words: str
+    problem: Callable[[Any], str | None] | None = None
+
+
+#: What each built-in render type's view shows, in words: for docs and for the check's messages.
+_WORDS: dict[str, str] = {
     RenderType.TEXT: "a string (shown as preformatted text), or an object (shown as key: value "
                      "lines); anything else shows as JSON",
     RenderType.EDITOR: "a string: the shared text",
@@ -41,8 +50,6 @@ CONTENT_SHAPES: dict[str, str] = {
                      'string (markdown) or a list of steps',
     RenderType.CHECKLIST: 'a list of items, each an object with a "text" (and optionally "id", '
                           '"done", "added_by")',
-    KITCHEN: 'the game\'s state: an object with a non-empty "grid" (a list of strings, one '
-             'character a tile) and its "legend", "chefs", "items", "orders" and clock',
 }
 
 #: The keys a table object's view reads; any other key is not shown.
@@ -50,15 +57,17 @@ _TABLE_KEYS = frozenset({"title", "columns", "rows", "note"})
 _NOTEBOOK_KEYS = frozenset({"cells", "running"})
 
 
-def content_problem(render_type: str, content: Any) -> str | None:
+def content_problem(render_type: str, content: Any,
+                    shapes: Mapping[str, ContentShape] | None = None) -> str | None:
     """Why the view of ``render_type`` cannot show ``content`` as it is, or ``None`` when it
-    can. The reason names where the content parts from the expected shape."""
-    check = _CHECKS.get(render_type)
-    if check is None:
+    can. The reason names where the content parts from the expected shape. ``shapes``: the
+    render types known (default: the built-in ones, :data:`CONTENT_SHAPES`)."""
+    shape = (CONTENT_SHAPES if shapes is None else shapes).get(render_type)
+    if shape is None or shape.problem is None:
         return None
     if render_type != RenderType.EDITOR and _is_empty(content):  # an editor's text is a string
         return None
-    return check(content)
+    return shape.problem(content)
 
 
 def _is_empty(content: Any) -> bool:
@@ -138,14 +147,6 @@ def _checklist(content: Any) -> str | None:
     return None
 
 
-def _kitchen(content: Any) -> str | None:
-    grid = content.get("grid") if isinstance(content, Mapping) else None
-    if not isinstance(grid, list | tuple) or not grid:
-        return 'has no non-empty "grid" list (the view shows "The kitchen is not open yet.")'
-    if not all(isinstance(row, str) for row in grid):
-        return 'its "grid" holds something other than strings (one string a row of tiles)'
-    return None
-
 
 def _kind(value: Any) -> str:
     """``value``'s JSON kind, with an article, for a message: "a string", "an object"..."""
@@ -173,5 +174,10 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
     RenderType.LIBRARY: _library,
     RenderType.NOTEBOOK: _notebook,
     RenderType.CHECKLIST: _checklist,
-    KITCHEN: _kitchen,
+}
+
+#: The built-in render types and the content their views show.
+CONTENT_SHAPES: dict[str, ContentShape] = {
+    render_type: ContentShape(words, _CHECKS.get(render_type))
+    for render_type, words in _WORDS.items()
 }

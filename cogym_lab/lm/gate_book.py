@@ -3,7 +3,7 @@ keys are slowed down. Plain data and a clock passed in: no locks, no waiting, no
 
 :class:`cogym_lab.lm.limits.LocalGate` wraps one :class:`GateBook` in a lock and makes callers wait;
 the cluster-wide gate hosts that local gate in a Ray actor. Kept apart so that the rules can be
-tested on their own with a fake clock (tests/test_provider_limits.py does, with hypothesis).
+tested on their own with a fake clock (tests/lm/test_provider_limits.py does, with hypothesis).
 """
 
 from __future__ import annotations

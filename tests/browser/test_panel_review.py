@@ -18,8 +18,8 @@ from tests.browser.agent_script import AgentStep, CueAgent
 from tests.browser.jupyter_lab import JupyterLabServer
 from tests.browser.lab_page import UI_TIMEOUT_MS, LabPage
 from tests.browser.panel_page import SessionPanelPage
-from tests.browser.scripted_lm import ScriptedLM
 from tests.browser.screenshots import StepShots
+from tests.browser.scripted_lm import ScriptedLM
 
 MODEL = "model-set-in-the-notebook"
 LINES = [f"Point {n}: related work on flows." for n in range(1, 21)]

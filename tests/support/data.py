@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from cogym_lab.datasets import DATA_ENV_VAR
+from tests.support.paths import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 SHARED_ORACLES = REPO_ROOT.parent / "shared" / "oracles"
 # Read once, at collection: a test that points ``COGYM_DATA`` elsewhere must not move it.
 SHARED_DATASETS = Path(os.environ.get(DATA_ENV_VAR) or REPO_ROOT.parent / "shared" / "datasets")

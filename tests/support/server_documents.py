@@ -31,9 +31,9 @@ from tornado.websocket import WebSocketClientConnection, websocket_connect
 
 from tests.support.jupyter_process import JupyterServerProcess
 from tests.support.kernel_messages import collect_output, execute_request
+from tests.support.paths import REPO_ROOT
 from tests.support.yroom import RoomReplica
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 BACKEND = "jupyter-server-documents>=0.3"
 KERNEL_WS_PROTOCOL = "v1.kernel.websocket.jupyter.org"
 

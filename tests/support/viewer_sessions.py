@@ -191,7 +191,7 @@ def plans_session(folder: Path) -> Path:
     person side on the todo task made with plans: proposals, a selected plan, a step the person
     completes, the plan output. Its LM calls are logged by the real client."""
     from cogym_lab.testing import ScriptedOpenAIServer
-    from tests.test_plan_aware_agent import PlanRolePlay, run_session
+    from tests.agents.test_plan_aware_agent import PlanRolePlay, run_session
 
     with ScriptedOpenAIServer(responder=PlanRolePlay()) as server:
         result = run_session(server, folder)

@@ -8,13 +8,14 @@ without a team, the roles ``agent`` and ``user`` do.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from cogym_lab.core import ActionError, CoEnv, Component, TickResult, action
 from cogym_lab.core.actions import Action, format_action
 from cogym_lab.core.env import MIN_TICK_SECONDS, ScoreReport
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
+from cogym_lab.core.render_shapes import ContentShape
 from cogym_lab.envs.kitchen import macros
 from cogym_lab.envs.kitchen.game import (
     CHOPS_NEEDED,
@@ -34,12 +35,25 @@ DEFAULT_CHEF_ROLES = ("agent", "user")
 KITCHEN = "kitchen"  # the component's name and render type
 
 
+def _grid_problem(content: Any) -> str | None:
+    """Why the panel's kitchen view cannot draw ``content`` (it draws the grid on a canvas)."""
+    grid = content.get("grid") if isinstance(content, Mapping) else None
+    if not isinstance(grid, list | tuple) or not grid:
+        return 'has no non-empty "grid" list (the view shows "The kitchen is not open yet.")'
+    if not all(isinstance(row, str) for row in grid):
+        return 'its "grid" holds something other than strings (one string a row of tiles)'
+    return None
+
+
 class KitchenEnv(CoEnv):
     """Two chefs share a kitchen and serve burger orders against the clock (see the task
     description for the rules in plain words)."""
 
     name = "kitchen"
     default_team = "kitchen-fsm"
+    content_shapes: ClassVar[Mapping[str, ContentShape]] = {KITCHEN: ContentShape(
+        'the game\'s state: an object with a non-empty "grid" (a list of strings, one character '
+        'a tile) and its "legend", "chefs", "items", "orders" and clock', _grid_problem)}
 
     def __init__(self, layout: str = "counter_circuit", ticks: int = 500,
                  tick_seconds: float = 0.25, roles: Sequence[str] | None = None) -> None:

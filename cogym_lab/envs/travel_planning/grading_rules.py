@@ -4,7 +4,7 @@
 (``evaluation/commonsense_constraint.py`` and ``hard_constraint.py``), quirks included.
 ``corrected`` is the same code with the official bugs fixed, each behind one switch below. An
 example of each fix (official says X, corrected says Y) is in ``docs/travel-grader.md`` and in
-``tests/test_travel_official.py``.
+``tests/envs/travel_planning/test_travel_official.py``.
 
 Fixes (the switch, then what the official code does):
 

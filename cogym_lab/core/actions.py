@@ -113,6 +113,9 @@ class ActionSpec(BaseModel):
     # action sent on a stale copy is merged with the concurrent edits instead of erasing them.
     replaces: str | None = None
     picks: ItemPick | None = None  # offered on each item of a component (see ItemPick)
+    # The component this action fills with its results (a search): the panel shows a search
+    # box for the action with that component, where Enter runs it.
+    searches: str | None = None
 
     def param(self, name: str) -> ParamSpec | None:
         return next((p for p in self.params if p.name == name), None)

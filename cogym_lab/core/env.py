@@ -84,6 +84,7 @@ class _ActionMark(typing.NamedTuple):
     param_descriptions: dict[str, str]
     replaces: str | None
     picks: ItemPick | None
+    searches: str | None
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,8 @@ class ActionOutcome:
 
 def action(description: str, /, *, private: bool = False, internal: bool = False,
            name: str | None = None, replaces: str | None = None, picks: ItemPick | None = None,
-           **param_descriptions: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+           searches: str | None = None, **param_descriptions: str,
+           ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a method ``(self, role, **params)`` as a task action.
 
     The action's name is the method name in upper case; param types come from the annotations and
@@ -160,11 +162,14 @@ def action(description: str, /, *, private: bool = False, internal: bool = False
     edit made on a stale copy with the edits made meanwhile (see ``core.shared_texts``).
     ``picks=ItemPick(component="search", label="Add to library")`` offers the action as a
     button on each item of that component, which sends the item's id as the first param.
+    ``searches="search"`` says the action fills that component with its results: the panel
+    shows a search box for it next to the component (one field per param, Enter searches).
     """
 
     def mark(method: Callable[..., Any]) -> Callable[..., Any]:
         setattr(method, _MARK, _ActionMark(name or method.__name__.upper(), description, private,
-                                           internal, param_descriptions, replaces, picks))
+                                           internal, param_descriptions, replaces, picks,
+                                           searches))
         return method
 
     return mark
@@ -173,7 +178,7 @@ def action(description: str, /, *, private: bool = False, internal: bool = False
 def _spec_from_method(method: Callable[..., Any]) -> ActionSpec:
     mark = getattr(method, _MARK)
     assert isinstance(mark, _ActionMark)  # only action() sets it
-    name, description, private, internal, param_descriptions, replaces, picks = mark
+    name, description, private, internal, param_descriptions, replaces, picks, searches = mark
     hints = typing.get_type_hints(method)
     params = []
     for parameter in list(inspect.signature(method).parameters.values())[2:]:  # self, role
@@ -191,8 +196,11 @@ def _spec_from_method(method: Callable[..., Any]) -> ActionSpec:
     if picks is not None and not params:
         raise TypeError(f"{name}: an action that picks items of {picks.component!r} needs a "
                         "param for the item's id")
+    if searches is not None and not params:
+        raise TypeError(f"{name}: an action that searches into {searches!r} needs a param for "
+                        "what to look for")
     return ActionSpec(name=name, description=description, params=tuple(params), private=private,
-                      internal=internal, replaces=replaces, picks=picks)
+                      internal=internal, replaces=replaces, picks=picks, searches=searches)
 
 
 def is_non_empty(outcome: Any) -> bool:

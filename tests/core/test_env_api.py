@@ -425,3 +425,35 @@ def test_an_action_may_not_hide_a_method_of_coenv() -> None:
             pass
 
     assert "PREPARE" in {spec.name for spec in Renamed().action_specs()}
+
+
+class Finder(Board):
+    """A board with a search action whose results fill a private component."""
+
+    name = "finder"
+
+    @action("Look things up.", private=True, searches="found", query="What to look for")
+    def look_up(self, role: str, query: str) -> None:
+        pass
+
+    @action("Add a note.", text="The note")
+    def note(self, role: str, text: str) -> None:
+        pass
+
+
+def test_an_action_says_which_component_its_search_results_fill() -> None:
+    specs = {spec.name: spec for spec in Finder().action_specs()}
+    assert specs["LOOK_UP"].searches == "found"
+    assert specs["NOTE"].searches is None
+    # The panel reads it from the specs it is sent.
+    assert specs["LOOK_UP"].model_dump()["searches"] == "found"
+
+
+def test_a_search_needs_a_param_for_what_to_look_for() -> None:
+    with pytest.raises(TypeError, match="searches into 'found' needs a param"):
+        class Empty(Finder):
+            @action("Look up nothing.", searches="found")
+            def look_up_nothing(self, role: str) -> None:
+                pass
+
+        Empty().action_specs()

@@ -224,7 +224,7 @@ class RelatedWorkEnv(DatasetEnv):
         self.text = below(self.text, text)
 
     @action("Search papers by topic, title or keywords (top 10). Only you see the results.",
-            private=True, query="What to look for")
+            private=True, searches="search", query="What to look for")
     def search_paper(self, role: str, query: str) -> None:
         if not query.strip():
             raise ActionError("SEARCH_PAPER needs a query.")

@@ -204,33 +204,39 @@ class TravelPlanningEnv(DatasetEnv):
                 title="Plan check", columns=["problem"], rows=[{"problem": p} for p in problems],
                 note="The plan was saved, but these parts do not follow the day-by-day form.")
 
-    @action("Search flights on one date. Only you see the results.", private=True,
+    @action("Search flights on one date. Only you see the results.",
+            private=True, searches="search",
             origin="City to fly from", destination="City to fly to", date="YYYY-MM-DD")
     def flight_search(self, role: str, origin: str, destination: str, date: str) -> None:
         self.results[role] = self.search.flight_search(origin, destination, date)
 
-    @action("List places to stay in a city. Only you see the results.", private=True,
+    @action("List places to stay in a city. Only you see the results.",
+            private=True, searches="search",
             city="The city")
     def accommodation_search(self, role: str, city: str) -> None:
         self.results[role] = self.search.accommodation_search(city)
 
-    @action("List restaurants in a city. Only you see the results.", private=True,
+    @action("List restaurants in a city. Only you see the results.",
+            private=True, searches="search",
             city="The city")
     def restaurant_search(self, role: str, city: str) -> None:
         self.results[role] = self.search.restaurant_search(city)
 
-    @action("List attractions in a city. Only you see the results.", private=True,
+    @action("List attractions in a city. Only you see the results.",
+            private=True, searches="search",
             city="The city")
     def attraction_search(self, role: str, city: str) -> None:
         self.results[role] = self.search.attraction_search(city)
 
-    @action("List the cities of a US state. Only you see the results.", private=True,
+    @action("List the cities of a US state. Only you see the results.",
+            private=True, searches="search",
             state="The state, e.g. Texas")
     def city_search(self, role: str, state: str) -> None:
         self.results[role] = self.search.city_search(state)
 
     @action("Driving time, distance and cost between two cities, by self-driving or taxi. "
-            "Only you see the results.", private=True,
+            "Only you see the results.",
+            private=True, searches="search",
             origin="City to leave from", destination="City to go to",
             mode='"self-driving" or "taxi"')
     def distance_matrix(self, role: str, origin: str, destination: str, mode: str) -> None:

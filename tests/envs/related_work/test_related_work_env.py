@@ -324,3 +324,10 @@ def test_hidden_strings_are_the_content_hints_not_titles(use_shared_data):
         headings = [str(v) for code, v in task.raw_requirements if code == "RH"]
         assert not set(headings) & set(strings)
     assert sum(bool(t.hidden_strings()) for t in tasks) == 80  # the tasks with a long PS
+
+
+def test_the_paper_search_says_it_fills_the_search_results():
+    """The panel puts a search box over ``search`` for it: Enter there searches."""
+    specs = {spec.name: spec for spec, _ in RelatedWorkEnv._handlers.values()}
+    assert specs["SEARCH_PAPER"].searches == "search"
+    assert [spec.name for spec in specs.values() if spec.searches] == ["SEARCH_PAPER"]

@@ -166,3 +166,15 @@ async def test_a_free_text_plan_is_read_by_an_lm_when_grading():
     assert scores["parsed_by_lm"] == 1.0 and scores["commonsense_pass_rate"] == 1.0
     env.step("agent", {"name": "EDITOR_UPDATE", "args": {"text": structured}})
     assert (await env.aevaluate())["parsed_by_lm"] == 0.0  # readable: no LM needed
+
+
+def test_every_search_says_it_fills_the_search_window():
+    """The panel puts a search box over the ``search`` component for each of these."""
+    env = make_env("travel_planning", instance=0)
+    env.reset(seed=0)
+    specs = env.action_specs()
+    searching = sorted(spec.name for spec in specs if spec.searches == "search")
+    assert searching == ["ACCOMMODATION_SEARCH", "ATTRACTION_SEARCH", "CITY_SEARCH",
+                         "DISTANCE_MATRIX", "FLIGHT_SEARCH", "RESTAURANT_SEARCH"]
+    names = {component.name for component in env.private_components("user")}
+    assert names == {"search"}

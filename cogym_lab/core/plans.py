@@ -206,9 +206,11 @@ class PlanBoard:
         self._last_author.clear()
 
     def add_step(self, description: Any, assignee: Any, after: str | None) -> PlanStep:
-        """A new step below ``after`` (at the top for ``""``, at the end for ``None``)."""
+        """A new step below ``after`` (at the top for ``""``, at the end for ``None``). With no
+        plan yet, the step starts a plan of its own (a person writes the plan themselves), and
+        any proposals not picked are set aside, as selecting a plan does."""
         if self.state.plan is None:
-            raise ActionError("There is no plan yet: propose plans, then select one.")
+            return self._start_plan(description, assignee)
         if len(self.steps) >= MAX_STEPS:
             raise ActionError(f"A plan has at most {MAX_STEPS} steps.")
         step = PlanStep(id=f"s{self.state.next_id}", description=_description(description),
@@ -218,6 +220,15 @@ class PlanBoard:
         steps.insert(position, step)
         self._set_steps(steps, next_id=self.state.next_id + 1)
         self._stale_from(position + 1)  # later steps no longer follow from what came before
+        return step
+
+    def _start_plan(self, description: Any, assignee: Any) -> PlanStep:
+        """A plan whose first step is this one, written by hand rather than proposed."""
+        step = PlanStep(id="s1", description=_description(description), assignee=_side(assignee))
+        self._set(plan=Plan(title="", steps=(step,)), proposals=(), continuous=False,
+                  pause_after=None, context=(), awaiting_output=False, output=None, next_id=2)
+        self._texts.clear()
+        self._last_author.clear()
         return step
 
     def edit_step(self, step_id: str, description: Any, base: str | None = None,

@@ -362,3 +362,24 @@ async def test_a_suggested_step_comes_from_the_lm_as_deferred_work_and_can_be_un
     for _ in replay_events(fresh, team.events):  # the log holds the suggestion: no LM needed
         pass
     assert fresh.snapshot() == team.coordinator.snapshot()
+
+
+def test_the_first_step_written_by_hand_starts_a_plan_and_replays() -> None:
+    """A person who does not wait for proposals writes the plan's first step themselves."""
+    team = Team()
+    team.refused("user", "ADD_STEP", "A step needs a description", description="  ")
+    assert team.env.plan_board.state.plan is None
+    team.ok("agent", "PROPOSE_PLANS", plans=THREE_STEPS)
+    team.ok("user", "ADD_STEP", description="Ask what the trip is for", assignee="person")
+    state = team.env.plan_board.state
+    assert state.proposals == ()  # the plan is the person's own now: nothing left to pick
+    assert [(s.id, s.description, s.assignee, s.status) for s in state.plan.steps] == [
+        ("s1", "Ask what the trip is for", "person", "not_run")]
+    team.ok("user", "ADD_STEP", description="List the gear", after="s1")
+    team.ok("user", "MOVE_STEP", step="s2", position=0)
+    assert [s.id for s in team.env.plan_board.steps] == ["s2", "s1"]
+    team.refused("user", "MOVE_STEP", "position from 0 to 1", step="s2", position=2)
+    fresh = Coordinator(make_env("todo", **team.env.env_args()), TEAM, session_id="plans")
+    for _ in replay_events(fresh, team.events):
+        pass
+    assert fresh.env.plan_board.content() == team.env.plan_board.content()

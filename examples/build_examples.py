@@ -315,11 +315,13 @@ agents of the paper are teams too (`kitchen-act`, `kitchen-react`, `kitchen-refl
 (`%cogym config model=...`)."""),
     ("code", "import cogym_lab"),
     ("markdown", """\
-Start a one-minute game (240 ticks of 0.25 s) in the seat `user`. The panel draws the kitchen
-on every tick. **Click the kitchen** to play: the arrow keys move your chef (the orange one,
-marked "you"), Space interacts with what it faces (pick up, put down, chop, serve), and the
-buttons below run whole jobs (Prepare, Assemble, Serve, Pass on, Put out fire). While the
-kitchen has the focus your keys are the game's; **Escape** gives them back to the notebook.
+Start a one-minute game (240 ticks of 0.25 s) in the seat `user`. The clock waits for you: it
+starts when you press **▶ Start the game** above the kitchen (or play a key, or act from code
+as below). The panel draws the kitchen on every tick. **Click the kitchen** to play: the arrow
+keys move your chef (the orange one, marked "you"), Space interacts with what it faces (pick
+up, put down, chop, serve), and the buttons below run whole jobs (Prepare, Assemble, Serve,
+Pass on, Put out fire). While the kitchen has the focus your keys are the game's; **Escape**
+gives them back to the notebook.
 
 Beef cooks in a pan (take it out before it burns), lettuce is chopped on a board, and a
 burger is bread plus its fillings on one plate. Orders run out: a missed order costs points."""),

@@ -148,6 +148,7 @@ class EnvNode:
         self._deferred: set[asyncio.Task[None]] = set()
         self.restored = restored
         self.clock: TickClock | None = None  # a clocked env's schedule, once it runs
+        self.person_acted = False  # a person sent an action: a clock waiting for them starts
         self.announce_after = announce_after
         self._announce_at: float | None = None  # when typing news is due (monotonic)
         self._end_on_stop = True
@@ -253,6 +254,8 @@ class EnvNode:
         loop that falls far behind (the machine stalled) starts the schedule afresh instead of
         firing a burst of ticks, and counts the ticks it dropped in :attr:`clock`.
         """
+        if self.clock_waits_for_a_person():
+            await self._wait_for_a_person(subscription)
         clock = self.clock = TickClock(period)
         while not self.coordinator.done and not self._stop_reason:
             message = await subscription.get(clock.until_due())
@@ -265,6 +268,27 @@ class EnvNode:
             if clock.due():
                 clock.fired()
                 await self._deliver(self.coordinator.clock(time.time()))
+            await self._announce_if_due()
+
+    def clock_waits_for_a_person(self) -> bool:
+        """Whether a clocked env's clock waits for a person's first action (the panel's Start
+        button, or any key they play with): a real-time game with a person in it must not run
+        while they find the panel. Without a person (agents, simulated users) the clock starts
+        with the session; a game that ticked already (a resumed one) goes on at once."""
+        return (not self.person_acted and self.coordinator.clock_ticks == 0
+                and any(member.kind == "person" for member in self.coordinator.members.values()))
+
+    async def _wait_for_a_person(self, subscription: Any) -> None:
+        """Apply steps as they come, without ticks, until a person acts."""
+        while not (self.coordinator.done or self._stop_reason or self.person_acted):
+            wait = None if self._announce_at is None \
+                else max(0.0, self._announce_at - time.monotonic())
+            message = await subscription.get(wait)
+            if self._stop_reason:
+                return
+            request = self._accept(message) if message is not None else None
+            if request is not None:
+                await self._on_request(request)
             await self._announce_if_due()
 
     async def _announce_if_due(self) -> bool:
@@ -293,6 +317,9 @@ class EnvNode:
             return
         now = time.time()
         if request.kind == "action":
+            member = self.coordinator.members.get(request.role)
+            self.person_acted = self.person_acted or (member is not None
+                                                      and member.kind == "person")
             try:
                 transition = self.coordinator.handle(request.role, request.action, now,
                                                      request_id=request.id, base=request.base,

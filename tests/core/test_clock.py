@@ -231,3 +231,51 @@ async def test_the_clock_keeps_ticking_while_a_member_hangs(bus_factory, tmp_pat
                            results_dir=tmp_path, session_id="stuck-" + uuid.uuid4().hex[:6]).run()
     assert result.end_reason == "time_up"
     assert sum(e.type is EventType.CLOCK for e in read_events(tmp_path)) == 30
+
+
+class Starter(Pusher):
+    """A person who takes a while to find the game, then presses Start (a wait, as the panel's
+    Start button sends) and plays on the clock as the others do."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    async def act(self, notification: Notification) -> str | None:
+        if notification.event.type is EventType.START:
+            await asyncio.sleep(self.delay)
+            self.told += 1
+            return "WAIT_TEAMMATE_CONTINUE()"
+        return await super().act(notification)
+
+
+@pytest.mark.timeout(60)
+async def test_a_game_with_a_person_starts_its_clock_when_the_person_first_acts(
+        bus_factory, tmp_path) -> None:
+    delay = 0.3
+    result = await Session(Track(ticks=10, tick_seconds=0.02),
+                           {"agent": Pusher(), "user": Starter(delay)},
+                           kinds={"agent": "agent", "user": "person"}, bus=await bus_factory(),
+                           results_dir=tmp_path, session_id="start-" + uuid.uuid4().hex[:6]).run()
+    assert result.end_reason == "time_up"
+    events = read_events(tmp_path)
+    start = next(e for e in events if e.type is EventType.START)
+    pressed = next(e for e in events if e.type is EventType.WAIT and e.actor == "user")
+    ticks = [e for e in events if e.type is EventType.CLOCK]
+    assert [e.info["tick"] for e in ticks] == list(range(1, 11))  # the whole game, none lost
+    assert ticks[0].seq > pressed.seq  # no tick before the person pressed Start
+    assert pressed.time - start.time >= delay * 0.9
+    assert replay(tmp_path).final_state_checked
+
+
+@pytest.mark.timeout(60)
+async def test_a_game_without_a_person_starts_its_clock_at_once(bus_factory, tmp_path) -> None:
+    """Simulated users and agents only (an evaluation run): nobody is waited for."""
+    result = await Session(Track(ticks=10, tick_seconds=0.02),
+                           {"agent": Pusher(), "user": Starter(delay=5.0)},
+                           kinds={"agent": "agent", "user": "user"}, bus=await bus_factory(),
+                           results_dir=tmp_path, session_id="nobody-" + uuid.uuid4().hex[:6]).run()
+    assert result.end_reason == "time_up"
+    events = read_events(tmp_path)
+    assert sum(e.type is EventType.CLOCK for e in events) == 10
+    assert not any(e.type is EventType.WAIT for e in events)  # over before the user "pressed"

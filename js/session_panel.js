@@ -79,6 +79,8 @@
  * @property {string} [replaces]  the component whose whole text the action replaces
  * @property {{component: string, label: string} | null} [picks]  offered on each item of that
  *   component, with the item's id as its first param
+ * @property {string | null} [searches]  the component the action fills with its results: the
+ *   panel shows a search box for it there
  * @property {boolean} [internal]  not offered in the task-action form
  */
 
@@ -432,6 +434,8 @@
  *   that component's whole text, if any
  * @property {(component: string) => ActionSpec | null} picking  the action offered on each
  *   item of that component, if any
+ * @property {(component: string) => ActionSpec[]} [searching]  the actions that fill that
+ *   component with their results (searches), if any
  * @property {() => boolean} done  whether the session has ended
  * @property {SendAction} send
  * @property {string} [role]  the seat the panel acts for (watch mode: the member it follows)
@@ -466,6 +470,7 @@
  * @property {Component} component  the component it shows: the copy keeps an unchanged one
  * @property {string} json  the content it shows, as JSON, to tell whether it changed
  * @property {string} renderType
+ * @property {SearchBar | null} [search]  the search box over it, when actions search into it
  */
 
 // -- rating rubric (the person rates the outcome and the collaboration at the end) -----------
@@ -2226,24 +2231,33 @@ class PlanStepRow {
       on: { click: () => this.send("UNDO_SUGGESTION") } });
     this.addBelow = h("button", { class: "cogym-icon", testid: "plan-step-add", text: "+",
       on: { click: () => this.plan.newStep.open(this) } });
+    this.moveUp = h("button", { class: "cogym-icon", testid: "plan-step-up", text: "↑",
+      on: { click: () => this.move(-1) } });
+    this.moveDown = h("button", { class: "cogym-icon", testid: "plan-step-down", text: "↓",
+      on: { click: () => this.move(1) } });
     this.edited = h("span", { class: "cogym-badge", testid: "plan-step-edited", text: "edited",
       hidden: true });
-    this.root = h("li", { class: "cogym-step", testid: "plan-step" },
+    this.root = h("li", { class: "cogym-step", testid: "plan-step",
+      on: { keydown: (event) => this.onRowKey(/** @type {KeyboardEvent} */ (event)) } },
       h("div", { class: "cogym-step-line" }, this.status,
         h("span", { class: "cogym-step-number", "aria-hidden": "true" }), this.assign,
         this.description, this.edited),
       h("div", { class: "cogym-step-buttons" }, this.run, this.pause, this.inspect, this.suggest,
-        this.undo, this.remove, this.addBelow));
+        this.undo, this.moveUp, this.moveDown, this.remove, this.addBelow));
+    /** @type {number} how many steps the plan has, for the last step's ↓ */
+    this.count = 0;
   }
 
   /**
    * @param {PlanStep} step
    * @param {number} number  its place in the plan, from 1
-   * @param {{runnable: boolean, continuous: boolean, pauseAfter: string | null, done: boolean}} state
+   * @param {{runnable: boolean, continuous: boolean, pauseAfter: string | null, done: boolean,
+   *   count: number}} state  `count`: how many steps the plan has
    */
   update(step, number, state) {
     this.step = step;
     this.number = number;
+    this.count = state.count;
     const status = Object.hasOwn(STEP_STATUS, step.status)
       ? STEP_STATUS[/** @type {keyof typeof STEP_STATUS} */ (step.status)]
       : { mark: "•", words: step.status };
@@ -2278,6 +2292,12 @@ class PlanStepRow {
     this.undo.setAttribute("aria-label", `Bring back step ${number}'s description before the `
       + "suggestion");
     this.remove.title = `Delete step ${number}`;
+    this.moveUp.disabled = state.done || running || number <= 1;
+    this.moveDown.disabled = state.done || running || number >= state.count;
+    this.moveUp.setAttribute("aria-label", `Move step ${number} up (Alt+Arrow Up)`);
+    this.moveUp.title = `Move step ${number} up (Alt+↑)`;
+    this.moveDown.setAttribute("aria-label", `Move step ${number} down (Alt+Arrow Down)`);
+    this.moveDown.title = `Move step ${number} down (Alt+↓)`;
     this.addBelow.disabled = state.done;
     this.addBelow.setAttribute("aria-label", `Add a step below step ${number}`);
     this.addBelow.title = `Add a step below step ${number}`;
@@ -2299,6 +2319,26 @@ class PlanStepRow {
     } else if (event.key === "Escape") {
       this.draft.cancel(); // the panel's key guard then leaves the field
     }
+  }
+
+  /** @param {KeyboardEvent} event  Alt+ArrowUp / Alt+ArrowDown anywhere in the row move it */
+  onRowKey(event) {
+    if (!event.altKey || event.ctrlKey || event.metaKey) return;
+    const by = event.key === "ArrowUp" ? -1 : event.key === "ArrowDown" ? 1 : 0;
+    if (!by) return;
+    event.preventDefault();
+    this.move(by);
+  }
+
+  /**
+   * Sends MOVE_STEP one place up (-1) or down (1); the row moves when the plan comes back, and
+   * keeps the focus (see PlanView.update).
+   * @param {number} by
+   */
+  move(by) {
+    const button = by < 0 ? this.moveUp : this.moveDown;
+    if (button.disabled || this.plan.host.done()) return;
+    this.send("MOVE_STEP", { position: this.number - 1 + by });
   }
 
   save() {
@@ -2344,17 +2384,22 @@ class NewStepForm {
       h("div", { class: "cogym-step-buttons" }, this.assignee, this.add, this.cancel));
   }
 
-  /** @param {PlanStepRow | null} row  the row to add below (null: at the end) */
-  open(row) {
+  /**
+   * @param {PlanStepRow | null} row  the row to add below (null: at the end)
+   * @param {HTMLElement} [list]  where the form goes when there is no row (no plan yet: the
+   *   prompt's own list)
+   */
+  open(row, list = this.plan.steps) {
     this.after = row;
     if (row) row.root.after(this.root);
-    else this.plan.steps.append(this.root);
+    else list.append(this.root);
     this.root.hidden = false;
     this.text.focus();
   }
 
   close() {
-    const back = this.after ? this.after.addBelow : this.plan.addAtEnd;
+    const back = this.after ? this.after.addBelow
+      : this.plan.board.hidden ? this.plan.writeFirst : this.plan.addAtEnd;
     this.root.hidden = true;
     this.text.value = "";
     if (this.root.contains(document.activeElement)) back.focus();
@@ -2584,12 +2629,23 @@ class PlanView {
     this.output = h("details", { class: "cogym-fold cogym-plan-output", testid: "plan-output", hidden: true },
       h("summary", { text: "Plan output" }), this.outputText);
     this.side = new StepOutputView(this);
+    // No plan and no proposal: say so, with a way to write the first step or ask for a plan.
+    this.writeFirst = h("button", { class: "cogym-primary", testid: "plan-write-first",
+      text: "Write the first step", on: { click: () => this.newStep.open(null, this.firstStep) } });
+    this.askAgent = h("button", { testid: "plan-ask-agent", text: "Ask the agent to propose a plan",
+      on: { click: () => this.askForPlan() } });
+    this.emptyNote = h("span", { class: "cogym-muted", testid: "plan-empty-note", "aria-live": "polite" });
+    this.firstStep = h("ol", { class: "cogym-steps", "aria-label": "The plan's first step" });
+    this.empty = h("div", { class: "cogym-plan-empty", testid: "plan-empty", hidden: true },
+      h("p", { text: "There is no plan yet. Write its first step yourself, or ask the agent to "
+        + "propose one." }),
+      h("div", { class: "cogym-row" }, this.writeFirst, this.askAgent, this.emptyNote), this.firstStep);
     this.main = h("div", { class: "cogym-plan-main" }, this.title,
       h("div", { class: "cogym-row" }, this.runAll, this.runRemaining, this.mode),
       this.steps, h("div", { class: "cogym-row" }, this.addAtEnd));
     this.board = h("div", { class: "cogym-plan-board", hidden: true }, this.main, this.side.root);
-    this.body = h("div", { class: "cogym-plan-view" }, this.plain, this.proposals, this.board,
-      this.awaiting, this.output);
+    this.body = h("div", { class: "cogym-plan-view" }, this.plain, this.empty, this.proposals,
+      this.board, this.awaiting, this.output);
     this.update(component);
   }
 
@@ -2613,12 +2669,22 @@ class PlanView {
         focused.setSelectionRange(field.start, field.end);
       }
     }
+    // ↑ on a step that became the first is off now: the row's other arrow takes the focus.
+    if (focused instanceof HTMLButtonElement && focused.disabled && focused.isConnected
+        && this.body.contains(focused)) {
+      const row = focused.closest("li");
+      const other = /** @type {HTMLElement | null} */ (row?.querySelector(
+        "[data-testid=plan-step-up]:not(:disabled), [data-testid=plan-step-down]:not(:disabled)")
+        || row?.querySelector("[data-testid=plan-step-description]"));
+      other?.focus();
+    }
   }
 
   /** @param {HTMLElement} node  a plan of another shape */
   showPlain(node) {
     this.plain.replaceChildren(node);
     this.plain.hidden = false;
+    this.empty.hidden = true;
     this.proposals.hidden = true;
     this.board.hidden = true;
     this.awaiting.hidden = true;
@@ -2631,6 +2697,12 @@ class PlanView {
     const done = this.host.done();
     this.renderProposals(plan.proposals, done);
     const steps = plan.plan ? plan.plan.steps : [];
+    const wasEmpty = !this.empty.hidden;
+    const typingFirst = this.empty.contains(document.activeElement);
+    this.empty.hidden = Boolean(plan.plan) || plan.proposals.length > 0;
+    this.writeFirst.disabled = done;
+    this.askAgent.disabled = done || this.askAgent.dataset.asked === "true";
+    if (!this.empty.hidden) this.empty.dataset.state = done ? "ended" : "open";
     this.board.hidden = !plan.plan;
     this.title.textContent = plan.plan?.title || "The plan";
     const inProgress = steps.find((s) => s.status === "running" || s.status === "needs_input");
@@ -2647,6 +2719,21 @@ class PlanView {
     this.output.hidden = plan.output === null || plan.output === undefined;
     this.outputText.textContent = plan.output || "";
     this.pickInspected(steps);
+    // The first step came back as the plan: the keyboard goes on with it, not to the body.
+    if (wasEmpty && typingFirst && plan.plan && steps.length) {
+      this.rows.get(steps[0].id)?.description.focus();
+    }
+  }
+
+  /** Asks the agent in the chat for plans to choose from; their proposals show here. */
+  askForPlan() {
+    if (this.host.done()) return;
+    const sent = this.host.send({ name: "SEND_TEAMMATE_MESSAGE",
+      args: { message: "Please propose a plan for this task: I will pick one or change it." } });
+    if (!sent) return;
+    this.askAgent.dataset.asked = "true";
+    this.askAgent.disabled = true;
+    this.emptyNote.textContent = "Asked the agent in the chat: its plans will show here.";
   }
 
   /**
@@ -2693,7 +2780,7 @@ class PlanView {
         this.rows.set(step.id, row);
       }
       row.update(step, index + 1, { runnable: allDoneBefore && !busy, continuous: Boolean(plan.continuous),
-        pauseAfter: plan.pause_after || null, done });
+        pauseAfter: plan.pause_after || null, done, count: steps.length });
       allDoneBefore = allDoneBefore && step.status === "done";
       const rowsShown = [...this.steps.children].filter((node) => node !== this.newStep.root);
       if (rowsShown[index] !== row.root) this.steps.insertBefore(row.root, rowsShown[index] || null);
@@ -3572,8 +3659,16 @@ class KitchenView {
     this.replayStop = h("button", { testid: "kitchen-replay-stop", text: "■ Stop", hidden: true,
       on: { click: () => this.stopReplay() } });
     this.replayState = h("span", { class: "cogym-muted", testid: "kitchen-replay-state" });
-    this.body = h("div", { class: "cogym-kitchen", testid: "kitchen" }, this.status, this.stage, this.hint,
-      this.controls, this.result);
+    // A game with a person in it waits for them: the session's clock starts at their first
+    // action, which Start sends (a wait) if no game key did first.
+    this.startSent = false;
+    this.startButton = h("button", { class: "cogym-primary", testid: "kitchen-start", text: "▶ Start the game",
+      on: { click: () => this.start() } });
+    this.starter = h("div", { class: "cogym-row cogym-kitchen-start", testid: "kitchen-starter", role: "status",
+      hidden: true }, this.startButton, h("span", { class: "cogym-muted", testid: "kitchen-start-note",
+      text: "The clock waits for you: it starts when you press Start (or Enter in the kitchen), or play a key." }));
+    this.body = h("div", { class: "cogym-kitchen", testid: "kitchen" }, this.status, this.starter, this.stage,
+      this.hint, this.controls, this.result);
     // The canvas follows the box's width (the panel's column, a resized window) and the
     // window's height: both redraw at the new size.
     this.resizes = new ResizeObserver(() => this.schedule());
@@ -3645,6 +3740,8 @@ class KitchenView {
     const playing = this.canPlay();
     const ended = Boolean(kitchen.result || kitchen.done || this.host.done());
     this.body.dataset.playing = String(playing);
+    this.starter.hidden = !this.waitsForStart();
+    this.body.dataset.clock = kitchen.tick > 0 || !playing ? "running" : this.startSent ? "starting" : "waiting";
     this.controls.hidden = !playing;
     this.stage.setAttribute("aria-label", playing
       ? "Kitchen: arrow keys move your chef, Space interacts, Escape returns to the notebook"
@@ -3660,6 +3757,26 @@ class KitchenView {
     this.passOnButton.disabled = !held;
     if (ended) this.showResult(kitchen);
     this.result.hidden = !ended;
+  }
+
+  /** @returns {boolean} the seat plays and the game's clock has not been started yet */
+  waitsForStart() {
+    return this.canPlay() && this.kitchen?.tick === 0 && !this.startSent;
+  }
+
+  /** Start: the session's clock starts at the person's first action (here a wait). */
+  start() {
+    if (!this.waitsForStart()) return;
+    this.host.send({ name: "WAIT_TEAMMATE_CONTINUE", args: {} });
+    this.played();
+    this.stage.focus({ preventScroll: true });
+  }
+
+  /** An action went out: the clock starts with it, so Start is no longer needed. */
+  played() {
+    if (this.startSent || this.kitchen?.tick !== 0) return;
+    this.startSent = true;
+    this.refresh();
   }
 
   /** @param {KitchenContent} kitchen  the last frame: the result, or the counts so far */
@@ -3739,6 +3856,10 @@ class KitchenView {
     const macro = MACRO_BUTTONS.find((spec) => spec.key && spec.key === event.key.toLowerCase());
     if (move || INTERACT_KEYS.has(event.key) || event.key === "Enter" || macro) event.preventDefault();
     if (!this.canPlay() || event.shiftKey) return;
+    if (event.key === "Enter" && this.waitsForStart()) {
+      this.start();
+      return;
+    }
     if (move) {
       // A held arrow repeats: one move a tick, so the chef's queue does not fill up.
       const now = performance.now();
@@ -3746,8 +3867,10 @@ class KitchenView {
       if (event.repeat && now - this.lastMove < pace) return;
       this.lastMove = now;
       this.host.send({ name: "MOVE", args: { direction: move } });
+      this.played();
     } else if (INTERACT_KEYS.has(event.key)) {
       if (!event.repeat) this.host.send({ name: "INTERACT", args: {} });
+      this.played();
     } else if (macro && !event.repeat) {
       this.sendMacro(macro.action, false);
     }
@@ -3786,6 +3909,7 @@ class KitchenView {
     if (!this.canPlay()) return;
     const args = action.name === "PREPARE" ? { ...action.args, plate: this.plate.checked } : action.args;
     this.host.send({ name: action.name, args });
+    this.played();
     if (refocus) this.stage.focus({ preventScroll: true });
   }
 
@@ -3877,9 +4001,10 @@ class HeaderView {
   update(notification) {
     const counts = notification.step_counts || {};
     const limits = notification.step_limits || {};
-    this.steps.textContent = Object.entries(counts)
-      .map(([role, n]) => limits[role] ? `${role} ${n}/${limits[role]}` : `${role} ${n}`)
-      .join(" · ");
+    this.steps.textContent = stepCountWords(counts, limits).join(" · ");
+    this.steps.title = Object.keys(counts).length
+      ? "Steps: how many actions each member took so far (a message, an edit, a search). A "
+        + "member with a limit stops when it has used them all." : "";
     const event = notification.event || {};
     const actor = event.actor ? event.actor + ": " : "";
     const prefix = `#${notification.seq} ${actor}`;
@@ -3959,6 +4084,110 @@ class ErrorBanner {
 }
 
 /**
+ * @param {string} name  an action's name, e.g. "FLIGHT_SEARCH"
+ * @returns {string} it in words: "Flight search"
+ */
+function actionWords(name) {
+  return capital(name.toLowerCase().replaceAll("_", " "));
+}
+
+/**
+ * The search box over a component that search actions fill (`searches` in their specs): a
+ * field per param of the chosen action (a picker when several fill the component) and Search.
+ * Enter in a field searches (Shift+Enter does nothing: a search is one line); Escape clears the
+ * fields, and on empty fields leaves them. The box is built once, so what is typed survives updates.
+ */
+class SearchBar {
+  /**
+   * @param {ActionSpec[]} specs  the actions that fill the component, at least one
+   * @param {EditorHost} host
+   * @param {string} title  the component's title, for the fields' labels
+   */
+  constructor(specs, host, title) {
+    this.specs = specs;
+    this.host = host;
+    this.title = title;
+    this.fields = h("div", { class: "cogym-search-fields" });
+    this.tool = /** @type {HTMLSelectElement} */ (h("select", { testid: "search-tool",
+      "aria-label": `What to search in ${title}`, hidden: specs.length < 2,
+      on: { change: () => this.fill() } },
+    specs.map((spec) => h("option", { value: spec.name, text: actionWords(spec.name) }))));
+    this.submit = h("button", { class: "cogym-primary", testid: "search-submit", text: "Search",
+      on: { click: () => this.search() } });
+    this.hint = h("div", { class: "cogym-muted", testid: "search-hint" });
+    this.root = h("div", { class: "cogym-search", testid: "search-box", role: "search" },
+      h("div", { class: "cogym-row" }, this.tool, this.fields, this.submit), this.hint);
+    this.fill();
+  }
+
+  /** @returns {ActionSpec} the action the box runs now */
+  spec() {
+    return this.specs.find((spec) => spec.name === this.tool.value) || this.specs[0];
+  }
+
+  /** One field per param of the chosen action; words typed in a field of the same name stay. */
+  fill() {
+    const spec = this.spec();
+    /** @type {Record<string, string>} */
+    const typed = {};
+    for (const input of this.inputs()) typed[input.dataset.param || ""] = input.value;
+    this.fields.replaceChildren(...(spec.params || []).map((param) => {
+      const words = param.description || param.name;
+      const input = /** @type {HTMLInputElement} */ (h("input", { type: "search",
+        testid: "search-field", placeholder: words, "aria-label": `${actionWords(spec.name)}: `
+          + `${words} (Enter searches, Escape clears)`,
+        dataset: { param: param.name, type: param.type }, enterkeyhint: "search",
+        on: { keydown: (event) => this.onKey(/** @type {KeyboardEvent} */ (event)) } }));
+      input.value = typed[param.name] || "";
+      return input;
+    }));
+    this.root.dataset.action = spec.name;
+    this.hint.textContent = spec.description || "";
+    this.setDone(this.host.done());
+  }
+
+  /** @returns {HTMLInputElement[]} */
+  inputs() {
+    return /** @type {HTMLInputElement[]} */ ([...this.fields.querySelectorAll("input")]);
+  }
+
+  /** @param {boolean} done  the session ended: nothing more to search */
+  setDone(done) {
+    this.submit.disabled = done;
+    for (const input of this.inputs()) input.readOnly = done;
+  }
+
+  /** @param {KeyboardEvent} event */
+  onKey(event) {
+    if (event.key === "Enter" && !event.isComposing) {
+      event.preventDefault();
+      if (!event.shiftKey) this.search();
+    } else if (event.key === "Escape") {
+      const inputs = this.inputs();
+      if (!inputs.some((input) => input.value)) return; // the panel's key guard leaves the field
+      event.preventDefault();
+      event.stopPropagation(); // the first Escape clears, the focus stays for a new search
+      for (const input of inputs) input.value = "";
+    }
+  }
+
+  /** Sends the chosen action with what the fields hold; an empty required field is asked for. */
+  search() {
+    if (this.host.done() || this.host.readonly) return;
+    const spec = this.spec();
+    const missing = this.inputs().find((input) => !input.value.trim()
+      && (spec.params || []).find((param) => param.name === input.dataset.param)?.required);
+    if (missing) {
+      missing.focus();
+      this.hint.textContent = `Fill in “${missing.placeholder}” first.`;
+      return;
+    }
+    this.hint.textContent = spec.description || "";
+    this.host.send({ name: spec.name, args: readArgs(this.fields) });
+  }
+}
+
+/**
  * The workspace: one box per component of the seat's view, in the view's order, each with the
  * content view of its render type. A box whose content changed flashes.
  */
@@ -4004,6 +4233,7 @@ export class WorkspaceView {
         entry.view.update(component); // read-only state may change when the session ends
       }
       entry.component = component;
+      entry.search?.setDone(this.editorHost.done());
       const here = this.root.children[index];
       if (here !== entry.box) this.root.insertBefore(entry.box, here || null);
     });
@@ -4035,12 +4265,15 @@ export class WorkspaceView {
         : component.render_type === "kitchen" ? new KitchenView(component, this.editorHost)
           : new (contentViewFor(component.render_type))(component, this.editorHost);
     const badge = component.private ? this.privateBadge : "shared";
+    const searches = this.editorHost.searching?.(component.name) || [];
+    const search = searches.length
+      ? new SearchBar(searches, this.editorHost, component.title || component.name) : null;
     const box = h("div", { class: "cogym-box", testid: `view-${component.render_type}`,
       dataset: { component: component.name } },
     h("h4", {}, h("span", { text: component.title || component.name }),
       h("span", { class: "cogym-badge", text: badge })),
-    view.body);
-    return { box, view, component, json, renderType: component.render_type };
+    search?.root || null, view.body);
+    return { box, view, component, json, renderType: component.render_type, search };
   }
 }
 
@@ -4055,7 +4288,7 @@ function statusWords(status, waitingFor, action) {
   if (status === "thinking") return "thinking";
   if (status === "acting") return action ? `acting: ${shorten(action, 80)}` : "acting";
   if (status === "waiting" && waitingFor === "teammate") return "waiting for you";
-  if (status === "waiting") return "waiting for a tick (news from the team or the clock)";
+  if (status === "waiting") return "waiting for news from you or the team";
   if (status === "failed") return "stuck: its language model keeps failing";
   return status;
 }
@@ -4075,6 +4308,40 @@ function duration(seconds) {
  */
 function ago(seconds) {
   return seconds < 2 ? "just now" : `${duration(seconds)} ago`;
+}
+
+/** What each status means, for the words' hover text. */
+const STATUS_MEANINGS = {
+  thinking: "Its language model is working out what to do next.",
+  acting: "It is doing what it decided; the workspace or the chat changes next.",
+  waiting: "It acts again when something changes: a message or an edit from you or a teammate "
+    + "(in a real-time task, also the clock's next tick).",
+  waiting_for_you: "It asked you something, or needs your approval: it goes on once you answer.",
+  paused: "You paused it: Resume agent lets it act again.",
+  failed: "Its language model keeps failing: see the line below.",
+  finished: "The session has ended.",
+};
+
+/**
+ * @param {string} status
+ * @param {string | null | undefined} waitingFor
+ * @returns {string} what the status means, in a sentence
+ */
+function statusMeaning(status, waitingFor) {
+  const key = status === "waiting" && waitingFor === "teammate" ? "waiting_for_you" : status;
+  return STATUS_MEANINGS[/** @type {keyof typeof STATUS_MEANINGS} */ (key)] || "";
+}
+
+/**
+ * The step counts in plain words, one member each: "agent: 9 of 30 steps used", "user: 1 step".
+ * @param {Record<string, number>} counts
+ * @param {Record<string, number>} limits
+ * @returns {string[]}
+ */
+function stepCountWords(counts, limits) {
+  return Object.entries(counts).map(([role, n]) => limits[role]
+    ? `${role}: ${n} of ${limits[role]} steps used`
+    : `${role}: ${n} ${n === 1 ? "step" : "steps"}`);
 }
 
 /** What a person can do about an agent whose language model keeps failing, in plain words. */
@@ -4191,10 +4458,55 @@ class AgentStatusView {
     this.pauseButton = h("button", { testid: "pause-button", text: "Pause agent",
       on: { click: () => this.togglePause() } });
     this.finishButton = h("button", { class: "cogym-danger", testid: "finish-button",
-      text: "Finish", on: { click: () => this.send({ name: "FINISH", args: {} }) } });
+      text: "Finish", title: "End the session and grade it (asks first)",
+      on: { click: () => this.askFinish() } });
+    // Finish ends the session for everyone and grades it: it asks first, in words.
+    this.endAndGrade = h("button", { class: "cogym-danger", testid: "finish-confirm-yes",
+      text: "End and grade", on: { click: () => this.finish() } });
+    this.keepWorking = h("button", { testid: "finish-confirm-no", text: "Keep working",
+      on: { click: () => this.cancelFinish() } });
+    this.finishConfirm = h("div", { class: "cogym-finish-confirm", testid: "finish-confirm",
+      role: "alertdialog", "aria-label": "End the session and grade it?", hidden: true,
+      on: { keydown: (event) => this.onConfirmKey(/** @type {KeyboardEvent} */ (event)) } },
+    h("span", { text: "End the session and grade it? " }), this.endAndGrade, this.keepWorking);
     this.root = h("div", { class: "cogym-box", testid: "view-agent-status" },
       h("h4", { text: "Agent" }), this.list,
-      h("div", { class: "cogym-row" }, this.pauseButton, this.finishButton));
+      h("div", { class: "cogym-row" }, this.pauseButton, this.finishButton), this.finishConfirm);
+  }
+
+  /** Shows the inline question, its "End and grade" focused: Enter ends, Escape keeps working. */
+  askFinish() {
+    if (this.done) return;
+    this.finishConfirm.hidden = false;
+    this.finishButton.setAttribute("aria-expanded", "true");
+    this.endAndGrade.focus();
+  }
+
+  finish() {
+    this.finishConfirm.hidden = true;
+    this.finishButton.setAttribute("aria-expanded", "false");
+    if (!this.done) this.send({ name: "FINISH", args: {} });
+  }
+
+  cancelFinish() {
+    const hadFocus = this.finishConfirm.contains(document.activeElement);
+    this.finishConfirm.hidden = true;
+    this.finishButton.setAttribute("aria-expanded", "false");
+    if (hadFocus) this.finishButton.focus();
+  }
+
+  /** @param {KeyboardEvent} event  the question's keys stay in it (the notebook gets none) */
+  onConfirmKey(event) {
+    if (event.key === "Escape") {
+      event.preventDefault();
+      event.stopPropagation();
+      this.cancelFinish();
+    } else if (event.key === "Enter" && !event.isComposing) {
+      event.preventDefault(); // not the focused button's own click as well
+      event.stopPropagation();
+      if (event.target === this.keepWorking) this.cancelFinish();
+      else this.finish();
+    }
   }
 
   /** @param {AgentStatus} status  an agent's update; an older one replayed is ignored */
@@ -4235,6 +4547,7 @@ class AgentStatusView {
     this.pauseButton.dataset.state = allPaused ? "paused" : "running";
     this.pauseButton.disabled = this.done || roles.length === 0;
     this.finishButton.disabled = this.done;
+    if (this.done) this.finishConfirm.hidden = true;
   }
 
   /**
@@ -4254,9 +4567,9 @@ class AgentStatusView {
       text: "no action yet" });
     if (update.last_action) showAction(last, update.last_action, plain, "last action: ");
     return h("div", { class: "cogym-agent", testid: "agent-status", dataset: { role, status } },
-      h("div", {}, h("strong", { text: role + " " }),
+      h("div", {}, h("strong", { text: role }), " is ",
         h("span", { class: "cogym-status", testid: "agent-status-words", dataset: { status },
-          text: words }), " ", since),
+          text: words, title: statusMeaning(status, update.waiting_for) }), " ", since),
       status === "failed" ? h("div", { class: "cogym-agent-problem", testid: "agent-problem",
         text: AGENT_FAILED_ADVICE }) : null,
       last);
@@ -5179,6 +5492,77 @@ function lockControls(root) {
   }
 }
 
+// -- the agent's cells in the notebook around the panel ------------------------------------------
+
+/** The first line the session writes at the top of every agent cell, with the agent's role. */
+const AGENT_CELL_LINE = /^# written by (\S+) \(cogym agent\b/;
+
+/**
+ * Marks the agent's cells in the notebook that holds the panel, so that a person tells them
+ * apart at a glance: such a cell gets the class `cogym-agent-cell` and `data-cogym-author`,
+ * which the panel's stylesheet (anywidget puts it in the page) draws as a coloured edge and a
+ * badge. JupyterLab shows cell tags only in its property inspector, so the marker reads each
+ * cell's first line, which the session writes on every agent cell (the cells also carry the
+ * tag `cogym-agent`). It follows the notebook's changes (new cells, edits, cells drawn as they
+ * scroll into view) a moment later, and stops when the panel goes.
+ */
+class AgentCellMarker {
+  /** @param {HTMLElement} root  the panel's root */
+  constructor(root) {
+    this.root = root;
+    /** @type {HTMLElement | null} */
+    this.notebook = null;
+    /** @type {MutationObserver | null} */
+    this.observer = null;
+    /** @type {ReturnType<typeof setTimeout> | null} */
+    this.timer = null;
+  }
+
+  /** Starts following the notebook, once the panel sits in one (anywhere else: nothing). */
+  start() {
+    if (this.observer || typeof MutationObserver === "undefined") return;
+    const notebook = this.root.closest(".jp-Notebook");
+    if (!(notebook instanceof HTMLElement)) return;
+    this.notebook = notebook;
+    // Attributes are not watched: the marks this makes do not wake it again.
+    this.observer = new MutationObserver(() => this.schedule());
+    this.observer.observe(notebook, { childList: true, subtree: true, characterData: true });
+    this.mark();
+  }
+
+  schedule() {
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.mark();
+    }, 150);
+  }
+
+  mark() {
+    if (!this.notebook) return;
+    if (!this.root.isConnected) {
+      this.stop();
+      return;
+    }
+    for (const node of this.notebook.querySelectorAll(".jp-Cell")) {
+      const cell = /** @type {HTMLElement} */ (node);
+      const line = cell.querySelector(".jp-InputArea-editor .cm-line")?.textContent || "";
+      const author = AGENT_CELL_LINE.exec(line)?.[1] || "";
+      if ((cell.dataset.cogymAuthor || "") === author) continue;
+      cell.classList.toggle("cogym-agent-cell", Boolean(author));
+      if (author) cell.dataset.cogymAuthor = author;
+      else delete cell.dataset.cogymAuthor;
+    }
+  }
+
+  stop() {
+    this.observer?.disconnect();
+    this.observer = null;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+}
+
 /**
  * The panel: builds the layout from the views and routes what the transport delivers to them;
  * it keeps only what several views share (the seat's copy, the latest notification, the
@@ -5226,6 +5610,8 @@ export class Panel {
       replacing: (name) => this.actionSpecs().find((spec) => spec.replaces === name) || null,
       picking: (name) => this.actionSpecs().find((spec) => spec.picks?.component === name)
         || null,
+      searching: (name) => this.actionSpecs().filter((spec) => spec.searches === name
+        && !spec.internal),
       done: () => this.done,
       send,
       role: this.role,
@@ -5259,6 +5645,7 @@ export class Panel {
     keepKeysInPanel(this.root);
     if (this.readonly) lockControls(this.root);
     el.replaceChildren(this.root);
+    this.agentCells = new AgentCellMarker(this.root);
   }
 
   /**
@@ -5337,6 +5724,7 @@ export class Panel {
 
   /** @param {Notification} notification  the seat's whole state after one event */
   receiveNotification(notification) {
+    this.agentCells.start(); // the panel is in the page by now (a no-op once started)
     const previous = this.notification;
     this.notification = notification;
     if (notification.context) {
@@ -5666,6 +6054,7 @@ async function render({ model, el }) {
     clearInterval(clock);
     leaving();
     panel.texts?.close();
+    panel.agentCells.stop();
     window.removeEventListener("pagehide", leaving);
     document.removeEventListener("visibilitychange", hidden);
     /** @type {Transport} */ (panel.transport).close();

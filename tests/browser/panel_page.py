@@ -86,6 +86,12 @@ class SessionPanelPage:
 
     # -- the end --------------------------------------------------------------------------------
 
+    def finish(self) -> None:
+        """Finish, then say yes to "End the session and grade it?" (Finish asks first)."""
+        self.testid("finish-button").click()
+        expect(self.testid("finish-confirm")).to_be_visible(timeout=UI_TIMEOUT_MS)
+        self.testid("finish-confirm-yes").click()
+
     def rate(self, outcome: int, satisfaction: int, comment: str) -> None:
         form = self.testid("rating-form")
         expect(form).to_be_visible(timeout=UI_TIMEOUT_MS)

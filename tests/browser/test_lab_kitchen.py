@@ -108,8 +108,17 @@ def test_a_person_plays_the_kitchen_beside_the_fsm_agent(
     session = KitchenSession(jupyter_lab, panel.session_id)
     kitchen = panel.root.locator("[data-testid=kitchen]")
     expect(kitchen).to_have_attribute("data-playing", "true", timeout=UI_TIMEOUT_MS)
-    _wait_tick(page, 5)
     stage = panel.testid("kitchen-stage")
+
+    # 0. the clock waits for the person: nothing ticks until they press Start
+    expect(kitchen).to_have_attribute("data-clock", "waiting")
+    expect(panel.testid("kitchen-starter")).to_be_visible()
+    page.wait_for_timeout(1000)  # four ticks' worth of time: none comes
+    assert _tick(kitchen) == 0 and session.kitchen()["tick"] == 0
+    shots.take("0-the-kitchen-waits-for-start", focus=panel.root, where="start")
+    panel.testid("kitchen-start").click()
+    expect(panel.testid("kitchen-starter")).to_be_hidden()
+    _wait_tick(page, 5)
     shots.take("1-kitchen-at-the-start", focus=panel.root, where="start")
 
     def sessions() -> list[str]:
@@ -221,6 +230,8 @@ def test_a_person_plays_the_kitchen_beside_the_fsm_agent(
     assert mine[:4] == [("MOVE", "ok"), ("MOVE", "ok"), ("INTERACT", "ok"), ("PREPARE", "ok")]
     ticks = [e for e in events if e.type is EventType.CLOCK]
     assert len(ticks) == TICKS and ticks[-1].info["tick"] == TICKS
+    pressed = next(e for e in events if e.type is EventType.WAIT and e.actor == "user")
+    assert ticks[0].seq > pressed.seq  # the clock started with Start
     served = [h for e in ticks for h in e.info.get("happened", []) if h.get("kind") == "served"]
     assert served, "no order was served"
     status = session.snapshot()

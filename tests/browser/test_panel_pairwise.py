@@ -204,7 +204,7 @@ def test_the_answer_is_saved_with_the_session(lab: LabPage, shots: StepShots,
     # The example agent fills the list and asks before an extra item: decline, then finish.
     panel.pending_confirmation().locator('[data-testid="confirm-reject"]').click()
     expect(panel.testid("confirmation")).to_have_count(0, timeout=UI_TIMEOUT_MS)
-    panel.testid("finish-button").click()
+    panel.finish()
     pairwise = panel.testid("rating-pairwise")
     expect(pairwise).to_have_attribute("data-state", "ready", timeout=UI_TIMEOUT_MS)
     status, offer = jupyter_lab.request("GET",

@@ -95,7 +95,8 @@ def test_the_person_adds_a_result_and_reviews_the_agents_edits(
 
     # What the agent does, in words, and since when.
     expect(panel.testid("agent-status-words").first).to_have_text(
-        re.compile(r"^(thinking|acting: .+|waiting for you|waiting for a tick .*)$"))
+        re.compile(r"^(thinking|acting: .+|waiting for you"
+                   r"|waiting for news from you or the team)$"))
     expect(panel.testid("agent-status-since").first).to_have_text(
         re.compile(r"^· (just now|\d+ s ago|\d+ min ago)$"))
 

@@ -27,7 +27,7 @@ def test_finishing_shows_the_scores_with_the_graders_reasons(
     expect(panel.testid("confirmation")).to_have_count(0, timeout=UI_TIMEOUT_MS)
     shots.take("before-finishing", focus=start_cell, where="start")
 
-    panel.testid("finish-button").click()
+    panel.finish()
     card = panel.testid("scores-card")
     expect(card).to_have_attribute("data-state", "graded", timeout=UI_TIMEOUT_MS)
     expect(panel.testid("rating-form")).to_be_visible(timeout=UI_TIMEOUT_MS)

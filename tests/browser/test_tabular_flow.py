@@ -94,6 +94,11 @@ def test_a_person_and_an_agent_analyse_a_dataframe(lab: LabPage, shots: StepShot
     expect(agent_cell.locator(".jp-InputArea-editor")).to_contain_text(
         f"# written by agent (cogym agent, session {panel.session_id})")
     assert lab.cell_index(notebook, "agent slopes") == start + 1
+    # and seen at a glance: the panel marks the agent's cells (an orange edge and a badge)
+    expect(agent_cell).to_have_class(re.compile(r"\bcogym-agent-cell\b"), timeout=UI_TIMEOUT_MS)
+    expect(agent_cell).to_have_attribute("data-cogym-author", "agent")
+    badge = agent_cell.evaluate("(cell) => getComputedStyle(cell, '::after').content")
+    assert badge == '"written by agent"', badge
     expect(lab.outputs(agent_cell)).to_contain_text("agent slopes: {'advertising'",
                                                     timeout=UI_TIMEOUT_MS)
     shots.take("agent-cell-in-notebook", focus=agent_cell)
@@ -117,6 +122,7 @@ def test_a_person_and_an_agent_analyse_a_dataframe(lab: LabPage, shots: StepShot
     mine = lab.append_cell(notebook, "print('the person sees', round(slopes['price']))")
     person_cell = lab.run_cell(notebook, mine)
     expect(lab.outputs(person_cell)).to_have_text("the person sees -12", timeout=UI_TIMEOUT_MS)
+    expect(person_cell).not_to_have_class(re.compile(r"\bcogym-agent-cell\b"))
     shots.take("person-uses-the-agents-variable", focus=person_cell)
 
     # 5. both edit the findings at once: the person types theirs while the agent writes its
@@ -136,7 +142,7 @@ def test_a_person_and_an_agent_analyse_a_dataframe(lab: LabPage, shots: StepShot
 
     # 6. finish and rate
     session_id = panel.session_id
-    panel.testid("finish-button").click()
+    panel.finish()
     panel.rate(outcome=4, satisfaction=5, comment="Quick and careful.")
     shots.take("rating-saved", focus=panel.testid("rating-form"))
     status, snapshot = jupyter_lab.request("GET", f"cogym/api/sessions/{session_id}")

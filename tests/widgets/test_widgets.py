@@ -510,7 +510,8 @@ async def test_the_panel_renders_every_view_safely_and_sends_actions(browser) ->
     await page.wait_for_selector(_by("agent-status", role="agent", status="acting"))
     assert await page.inner_text(words) == "acting: Add a library entry: title “BERT”"
     assert await page.inner_text(_by("agent-status-since")) == "· just now"
-    for waiting_for, said in (("teammate", "waiting for you"), ("tick", "waiting for a tick")):
+    for waiting_for, said in (("teammate", "waiting for you"),
+                              ("tick", "waiting for news from you or the team")):
         await page.evaluate(deliver, {"type": "status", "data": {
             "role": "agent", "status": "waiting", "waiting_for": waiting_for,
             "ts": time.time()}})
@@ -734,7 +735,8 @@ def test_the_server_transport_follows_a_real_session(run, jp_fetch, jp_http_port
                     ".includes('kazoo')", timeout=60_000)
                 await page.wait_for_selector(_by("agent-status", role="agent"),
                                              timeout=60_000)
-                await page.click(_by("finish-button"))
+                await page.click(_by("finish-button"))  # it asks first: end and grade
+                await page.click(_by("finish-confirm-yes"))
                 await page.wait_for_selector(_by("rating-form"), state="visible",
                                              timeout=60_000)
                 await page.select_option(_by("rating-outcome"), "3")

@@ -108,7 +108,8 @@ class SessionPanel(TextFallback, anywidget.AnyWidget):
         if self.readonly:
             again += f'.watch("{self.role}")'
         words.add("To see it again, run:", again)
-        words.add("or, with %load_ext cogym_lab:", f"%cogym attach {self.session_id}")
+        if not self.readonly:  # the magic attaches to a seat
+            words.add("or, with %load_ext cogym_lab:", f"%cogym attach {self.session_id}")
         folder = about.get("results_dir")
         if folder:
             when = "Its results" if status not in ("running", None) else (

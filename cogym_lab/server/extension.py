@@ -200,7 +200,7 @@ class CogymLabApp(CogymLab):
             self.log.warning("cogym_lab: panel_grace_seconds is no longer used (a closed panel "
                              "does not end a session); see CogymLab.unattended_seconds")
         self.kernel_ends: KernelEnds | None = None
-        if self.end_with_kernel:
+        if self.end_with_kernel and self.serverapp is not None:
             self.kernel_ends = KernelEnds(self.host, self.serverapp.kernel_manager)
             IOLoop.current().add_callback(self.kernel_ends.start)
         self.host.notebooks = NotebookOpener(self.serverapp)  # sessions in a notebook's kernel

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Container
+from typing import Any
 
 from cogym_lab.runtime.hosting import SessionHost
 
@@ -32,7 +32,7 @@ class KernelEnds:
     manager: ``kernel_id in kernels``) was running and is gone. Checks every ``every``
     seconds once :meth:`start` ran on the server's loop."""
 
-    def __init__(self, host: SessionHost, kernels: Container[str], every: float = 2.0) -> None:
+    def __init__(self, host: SessionHost, kernels: Any, every: float = 2.0) -> None:
         self.host = host
         self.kernels = kernels
         self.every = every

@@ -47,6 +47,7 @@ class HostedSession:
     result: SessionResult | None = None
     error: str | None = None
     restored_state: dict[str, Any] | None = None  # the state a resume rebuilt from the log
+    resumed: bool = False  # carried on from an earlier server's log, not created here
     access: SessionAccess | None = None  # whose it is; None: this process's own (no server)
     #: The env's answers to the actions published here, while the session runs.
     settlements: Settlements | None = None

@@ -205,6 +205,7 @@ class SessionHost:
             await session.env.aclose()
             raise
         hosted.restored_state = session.coordinator.snapshot()
+        hosted.resumed = True
         return hosted
 
     async def _build(self, spec: SessionSpec, session_id: str | None = None) -> HostedSession:

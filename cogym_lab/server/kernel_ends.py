@@ -7,9 +7,9 @@ closes the notebook with "shut down kernel", or the server culls it), nothing in
 reach the session any more, so it ends with a reason in plain words. A restart keeps the
 kernel's id, so the session goes on through it.
 
-The server's kernels are checked every few seconds: a session ends once its kernel, seen
-running before, is gone. A session resumed after its kernel had gone (a server restart makes new
-kernels) is not tied to any.
+The server's kernels are checked every few seconds: a session ends once its kernel is gone. A
+resumed session (a server restart makes new kernels) is tied to its kernel only once that kernel
+has been seen running, so one resumed after its kernel had gone goes on.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ KERNEL_ENDED_REASON = "its notebook's kernel ended"
 
 class KernelEnds:
     """Ends each running session of ``host`` whose kernel (in ``kernels``, the server's kernel
-    manager: ``kernel_id in kernels``) was running and is gone. Checks every ``every``
-    seconds once :meth:`start` ran on the server's loop."""
+    manager: ``kernel_id in kernels``) is gone. Checks every ``every`` seconds once
+    :meth:`start` ran on the server's loop."""
 
     def __init__(self, host: SessionHost, kernels: Any, every: float = 2.0) -> None:
         self.host = host
@@ -70,7 +70,7 @@ class KernelEnds:
             running.add(session_id)
             if kernel_id in self.kernels:
                 self._seen.add(session_id)
-            elif session_id in self._seen:
+            elif session_id in self._seen or not hosted.resumed:
                 gone.append(session_id)
         self._seen &= running  # forget the sessions that ended
         for session_id in gone:

@@ -422,6 +422,7 @@ class SessionHandle:
                                                      readonly=True)
             except ImportError:
                 return None
+            _describe(self._panel, self._summary)
         return self._panel
 
     def watch(self, role: str | None = None) -> Any:
@@ -441,9 +442,11 @@ class SessionHandle:
             self._panel = None  # the next display follows the member just chosen
         if self.role:  # a seated handle keeps its seat's panel: give the watch panel directly
             try:
-                return self.backend.panel(self.session_id, self._watching, readonly=True)
+                panel = self.backend.panel(self.session_id, self._watching, readonly=True)
             except ImportError:
                 return None
+            _describe(panel, self._summary)
+            return panel
         return self.panel
 
     def _default_watch(self) -> str:
@@ -476,6 +479,14 @@ class SessionHandle:
         return (f"<p><b>Session {html.escape(self.session_id)}</b> — "
                 f"{html.escape(self.task)}, {html.escape(str(snapshot.get('status')))}"
                 f" ({html.escape(self.backend.kind)})</p><ul>{chat}</ul>")
+
+
+def _describe(panel: Any, summary: dict[str, Any]) -> None:
+    """Tell a panel what its session is, for the words its output shows where it cannot be
+    drawn (see :mod:`cogym_lab.widgets.fallback`)."""
+    describe = getattr(panel, "describe", None)
+    if callable(describe):
+        describe(summary)
 
 
 def _plan_in(state: dict[str, Any], seat: str) -> dict[str, Any] | None:

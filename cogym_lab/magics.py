@@ -212,12 +212,14 @@ class CogymMagics(Magics):
         self._keep(handle)
 
     def _show_again(self, cell: str, arguments: argparse.Namespace) -> bool:
-        """Running a ``%cogym new`` cell again (Shift+Enter out of habit) must not start a
+        """Running a ``%cogym new`` cell again (Shift+Enter out of habit, or after a kernel
+        restart or reopening the notebook, when its panel could not be shown) must not start a
         second session beside the first, unseen: while the cell's last session runs, show it
-        again instead. Returns whether it did."""
+        again instead. The server remembers which cell started a session, so this works in a
+        new kernel too. Returns whether it did."""
         from cogym_lab.api import SessionError, attach
 
-        session_id = self.started_in_cell.get(cell)
+        session_id = self.started_in_cell.get(cell) or self._started_on_server(cell, arguments)
         if session_id is None:
             return False
         try:
@@ -231,6 +233,23 @@ class CogymMagics(Magics):
               "here it is again. Add --again to start another one.")
         self._keep(handle)
         return True
+
+    def _started_on_server(self, cell: str, arguments: argparse.Namespace) -> str | None:
+        """The running session this cell started, as the Jupyter server remembers it (an
+        earlier kernel of this notebook may have started it); ``None`` in local mode."""
+        from cogym_lab.api import SessionError
+        from cogym_lab.notebook.backends import server_backend
+
+        if arguments.mode == "local":
+            return None
+        found = server_backend()
+        if found is None:
+            return None
+        try:
+            summary = found.started_in_cell(cell)
+        except SessionError:
+            return None
+        return summary["session_id"] if summary else None
 
     def _attach(self, arguments: argparse.Namespace) -> None:
         from cogym_lab.api import attach

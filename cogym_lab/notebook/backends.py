@@ -19,7 +19,7 @@ from cogym_lab.notebook.client import (
     find_server,
     running_cell_id,
 )
-from cogym_lab.runtime.models import CreateRequest
+from cogym_lab.runtime.models import CreatedIn, CreateRequest
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,35 @@ class ServerBackend:
             raise SessionError(error.message) from None
 
     def create(self, request: CreateRequest) -> dict[str, Any]:
+        """Create the session; the request says which notebook cell of this kernel asks, so
+        that the session belongs to this kernel and a cell run again can find it."""
+        if request.created_in is None:
+            request = request.model_copy(update={"created_in": self.created_in()})
         return self._call("create", request.body())
+
+    def created_in(self) -> CreatedIn | None:
+        """This kernel, its notebook and the cell running now, as far as they are known."""
+        kernel_id = self.identity.kernel_id
+        if not kernel_id:
+            return None
+        notebook = self.notebook()
+        return CreatedIn(kernel_id=kernel_id,
+                         path=notebook["path"] if notebook else None,
+                         cell_id=notebook.get("cell_id") if notebook else None)
+
+    def started_in_cell(self, cell_id: str) -> dict[str, Any] | None:
+        """The newest running session of yours that this notebook's cell ``cell_id`` created
+        (from this kernel or an earlier one of the notebook: a restart, a reopened notebook);
+        ``None`` if there is none."""
+        notebook = self.notebook()
+        if notebook is None:
+            return None
+        found = [summary for summary in self.list()
+                 if summary.get("status") == "running"
+                 and (summary.get("owned") or summary.get("seats"))
+                 and (summary.get("created_in") or {}).get("path") == notebook["path"]
+                 and (summary.get("created_in") or {}).get("cell_id") == cell_id]
+        return max(found, key=lambda s: s.get("created_at") or 0, default=None)
 
     def snapshot(self, session_id: str) -> dict[str, Any]:
         return self._call("get", session_id)

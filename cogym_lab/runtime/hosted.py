@@ -17,7 +17,7 @@ from cogym_lab.nodes.session import Session, SessionResult
 from cogym_lab.runtime.access import SessionAccess
 from cogym_lab.runtime.ended import EndedSession
 from cogym_lab.runtime.errors import HostingError
-from cogym_lab.runtime.models import HOSTING_FILE, HostingRecord
+from cogym_lab.runtime.models import HOSTING_FILE, CreatedIn, HostingRecord
 from cogym_lab.runtime.settlements import Settlements
 from cogym_lab.runtime.stored import StoredSession, this_process, write_json
 from cogym_lab.sessions.spec import SessionSpec
@@ -47,9 +47,12 @@ class HostedSession:
     result: SessionResult | None = None
     error: str | None = None
     restored_state: dict[str, Any] | None = None  # the state a resume rebuilt from the log
+    resumed: bool = False  # carried on from an earlier server's log, not created here
     access: SessionAccess | None = None  # whose it is; None: this process's own (no server)
     #: The env's answers to the actions published here, while the session runs.
     settlements: Settlements | None = None
+    #: The notebook cell that asked for the session, if one did (its kernel, notebook, cell).
+    created_in: CreatedIn | None = None
 
     @property
     def session_id(self) -> str:
@@ -65,6 +68,15 @@ class HostedSession:
         if isinstance(self.session, EndedSession):
             raise HostingError(f"Session {self.session_id!r} has ended.", status=409)
         return self.session
+
+    @property
+    def kernel_id(self) -> str | None:
+        """The kernel the session belongs to: the one of the notebook cell that created it, or
+        of the notebook it runs in; ``None`` when neither is known (REST, a script)."""
+        if self.created_in is not None:
+            return self.created_in.kernel_id
+        notebook = self.spec.notebook
+        return notebook.kernel_id if notebook is not None else None
 
     @property
     def status(self) -> str:
@@ -96,6 +108,8 @@ class HostedSession:
             "end_reason": self.end_reason,
             "error": self.error,
             "created_at": self.created_at,
+            "created_in": (self.created_in.model_dump(mode="json", exclude_none=True)
+                           if self.created_in is not None else None),
             "results_dir": str(self.directory) if self.directory else None,
             "delivered": self.result.delivered if self.result else None,
             "scores": self.result.scores if self.result else None,
@@ -134,7 +148,8 @@ class HostedSession:
         """What ``hosting.json`` says of this session."""
         return HostingRecord(session_id=self.session_id, spec=self.spec.without_secrets(),
                              team=self.team, people=self.people, created_at=self.created_at,
-                             access=self.access, **this_process())
+                             access=self.access, created_in=self.created_in,
+                             **this_process())
 
     def save_record(self) -> None:
         """Write ``hosting.json`` (the request that made the session, and whose it is)."""

@@ -13,9 +13,10 @@ rebuilds such a session from its request and restores its state from ``events.js
 goes on with the next sequence number. A server that shuts down interrupts its sessions the same
 way, so a restart never ends a session.
 
-The host counts the panels (seat WebSockets, local widget comms) open on each session: a running
-session with person seats that has none open for ``panel_grace_seconds`` ends, with that reason
-in its log (see :mod:`cogym_lab.runtime.panels`).
+The host counts the panels (seat WebSockets, local widget comms) open on each session. A running
+session goes on while its panels are closed; one with person seats that no one has been at (no
+panel open, no person's action) for ``unattended_seconds`` ends, with that reason in its log (see
+:mod:`cogym_lab.runtime.panels`).
 
 The host composes the parts each concern keeps: :mod:`~cogym_lab.runtime.building` (a spec
 becomes a session), :mod:`~cogym_lab.runtime.registry` (the sessions known here, recovered and
@@ -47,8 +48,13 @@ from cogym_lab.runtime.ended import DEFAULT_FINISHED_TTL, EndedSession, end_bus,
 from cogym_lab.runtime.errors import HostingError, not_a_seat
 from cogym_lab.runtime.feeds import SeatFeed, subscribe_statuses, subscribe_updates
 from cogym_lab.runtime.hosted import HostedSession, ended_status
-from cogym_lab.runtime.models import HOSTING_FILE, PairwiseOffer, validation_message
-from cogym_lab.runtime.panels import DEFAULT_PANEL_GRACE, PanelWatch
+from cogym_lab.runtime.models import (
+    HOSTING_FILE,
+    CreatedIn,
+    PairwiseOffer,
+    validation_message,
+)
+from cogym_lab.runtime.panels import DEFAULT_UNATTENDED_SECONDS, PanelWatch
 from cogym_lab.runtime.ratings import Ratings
 from cogym_lab.runtime.registry import SHUTDOWN_REASON, SessionRegistry
 from cogym_lab.runtime.settlements import Settlements, Submitted
@@ -68,15 +74,16 @@ class SessionHost:
     def __init__(self, results_dir: str | Path, redis_url: str | None = None,
                  default_team: str | None = None, *, teams: Mapping[str, str] | None = None,
                  team_paths: bool = True,
-                 panel_grace_seconds: float | None = DEFAULT_PANEL_GRACE,
+                 unattended_seconds: float | None = DEFAULT_UNATTENDED_SECONDS,
                  build_in_thread: bool = True,
                  finished_session_ttl: float | None = DEFAULT_FINISHED_TTL,
                  baselines: Sequence[str | Path] = ()) -> None:
         """``teams``, ``team_paths``, ``default_team`` and ``build_in_thread``: how sessions
         are built (see :class:`~cogym_lab.runtime.building.SessionBuilder`; a server builds
         off the loop and loads registered teams only, a kernel's host builds at once).
-        ``panel_grace_seconds``: how long a session with person seats goes on with no panel
-        open before it ends (``None``, zero or less: it never ends for that).
+        ``unattended_seconds``: how long a session with person seats goes on with no one at
+        it (no panel open, no person's action) before it ends (``None``, zero or less: it
+        never ends for that).
         ``finished_session_ttl``: seconds an ended session stays hosted (its end views for
         late panels in memory) before only its results folder is read for it (zero: at once;
         ``None``: never). Its coordinator, env, members and bus are given back at its end
@@ -90,7 +97,7 @@ class SessionHost:
         self.registry = SessionRegistry()
         self.sessions = self.registry.sessions  # hosted here, by id
         self.stored = self.registry.stored  # known from their files only, by id
-        self._panels = PanelWatch(panel_grace_seconds, self._end_unfollowed)
+        self._panels = PanelWatch(unattended_seconds, self._end_unattended)
         self.finished_session_ttl = finished_session_ttl
         self.rating_store = Ratings(self.find, baselines)
 
@@ -107,14 +114,16 @@ class SessionHost:
     # -- creating and resuming ----------------------------------------------------------------
 
     async def create(self, spec: SessionSpec | str | None = None, *,
-                     access: SessionAccess | None = None, **fields: Any) -> HostedSession:
+                     access: SessionAccess | None = None, created_in: CreatedIn | None = None,
+                     **fields: Any) -> HostedSession:
         """Build the session ``spec`` describes (or the spec that a task's name and ``fields``
         make: ``create(TASK, people=["user"])``) and start it in the background.
 
         A member left without an LM joins as a guide that says in the chat what to set. A spec
         with a ``notebook`` runs the task in that notebook's kernel and live document (its first
         person seat is the notebook's person). ``access`` says whose session it is and which
-        seats are shared (a server sets it; ``None`` in a kernel). Raises ``HostingError``.
+        seats are shared (a server sets it; ``None`` in a kernel). ``created_in``: the notebook
+        cell that asked for it (the session belongs to its kernel). Raises ``HostingError``.
         """
         if not isinstance(spec, SessionSpec):
             try:
@@ -131,6 +140,7 @@ class SessionHost:
                 raise HostingError(f"{', '.join(shared)} is not a person seat of this session "
                                    "(only person seats can be shared).")
             hosted.access = access
+        hosted.created_in = created_in
         await self.builder.connect_notebook(hosted)
         hosted.save_record()
         await self._start(hosted)
@@ -175,6 +185,7 @@ class SessionHost:
                                status=500) from None
         hosted.created_at = stored.record.created_at
         hosted.access = stored.access
+        hosted.created_in = stored.record.created_in
         cut = trim_torn_tail(stored.directory)
         if cut:
             log.warning("session %s: dropped a half-written last event (%d bytes)", session_id,
@@ -194,6 +205,7 @@ class SessionHost:
             await session.env.aclose()
             raise
         hosted.restored_state = session.coordinator.snapshot()
+        hosted.resumed = True
         return hosted
 
     async def _build(self, spec: SessionSpec, session_id: str | None = None) -> HostedSession:
@@ -451,24 +463,25 @@ class SessionHost:
     # -- panels -------------------------------------------------------------------------------
 
     @property
-    def panel_grace_seconds(self) -> float | None:
-        """How long a session with person seats goes on with no panel open (``None``, zero or
-        less: forever). Setting it affects grace periods that start later."""
-        return self._panels.grace
+    def unattended_seconds(self) -> float | None:
+        """How long a session with person seats goes on with no one at it (``None``, zero or
+        less: forever). Setting it affects unattended times that start later."""
+        return self._panels.limit
 
-    @panel_grace_seconds.setter
-    def panel_grace_seconds(self, seconds: float | None) -> None:
-        self._panels.grace = seconds
+    @unattended_seconds.setter
+    def unattended_seconds(self, seconds: float | None) -> None:
+        self._panels.limit = seconds
 
     def panel_opened(self, session_id: str, role: str) -> None:
         """A person's panel connected to seat ``role`` (a seat WebSocket opened, a local panel
-        was made). Stops the session's grace period. Call on the host's loop, once per panel,
-        and ``panel_closed`` once when it goes."""
+        was made): someone is at the session, so its unattended time stops. Call on the host's
+        loop, once per panel, and ``panel_closed`` once when it goes."""
         self._panels.opened(session_id, role)
 
     def panel_closed(self, session_id: str, role: str) -> None:
         """A panel that ``panel_opened`` counted went away. With none left open, a running
-        session with person seats ends after ``panel_grace_seconds`` unless one connects."""
+        session with person seats goes on, and ends after ``unattended_seconds`` unless a
+        panel connects or a person acts meanwhile."""
         self._panels.closed(session_id, role)
 
     def panels(self, session_id: str, role: str | None = None) -> int:
@@ -476,15 +489,15 @@ class SessionHost:
         return self._panels.count(session_id, role)
 
     def _watch_panels(self, hosted: HostedSession) -> None:
-        """Time a session that just started: one with person seats ends if no panel is open
-        for the grace period (from now, when none has connected yet)."""
+        """Time a session that just started: one with person seats ends if no one is at it
+        for ``unattended_seconds`` (from now, when no panel has connected yet)."""
         session_id = hosted.session_id
         self._panels.started(session_id, timed=bool(hosted.people))
         if hosted.runner is not None:
             hosted.runner.add_done_callback(lambda _: self._panels.ended(session_id))
 
-    async def _end_unfollowed(self, session_id: str, reason: str) -> None:
-        """End a session whose grace period ran out with no panel open."""
+    async def _end_unattended(self, session_id: str, reason: str) -> None:
+        """End a session no one was at for ``unattended_seconds``."""
         hosted = self.sessions.get(session_id)
         if hosted is not None and hosted.status == "running":
             await self.end(session_id, reason)

@@ -25,15 +25,29 @@ ClientActionId = Annotated[str, Field(max_length=64)] | Annotated[int, Field(ge=
 _STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
+class CreatedIn(BaseModel):
+    """The notebook cell a create request came from: its kernel, and, when known, the notebook's
+    path and the cell's id. A server ends the session when that kernel ends, and a cell run
+    again (after a kernel restart too) finds the session it started."""
+
+    model_config = _STRICT
+
+    kernel_id: str = Field(min_length=1, max_length=200)
+    path: str | None = Field(default=None, min_length=1, max_length=4_096)
+    cell_id: str | None = Field(default=None, min_length=1, max_length=200)
+
+
 class CreateRequest(SessionSpec):
     """The body of ``POST /cogym/api/sessions``: a :class:`SessionSpec` and who else may take
     its person seats. ``seat_users`` gives seats to other users of the server by name, and
     ``seat_tokens`` asks for one token per named seat, which the creator hands on (see
-    docs/server.md)."""
+    docs/server.md). ``created_in``: the notebook cell that asks (a notebook's kernel sends
+    it)."""
 
     seat_users: dict[RoleName, Annotated[str, Field(min_length=1, max_length=200)]] = Field(
         default_factory=dict)
     seat_tokens: list[RoleName] = Field(default_factory=list)
+    created_in: CreatedIn | None = None
 
     @model_validator(mode="after")
     def _seats_are_shared_once(self) -> CreateRequest:
@@ -46,7 +60,8 @@ class CreateRequest(SessionSpec):
 
     def spec(self) -> SessionSpec:
         """The session this request asks for, without the sharing."""
-        return SessionSpec.model_validate(self.model_dump(exclude={"seat_users", "seat_tokens"}))
+        return SessionSpec.model_validate(self.model_dump(
+            exclude={"seat_users", "seat_tokens", "created_in"}))
 
     def body(self) -> dict[str, Any]:
         """The JSON body, without the fields left unset. API keys are written out: this is
@@ -212,6 +227,7 @@ class HostingRecord(BaseModel):
     people: list[str]
     created_at: float
     access: SessionAccess | None = None
+    created_in: CreatedIn | None = None  # the notebook cell that asked for it, if one did
     # The process that hosts the session: while it lives, the session is its own, and a
     # restarted server sharing the folder must not mark it interrupted.
     hostname: str | None = None

@@ -83,6 +83,8 @@ class StoredSession:
             "end_reason": run.get("end_reason"),
             "error": run.get("error"),
             "created_at": self.record.created_at,
+            "created_in": (self.record.created_in.model_dump(mode="json", exclude_none=True)
+                           if self.record.created_in is not None else None),
             "results_dir": str(self.directory),
             "delivered": run.get("delivered"),
             "scores": run.get("scores"),

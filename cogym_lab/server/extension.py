@@ -12,7 +12,7 @@ from traitlets import Bool, Dict, Float, Int, List, Unicode, default
 from cogym_lab.core.loop_lag import LoopLagMonitor
 from cogym_lab.runtime.ended import DEFAULT_FINISHED_TTL
 from cogym_lab.runtime.hosting import SessionHost
-from cogym_lab.runtime.panels import DEFAULT_PANEL_GRACE
+from cogym_lab.runtime.panels import DEFAULT_UNATTENDED_SECONDS
 from cogym_lab.server.create_policy import CreatePolicy
 from cogym_lab.server.handlers import (
     ActionsHandler,
@@ -26,6 +26,7 @@ from cogym_lab.server.handlers import (
     SessionWebSocketHandler,
     StatusHandler,
 )
+from cogym_lab.server.kernel_ends import KernelEnds
 from cogym_lab.server.limits import KIB, ServerLimits
 from cogym_lab.server.live_notebooks import NotebookOpener
 from cogym_lab.server.quota import ActionRates, SessionQuota
@@ -118,11 +119,19 @@ class CogymLab(ExtensionApp):
                                          "session's outcome with the autonomous agent's on the "
                                          "same task and instance found there (Co-Gym's win "
                                          "rate); without any, it does not ask.").tag(config=True)
-    panel_grace_seconds = Float(DEFAULT_PANEL_GRACE,
-                                help="Seconds a running session with person seats goes on with "
-                                     "no panel (seat WebSocket) open before it ends, with that "
-                                     "reason in its log; a reload within it is fine. 0 or less: "
-                                     "never end a session for that.").tag(config=True)
+    unattended_seconds = Float(DEFAULT_UNATTENDED_SECONDS,
+                               help="Seconds a running session with person seats goes on with "
+                                    "no one at it (no panel open on any seat, no person's "
+                                    "action) before it ends, with that reason in its log. A "
+                                    "closed tab or notebook does not end a session before "
+                                    "then. 0 or less: never end a session for that.").tag(
+        config=True)
+    end_with_kernel = Bool(True, help="Whether a session created from a notebook (or running "
+                                      "in one) ends when that notebook's kernel is shut down "
+                                      "(a restart keeps it).").tag(config=True)
+    panel_grace_seconds = Float(None, allow_none=True,
+                                help="No longer used: a closed panel does not end a session "
+                                     "any more; see unattended_seconds.").tag(config=True)
     finished_session_ttl = Float(DEFAULT_FINISHED_TTL, min=0.0,
                                  help="Seconds an ended session stays hosted (a panel that "
                                       "connects gets its seat's last view and the scores) "
@@ -167,7 +176,7 @@ class CogymLabApp(CogymLab):
         # Requests come from others: team names only, never a path to a file.
         self.host = SessionHost(self.results_dir, redis_url=self.redis_url,
                                 default_team=self.default_team, teams=self.teams,
-                                team_paths=False, panel_grace_seconds=self.panel_grace_seconds,
+                                team_paths=False, unattended_seconds=self.unattended_seconds,
                                 finished_session_ttl=self.finished_session_ttl,
                                 baselines=[Path(folder).expanduser()
                                            for folder in self.baseline_dirs])
@@ -187,6 +196,13 @@ class CogymLabApp(CogymLab):
             "cogym_lab_loop_lag": self.loop_lag,
         })
         IOLoop.current().add_callback(self.loop_lag.start)  # ticks once the server's loop runs
+        if self.panel_grace_seconds is not None:
+            self.log.warning("cogym_lab: panel_grace_seconds is no longer used (a closed panel "
+                             "does not end a session); see CogymLab.unattended_seconds")
+        self.kernel_ends: KernelEnds | None = None
+        if self.end_with_kernel and self.serverapp is not None:
+            self.kernel_ends = KernelEnds(self.host, self.serverapp.kernel_manager)
+            IOLoop.current().add_callback(self.kernel_ends.start)
         self.host.notebooks = NotebookOpener(self.serverapp)  # sessions in a notebook's kernel
         stored = self.host.recover()  # sessions an earlier server left: interrupted or finished
         if stored:
@@ -220,6 +236,9 @@ class CogymLabApp(CogymLab):
         monitor = getattr(self, "loop_lag", None)
         if monitor is not None:
             await monitor.stop()
+        kernel_ends = getattr(self, "kernel_ends", None)
+        if kernel_ends is not None:
+            await kernel_ends.stop()
         host = getattr(self, "host", None)
         if host is not None:
             await host.close()

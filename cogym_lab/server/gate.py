@@ -74,9 +74,13 @@ class Gate:
     # -- reading --------------------------------------------------------------------------------
 
     def summary(self, entry: Entry) -> dict[str, Any]:
-        """The session's summary, with the caller's own seats as ``seats``."""
-        return entry.summary() | {"seats": self.seats(entry),
-                                  "owned": access_of(entry).is_owner(self.who)}
+        """The session's summary, with the caller's own seats as ``seats``. Where it was
+        created (the creator's kernel and notebook) is the creator's to see only."""
+        owned = access_of(entry).is_owner(self.who)
+        summary = entry.summary() | {"seats": self.seats(entry), "owned": owned}
+        if not owned:
+            summary["created_in"] = None
+        return summary
 
     def sessions(self) -> list[dict[str, Any]]:
         """The sessions the caller created or holds seats of, oldest first."""

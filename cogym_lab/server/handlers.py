@@ -177,7 +177,8 @@ class SessionsHandler(CogymAPIHandler):
                                    seat_tokens={role: digest for role, (_, digest)
                                                 in tokens.items()})
             with parts.quota.place(who):
-                hosted = await self.host.create(request.spec(), access=access)
+                hosted = await self.host.create(request.spec(), access=access,
+                                               created_in=request.created_in)
         except HostingError as error:
             return self.error(error.status, error.message)
         self.set_header("Location", self.request.path.rstrip("/") + "/" + hosted.session_id)
@@ -363,8 +364,8 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
     reconnecting browser catches up.
 
     Each open socket counts as a panel of its seat (``SessionHost.panel_opened``): a session
-    with person seats whose sockets have all closed ends after the server's grace period unless
-    one comes back.
+    with person seats whose sockets have all closed goes on, and ends only when no one has been
+    at it for the server's ``unattended_seconds``.
 
     Watch mode, ``...?role=<member>&watch=1``: the session's creator follows any member (an
     agent, a simulated user, a seat) read-only. The socket streams that member's notifications

@@ -15,12 +15,18 @@ Either may be read-only (``readonly=True``, watch mode): the panel then follows 
 session (an agent, a simulated user) as that member sees it, live, and acts in nothing. The
 browser code disables its controls and sends no action; the server (or the kernel's bridge)
 refuses any that arrives anyway.
+
+Where the panel cannot be shown (no live widget model: the kernel restarted, the notebook is read
+as a file), its output says in words which session it is and how to see it again
+(:mod:`cogym_lab.widgets.fallback`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -29,12 +35,13 @@ from traitlets import Bool, Enum, Int, Unicode
 
 from cogym_lab.runtime.hosting import SessionHost
 from cogym_lab.widgets.assets import CSS_PATH, ESM_PATH, yjs_esm
+from cogym_lab.widgets.fallback import Fallback, TextFallback
 from cogym_lab.widgets.local_bridge import LocalBridge
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
-class SessionPanel(anywidget.AnyWidget):
+class SessionPanel(TextFallback, anywidget.AnyWidget):
     """Chat, shared workspace, agent status, controls and the final rating, for one seat."""
 
     _esm = ESM_PATH
@@ -64,6 +71,52 @@ class SessionPanel(anywidget.AnyWidget):
             kwargs["yjs_module"] = yjs_esm()  # a watcher edits nothing: it is not sent Yjs
         super().__init__(**kwargs)
         self.bridge: LocalBridge | None = None
+        #: The session's summary as last known (task, status, end reason, results folder),
+        #: for the words shown where the panel cannot be (see :meth:`describe`).
+        self.about: dict[str, Any] = {}
+        self._read_about: Callable[[], Mapping[str, Any]] | None = None
+
+    def describe(self, summary: Mapping[str, Any]) -> None:
+        """Tell the panel what the session is (its summary: ``task``, ``status``,
+        ``end_reason``, ``results_dir``), for its output's words."""
+        self.about = dict(summary)
+
+    def fallback(self) -> Fallback:
+        """Which session this is, whether it was running or had ended when the output was
+        made, and the code that shows it again or its results."""
+        read_about = getattr(self, "_read_about", None)  # None while __init__ runs
+        if read_about is not None:
+            # The words must come, even from the last summary known.
+            with contextlib.suppress(Exception):
+                self.describe(read_about())
+        about = getattr(self, "about", {})
+        task = f" ({about['task']})" if about.get("task") else ""
+        seat = (f"watching {self.role}, read-only" if self.readonly
+                else f"your seat: {self.role}")
+        words = Fallback(f"Cogym session {self.session_id}{task}, {seat}")
+        status = about.get("status")
+        if (status == "running" or not status) and self.mode == "local":
+            words.add("It was running inside the notebook's kernel when this output was made; "
+                      "it ends with that kernel.")
+        elif status == "running" or not status:
+            words.add("It was running when this output was made. The panel shows only while the "
+                      "notebook's kernel holds it; the session goes on without it.")
+        else:
+            reason = f": {about['end_reason']}" if about.get("end_reason") else ""
+            words.add(f"It had ended ({status}{reason}) when this output was made.")
+        again = f'cogym_lab.attach("{self.session_id}")'
+        if self.readonly:
+            again += f'.watch("{self.role}")'
+        words.add("To see it again, run:", again)
+        if not self.readonly:  # the magic attaches to a seat
+            words.add("or, with %load_ext cogym_lab:", f"%cogym attach {self.session_id}")
+        folder = about.get("results_dir")
+        if folder:
+            when = "Its results" if status not in ("running", None) else (
+                "Its results, once it has ended")
+            words.add(f"{when}:", f'cogym_lab.view("{folder}")')
+            words.add("or in a terminal:", f"cogym-lab replay {folder}")
+        return words
 
     @classmethod
     def for_server(cls, base_url: str, token: str | None, session_id: str,
@@ -100,6 +153,7 @@ class SessionPanel(anywidget.AnyWidget):
                 raise ValueError("for_local needs the host's event loop: pass loop=... when no "
                                  "loop runs in this thread.") from None
         panel = cls(mode="local", session_id=session_id, role=role, readonly=readonly)
+        panel._read_about = lambda: host.find(session_id).summary()
         try:
             panel.bridge = LocalBridge(host, session_id, role, panel.send, loop,
                                        observer=panel._shown, readonly=readonly)
@@ -127,7 +181,7 @@ class SessionPanel(anywidget.AnyWidget):
 
     def _comm_closed(self, _message: Any) -> None:
         """The frontend closed the comm: stop relaying, so the host no longer counts this panel
-        as open (a session with no panel left ends after the host's grace period)."""
+        as open (a session no one is at ends after the host's ``unattended_seconds``)."""
         if self.bridge is not None:
             self.bridge.close()
 

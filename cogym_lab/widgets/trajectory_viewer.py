@@ -19,6 +19,7 @@ from traitlets import Bytes, Int, List, Unicode
 from cogym_lab.records.trajectory import find_sessions
 from cogym_lab.records.viewer import Trajectory, build_trajectory
 from cogym_lab.widgets.assets import VIEWER_ESM_PATH, panel_esm, viewer_css
+from cogym_lab.widgets.fallback import Fallback, TextFallback
 from cogym_lab.widgets.trajectory_export import export_html
 
 
@@ -29,7 +30,7 @@ def _name(root: Path, folder: Path) -> str:
     return folder.relative_to(root).as_posix()
 
 
-class TrajectoryViewer(anywidget.AnyWidget):
+class TrajectoryViewer(TextFallback, anywidget.AnyWidget):
     """A session's timeline with a slider, each member's view and chat at the event shown, what
     the event changed, the LM call behind it, and the failure and audit labels."""
 
@@ -61,6 +62,19 @@ class TrajectoryViewer(anywidget.AnyWidget):
         self.trajectory: Trajectory | None = None
         self.observe(self._picked, names="session")
         self.session = session or names[0]
+
+    def fallback(self) -> Fallback:
+        """What the viewer showed, and the code that shows it again, where it cannot be drawn
+        (no live widget model: a restarted kernel, a notebook read as a file)."""
+        shown = f", session {self.session}" if len(self.sessions) > 1 and self.session else ""
+        words = Fallback(f"Cogym trajectory viewer of {self.folder}{shown}")
+        words.add("The viewer shows only while the notebook's kernel holds it. To see it again, "
+                  "run:", _view_call(self.folder, self.session if len(self.sessions) > 1
+                                     else None))
+        folder = getattr(self, "_folders", {}).get(self.session)
+        if folder is not None:
+            words.add("or in a terminal:", f"cogym-lab replay {folder}")
+        return words
 
     def _picked(self, change: dict[str, Any]) -> None:
         """The person (or code) picked another session: replay it and send it."""
@@ -96,6 +110,12 @@ class TrajectoryViewer(anywidget.AnyWidget):
             raise ValueError(self.error or "No session is shown")
         return export_html(self.trajectory, path, sessions=list(self.sessions),
                            session=self.session)
+
+
+def _view_call(folder: str, session: str | None) -> str:
+    """The code that makes the viewer again."""
+    picked = f', session="{session}"' if session else ""
+    return f'cogym_lab.view("{folder}"{picked})'
 
 
 def view(results_dir: str | Path, session: str | None = None) -> TrajectoryViewer:

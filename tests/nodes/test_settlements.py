@@ -367,9 +367,10 @@ def redis_url(request: pytest.FixtureRequest) -> str | None:
     return request.getfixturevalue("redis_server").url
 
 
-def host_for(tmp_path: Path, redis_url: str | None, grace: float | None = None) -> SessionHost:
+def host_for(tmp_path: Path, redis_url: str | None, unattended: float | None = None
+             ) -> SessionHost:
     return SessionHost(tmp_path / "results", redis_url=redis_url, team_paths=False,
-                       build_in_thread=False, panel_grace_seconds=grace,
+                       build_in_thread=False, unattended_seconds=unattended,
                        finished_session_ttl=None)
 
 
@@ -466,12 +467,12 @@ async def test_the_step_limit_among_many_hosted_actions(tmp_path: Path,
     assert counts["applied"] == 7 and counts["refused"] + counts["refused at once"] == 23
 
 
-async def test_an_idle_end_and_the_panel_grace_end_among_hosted_actions(
+async def test_an_idle_end_and_the_unattended_end_among_hosted_actions(
         tmp_path: Path, redis_url: str | None) -> None:
     """Actions sent further and further apart, then a burst: the session ends by idleness (no
-    one acted for two ticks) or, with no panel open, by its grace period (an action restarts
-    it), in the longest pause, and the burst comes right after the end."""
-    host = host_for(tmp_path, redis_url, grace=0.3)
+    one acted for two ticks) or, with no panel open, by its unattended limit (an action
+    restarts it), in the longest pause, and the burst comes right after the end."""
+    host = host_for(tmp_path, redis_url, unattended=0.3)
     idle = await host.create("todo", team="example", people=["user", "agent"],
                              idle_seconds=0.1, max_idle_ticks=1)
     graced = await host.create("todo", team="example", people=["user", "agent"],
@@ -482,9 +483,10 @@ async def test_an_idle_end_and_the_panel_grace_end_among_hosted_actions(
         send_all(host, graced.session_id, len(pauses), pauses=pauses))
     await asyncio.gather(wait_ended(idle), wait_ended(graced))
     assert idle.end_reason == "idle"
-    assert graced.end_reason is not None and graced.end_reason.startswith("no panel was open")
+    assert graced.end_reason is not None
+    assert graced.end_reason.startswith("no one was at the session")
     for hosted, answers, words in [(idle, idle_answers, "nobody acted for a while"),
-                                   (graced, graced_answers, "no panel was open")]:
+                                   (graced, graced_answers, "no one was at the session")]:
         counts = check_hosted(host, hosted.session_id, answers, words)
         assert counts["applied"] >= 1 and counts["refused"] + counts["refused at once"] >= 1
 

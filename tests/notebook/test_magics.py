@@ -198,6 +198,43 @@ def test_an_analysis_of_your_dataframe_shares_the_notebook_kernel(jupyter, serve
     kernel.run(f"%cogym end {session_id}")
 
 
+def test_a_cell_run_again_after_a_kernel_restart_shows_the_session_it_started(jupyter):
+    """The notebook's kernel restarts (the panel's widget model is gone with it): running the
+    cell again shows the session it started, still running, instead of starting another; when
+    the kernel is shut down, its sessions end."""
+    kernel_id, kernel = jupyter.open_notebook_kernel("rerun.ipynb")
+    try:
+        kernel.run("%load_ext cogym_lab")
+        first = kernel.run("%cogym new todo --idle-seconds 60", cell_id="start-cell")
+        session_id = kernel.value("cogym_session.session_id")
+        summary = server_session(jupyter, session_id)
+        assert summary["created_in"] == {"kernel_id": kernel_id, "path": "rerun.ipynb",
+                                         "cell_id": "start-cell"}
+        # Where the panel cannot be drawn, its saved output says what it is, in words.
+        assert f'cogym_lab.attach("{session_id}")' in first.text, first.text
+        assert "object at 0x" not in first.text and "object at 0x" not in first.html()
+
+        jupyter.request("POST", f"api/kernels/{kernel_id}/restart")
+        kernel.client.wait_for_ready(timeout=90)
+        kernel.run("%load_ext cogym_lab")
+        again = kernel.run("%cogym new todo --idle-seconds 60", cell_id="start-cell")
+        assert "started by this cell, is still running" in again.stdout, again.stdout
+        assert kernel.value("cogym_session.session_id") == session_id
+        assert server_session(jupyter, session_id)["status"] == "running"
+        other = kernel.run("%cogym new todo --idle-seconds 60", cell_id="another-cell")
+        assert "started in the Jupyter server" in other.stdout, other.stdout
+        second_id = kernel.value("cogym_session.session_id")
+        assert second_id != session_id
+
+        jupyter.request("DELETE", f"api/kernels/{kernel_id}")  # the person shuts it down
+        for ended_id in (session_id, second_id):
+            final = wait_for(lambda i=ended_id: (s := server_session(jupyter, i))["status"]
+                             != "running" and s, "the session to end with its kernel")
+            assert final["end_reason"] == "its notebook's kernel ended"
+    finally:
+        kernel.client.stop_channels()
+
+
 def test_bad_commands_get_clear_messages(server_kernel):
     _, kernel = server_kernel
     assert "usage: %cogym" in kernel.run("%cogym --help").stdout

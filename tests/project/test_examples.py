@@ -116,8 +116,10 @@ def test_watch_an_agent_and_a_simulated_user_notebook(notebook_env, monkeypatch)
     with ScriptedOpenAIServer(responder=TravelRolePlay(env.task, env.db)) as lm:
         outputs = run_notebook("04_watch_agent_and_simulated_user.ipynb", notebook_env, lm,
                                monkeypatch)
-    # Displaying the seatless handle shows the session panel, watching the simulated user.
-    assert "cogym_lab.widgets.panel.SessionPanel" in outputs[1], outputs[1][:300]
+    # Displaying the seatless handle shows the session panel, watching the simulated user (its
+    # text says so where the widget is not drawn).
+    assert "watching user, read-only" in outputs[1], outputs[1][:300]
+    assert '.watch("user")' in outputs[1] and "object at 0x" not in outputs[1]
     transcript = outputs[2]
     # in plain sentences, never the action syntax
     assert "agent: Search flights on one date" in transcript
@@ -168,7 +170,7 @@ def test_real_time_kitchen_notebook(notebook_env, monkeypatch):
     with ScriptedOpenAIServer() as lm:
         outputs = run_notebook("07_real_time_kitchen.ipynb", notebook_env, lm, monkeypatch)
     assert lm.requests == []
-    assert "cogym_lab.widgets.panel.SessionPanel" in outputs[1], outputs[1][:300]
+    assert "(kitchen), your seat: " in outputs[1], outputs[1][:300]  # the panel, in words
     result = outputs[3].splitlines()
     assert result[0].startswith("score ") and ", missed " in result[0], outputs[3]
     assert any(line.startswith("agent: ") and line.endswith("% of the key steps")

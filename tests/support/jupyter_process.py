@@ -55,7 +55,10 @@ class Kernel:
     def __init__(self, client: BlockingKernelClient) -> None:
         self.client = client
 
-    def run(self, code: str, timeout: float = 120.0, allow_error: bool = False) -> Outputs:
+    def run(self, code: str, timeout: float = 120.0, allow_error: bool = False,
+            cell_id: str | None = None) -> Outputs:
+        """Run ``code``; with ``cell_id``, as the notebook cell of that id (JupyterLab sends it
+        in the request's metadata)."""
         outputs = Outputs()
 
         def collect(message: dict[str, Any]) -> None:
@@ -70,11 +73,36 @@ class Kernel:
             elif kind == "error":
                 outputs.error = content
 
-        self.client.execute_interactive(code, output_hook=collect, timeout=timeout)
+        if cell_id is None:
+            self.client.execute_interactive(code, output_hook=collect, timeout=timeout)
+        else:
+            self._run_in_cell(code, cell_id, collect, timeout)
         if outputs.error and not allow_error:
             trace = "\n".join(outputs.error.get("traceback", []))
             raise AssertionError(f"the cell raised:\n{code}\n{trace}")
         return outputs
+
+    def _run_in_cell(self, code: str, cell_id: str, collect: Any, timeout: float) -> None:
+        """An execute request with the cell's id in its metadata, as JupyterLab sends it;
+        ``collect`` gets its IOPub messages until the kernel is idle again."""
+        content = {"code": code, "silent": False, "store_history": True,
+                   "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}
+        request = self.client.session.msg("execute_request", content,
+                                          metadata={"cellId": cell_id})
+        self.client.shell_channel.send(request)
+        msg_id = request["header"]["msg_id"]
+        deadline = time.monotonic() + timeout
+        while True:
+            message = self.client.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if message["parent_header"].get("msg_id") != msg_id:
+                continue
+            if (message["msg_type"] == "status"
+                    and message["content"]["execution_state"] == "idle"):
+                break
+            collect(message)
+        while self.client.get_shell_msg(timeout=max(0.1, deadline - time.monotonic())
+                                        )["parent_header"].get("msg_id") != msg_id:
+            pass  # an earlier request's reply
 
     def value(self, expression: str, timeout: float = 120.0) -> Any:
         """The JSON value of ``expression`` evaluated in the kernel."""

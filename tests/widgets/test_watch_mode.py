@@ -1,7 +1,8 @@
 """Watch mode: the session panel follows a member of a session with no person seat (an agent and a
 simulated user), live and read-only.
 
-Server tests run a real Jupyter server in-process (pytest-jupyter, as in test_panel_grace.py) with
+Server tests run a real Jupyter server in-process (pytest-jupyter, as in
+test_unattended_sessions.py) with
 two identities told apart by their tokens (see tests/support/jupyter_api.py) and follow members
 over real WebSockets. Kernel-mode tests run a real ``SessionHost`` and real session panels, whose
 comms are the ``comm`` package's own (recorded, as in test_widgets.py). The members are the todo
@@ -23,12 +24,12 @@ from tornado.httpclient import HTTPClientError
 from cogym_lab.core.messages import EventType, obs_channel
 from cogym_lab.nodes.results import read_events
 from cogym_lab.runtime.hosting import HostingError, SessionHost
-from cogym_lab.runtime.panels import no_panel_reason
+from cogym_lab.runtime.panels import unattended_reason
 from cogym_lab.widgets import SessionPanel
 from tests.support.frames import last_seen, seen
 from tests.support.jupyter_api import API, as_user, server_config, wait_until
 
-GRACE = 1.5  # the server's panel grace in these tests
+UNATTENDED = 1.5  # the server's unattended limit in these tests
 
 #: The todo task's rule-based agent and user, each taking a moment over every step: a watched
 #: session that runs long enough to be seen changing.
@@ -75,7 +76,7 @@ def test_a_read_only_server_panel_opens_the_watch_socket() -> None:
 def jp_server_config(tmp_path):
     teams = {"watched-example": str(watched_team(tmp_path)),
              "slow-example": str(watched_team(tmp_path, think=60))}  # runs past any test
-    return server_config(tmp_path / "results", "alice", "bob", panel_grace_seconds=GRACE,
+    return server_config(tmp_path / "results", "alice", "bob", unattended_seconds=UNATTENDED,
                          teams=teams)
 
 
@@ -145,7 +146,7 @@ def test_the_owner_watches_a_member_live_and_nothing_it_sends_reaches_the_sessio
         assert refusals[0]["id"] == "w1" and "only watches user" in refusals[0]["error"]
 
         final = await wait_until(alice, session_id, lambda s: s["status"] != "running")
-        assert final["end_reason"] == "finished"  # the user finished it, not the grace
+        assert final["end_reason"] == "finished"  # the user finished it, not the limit
         # (The REST snapshot shows the caller's seats' views only: none here. The host has all.)
         assert "kazoo" not in checklist({"view": host.snapshot(session_id)["state"]["views"][
             "user"]})
@@ -218,7 +219,8 @@ def test_only_the_creator_may_watch(run, alice, bob, jp_ws_fetch) -> None:
 
 def test_a_watch_socket_keeps_no_session_going(run, alice, host, jp_ws_fetch) -> None:
     async def body():
-        # A person seat nobody opens: it ends after the grace, watch socket open or not.
+        # A person seat nobody opens: it ends after the unattended limit, watch socket
+        # open or not.
         status, created = await alice("POST", body={
             "task": "todo", "team": "watched-example", "people": ["guest"],
             "idle_seconds": 60})
@@ -227,10 +229,10 @@ def test_a_watch_socket_keeps_no_session_going(run, alice, host, jp_ws_fetch) ->
         ws = await watch_socket(jp_ws_fetch, "alice", session_id)
         assert host.panels(session_id) == 0
         final = await wait_until(alice, session_id, lambda s: s["status"] != "running")
-        assert final["end_reason"] == no_panel_reason(GRACE, ever_opened=False)
+        assert final["end_reason"] == unattended_reason(UNATTENDED)
         ws.close()
 
-        # No person seat: the grace never applies, and opening and closing watchers (a
+        # No person seat: the limit never applies, and opening and closing watchers (a
         # reload) does not start it either.
         status, watched = await alice("POST", body={"task": "todo", "team": "slow-example",
                                                     "idle_seconds": 60})
@@ -240,7 +242,7 @@ def test_a_watch_socket_keeps_no_session_going(run, alice, host, jp_ws_fetch) ->
             ws = await watch_socket(jp_ws_fetch, "alice", watched_id)
             await read_json(ws)
             ws.close()
-        await asyncio.sleep(3 * GRACE)
+        await asyncio.sleep(3 * UNATTENDED)
         status, snapshot = await alice("GET", watched_id)
         assert snapshot["status"] == "running" and snapshot["end_reason"] is None
         assert host.panels(watched_id) == 0
@@ -254,7 +256,7 @@ def test_a_watch_socket_keeps_no_session_going(run, alice, host, jp_ws_fetch) ->
 
 @pytest.fixture
 async def local_host(tmp_path: Path):
-    host = SessionHost(tmp_path / "results", panel_grace_seconds=GRACE)
+    host = SessionHost(tmp_path / "results", unattended_seconds=UNATTENDED)
     yield host
     await host.close()
 
@@ -308,12 +310,13 @@ async def test_a_local_read_only_panel_needs_a_member_and_counts_for_nothing(
     watcher = SessionPanel.for_local(local_host, hosted.session_id, "agent", readonly=True)
     await asyncio.sleep(0.1)
     assert local_host.panels(hosted.session_id) == 0
-    # The guest's seat has no panel: the session ends after the grace, watcher or not.
+    # The guest's seat has no panel: the session ends after the unattended limit,
+    # watcher or not.
     deadline = time.monotonic() + 30
     while hosted.status == "running":
-        assert time.monotonic() < deadline, "the grace did not end the session"
+        assert time.monotonic() < deadline, "the unattended limit did not end the session"
         await asyncio.sleep(0.05)
-    assert hosted.end_reason == no_panel_reason(GRACE, ever_opened=False)
+    assert hosted.end_reason == unattended_reason(UNATTENDED)
     watcher.close()
 
 

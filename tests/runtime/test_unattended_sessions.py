@@ -1,11 +1,13 @@
-"""A session whose panels are all gone ends after a grace period, with that reason in its log.
+"""A session goes on while its panels are closed, and ends only when no one has been at it for
+the unattended limit, with that reason in its log.
 
 Server tests run a real Jupyter server in-process (pytest-jupyter, driven from its own loop as in
-test_jupyter_server.py) with a short ``c.CogymLab.panel_grace_seconds`` and follow seats over
-real WebSockets. Kernel-mode tests run a real ``SessionHost`` and real session panels (their
-comms are the ``comm`` package's own, which need no kernel). The properties checked are the end
-reasons and what stays running; where a test must let a grace period pass, it waits for several
-times the grace and asserts nothing about how fast anything was.
+test_jupyter_server.py) with a short ``c.CogymLab.unattended_seconds`` and the old 120 s panel
+grace scaled down to ``OLD_GRACE`` (a setting that no longer ends anything), and follow seats
+over real WebSockets. Kernel-mode tests run a real ``SessionHost`` and real session panels
+(their comms are the ``comm`` package's own, which need no kernel). The properties checked are
+the end reasons and what stays running; where a test must let time pass, it waits for several
+times the old grace, or until the session ends, and asserts nothing about how fast anything was.
 """
 
 from __future__ import annotations
@@ -22,15 +24,14 @@ from pytest_jupyter.jupyter_server import *  # noqa: F403 - its fixtures, withou
 from cogym_lab.core.messages import EventType
 from cogym_lab.nodes.results import read_events
 from cogym_lab.runtime.hosting import SessionHost
-from cogym_lab.runtime.panels import NO_PANEL_REASON, no_panel_reason
+from cogym_lab.runtime.panels import UNATTENDED_REASON, plain_duration, unattended_reason
 from cogym_lab.widgets import SessionPanel
 from tests.support.jupyter_api import API, receive_until, wait_until
 
-GRACE = 1.5  # the server's setting in these tests
-#: A longer grace for tests that check a session goes on: a reconnect must fit in it easily.
-LONG_GRACE = 4.0
-
-
+#: The old "no panel" grace, scaled down: a session with no panel must outlive it many times.
+OLD_GRACE = 1.0
+#: The unattended limit in these tests (the server's setting): several old graces.
+LIMIT = 6.0
 #: The todo task's rule-based pair, with an agent that takes a minute over each step: a session
 #: nobody holds a seat in that goes on for a while (the plain example pair finishes at once).
 SLOW_TEAM = """
@@ -58,7 +59,8 @@ def slow_team(folder: Path) -> Path:
 def jp_server_config(tmp_path):
     return {"ServerApp": {"jpserver_extensions": {"cogym_lab": True}},
             "CogymLab": {"results_dir": str(tmp_path / "results"),
-                         "panel_grace_seconds": GRACE,
+                         "unattended_seconds": LIMIT,
+                         "panel_grace_seconds": OLD_GRACE,  # no longer used: ends nothing
                          "teams": {"slow-example": str(slow_team(tmp_path))}}}
 
 
@@ -90,21 +92,54 @@ async def counted(host: SessionHost, session_id: str, panels: int) -> None:
         await asyncio.sleep(0.02)
 
 
-async def still_running(api, session_id: str, grace: float) -> dict[str, Any]:
-    """The snapshot after several grace periods; the session must be running then."""
-    await asyncio.sleep(3 * grace)
+async def still_running(api, session_id: str, wait: float = 3 * OLD_GRACE) -> dict[str, Any]:
+    """The snapshot after ``wait`` seconds (several old graces); the session must be running
+    then."""
+    await asyncio.sleep(wait)
     status, snapshot = await api("GET", session_id)
     assert status == 200, snapshot
     assert snapshot["status"] == "running", snapshot["end_reason"]
     return snapshot
 
 
+def test_durations_read_as_people_say_them() -> None:
+    assert [plain_duration(s) for s in (4 * 3600, 5400, 120, 90, 6, 1.5)] == [
+        "4 h", "1.5 h", "2 min", "1.5 min", "6 s", "1.5 s"]
+    assert unattended_reason(4 * 3600) == "no one was at the session for 4 h"
+
+
 def test_the_setting_reaches_the_host(host) -> None:
-    assert host.panel_grace_seconds == GRACE
+    assert host.unattended_seconds == LIMIT
 
 
-def test_a_session_whose_only_panel_closed_ends_with_that_reason(run, api, host, jp_ws_fetch,
-                                                                 tmp_path) -> None:
+def test_a_session_outlives_its_closed_panel_and_a_new_panel_reattaches(run, api, host,
+                                                                        jp_ws_fetch) -> None:
+    async def body():
+        status, created = await api("POST", body={"task": "todo", "team": "example",
+                                                  "people": ["user"], "idle_seconds": 60})
+        assert status == 201, created
+        session_id = created["session_id"]
+        ws = await follow(jp_ws_fetch, session_id)
+        ws.write_message(json.dumps({"action": {"name": "ADD_ITEM",
+                                                "args": {"text": "kazoo"}}}))
+        await receive_until(ws, lambda n: "kazoo" in json.dumps(n))
+        ws.close()  # the tab is closed: no panel at all, for longer than the old grace
+        await counted(host, session_id, 0)
+        await still_running(api, session_id)
+        ws = await follow(jp_ws_fetch, session_id)  # the notebook reopened
+        assert host.panels(session_id, "user") == 1
+        status, snapshot = await api("GET", session_id)
+        items = json.dumps(snapshot["state"]["views"]["user"])
+        assert snapshot["status"] == "running" and "kazoo" in items
+        ws.close()
+        status, _ = await api("DELETE", session_id)
+        assert status == 200
+
+    run(body())
+
+
+def test_a_session_no_one_is_at_ends_after_the_limit(run, api, host, jp_ws_fetch,
+                                                     tmp_path) -> None:
     async def body():
         status, created = await api("POST", body={"task": "todo", "team": "example",
                                                   "people": ["user"], "idle_seconds": 60})
@@ -114,8 +149,8 @@ def test_a_session_whose_only_panel_closed_ends_with_that_reason(run, api, host,
         assert host.panels(session_id) == 1
         ws.close()
         final = await wait_until(api, session_id, lambda s: s["status"] != "running")
-        expected = no_panel_reason(GRACE, ever_opened=True)
-        assert expected == "no panel was open for 1.5 s (the last one was closed)"
+        expected = unattended_reason(LIMIT)
+        assert expected == "no one was at the session for 6 s"
         assert final["status"] == "finished" and final["end_reason"] == expected
         assert recorded_end(tmp_path / "results" / session_id) == (expected, expected)
         assert host.panels(session_id) == 0
@@ -123,31 +158,9 @@ def test_a_session_whose_only_panel_closed_ends_with_that_reason(run, api, host,
     run(body())
 
 
-def test_a_panel_that_reconnects_within_the_grace_keeps_the_session(run, api, host,
-                                                                    jp_ws_fetch) -> None:
-    async def body():
-        host.panel_grace_seconds = LONG_GRACE
-        status, created = await api("POST", body={"task": "todo", "team": "example",
-                                                  "people": ["user"], "idle_seconds": 60})
-        assert status == 201, created
-        session_id = created["session_id"]
-        ws = await follow(jp_ws_fetch, session_id)
-        ws.close()  # a browser reload: the old socket goes, a new one comes
-        await counted(host, session_id, 0)
-        ws = await follow(jp_ws_fetch, session_id)
-        assert host.panels(session_id, "user") == 1
-        await still_running(api, session_id, LONG_GRACE)
-        ws.close()
-        status, _ = await api("DELETE", session_id)
-        assert status == 200
-
-    run(body())
-
-
 def test_a_session_goes_on_while_any_panel_is_open(run, api, host, jp_ws_fetch,
                                                    tmp_path) -> None:
     async def body():
-        host.panel_grace_seconds = LONG_GRACE
         status, created = await api("POST", body={"task": "todo", "team": "example",
                                                   "people": ["user", "guest"],
                                                   "idle_seconds": 60})
@@ -160,25 +173,24 @@ def test_a_session_goes_on_while_any_panel_is_open(run, api, host, jp_ws_fetch,
         first.close()
         second.close()
         await counted(host, session_id, 1)
-        await still_running(api, session_id, LONG_GRACE)  # the guest's panel is still open
-        host.panel_grace_seconds = GRACE  # the timer that starts next runs on this one
+        await still_running(api, session_id, LIMIT + OLD_GRACE)  # the guest's panel is open
         guest.close()
         final = await wait_until(api, session_id, lambda s: s["status"] != "running")
-        assert final["end_reason"] == no_panel_reason(GRACE, ever_opened=True)
+        assert final["end_reason"] == unattended_reason(LIMIT)
         assert recorded_end(tmp_path / "results" / session_id)[0] == final["end_reason"]
 
     run(body())
 
 
-def test_a_session_no_panel_ever_reached_ends_too(run, api, tmp_path) -> None:
+def test_a_session_no_panel_ever_reached_ends_after_the_limit_too(run, api, tmp_path) -> None:
     async def body():
         status, created = await api("POST", body={"task": "todo", "team": "example",
                                                   "people": ["user"], "idle_seconds": 60})
         assert status == 201, created
         session_id = created["session_id"]
+        await still_running(api, session_id)  # longer than the old grace
         final = await wait_until(api, session_id, lambda s: s["status"] != "running")
-        expected = no_panel_reason(GRACE, ever_opened=False)
-        assert expected == "no panel was open for 1.5 s (none was opened)"
+        expected = unattended_reason(LIMIT)
         assert final["end_reason"] == expected
         assert recorded_end(tmp_path / "results" / session_id) == (expected, expected)
 
@@ -187,7 +199,6 @@ def test_a_session_no_panel_ever_reached_ends_too(run, api, tmp_path) -> None:
 
 def test_actions_sent_without_a_panel_keep_the_session(run, api, host) -> None:
     async def body():
-        host.panel_grace_seconds = LONG_GRACE
         status, created = await api("POST", body={"task": "todo", "team": "example",
                                                   "people": ["user"], "idle_seconds": 60})
         assert status == 201, created
@@ -196,7 +207,7 @@ def test_actions_sent_without_a_panel_keep_the_session(run, api, host) -> None:
             status, _ = await api("POST", session_id, "actions", body={
                 "role": "user", "action": {"name": "ADD_ITEM", "args": {"text": f"i{number}"}}})
             assert status == 200
-            await asyncio.sleep(LONG_GRACE / 4)
+            await asyncio.sleep(LIMIT / 4)
         status, snapshot = await api("GET", session_id)
         assert snapshot["status"] == "running", snapshot["end_reason"]
         status, _ = await api("DELETE", session_id)
@@ -213,7 +224,7 @@ def test_a_watched_session_without_person_seats_is_never_ended_for_it(run, api, 
         assert status == 201, created
         session_id = created["session_id"]
         assert created["people"] == []
-        snapshot = await still_running(api, session_id, GRACE)
+        snapshot = await still_running(api, session_id, LIMIT + OLD_GRACE)
         assert snapshot["end_reason"] is None
         status, ended = await api("DELETE", session_id)
         assert status == 200 and ended["end_reason"] == "ended by the user"
@@ -225,7 +236,7 @@ def test_a_watched_session_without_person_seats_is_never_ended_for_it(run, api, 
 
 @pytest.fixture
 async def local_host(tmp_path: Path):
-    host = SessionHost(tmp_path / "results", panel_grace_seconds=GRACE)
+    host = SessionHost(tmp_path / "results", unattended_seconds=LIMIT)
     yield host
     await host.close()
 
@@ -240,19 +251,19 @@ async def ended(host: SessionHost, session_id: str, timeout: float = 60.0) -> st
     return hosted.end_reason
 
 
-async def test_a_local_panel_counts_and_its_closing_ends_the_session(local_host,
-                                                                     tmp_path) -> None:
+async def test_a_local_session_outlives_its_closed_panels_up_to_the_limit(
+        local_host, tmp_path) -> None:
     hosted = await local_host.create("todo", team="example", people=["user"], idle_seconds=60)
     panel = SessionPanel.for_local(local_host, hosted.session_id, "user")
     other = SessionPanel.for_local(local_host, hosted.session_id, "user")
     await counted(local_host, hosted.session_id, 2)
     other.close()
     await counted(local_host, hosted.session_id, 1)
-    await asyncio.sleep(3 * GRACE)
-    assert hosted.status == "running"
     panel.close()
+    await asyncio.sleep(3 * OLD_GRACE)  # no panel, longer than the old grace: it goes on
+    assert hosted.status == "running"
     reason = await ended(local_host, hosted.session_id)
-    assert reason == no_panel_reason(GRACE, ever_opened=True)
+    assert reason == unattended_reason(LIMIT)
     assert recorded_end(tmp_path / "results" / hosted.session_id) == (reason, reason)
 
 
@@ -263,22 +274,22 @@ async def test_a_comm_the_frontend_closes_is_a_panel_gone(local_host) -> None:
     assert panel.comm is not None
     panel.comm.handle_close({"content": {"comm_id": panel.comm.comm_id, "data": {}}})
     await counted(local_host, hosted.session_id, 0)
-    assert (await ended(local_host, hosted.session_id) or "").startswith(NO_PANEL_REASON)
+    assert (await ended(local_host, hosted.session_id) or "").startswith(UNATTENDED_REASON)
     panel.close()  # closing it again later changes no count
     await asyncio.sleep(0.05)
     assert local_host.panels(hosted.session_id) == 0
 
 
-async def test_a_local_session_without_person_seats_or_with_the_grace_off_goes_on(
+async def test_a_local_session_without_person_seats_or_with_the_limit_off_goes_on(
         tmp_path: Path) -> None:
-    host = SessionHost(tmp_path / "results", panel_grace_seconds=0)
+    host = SessionHost(tmp_path / "results", unattended_seconds=0)
     try:
         team = str(slow_team(tmp_path))
         watched = await host.create("todo", team=team, idle_seconds=60)
         seated = await host.create("todo", team="example", people=["user"], idle_seconds=60)
-        host.panel_grace_seconds = GRACE  # on now, for sessions timed from here on
+        host.unattended_seconds = OLD_GRACE  # on now, for sessions timed from here on
         unseated = await host.create("todo", team=team, idle_seconds=60)
-        await asyncio.sleep(3 * GRACE)
+        await asyncio.sleep(3 * OLD_GRACE)
         assert [watched.status, seated.status, unseated.status] == ["running"] * 3
     finally:
         await host.close()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cogym_lab.datasets import DataMissing
 from cogym_lab.envs.related_work import acl_dump
 from cogym_lab.envs.related_work.corpus import (
     BASE_FILE,
@@ -193,3 +194,12 @@ def test_the_build_record_says_how_the_files_were_made(tmp_path: Path) -> None:
         out.write(json.dumps({"id": "x:1", "title": "Another paper"}) + "\n")
     assert built_from(folder) is None
     assert built_from(tmp_path) is None
+
+
+def test_the_search_names_the_build_command_when_the_corpus_is_missing(tmp_path: Path) -> None:
+    with pytest.raises(DataMissing) as raised:
+        corpus_files(tmp_path)
+    message = str(raised.value)
+    assert ("related_work/papers.jsonl.gz  (build it with `cogym-lab data build-corpus --arxiv "
+            in message)
+    assert "no single download" not in message

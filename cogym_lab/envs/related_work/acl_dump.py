@@ -76,7 +76,7 @@ class _DecodeWhereNeeded(LatexDecodingMiddleware):
                         for piece in _segments(python_string)), ""
 
 
-def _chunks(dump: OpenDump, counts: DumpCounts, bar: DumpProgress) -> Iterator[str]:
+def _chunks(dump: OpenDump) -> Iterator[str]:
     """The file's text, cut between entries every :data:`_ENTRIES_PER_CHUNK` entries. A cut
     falls only before a line starting with ``@`` at brace depth 0 (not inside a value)."""
     lines: list[str] = []
@@ -93,7 +93,6 @@ def _chunks(dump: OpenDump, counts: DumpCounts, bar: DumpProgress) -> Iterator[s
         depth += line.count("{") - line.count("}")
     if lines:
         yield "".join(lines)
-    bar.refresh()
 
 
 def _names(value: Any) -> list[str]:
@@ -182,7 +181,7 @@ def read_acl(path: str | Path, counts: DumpCounts | None = None, *,
         counts = counts if counts is not None else DumpCounts("ACL Anthology", dump.path.name)
         bar = DumpProgress(dump, counts, progress, every=1)
         try:
-            for text in _chunks(dump, counts, bar):
+            for text in _chunks(dump):
                 library = bibtexparser.parse_string(text)
                 counts.read += len(library.entries)
                 for _failed in library.failed_blocks:

@@ -74,7 +74,9 @@ class DataItem:
     data directory, with ``/`` separators; a trailing ``/`` marks a folder. ``url`` is a direct
     download address, or None when the item must be obtained by hand from ``homepage``. When
     ``archive_member`` is set, ``url`` is a zip archive and the folder ``archive_member`` inside
-    it (below the archive's top-level folder) becomes ``path``.
+    it (below the archive's top-level folder) becomes ``path``. ``build`` is the command that
+    makes the item from public sources, for an item with no single download (the Related Work
+    corpus, built from metadata dumps).
     """
 
     task: str
@@ -85,6 +87,7 @@ class DataItem:
     license: str
     url: str | None = None
     archive_member: str | None = None
+    build: str | None = None
 
     @property
     def is_dir(self) -> bool:
@@ -99,6 +102,8 @@ class DataItem:
         return self.path.rstrip("/")
 
     def how_to_get(self) -> str:
+        if self.build:
+            return f"build it with `{self.build}` from {self.source} ({self.homepage})"
         if self.manual:
             return (f"manual: get it from {self.source} ({self.homepage}) and place it at "
                     f"<data dir>/{self.path}")
@@ -253,7 +258,7 @@ def missing_message(task: str, root: Path, missing: Sequence[ItemStatus],
     if downloadable:
         lines.append(f"Run `cogym-lab data --task {task} --download` to fetch what can be "
                      "downloaded, or place the files by hand.")
-    else:
+    elif not any(s.item.build for s in missing):
         lines.append("Place the files by hand (see the sources above).")
     lines.append(CHOOSE_ANOTHER_DIR)
     return "\n".join(lines)

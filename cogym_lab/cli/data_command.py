@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cogym_lab import datasets
+from cogym_lab.cli.build_corpus_command import build_corpus_command
 from cogym_lab.envs import task_data
 
 
@@ -37,7 +38,8 @@ def _print_table(console: Console, states: list[datasets.ItemStatus]) -> None:
             item.task, _short(item),
             "[green]present[/green]" if state.present else "[red]missing[/red]",
             datasets.format_size(state.size) if state.present else "-",
-            "" if state.present else ("manual" if item.manual else "--download"))
+            "" if state.present else ("build" if item.build else
+                                      "manual" if item.manual else "--download"))
     console.print(table)
 
 
@@ -51,7 +53,11 @@ def _print_missing(states: list[datasets.ItemStatus], command: str) -> None:
         item = state.item
         click.echo(f"  {item.path}")
         click.echo(f"      {item.description}. Source: {item.source} ({item.license}).")
-        if item.manual:
+        if item.build:
+            # `command` carries the --data-dir this run was given, if any: so does the build.
+            click.echo(f"      Build it: run `{item.build}{command.removeprefix('cogym-lab data')}`"
+                       " (see docs/related-work-corpus.md).")
+        elif item.manual:
             click.echo(f"      Manual: get it from {item.homepage} and place it at "
                        f"{state.path}")
         elif item.archive_member:
@@ -97,7 +103,7 @@ def _prepare(root: Path, tasks: list[str]) -> None:
             click.echo(line)
 
 
-@click.command("data")
+@click.group("data", invoke_without_command=True)
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help=f"The data directory (default: ${datasets.DATA_ENV_VAR}, else the user "
                    "cache directory).")
@@ -113,13 +119,17 @@ def _prepare(root: Path, tasks: list[str]) -> None:
               help="Also build what sessions would build on first use (the Related Work "
                    "task's paper search index: about a minute, once per corpus version), so "
                    "a first search answers at once.")
-def data(data_dir: Path | None, tasks: tuple[str, ...], do_download: bool,
+@click.pass_context
+def data(ctx: click.Context, data_dir: Path | None, tasks: tuple[str, ...], do_download: bool,
          skip_coverage: bool, do_prepare: bool) -> None:
     """Show which task data is present or missing in the data directory, and how to get it.
 
     Tasks may say more about their data (e.g. the Related Work task: how many papers its corpus
     holds and how many of the papers its tasks ask to cite can be found in it). Exits 0 when
-    everything asked for is present, 1 otherwise."""
+    everything asked for is present, 1 otherwise. `cogym-lab data build-corpus` builds the
+    Related Work corpus from public dumps."""
+    if ctx.invoked_subcommand is not None:
+        return  # the subcommand does the work (it reads --data-dir from here too)
     console = Console(highlight=False)
     if not console.is_terminal:  # piped or captured: no need to wrap paths at 80 columns
         console = Console(highlight=False, width=200)
@@ -160,3 +170,6 @@ def data(data_dir: Path | None, tasks: tuple[str, ...], do_download: bool,
         click.echo(f"\n{len(missing)} of {len(states)} item(s) missing.")
         click.get_current_context().exit(1)
     click.echo(f"\nAll {len(states)} item(s) present.")
+
+
+data.add_command(build_corpus_command)

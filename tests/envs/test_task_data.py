@@ -115,4 +115,6 @@ def test_only_tasks_with_something_to_say_report(tmp_path: Path) -> None:
     assert data_report("travel_planning", tmp_path) == []
     lines = data_report("related_work", tmp_path)
     assert lines[0].startswith("Related Work corpus: papers.jsonl.gz, then ")
-    assert "(missing)" in lines[-1]
+    assert "(missing)" in lines[1]
+    assert lines[-1].startswith("  Build the corpus from public dumps: cogym-lab data "
+                                "build-corpus --arxiv ")

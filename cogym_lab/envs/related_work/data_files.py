@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from cogym_lab.datasets import DataItem
 
-__all__ = ["DATA_FILES"]
+__all__ = ["BUILD_COMMAND", "DATA_FILES"]
 
 _TASK = "related_work"
+
+#: How a person makes the corpus files (there is no single download of them).
+BUILD_COMMAND = ("cogym-lab data build-corpus --arxiv <arxiv-metadata-oai-snapshot.json> "
+                 "--acl <anthology+abstracts.bib.gz>")
 
 _COGYM = "the Collaborative Gym release"
 _COGYM_HOME = "https://github.com/SALT-NLP/collaborative-gym"
@@ -18,19 +22,19 @@ DATA_FILES: tuple[DataItem, ...] = (
     DataItem(_TASK, f"{_TASK}/rubric.txt",
              "the 1-5 rubric used to grade a related-work section", _COGYM, _COGYM_HOME, "MIT"),
     DataItem(_TASK, f"{_TASK}/papers.jsonl.gz",
-             "computer-science papers for the offline paper search, built from arXiv "
-             "metadata (CC0) and the ACL Anthology (CC BY 4.0); there is no single "
-             "download, build it from their public dumps",
+             "computer-science papers for the offline paper search, from the arXiv metadata "
+             "snapshot (CC0) and the ACL Anthology (CC BY 4.0); built from their public dumps "
+             "by `cogym-lab data build-corpus`",
              "arXiv metadata / ACL Anthology",
              "https://info.arxiv.org/help/bulk_data.html and https://aclanthology.org/",
-             "CC0 / CC BY 4.0"),
+             "CC0 / CC BY 4.0", build=BUILD_COMMAND),
     # Read after papers.jsonl.gz: its records replace those with the same id and remove the
     # ids they supersede (corpus.py).
     DataItem(_TASK, f"{_TASK}/papers-2020-2024-supplement.jsonl.gz",
-             "2020-2024 computer-science papers and corrected records that extend and "
-             "supersede papers.jsonl.gz, built from public arXiv metadata (CC0); there is "
-             "no single download, build it from their public dumps",
-             "arXiv metadata", "https://info.arxiv.org/help/bulk_data.html", "CC0"),
+             "2020-2024 computer-science papers of the arXiv metadata snapshot (CC0), read "
+             "after papers.jsonl.gz; built with it by `cogym-lab data build-corpus`",
+             "arXiv metadata", "https://info.arxiv.org/help/bulk_data.html", "CC0",
+             build=BUILD_COMMAND),
 )
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from cogym_lab.envs.related_work.corpus import CORPUS_FILES
+from cogym_lab.envs.related_work.corpus_build import built_from
 from cogym_lab.envs.related_work.coverage import title_coverage
+from cogym_lab.envs.related_work.data_files import BUILD_COMMAND
 from cogym_lab.envs.related_work.instances import TASKS_FILE, load_tasks, related_work_dir
 
 __all__ = ["corpus_report"]
@@ -25,7 +27,13 @@ def corpus_report(data_dir: Path, *, progress: bool = False) -> list[str]:
              "and removes the ids in its `supersedes` list)."]
     missing = [name for name in (*CORPUS_FILES, TASKS_FILE) if not (folder / name).is_file()]
     if missing:
-        return [*lines, f"  Paper count and title coverage need {', '.join(missing)} (missing)."]
+        lines.append(f"  Paper count and title coverage need {', '.join(missing)} (missing).")
+        if any(name in CORPUS_FILES for name in missing):
+            lines.append(f"  Build the corpus from public dumps: {BUILD_COMMAND}")
+        return lines
+    built = built_from(folder)
+    if built is not None:
+        lines.append(f"  Built locally from public dumps: {built}.")
     coverage = title_coverage(load_tasks(data_dir), [folder / name for name in CORPUS_FILES],
                               progress=progress)
     return [*lines,

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from cogym_lab.envs.related_work.corpus import BASE_FILE, CORPUS_FILES, SUPPLEMENT_FILE
-from cogym_lab.envs.related_work.dumps import DumpCounts, DumpError, open_dump
+from cogym_lab.envs.related_work.dumps import DumpCounts, DumpError, how_many, open_dump
 
 __all__ = ["BUILD_RECORD", "SUPPLEMENT_YEARS", "CorpusBuild", "DumpError", "build_corpus",
            "built_from", "supplement_holds"]
@@ -57,7 +57,8 @@ class CorpusBuild:
         """Printable lines: papers kept per source, then records per file written."""
         lines = [f"Built the Related Work corpus in {self.folder} ({self.seconds:.0f} s):"]
         lines += [f"  {counts.summary()}" for counts in self.sources]
-        lines += [f"  wrote {name}: {count:,} records" for name, count in self.written.items()]
+        lines += [f"  wrote {name}: {how_many(count, 'record')}"
+                  for name, count in self.written.items()]
         return lines
 
 

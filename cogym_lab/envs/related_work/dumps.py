@@ -62,11 +62,17 @@ class DumpCounts:
 
     def summary(self) -> str:
         """``arXiv (snapshot.json): 12 papers kept of 30 records (18 not computer science)``."""
-        text = f"{self.source} ({self.dump}): {self.kept:,} papers kept of {self.read:,} records"
+        text = (f"{self.source} ({self.dump}): {how_many(self.kept, 'paper')} kept of "
+                f"{how_many(self.read, 'record')}")
         if self.left_out:
             reasons = ", ".join(f"{n:,} {reason}" for reason, n in self.left_out.most_common())
             text += f" ({reasons})"
         return text
+
+
+def how_many(count: int, noun: str) -> str:
+    """``1 paper``, ``12,000 papers``: a count with its noun, for the build's summary."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 class OpenDump:

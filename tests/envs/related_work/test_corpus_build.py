@@ -27,6 +27,7 @@ from cogym_lab.envs.related_work.corpus_build import (
     build_corpus,
     built_from,
 )
+from cogym_lab.envs.related_work.dumps import how_many
 from cogym_lab.envs.related_work.search import BM25PaperIndex
 from tests.support.corpus_dumps import (
     ACL_EXPECTED,
@@ -203,3 +204,7 @@ def test_the_search_names_the_build_command_when_the_corpus_is_missing(tmp_path:
     assert ("related_work/papers.jsonl.gz  (build it with `cogym-lab data build-corpus --arxiv "
             in message)
     assert "no single download" not in message
+
+
+def test_the_summary_counts_one_paper_in_the_singular() -> None:
+    assert how_many(1, "paper") == "1 paper" and how_many(12_000, "record") == "12,000 records"

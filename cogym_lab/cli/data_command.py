@@ -91,13 +91,33 @@ def _print_reports(root: Path, tasks: list[str]) -> None:
 
 def _prepare(root: Path, tasks: list[str]) -> None:
     """Build each task's first-use work ahead of time (tasks with missing data are skipped:
-    they could not build it)."""
+    they could not build it), with its progress on stderr: minutes are never silent."""
     for task in tasks:
-        for line in task_data.prepare_data(task, root, progress=sys.stderr.isatty()):
+        for line in task_data.prepare_data(task, root, progress=True):
             click.echo(line)
 
 
+#: Words that may start ``cogym-lab data``'s arguments, each the same as a flag.
+_VERBS = {"download": "do_download", "prepare": "do_prepare"}
+
+
+def _read_words(words: tuple[str, ...]) -> tuple[set[str], list[str]]:
+    """``[download|prepare] [TASK ...]`` as the flags it stands for and the tasks it names."""
+    verbs: set[str] = set()
+    rest = list(words)
+    while rest and rest[0] in _VERBS:
+        verbs.add(_VERBS[rest.pop(0)])
+    known = task_data.tasks_with_data()
+    for task in rest:
+        if task not in known:
+            raise click.BadParameter(
+                f"{task!r} is not a task with data (tasks: {', '.join(known)}; verbs: "
+                f"{', '.join(_VERBS)}, first).", param_hint="'[download|prepare] [TASK]...'")
+    return verbs, rest
+
+
 @click.command("data")
+@click.argument("words", nargs=-1, metavar="[download|prepare] [TASK]...")
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help=f"The data directory (default: ${datasets.DATA_ENV_VAR}, else the user "
                    "cache directory).")
@@ -113,13 +133,19 @@ def _prepare(root: Path, tasks: list[str]) -> None:
               help="Also build what sessions would build on first use (the Related Work "
                    "task's paper search index: about a minute, once per corpus version), so "
                    "a first search answers at once.")
-def data(data_dir: Path | None, tasks: tuple[str, ...], do_download: bool,
-         skip_coverage: bool, do_prepare: bool) -> None:
+def data(words: tuple[str, ...], data_dir: Path | None, tasks: tuple[str, ...],
+         do_download: bool, skip_coverage: bool, do_prepare: bool) -> None:
     """Show which task data is present or missing in the data directory, and how to get it.
 
-    Tasks may say more about their data (e.g. the Related Work task: how many papers its corpus
-    holds and how many of the papers its tasks ask to cite can be found in it). Exits 0 when
-    everything asked for is present, 1 otherwise."""
+    `cogym-lab data download TASK` is `cogym-lab data --task TASK --download` (and `prepare`
+    is `--prepare`); `cogym-lab data TASK` reports on that task only. Tasks may say more about
+    their data (e.g. the Related Work task: how many papers its corpus holds and how many of
+    the papers its tasks ask to cite can be found in it). Exits 0 when everything asked for is
+    present, 1 otherwise."""
+    verbs, named = _read_words(words)
+    do_download = do_download or "do_download" in verbs
+    do_prepare = do_prepare or "do_prepare" in verbs
+    tasks = (*tasks, *(task for task in named if task not in tasks))
     console = Console(highlight=False)
     if not console.is_terminal:  # piped or captured: no need to wrap paths at 80 columns
         console = Console(highlight=False, width=200)

@@ -143,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("--clear", action="store_true",
                         help="Unset the settings named (all of them when none is named).")
 
-    # Everything after `data` goes to `cogym-lab data` as it is, --help included.
+    # Listed for --help only: `cogym` hands everything after `data` to `cogym-lab data`.
     data = commands.add_parser(
         "data", add_help=False,
         help="Which task data is present or missing, and fetch it: `cogym-lab data` run by "
@@ -169,7 +169,10 @@ class CogymMagics(Magics):
 
         parser = build_parser()
         try:
-            arguments = parser.parse_args(shlex.split(line))
+            words = shlex.split(line)
+            if words[:1] == ["data"]:  # all of it is the data command's, options included
+                return self._data(argparse.Namespace(command="data", arguments=words[1:]))
+            arguments = parser.parse_args(words)
         except _HelpShown:
             return None
         except (UsageError, ValueError) as error:  # ValueError: unbalanced quotes

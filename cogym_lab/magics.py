@@ -317,17 +317,20 @@ def data_command_line(arguments: list[str]) -> list[str]:
 def _run_streaming(command: list[str]) -> int:
     """Run ``command``, its output (stdout and stderr, carriage returns kept for progress
     lines) written to this cell as it comes; its exit code."""
+    import codecs
     import os
     import subprocess
     import sys
 
     environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    text = codecs.getincrementaldecoder("utf-8")("replace")  # a character may span two reads
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           env=environment) as child:
         assert child.stdout is not None
         while chunk := child.stdout.read1(4096):  # type: ignore[attr-defined]
-            sys.stdout.write(chunk.decode("utf-8", "replace"))
+            sys.stdout.write(text.decode(chunk))
             sys.stdout.flush()
+        sys.stdout.write(text.decode(b"", final=True))
         return child.wait()
 
 

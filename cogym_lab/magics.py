@@ -147,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     data = commands.add_parser(
         "data", add_help=False,
         help="Which task data is present or missing, and fetch it: `cogym-lab data` run by "
-             "this kernel's Python (`%cogym data --help` shows its options).")
+             "this kernel's Python (`%%cogym data --help` shows its options).")
     data.add_argument("arguments", nargs=argparse.REMAINDER,
                       help="[download|prepare] [TASK]... and the options of `cogym-lab data`.")
     return parser

@@ -62,3 +62,5 @@ def test_the_data_magic_needs_no_command_on_path(bare_kernel: Kernel, tmp_path: 
 
     usage = kernel.run("%cogym data --help").stdout
     assert "[download|prepare] [TASK]..." in usage and "--data-dir" in usage
+    listed = kernel.run("%cogym --help").stdout
+    assert "%cogym data --help` shows its options" in listed, listed

@@ -41,10 +41,26 @@ from pathlib import Path, PurePosixPath
 from cogym_lab.errors import CogymError
 
 __all__ = [
-    "CHOOSE_ANOTHER_DIR", "DATA_ENV_VAR",
-    "DataItem", "DataMissing", "DatasetError", "DownloadError", "ItemStatus",
-    "cache_root", "data_dir", "data_dir_origin", "disk_size", "download", "format_size",
-    "missing_message", "reading_from", "require", "status", "task_of",
+    "CHOOSE_ANOTHER_DIR",
+    "DATA_ENV_VAR",
+    "DataItem",
+    "DataMissing",
+    "DatasetError",
+    "DownloadError",
+    "ItemStatus",
+    "cache_root",
+    "data_dir",
+    "data_dir_origin",
+    "disk_size",
+    "download",
+    "download_command",
+    "format_size",
+    "list_command",
+    "missing_message",
+    "reading_from",
+    "require",
+    "status",
+    "task_of",
 ]
 
 DATA_ENV_VAR = "COGYM_DATA"
@@ -237,32 +253,93 @@ def status(items: Iterable[DataItem], data_dir: str | Path | None = None) -> lis
     return [_status_of(item, root) for item in items]
 
 
+def _default_root() -> Path:
+    return _cache_dir().resolve()
+
+
+def _what(missing: Sequence[ItemStatus]) -> str:
+    """The missing items in a few words: named when there are one or two, else counted (``the
+    9 missing files``); ``cogym-lab data`` lists them one by one."""
+    if len(missing) <= 2:
+        return " and ".join(state.item.path for state in missing)
+    folders = sum(1 for state in missing if state.item.is_dir)
+    kind = "folders" if folders == len(missing) else "files" if not folders else "items"
+    return f"the {len(missing)} missing {kind}"
+
+
+def _sources(missing: Sequence[ItemStatus]) -> str:
+    """Where the hand-placed items come from, each source named once."""
+    names: list[str] = []
+    for state in missing:
+        if state.item.source not in names:
+            names.append(state.item.source)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _as_typed(command: str, where: str) -> str:
+    """A ``cogym-lab data ...`` command as typed ``where`` the person is (a notebook's magic)."""
+    prefix = "cogym-lab data "
+    if where == "notebook" and command.startswith(prefix):
+        return "%cogym data " + command[len(prefix):]
+    return command
+
+
+def download_command(task: str, root: Path | None = None, *,
+                     where: str = "command line") -> str:
+    """The one command that fetches ``task``'s downloadable data (into ``root`` when it is not
+    the default data directory), as typed ``where`` the person is."""
+    folder = f" --data-dir {root}" if root is not None and root != _default_root() else ""
+    if where == "notebook":
+        return f"%cogym data download {task}{folder}"
+    return f"cogym-lab data download {task}{folder}"
+
+
+def list_command(task: str, root: Path | None = None, *, where: str = "command line") -> str:
+    """The command that lists ``task``'s data item by item, with each one's source."""
+    folder = f" --data-dir {root}" if root is not None and root != _default_root() else ""
+    return f"%cogym data {task}{folder}" if where == "notebook" else \
+        f"cogym-lab data {task}{folder}"
+
+
 def missing_message(task: str, root: Path, missing: Sequence[ItemStatus],
                     intro: str | None = None, *, where: str = "command line") -> str:
-    """What a person reads when ``missing`` items of ``task`` are not in ``root``: which, where
-    each comes from, and how to fix it from ``where`` they are: ``"command line"`` (options
-    and environment variables) or ``"notebook"`` (``%cogym config data_dir=...``, which
-    reaches a session however it runs, and a shell command in a cell)."""
-    lines = [intro or f"The {task} data is incomplete in the data directory {root}",
-             "Missing:"]
-    lines += [f"  - {s.item.path}  ({s.item.how_to_get()})" for s in missing]
+    """One short paragraph for a person whose ``root`` lacks the ``missing`` items of ``task``:
+    the command that fixes it first, then what is missing in a few words (the item-by-item
+    list is one command away, named at the end), then how to point at another folder from
+    ``where`` they are: ``"command line"`` (options and environment variables) or
+    ``"notebook"`` (``%cogym config data_dir=...``, which reaches a session however it runs)."""
     downloadable = [s for s in missing if not s.item.manual]
-    if where == "notebook":
-        lines.append(f"If the data is in another folder (on the machine that runs the "
-                     f"session), run `%cogym config data_dir=/path/to/that/folder` in the "
-                     f"notebook (the folder that holds {task}/), then start the session again.")
-        if downloadable:
-            lines.append(f"To fetch what can be downloaded, run `!cogym-lab data --task {task} "
-                         f"--download --data-dir {root}` in a cell.")
-        return "\n".join(lines)
+    built = [s for s in missing if s.item.build]
+    manual = [s for s in missing if s.item.manual and not s.item.build]
+    sentences = [intro or f"The {task} task needs data that is missing from {root}."]
+    for command in dict.fromkeys(state.item.build for state in built if state.item.build):
+        items = [state for state in built if state.item.build == command]
+        sentences.append(f"Build {_what(items)} with `{_as_typed(command, where)}` from "
+                         f"{_sources(items)}.")
     if downloadable:
-        lines.append(f"Run `cogym-lab data --task {task} --download` to fetch what can be "
-                     "downloaded, or place the files by hand.")
-    elif not any(s.item.build for s in missing):
-        lines.append("Place the files by hand (see the sources above).")
-    lines.append(CHOOSE_ANOTHER_DIR)
-    return "\n".join(lines)
-
+        fetch = f"Run `{download_command(task, root, where=where)}`"
+        if where == "notebook":
+            fetch += f" in a cell (or `{download_command(task, root)}` in a terminal)"
+        else:
+            fetch += f" (or `{download_command(task, root, where='notebook')}` in a notebook)"
+        if manual:  # the rest of the sentence says what the command cannot do
+            sentences.append(f"{fetch} to fetch {_what(downloadable)}; {_what(manual)} must "
+                             f"be placed by hand, from {_sources(manual)}.")
+        else:
+            sentences.append(f"{fetch} to fetch {_what(downloadable)}.")
+    elif manual:
+        what = _what(manual)
+        sentences.append(f"{what[0].upper()}{what[1:]} must be placed by hand, from "
+                         f"{_sources(manual)}.")
+    sentences.append(f"`{list_command(task, root, where=where)}` lists each missing item with "
+                     "its source.")
+    if where == "notebook":
+        sentences.append(f"If the data is in another folder (on the machine that runs the "
+                         f"session), run `%cogym config data_dir=/path/to/that/folder` (the "
+                         f"folder that holds {task}/) and start the session again.")
+    else:
+        sentences.append(CHOOSE_ANOTHER_DIR)
+    return " ".join(sentences)
 
 
 def require(items: Sequence[DataItem], data_dir: str | Path | None = None) -> Path:
@@ -415,6 +492,6 @@ def download(items: Sequence[DataItem], data_dir: str | Path | None = None,
     if still_missing:
         raise DataMissing(missing_message(
             task, root, still_missing,
-            intro=f"Some {task} files cannot be downloaded automatically; the data directory "
-                  f"{root} still lacks them"))
+            intro=f"Some {task} files cannot be downloaded automatically: {root} still "
+                  "lacks them."))
     return fetched

@@ -10,6 +10,8 @@
     %cogym config                               # what is sent (the key masked)
     %cogym config --clear                       # forget it all (or name the settings to forget)
     %cogym view results/run1                    # a finished session's trajectory, event by event
+    %cogym data                                 # which task data is here, what is missing
+    %cogym data download travel_planning        # fetch a task's data (`cogym-lab data --help`)
 
 Each command that starts or attaches to a session shows its panel, and keeps the handle in the
 notebook variable ``cogym_session`` (the same object ``cogym_lab.new_session`` returns).
@@ -140,6 +142,14 @@ def build_parser() -> argparse.ArgumentParser:
                              "the notebook.")
     config.add_argument("--clear", action="store_true",
                         help="Unset the settings named (all of them when none is named).")
+
+    # Listed for --help only: `cogym` hands everything after `data` to `cogym-lab data`.
+    data = commands.add_parser(
+        "data", add_help=False,
+        help="Which task data is present or missing, and fetch it: `cogym-lab data` run by "
+             "this kernel's Python (`%%cogym data --help` shows its options).")
+    data.add_argument("arguments", nargs=argparse.REMAINDER,
+                      help="[download|prepare] [TASK]... and the options of `cogym-lab data`.")
     return parser
 
 
@@ -159,7 +169,10 @@ class CogymMagics(Magics):
 
         parser = build_parser()
         try:
-            arguments = parser.parse_args(shlex.split(line))
+            words = shlex.split(line)
+            if words[:1] == ["data"]:  # all of it is the data command's, options included
+                return self._data(argparse.Namespace(command="data", arguments=words[1:]))
+            arguments = parser.parse_args(words)
         except _HelpShown:
             return None
         except (UsageError, ValueError) as error:  # ValueError: unbalanced quotes
@@ -283,6 +296,9 @@ class CogymMagics(Magics):
 
         display(list_sessions(mode=arguments.mode))
 
+    def _data(self, arguments: argparse.Namespace) -> None:
+        _run_streaming(data_command_line(list(arguments.arguments)))
+
     def _config(self, arguments: argparse.Namespace) -> None:
         from cogym_lab.api import SessionError
         from cogym_lab.notebook import settings
@@ -299,6 +315,42 @@ class CogymMagics(Magics):
         except settings.SettingsError as error:
             raise SessionError(str(error)) from None
         print(settings.describe())
+
+
+def data_command_line(arguments: list[str]) -> list[str]:
+    """The ``cogym-lab data`` command that ``%cogym data ARGUMENTS`` runs: with this kernel's
+    own Python (nothing depends on PATH) and, unless the arguments name one, the data folder
+    ``%cogym config data_dir=...`` set."""
+    import sys
+
+    from cogym_lab.notebook import settings
+
+    command = [sys.executable, "-m", "cogym_lab", "data", *arguments]
+    folder = settings.current().data_dir
+    named = any(a == "--data-dir" or a.startswith("--data-dir=") for a in arguments)
+    if folder and not named and "--help" not in arguments:
+        command += ["--data-dir", folder]
+    return command
+
+
+def _run_streaming(command: list[str]) -> int:
+    """Run ``command``, its output (stdout and stderr, carriage returns kept for progress
+    lines) written to this cell as it comes; its exit code."""
+    import codecs
+    import os
+    import subprocess
+    import sys
+
+    environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    text = codecs.getincrementaldecoder("utf-8")("replace")  # a character may span two reads
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          env=environment) as child:
+        assert child.stdout is not None
+        while chunk := child.stdout.read1(4096):  # type: ignore[attr-defined]
+            sys.stdout.write(text.decode(chunk))
+            sys.stdout.flush()
+        sys.stdout.write(text.decode(b"", final=True))
+        return child.wait()
 
 
 def _settings_given(texts: list[str]) -> dict[str, str]:

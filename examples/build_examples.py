@@ -141,10 +141,13 @@ ask for changes in the chat, whenever you like.
 """ + SETUP),
     ("code", "%load_ext cogym_lab"),
     ("markdown", """\
-The paper search builds its index once and keeps it in your cache folder. Indexing the whole
-corpus takes a few minutes; `index_limit=5000` searches the first 5,000 papers only, for a quick
-first session. Leave it out to search everything."""),
-    ("code", "%cogym new related_work --instance 0 --env-arg index_limit=5000"),
+The task reads its data (the tasks and the paper corpus) from your data folder: `%cogym data`
+says what is there and where each missing file comes from. The paper search uses one index over
+the whole corpus, built once and kept in your cache folder for every session and notebook:
+`bash scripts/lab.sh` builds it before JupyterLab opens (`cogym-lab data prepare related_work`
+does the same by hand); otherwise the first session builds it, a few minutes, with a progress bar
+in its panel."""),
+    ("code", "%cogym new related_work --instance 0"),
     ("code", """\
 paper = cogym_session
 reply = await paper.wait_for_reply(timeout=600)
@@ -258,9 +261,8 @@ Python. `docs/plans.md` describes plans in full.
     ("code", "%load_ext cogym_lab"),
     ("markdown", """\
 The `collaborative-plans` team pairs the plan-aware agent with your seat; the task gets a plan.
-`index_limit=5000` searches the first 5,000 papers only, for a quick first session."""),
-    ("code", "%cogym new related_work --instance 0 --team collaborative-plans "
-             "--env-arg index_limit=5000"),
+It searches the same paper index as the Related Work notebook (built once, see there)."""),
+    ("code", "%cogym new related_work --instance 0 --team collaborative-plans"),
     ("markdown", "The agent proposes a plan first. Each step says whose it is."),
     ("code", """\
 paper = cogym_session

@@ -9,7 +9,9 @@ The command asks the registered tasks (:mod:`cogym_lab.envs.task_data`) and name
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -97,39 +99,93 @@ def _print_reports(root: Path, tasks: list[str]) -> None:
 
 def _prepare(root: Path, tasks: list[str]) -> None:
     """Build each task's first-use work ahead of time (tasks with missing data are skipped:
-    they could not build it)."""
+    they could not build it), with its progress on stderr: minutes are never silent."""
     for task in tasks:
-        for line in task_data.prepare_data(task, root, progress=sys.stderr.isatty()):
+        for line in task_data.prepare_data(task, root, progress=True):
             click.echo(line)
 
 
-@click.group("data", invoke_without_command=True)
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help=f"The data directory (default: ${datasets.DATA_ENV_VAR}, else the user "
-                   "cache directory).")
-@click.option("--task", "tasks", type=_TaskWithData(), multiple=True,
-              help="Only this task (repeatable; default: every task that reads data).")
-@click.option("--download", "do_download", is_flag=True,
-              help="Fetch the missing items that have a public download address.")
-@click.option("--no-coverage", "skip_coverage", is_flag=True,
-              help="Skip the tasks' slow data reports (e.g. reading the Related Work corpus "
-                   "for its paper count and the title coverage of the papers the tasks ask "
-                   "to cite; about ten seconds).")
-@click.option("--prepare", "do_prepare", is_flag=True,
-              help="Also build what sessions would build on first use (the Related Work "
-                   "task's paper search index: about a minute, once per corpus version), so "
-                   "a first search answers at once.")
+#: The report's options: on ``cogym-lab data`` itself and on each of its verbs, so they may come
+#: before or after the words (``data --data-dir X download T`` = ``data download T --data-dir X``).
+_OPTIONS = [
+    click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                 help=f"The data directory (default: ${datasets.DATA_ENV_VAR}, else the user "
+                      "cache directory)."),
+    click.option("--task", "tasks", type=_TaskWithData(), multiple=True,
+                 help="Only this task (repeatable; default: every task that reads data)."),
+    click.option("--download", "do_download", is_flag=True,
+                 help="Fetch the missing items that have a public download address."),
+    click.option("--no-coverage", "skip_coverage", is_flag=True,
+                 help="Skip the tasks' slow data reports (e.g. reading the Related Work corpus "
+                      "for its paper count and the title coverage of the papers the tasks ask "
+                      "to cite; about ten seconds)."),
+    click.option("--prepare", "do_prepare", is_flag=True,
+                 help="Also build what sessions would build on first use (the Related Work "
+                      "task's paper search index: about a minute, once per corpus version), so "
+                      "a first search answers at once."),
+]
+
+
+def _report_options(command: Callable[..., None]) -> Callable[..., None]:
+    for option in reversed(_OPTIONS):
+        command = option(command)
+    return command
+
+
+class _DataGroup(click.Group):
+    """``cogym-lab data``: a report by default. Its words are commands (``download``,
+    ``prepare``, ``build-corpus``), and a first word that names a task reports on that task."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] not in self.commands and args[0] in task_data.tasks_with_data():
+            return "report", self.commands["report"], args
+        return super().resolve_command(ctx, args)
+
+
+@click.group("data", cls=_DataGroup, invoke_without_command=True)
+@_report_options
 @click.pass_context
 def data(ctx: click.Context, data_dir: Path | None, tasks: tuple[str, ...], do_download: bool,
          skip_coverage: bool, do_prepare: bool) -> None:
     """Show which task data is present or missing in the data directory, and how to get it.
 
-    Tasks may say more about their data (e.g. the Related Work task: how many papers its corpus
-    holds and how many of the papers its tasks ask to cite can be found in it). Exits 0 when
-    everything asked for is present, 1 otherwise. `cogym-lab data build-corpus` builds the
-    Related Work corpus from public dumps."""
-    if ctx.invoked_subcommand is not None:
-        return  # the subcommand does the work (it reads --data-dir from here too)
+    `cogym-lab data download TASK` is `cogym-lab data --task TASK --download` (and `prepare`
+    is `--prepare`); `cogym-lab data TASK` reports on that task only; `cogym-lab data
+    build-corpus` builds the Related Work corpus from public dumps. Tasks may say more about
+    their data (e.g. the Related Work task: how many papers its corpus holds and how many of
+    the papers its tasks ask to cite can be found in it). Exits 0 when everything asked for is
+    present, 1 otherwise."""
+    if ctx.invoked_subcommand is None:
+        _report(data_dir, tasks, do_download, skip_coverage, do_prepare)
+
+
+def _verb(name: str, summary: str, **flags: bool) -> None:
+    """A word of ``cogym-lab data`` that stands for the report with ``flags`` on."""
+
+    @data.command(name, help=summary, hidden=name == "report")
+    @click.argument("named", nargs=-1, type=_TaskWithData(), metavar="[TASK]...")
+    @_report_options
+    @click.pass_context
+    def verb(ctx: click.Context, named: tuple[str, ...], **options: Any) -> None:
+        given = ctx.parent.params if ctx.parent is not None else {}
+        merged: dict[str, Any] = {key: value or given.get(key)
+                                  for key, value in options.items()}
+        merged.update(dict.fromkeys(flags, True))
+        merged["tasks"] = tuple(dict.fromkeys((*(merged["tasks"] or ()), *named)))
+        _report(**merged)
+
+
+_verb("download", "Fetch the missing items of TASK (default: every task) that have a public "
+      "download address, then report.", do_download=True)
+_verb("prepare", "Build what sessions of TASK would build on first use (the paper search "
+      "index), then report.", do_prepare=True)
+_verb("report", "Report on TASK only.")
+
+
+def _report(data_dir: Path | None, tasks: tuple[str, ...], do_download: bool,
+            skip_coverage: bool, do_prepare: bool) -> None:
+    """The report (and the downloads and preparation asked for)."""
     console = Console(highlight=False)
     if not console.is_terminal:  # piped or captured: no need to wrap paths at 80 columns
         console = Console(highlight=False, width=200)

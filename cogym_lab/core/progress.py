@@ -11,6 +11,7 @@ counts with :func:`counting`, so a caller can pass a meter without that code kno
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -119,19 +120,41 @@ class ProgressMeter:
         self.listener(progress)
 
 
+#: How often a phase counted with ``progress=True`` prints a line when stderr is no terminal.
+LINE_EVERY_SECONDS = 30.0
+
+
 @contextmanager
 def counting(progress: bool | ProgressMeter, phase: str, total: int | None = None,
              unit: str = " items") -> Iterator[Callable[[int], None]]:
-    """Count one phase of work: on ``progress`` when it is a meter, else as a tqdm bar on
-    stderr when ``progress`` is true (silently when false). Yields ``advance(n)``."""
+    """Count one phase of work: on ``progress`` when it is a meter, else on stderr when
+    ``progress`` is true (silently when false): a tqdm bar on a terminal, a line with the count
+    every :data:`LINE_EVERY_SECONDS` elsewhere (a log has no use for redrawn bars), and a line
+    with the count and the time taken when the phase ends. Yields ``advance(n)``."""
     if isinstance(progress, ProgressMeter):
         with progress.phase(phase, total, unit) as advance:
             yield advance
         return
-    with tqdm(total=total, desc=f"  {phase}", unit=unit, disable=not progress,
+    on_terminal = bool(progress) and sys.stderr.isatty()
+    started = last_line = time.monotonic()
+    done = 0
+
+    def line(text: str) -> None:
+        print(f"  {phase}: {text}", file=sys.stderr, flush=True)
+
+    with tqdm(total=total, desc=f"  {phase}", unit=unit, disable=not on_terminal,
               leave=False) as bar:
 
         def advance(count: int = 1) -> None:
+            nonlocal done, last_line
             bar.update(count)
+            done += count
+            if progress and not on_terminal and time.monotonic() - last_line >= LINE_EVERY_SECONDS:
+                last_line = time.monotonic()
+                of = f" of {total:,}" if total else ""
+                line(f"{done:,}{of}{unit} so far ({last_line - started:.0f} s)")
 
         yield advance
+    if progress:
+        counted = f"{done:,}{unit}, " if done else ""
+        line(f"done ({counted}{time.monotonic() - started:.1f} s)")

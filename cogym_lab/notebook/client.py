@@ -180,8 +180,10 @@ def _error_text(error: urllib.error.HTTPError) -> str:
         body = json.loads(error.read() or b"{}")
     except ValueError:
         body = {}
-    message = body.get("message") or body.get("error") or error.reason
-    return f"{message} (HTTP {error.code})"
+    message = body.get("message") or body.get("error")
+    if message and error.code < 500:  # the server's own words are the whole story
+        return str(message)
+    return f"{message or error.reason} (HTTP {error.code})"
 
 
 def running_servers(runtime_dirs: Iterable[str | Path] = ()) -> Iterator[dict[str, Any]]:

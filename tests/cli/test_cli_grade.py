@@ -140,7 +140,7 @@ def test_bad_invocations_fail_clearly(plans_file: Path, tmp_path: Path,
     missing = _run("travel_planning", str(plans_file), "--out", str(tmp_path / "y.jsonl"),
                    "--data-dir", str(tmp_path / "nowhere"))
     assert missing.returncode == 1 and "Traceback" not in missing.stderr
-    assert "validation_with_hidden_profile.csv" in missing.stderr
+    assert "cogym-lab data download travel_planning --data-dir" in missing.stderr
     mode = _run("travel_planning", str(plans_file), "--out", str(tmp_path / "z.jsonl"),
                 "--mode", "lenient")
     assert mode.returncode == 2 and "'lenient' is not one of" in mode.stderr

@@ -7,16 +7,21 @@ from __future__ import annotations
 
 import gzip
 import json
+import shlex
 import shutil
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from cogym_lab.cli.data_command import data
-from cogym_lab.datasets import format_size
+from cogym_lab.datasets import format_size, reading_from
+from cogym_lab.envs import make_env
 from cogym_lab.envs.related_work.corpus import BASE_FILE, CORPUS_FILES, SUPPLEMENT_FILE
 from cogym_lab.envs.related_work.coverage import title_coverage
+from cogym_lab.envs.related_work.env import RelatedWorkEnv
 from cogym_lab.envs.related_work.instances import load_tasks
+from cogym_lab.magics import build_parser
+from tests.support.paths import REPO_ROOT
 
 
 def _paper(id_: str, title: str, **fields) -> dict:
@@ -127,3 +132,61 @@ def test_prepare_skips_a_task_whose_data_is_missing(tmp_path: Path, datasets_dir
     result = _run("--data-dir", str(root), "--no-coverage", "--prepare")
     assert result.exit_code == 1 and "index" not in result.output
     assert not (tmp_path / "cache").exists()
+
+
+def _example_session_lines() -> list[str]:
+    """Every ``%cogym new related_work ...`` line of the example notebooks."""
+    lines = []
+    for notebook in sorted((REPO_ROOT / "examples").glob("*.ipynb")):
+        for cell in json.loads(notebook.read_text())["cells"]:
+            if cell["cell_type"] == "code":
+                lines += [line.strip() for line in "".join(cell["source"]).splitlines()
+                          if line.startswith("%cogym new related_work")]
+    return lines
+
+
+def test_prepare_builds_the_one_index_the_examples_open(tmp_path: Path, datasets_dir: Path,
+                                                        monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    papers = [_paper(f"p{i}", f"Paper number {i} on graphs") for i in range(30)]
+    root = _data_dir(tmp_path / "data", datasets_dir, papers, [])
+    # `data prepare TASK` is `data --task TASK --prepare`; off a terminal, progress is lines.
+    result = CliRunner().invoke(data, ["prepare", "related_work", "--data-dir", str(root),
+                                       "--no-coverage"])
+    assert result.exit_code == 0, result.output
+    assert "tokenizing: done (30 papers, " in result.output, result.output
+    built = [path.parent.parent for path in (tmp_path / "cache").rglob("bm25/index.json")]
+    assert built == [RelatedWorkEnv.prepared_index_folder(root)]
+
+    examples = _example_session_lines()
+    assert len(examples) >= 2, examples  # the Related Work and the plans notebooks
+    for line in examples:
+        arguments = build_parser().parse_args(shlex.split(line.removeprefix("%cogym ")))
+        with reading_from(root):  # as a session built for this data folder
+            env = make_env("related_work", instance=arguments.instance or 0,
+                           data_dir=str(root), **dict(arguments.env_arg))
+        assert env.index_folder() == built[0], line
+
+
+def test_a_limited_index_is_another_index(tmp_path: Path, datasets_dir: Path,
+                                          monkeypatch) -> None:
+    """``index_limit`` keeps fewer papers, so it cannot share the whole corpus's folder."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = _data_dir(tmp_path / "data", datasets_dir, [_paper("a", "A paper")], [])
+    with reading_from(root):
+        limited = make_env("related_work", instance=0, data_dir=str(root), index_limit=5000)
+        whole = make_env("related_work", instance=0, data_dir=str(root))
+    assert limited.index_folder() != RelatedWorkEnv.prepared_index_folder(root)
+    assert whole.index_folder() == RelatedWorkEnv.prepared_index_folder(root)
+
+
+def test_download_task_is_the_download_flag_for_that_task(tmp_path: Path) -> None:
+    words = CliRunner().invoke(data, ["download", "related_work", "--data-dir", str(tmp_path),
+                                      "--no-coverage"])
+    flags = CliRunner().invoke(data, ["--task", "related_work", "--download", "--data-dir",
+                                      str(tmp_path), "--no-coverage"])
+    assert words.exit_code == flags.exit_code == 1  # its files are placed by hand
+    assert words.output == flags.output
+    assert "travel_planning" not in words.output
+    wrong = CliRunner().invoke(data, ["download", "no_such_task"])
+    assert wrong.exit_code == 2 and "'no_such_task' is not a task with data" in wrong.output

@@ -217,7 +217,8 @@ def test_the_data_folder_is_set_from_the_notebook_and_checked(plain_server, kern
                                                               datasets_dir, tmp_path):
     # The server has no data: the message says what works from a notebook.
     missing = kernel.run("%cogym new travel_planning --instance 0 --idle-seconds 30").stdout
-    assert "travel_planning data is incomplete" in missing, missing
+    assert "travel_planning task needs data" in missing, missing
+    assert "%cogym data download travel_planning" in missing and "(HTTP" not in missing
     assert "%cogym config data_dir=" in missing
     assert "environment variable" not in missing and "--data-dir or" not in missing
 

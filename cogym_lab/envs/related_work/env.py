@@ -91,9 +91,21 @@ class RelatedWorkEnv(DatasetEnv):
         return corpus_report(data_dir, progress=progress)
 
     @classmethod
+    def prepared_index_folder(cls, data_dir: Path | None = None) -> Path:
+        """Where ``cogym-lab data --prepare`` keeps the index: the whole corpus in the default
+        cache, the one every session without ``index_limit``/``index_cache`` opens."""
+        return BM25PaperIndex.folder_for(data_dir)
+
+    def index_folder(self) -> Path:
+        """Where this env's index is kept (its corpus, ``index_cache`` and ``index_limit``)."""
+        return BM25PaperIndex.folder_for(self.data_dir, self.index_cache,
+                                         limit=self.index_limit)
+
+    @classmethod
     def prepare_data(cls, data_dir: Path, *, progress: bool = False) -> list[str]:
         """Build the whole corpus's search index in the default cache (once per corpus
-        version), which sessions then open in well under a second."""
+        version, :meth:`prepared_index_folder`), which sessions then open in well under a
+        second."""
         started = time.monotonic()
         index = BM25PaperIndex.load_or_build(data_dir, progress=progress)
         done = "built" if index.built else "already built"

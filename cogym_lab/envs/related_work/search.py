@@ -236,6 +236,14 @@ class BM25PaperIndex:
         except (OSError, ValueError):
             return False
 
+    @staticmethod
+    def folder_for(data_dir: str | Path | None = None, cache_dir: str | Path | None = None,
+                   *, limit: int | None = None) -> Path:
+        """The folder the index of the data directory's corpus is kept in: one per corpus
+        version, cache folder and ``limit`` (a limited index holds other papers, so it is
+        another index). Raises :class:`cogym_lab.datasets.DataMissing` without the corpus."""
+        return cache_folder(corpus_files(data_dir), cache_dir, limit)
+
     @classmethod
     def load_or_build(cls, data_dir: str | Path | None = None,
                       cache_dir: str | Path | None = None, *, limit: int | None = None,

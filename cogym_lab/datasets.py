@@ -257,10 +257,10 @@ def _default_root() -> Path:
     return _cache_dir().resolve()
 
 
-def _what(missing: Sequence[ItemStatus]) -> str:
-    """The missing items in a few words: named when there are one or two, else counted (``the
-    9 missing files``); ``cogym-lab data`` lists them one by one."""
-    if len(missing) <= 2:
+def _what(missing: Sequence[ItemStatus], named_up_to: int = 2) -> str:
+    """The missing items in a few words: named when there are ``named_up_to`` or fewer, else
+    counted (``the 9 missing files``); ``cogym-lab data`` lists them one by one."""
+    if len(missing) <= named_up_to:
         return " and ".join(state.item.path for state in missing)
     folders = sum(1 for state in missing if state.item.is_dir)
     kind = "folders" if folders == len(missing) else "files" if not folders else "items"
@@ -314,8 +314,9 @@ def missing_message(task: str, root: Path, missing: Sequence[ItemStatus],
     sentences = [intro or f"The {task} task needs data that is missing from {root}."]
     for command in dict.fromkeys(state.item.build for state in built if state.item.build):
         items = [state for state in built if state.item.build == command]
-        sentences.append(f"Build {_what(items)} with `{_as_typed(command, where)}` from "
-                         f"{_sources(items)}.")
+        source = max((state.item.source for state in items), key=len)  # the fullest name
+        sentences.append(f"Build {_what(items, named_up_to=1)} from {source} with "
+                         f"`{_as_typed(command, where)}`.")
     if downloadable:
         fetch = f"Run `{download_command(task, root, where=where)}`"
         if where == "notebook":

@@ -138,8 +138,14 @@ class _DataGroup(click.Group):
 
     def resolve_command(self, ctx: click.Context, args: list[str]
                         ) -> tuple[str | None, click.Command | None, list[str]]:
-        if args and args[0] not in self.commands and args[0] in task_data.tasks_with_data():
-            return "report", self.commands["report"], args
+        tasks = task_data.tasks_with_data()
+        if args and args[0] not in self.commands:
+            if args[0] in tasks:
+                return "report", self.commands["report"], args
+            verbs = [name for name, command in self.commands.items() if not command.hidden]
+            raise click.UsageError(f"{args[0]!r} is not a task with data (tasks: "
+                                   f"{', '.join(tasks)}) nor a command ({', '.join(verbs)}).",
+                                   ctx)
         return super().resolve_command(ctx, args)
 
 

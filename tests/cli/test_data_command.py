@@ -189,4 +189,8 @@ def test_download_task_is_the_download_flag_for_that_task(tmp_path: Path) -> Non
     assert words.output == flags.output
     assert "travel_planning" not in words.output
     wrong = CliRunner().invoke(data, ["download", "no_such_task"])
-    assert wrong.exit_code == 2 and "'no_such_task' is not a task with data" in wrong.output
+    assert wrong.exit_code == 2 and "'no_such_task' is not one of" in wrong.output
+    unknown = CliRunner().invoke(data, ["no_such_task"])
+    assert unknown.exit_code == 2
+    assert "'no_such_task' is not a task with data" in unknown.output
+    assert "download, prepare, build-corpus" in unknown.output

@@ -45,6 +45,8 @@ def test_one_short_paragraph_with_the_fixing_command_first(task: str, fresh_home
     if any(not item.manual for item in items):
         assert second.startswith(f"Run `cogym-lab data download {task}` (or "
                                  f"`%cogym data download {task}` in a notebook)"), message
+    elif any(item.build for item in items):  # files a command builds: that command
+        assert second.startswith("Build the ") and "with `cogym-lab data " in second, message
     else:  # nothing to download: where the files come from instead
         assert "must be placed by hand, from " in second, message
     assert f"`cogym-lab data {task}` lists each missing item" in message

@@ -201,8 +201,7 @@ def test_the_search_names_the_build_command_when_the_corpus_is_missing(tmp_path:
     with pytest.raises(DataMissing) as raised:
         corpus_files(tmp_path)
     message = str(raised.value)
-    assert ("related_work/papers.jsonl.gz  (build it with `cogym-lab data build-corpus --arxiv "
-            in message)
+    assert "Build the 2 missing files from arXiv metadata / ACL Anthology with `cogym-lab data build-corpus --arxiv " in message
     assert "no single download" not in message
 
 

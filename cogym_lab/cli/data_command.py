@@ -18,8 +18,8 @@ from rich.console import Console
 from rich.table import Table
 
 from cogym_lab import datasets
-from cogym_lab.cli.build_corpus_command import build_corpus_command
 from cogym_lab.envs import task_data
+from cogym_lab.envs.registry import load_object
 
 
 def _short(item: datasets.DataItem) -> str:
@@ -136,13 +136,28 @@ class _DataGroup(click.Group):
     """``cogym-lab data``: a report by default. Its words are commands (``download``,
     ``prepare``, ``build-corpus``), and a first word that names a task reports on that task."""
 
+    def _task_commands(self) -> dict[str, click.Command]:
+        """The commands tasks add (``CoEnv.data_commands``), loaded when first asked for."""
+        commands = {}
+        for path in task_data.data_commands():
+            command: click.Command = load_object(path)
+            commands[command.name or path] = command
+        return commands
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*super().list_commands(ctx), *self._task_commands()]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        return super().get_command(ctx, name) or self._task_commands().get(name)
+
     def resolve_command(self, ctx: click.Context, args: list[str]
                         ) -> tuple[str | None, click.Command | None, list[str]]:
         tasks = task_data.tasks_with_data()
-        if args and args[0] not in self.commands:
+        if args and self.get_command(ctx, args[0]) is None:
             if args[0] in tasks:
                 return "report", self.commands["report"], args
-            verbs = [name for name, command in self.commands.items() if not command.hidden]
+            verbs = [name for name in self.list_commands(ctx)
+                     if not getattr(self.get_command(ctx, name), "hidden", False)]
             raise click.UsageError(f"{args[0]!r} is not a task with data (tasks: "
                                    f"{', '.join(tasks)}) nor a command ({', '.join(verbs)}).",
                                    ctx)
@@ -233,5 +248,3 @@ def _report(data_dir: Path | None, tasks: tuple[str, ...], do_download: bool,
         click.get_current_context().exit(1)
     click.echo(f"\nAll {len(states)} item(s) present.")
 
-
-data.add_command(build_corpus_command)

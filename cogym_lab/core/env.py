@@ -234,6 +234,9 @@ class CoEnv(abc.ABC):
     #: ``package.module:command``: a click command that grades a file of this task's outcomes
     #: (``cogym-lab grade TASK ...``), or ``None`` when the task has no batch grader.
     grade_command: ClassVar[str | None] = None
+    #: ``package.module:command`` for each click command the task adds to ``cogym-lab data``
+    #: (e.g. one that builds its data from public dumps), named after the command.
+    data_commands: ClassVar[tuple[str, ...]] = ()
     #: The content of this task's own render types (a view of its own in the panel), by render
     #: type; ``check_env`` checks components of those types against them, as it does the
     #: built-in ones (:data:`~cogym_lab.core.render_shapes.CONTENT_SHAPES`).

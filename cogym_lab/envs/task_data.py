@@ -13,8 +13,8 @@ from pathlib import Path
 from cogym_lab.datasets import CHOOSE_ANOTHER_DIR, DataItem, missing_message, status
 from cogym_lab.envs.registry import EnvFactory, available_envs, task_class
 
-__all__ = ["all_data_files", "data_files", "data_report", "missing_data_message", "prepare_data",
-           "tasks_with_data"]
+__all__ = ["all_data_files", "data_commands", "data_files", "data_report",
+           "missing_data_message", "prepare_data", "tasks_with_data"]
 
 
 def _task(name: str) -> EnvFactory:
@@ -40,6 +40,12 @@ def tasks_with_data() -> tuple[str, ...]:
 def all_data_files() -> list[DataItem]:
     """The data items of every registered task, task by task."""
     return [item for task in tasks_with_data() for item in data_files(task)]
+
+
+def data_commands() -> list[str]:
+    """Where each task's own ``cogym-lab data`` commands are (``package.module:command``)."""
+    return [path for task in tasks_with_data()
+            for path in getattr(_task(task), "data_commands", ())]
 
 
 def data_report(task: str, data_dir: Path, *, progress: bool = False) -> list[str]:

@@ -85,6 +85,7 @@ class RelatedWorkEnv(DatasetEnv):
         "(LIBRARY_ADD_PAPER), note why they matter, and draft with LIBRARY_TO_DRAFT; complete "
         "the step with the papers as items.")
     data_files: ClassVar[tuple[DataItem, ...]] = DATA_FILES
+    data_commands = ("cogym_lab.envs.related_work.build_corpus_command:build_corpus_command",)
 
     @classmethod
     def data_report(cls, data_dir: Path, *, progress: bool = False) -> list[str]:

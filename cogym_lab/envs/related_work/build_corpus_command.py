@@ -1,6 +1,7 @@
 """``cogym-lab data build-corpus``: build the Related Work corpus files from public metadata dumps.
 
-The work is :mod:`cogym_lab.envs.related_work.corpus_build`; this module is its command line.
+The work is :mod:`cogym_lab.envs.related_work.corpus_build`; this module is its command line,
+which the task names in ``RelatedWorkEnv.data_commands`` (``cogym-lab data`` finds it there).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from cogym_lab.core import CoEnv
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL, get_protocol
-from cogym_lab.datasets import DataItem
+from cogym_lab.datasets import DataItem, DataSample
 
 
 @dataclass
@@ -24,6 +24,10 @@ class DatasetEnv(CoEnv):
     #: The files the task reads from the data directory, each with where to get it: what
     #: ``cogym-lab data`` checks and fetches, and what ``cogym_lab.datasets.require`` checks.
     data_files: ClassVar[tuple[DataItem, ...]] = ()
+    #: The small part of the data that ships inside the package, read when nobody chose a data
+    #: directory and the default one lacks :attr:`data_files` (see
+    #: :func:`cogym_lab.datasets.task_folder`); None when the task has none.
+    data_sample: ClassVar[DataSample | None] = None
 
     instance: int = 0
     data_dir: str | None = None

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cogym_lab.datasets import CHOOSE_ANOTHER_DIR, DataItem, missing_message, status
+from cogym_lab.datasets import CHOOSE_ANOTHER_DIR, DataItem, DataSample, missing_message, status
 from cogym_lab.envs.registry import EnvFactory, available_envs, task_class
 
-__all__ = ["all_data_files", "data_commands", "data_files", "data_report",
+__all__ = ["all_data_files", "data_commands", "data_files", "data_report", "data_sample",
            "missing_data_message", "prepare_data", "tasks_with_data"]
 
 
@@ -29,6 +29,11 @@ def data_files(task: str) -> tuple[DataItem, ...]:
     """The data items the task registered as ``task`` declares (none for a task that reads no
     data). KeyError for a task this installation does not have."""
     return tuple(getattr(_task(task), "data_files", ()))
+
+
+def data_sample(task: str) -> DataSample | None:
+    """The sample of its data that the task ships inside the package, if any."""
+    return getattr(_task(task), "data_sample", None)
 
 
 def tasks_with_data() -> tuple[str, ...]:

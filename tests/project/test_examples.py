@@ -1,6 +1,7 @@
-"""The example notebooks run top to bottom in a real kernel (nbclient), with the LM pointed at
-the scripted loopback server through environment variables and ``COGYM_DATA`` at the shared
-data. No Jupyter server launches these kernels, so their sessions run inside the kernel."""
+"""The example notebooks run top to bottom in a real kernel (nbclient), as a newcomer runs them:
+a new home folder, no data directory (each task reads the sample that ships in the package), and
+the LM pointed at the scripted loopback server through environment variables. No Jupyter server
+launches these kernels, so their sessions run inside the kernel."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from cogym_lab.datasets import DATA_ENV_VAR
 from cogym_lab.envs import make_env
 from cogym_lab.lm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from cogym_lab.testing import ScriptedOpenAIServer
@@ -30,8 +32,12 @@ pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture
-def notebook_env(tmp_path, use_shared_data, monkeypatch) -> Iterator[Path]:
-    """Kernels started now inherit: no LM key, results and caches under ``tmp_path``."""
+def notebook_env(tmp_path, monkeypatch) -> Iterator[Path]:
+    """Kernels started now inherit a newcomer's machine: a new home folder, no data directory,
+    no LM key; results and caches under ``tmp_path``."""
+    monkeypatch.delenv(DATA_ENV_VAR, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
     monkeypatch.delenv(ENV_API_KEY, raising=False)
     monkeypatch.setenv(ENV_MODEL, "scripted")
     monkeypatch.setenv("COGYM_RESULTS_DIR", str(tmp_path / "results"))

@@ -9,9 +9,11 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -113,6 +115,31 @@ def test_a_download_cut_midway_continues_on_the_next_run(tmp_path: Path,
             f"{hashlib.sha256(edited).hexdigest()[:12]}..., expected "
             f"{hashlib.sha256(small).hexdigest()[:12]}...). To replace it, delete it and run "
             f"`cogym-lab data download {TASK} --data-dir {folder}`.") in report.stdout
+
+
+def test_ctrl_c_keeps_what_arrived_for_the_next_run(tmp_path: Path, server: FileServer) -> None:
+    body = random.Random(9).randbytes(200_000)
+    environment = install_task(tmp_path / "site", TASK, [
+        _item("big.bin", server.serve("big.bin", body, stall_after=64_000), body)])
+    folder = tmp_path / "data"
+    part = folder / TASK / "big.bin.part"
+    with subprocess.Popen([sys.executable, "-m", "cogym_lab", "data", "download", TASK,
+                           "--data-dir", str(folder)], env={**os.environ, **environment},
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
+        deadline = time.monotonic() + 60
+        while not (part.is_file() and part.stat().st_size == 64_000):
+            assert time.monotonic() < deadline and child.poll() is None, "no bytes arrived"
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)  # what Ctrl-C sends
+        _out, err = child.communicate(timeout=60)
+    assert child.returncode != 0
+    assert "Traceback" not in err and "Aborted!" in err
+    assert part.stat().st_size == 64_000  # kept
+
+    again = _run(environment, "download", TASK, "--data-dir", str(folder))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert server.ranges("big.bin") == [None, "bytes=64000-"]
+    assert (folder / TASK / "big.bin").read_bytes() == body
 
 
 def test_the_magic_shows_the_progress_bar_and_the_notebook_retry_command(

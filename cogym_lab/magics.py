@@ -297,7 +297,11 @@ class CogymMagics(Magics):
         display(list_sessions(mode=arguments.mode))
 
     def _data(self, arguments: argparse.Namespace) -> None:
-        _run_streaming(data_command_line(list(arguments.arguments)))
+        from cogym_lab.datasets.checks import ASKED_FROM_ENV_VAR
+
+        # The command's messages then name `%cogym data ...` (its retry line, say).
+        _run_streaming(data_command_line(list(arguments.arguments)),
+                       {ASKED_FROM_ENV_VAR: "notebook"})
 
     def _config(self, arguments: argparse.Namespace) -> None:
         from cogym_lab.api import SessionError
@@ -333,15 +337,16 @@ def data_command_line(arguments: list[str]) -> list[str]:
     return command
 
 
-def _run_streaming(command: list[str]) -> int:
-    """Run ``command``, its output (stdout and stderr, carriage returns kept for progress
-    lines) written to this cell as it comes; its exit code."""
+def _run_streaming(command: list[str], added: dict[str, str] | None = None) -> int:
+    """Run ``command`` (with the ``added`` variables in this kernel's environment), its output
+    (stdout and stderr, carriage returns kept for progress bars) written to this cell as it
+    comes; its exit code."""
     import codecs
     import os
     import subprocess
     import sys
 
-    environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    environment = {**os.environ, **(added or {}), "PYTHONUNBUFFERED": "1"}
     text = codecs.getincrementaldecoder("utf-8")("replace")  # a character may span two reads
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           env=environment) as child:

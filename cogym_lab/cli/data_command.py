@@ -8,6 +8,7 @@ The command asks the registered tasks (:mod:`cogym_lab.envs.task_data`) and name
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -69,6 +70,20 @@ def _print_missing(states: list[datasets.ItemStatus], command: str) -> None:
         else:
             click.echo(f"      Run `{command} --task {item.task} --download`, or download "
                        f"{item.url} by hand to {state.path}")
+
+
+def _print_changed(items: list[datasets.DataItem], root: Path) -> None:
+    """A note for each present file that is not the one its task pinned (its SHA-256 differs):
+    hashing the declared files takes a fraction of a second."""
+    by_task: dict[str, list[datasets.DataItem]] = {}
+    for item in items:
+        by_task.setdefault(item.task, []).append(item)
+    for task, declared in by_task.items():
+        fetch = datasets.download_command(task, root, where=datasets.asked_from())
+        for item, found in datasets.verify_present(declared, root):
+            click.echo(f"\nNote: {item.path} is not the file its source pins (SHA-256 "
+                       f"{found[:12]}..., expected {(item.sha256 or '')[:12]}...). To replace "
+                       f"it, delete it and run `{fetch}`.")
 
 
 class _TaskWithData(click.Choice):
@@ -221,7 +236,8 @@ def _report(data_dir: Path | None, tasks: tuple[str, ...], do_download: bool,
     if do_download:
         for task in chosen:
             try:
-                fetched = datasets.download(task_data.data_files(task), root, progress=True)
+                fetched = datasets.download(task_data.data_files(task), root, progress=True,
+                                            where=datasets.asked_from())
             except datasets.DownloadError as error:
                 errors.append(str(error))
             except datasets.DataMissing:
@@ -232,12 +248,12 @@ def _report(data_dir: Path | None, tasks: tuple[str, ...], do_download: bool,
 
     states = [s for task in chosen for s in datasets.status(task_data.data_files(task), root)]
     _print_table(console, states)
+    _print_changed([item for task in chosen for item in task_data.data_files(task)], root)
     if not skip_coverage:
         _print_reports(root, chosen)
-    command = "cogym-lab data" + (f" --data-dir {root}" if data_dir is not None else "")
+    command = "cogym-lab data" + (f" --data-dir {shlex.quote(str(root))}"
+                                  if data_dir is not None else "")
     _print_missing(states, command)
-    for failure in errors:
-        click.echo(f"\n{failure}", err=True)
 
     missing = [s for s in states if not s.present]
     if do_prepare:
@@ -245,6 +261,10 @@ def _report(data_dir: Path | None, tasks: tuple[str, ...], do_download: bool,
             s.item.task == t and not s.present for s in states)])
     if missing:
         click.echo(f"\n{len(missing)} of {len(states)} item(s) missing.")
+    # Last: each ends with the command that retries the download.
+    for failure in errors:
+        click.echo(f"\n{failure}", err=True)
+    if missing or errors:
         click.get_current_context().exit(1)
     click.echo(f"\nAll {len(states)} item(s) present.")
 

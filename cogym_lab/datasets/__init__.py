@@ -21,13 +21,17 @@ a data directory and the default one lacks the task's files (see :mod:`.samples`
 names no task: tasks import it, not the other way round.
 
 Modules: ``items`` (what a task declares), ``location`` (which folder), ``checks`` (present or
-missing, and the message), ``download``, ``samples``.
+missing, and the message), ``download`` (which items to fetch, and the message when some
+fail), ``transfer`` (one resumable HTTP download with its progress bar), ``checksums``,
+``samples``.
 
-Only the standard library is used: downloads go through :mod:`urllib` and print a one-line
-progress report on stderr.
+Downloads go through :mod:`urllib`, continue where an interrupted one stopped, are checked
+against the SHA-256 their task declares, and draw a tqdm progress bar a file on stderr.
 """
 
 from cogym_lab.datasets.checks import (
+    ASKED_FROM_ENV_VAR,
+    asked_from,
     disk_size,
     download_command,
     list_command,
@@ -36,7 +40,7 @@ from cogym_lab.datasets.checks import (
     status,
     task_of,
 )
-from cogym_lab.datasets.download import download, format_size
+from cogym_lab.datasets.download import download, part_file, verify_present
 from cogym_lab.datasets.items import DataItem, DataMissing, DatasetError, DownloadError, ItemStatus
 from cogym_lab.datasets.location import (
     CHOOSE_ANOTHER_DIR,
@@ -47,8 +51,10 @@ from cogym_lab.datasets.location import (
     reading_from,
 )
 from cogym_lab.datasets.samples import DataSample, is_sample, task_folder, uses_sample
+from cogym_lab.datasets.transfer import format_size
 
 __all__ = [
+    "ASKED_FROM_ENV_VAR",
     "CHOOSE_ANOTHER_DIR",
     "DATA_ENV_VAR",
     "DataItem",
@@ -57,6 +63,7 @@ __all__ = [
     "DatasetError",
     "DownloadError",
     "ItemStatus",
+    "asked_from",
     "cache_root",
     "data_dir",
     "data_dir_origin",
@@ -67,10 +74,12 @@ __all__ = [
     "is_sample",
     "list_command",
     "missing_message",
+    "part_file",
     "reading_from",
     "require",
     "status",
     "task_folder",
     "task_of",
     "uses_sample",
+    "verify_present",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
 
@@ -12,8 +13,18 @@ from cogym_lab.datasets.items import DataItem, DataMissing, ItemStatus
 from cogym_lab.datasets.location import CHOOSE_ANOTHER_DIR, _cache_dir
 from cogym_lab.datasets.location import data_dir as _resolve_dir
 
-__all__ = ["disk_size", "download_command", "list_command", "missing_message", "require",
-           "status", "task_of"]
+__all__ = ["ASKED_FROM_ENV_VAR", "asked_from", "disk_size", "download_command", "list_command",
+           "missing_message", "require", "status", "task_of"]
+
+
+#: Set to ``notebook`` by ``%cogym data`` for the ``cogym-lab data`` process it starts, so the
+#: commands that process names are the ones typed in a cell (``%cogym data download TASK``).
+ASKED_FROM_ENV_VAR = "COGYM_ASKED_FROM"
+
+
+def asked_from() -> str:
+    """Where the person typed the running command: ``"notebook"`` or ``"command line"``."""
+    return "notebook" if os.environ.get(ASKED_FROM_ENV_VAR) == "notebook" else "command line"
 
 
 def task_of(items: Iterable[DataItem]) -> str:
@@ -87,11 +98,18 @@ def _as_typed(command: str, where: str) -> str:
     return command
 
 
+def _folder_option(root: Path | None) -> str:
+    """`` --data-dir ROOT`` (quoted for a shell when it needs it), or nothing for the default."""
+    if root is None or root == _default_root():
+        return ""
+    return f" --data-dir {shlex.quote(str(root))}"
+
+
 def download_command(task: str, root: Path | None = None, *,
                      where: str = "command line") -> str:
     """The one command that fetches ``task``'s downloadable data (into ``root`` when it is not
     the default data directory), as typed ``where`` the person is."""
-    folder = f" --data-dir {root}" if root is not None and root != _default_root() else ""
+    folder = _folder_option(root)
     if where == "notebook":
         return f"%cogym data download {task}{folder}"
     return f"cogym-lab data download {task}{folder}"
@@ -99,7 +117,7 @@ def download_command(task: str, root: Path | None = None, *,
 
 def list_command(task: str, root: Path | None = None, *, where: str = "command line") -> str:
     """The command that lists ``task``'s data item by item, with each one's source."""
-    folder = f" --data-dir {root}" if root is not None and root != _default_root() else ""
+    folder = _folder_option(root)
     return f"%cogym data {task}{folder}" if where == "notebook" else \
         f"cogym-lab data {task}{folder}"
 

@@ -34,6 +34,12 @@ class DataItem:
     it (below the archive's top-level folder) becomes ``path``. ``build`` is the command that
     makes the item from public sources, for an item with no single download (the Related Work
     corpus, built from metadata dumps).
+
+    ``sha256`` is the checksum a download must match before it is moved into place (64 hex
+    digits; None when the source is not pinned to fixed bytes). For a file it is the file's; for
+    a folder unpacked from an archive, the checksum of the folder's manifest, taken right after
+    unpacking (:mod:`cogym_lab.datasets.checksums`). ``size`` is the file's size in bytes, for
+    the progress bar when the server does not say it.
     """
 
     task: str
@@ -45,6 +51,8 @@ class DataItem:
     url: str | None = None
     archive_member: str | None = None
     build: str | None = None
+    sha256: str | None = None
+    size: int | None = None
 
     @property
     def is_dir(self) -> bool:

@@ -1,10 +1,13 @@
-"""The files the Tabular Analysis task reads from the data directory, and where each comes from."""
+"""The files the Tabular Analysis task reads from the data directory, where each comes from, and
+the sample of them that ships inside the package."""
 
 from __future__ import annotations
 
-from cogym_lab.datasets import DataItem
+from pathlib import Path
 
-__all__ = ["DATA_FILES"]
+from cogym_lab.datasets import DataItem, DataSample
+
+__all__ = ["DATA_FILES", "SAMPLE", "SAMPLE_DOMAINS"]
 
 _TASK = "tabular_analysis"
 
@@ -28,3 +31,16 @@ DATA_FILES: tuple[DataItem, ...] = (
              sha256="67504136becc97f4b4b3c698489bf2222d2a55f75aaa5cf033d6dd62ef5537e0",
              size=57833),
 )
+
+#: The DiscoveryBench-Real domains (folders of the test split) the bundled sample holds: small
+#: ones whose queries are all multi-table, so both protocols select every one of them.
+SAMPLE_DOMAINS: tuple[str, ...] = ("introduction_pathways_non-native_plants",
+                                   "worldbank_education_gdp_indicators")
+
+#: Laid out like ``<data dir>/tabular_analysis/``, except that the gold hypotheses are sealed
+#: (``sealed.py``); rebuilt by ``scripts/samples/build_tabular_analysis_sample.py``.
+SAMPLE = DataSample(
+    _TASK, Path(__file__).resolve().parent / "sample",
+    "the 22 queries of two DiscoveryBench-Real domains, non-native plants and World Bank "
+    "education and GDP; the full data gives 110 queries under the cogym protocol, 117 under "
+    "cogym_lab")

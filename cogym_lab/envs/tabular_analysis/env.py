@@ -15,7 +15,9 @@ set: 110 multi-table queries under ``cogym``, 117 under ``cogym_lab`` (``instanc
 The standalone kernel is isolated (``cogym_lab.kernels.sandbox``): it starts in a folder
 holding only the instance's data files, with a fresh empty home, a private temp folder and an
 environment that names no data directory, so no cell can follow a path it was given to the
-answer key or the metadata files.
+answer key or the metadata files. With no data directory chosen and none in the default place,
+the instances come from the sample inside the package, whose gold hypotheses are sealed there
+(``sealed.py``) rather than hidden by path: the kernel can import the package.
 
 Besides the DiscoveryBench instances, a session can analyse a person's own data: a free
 ``query`` with ``data`` (a variable already in the kernel, or a file path); such sessions are not
@@ -49,10 +51,10 @@ from cogym_lab.core.env import ScoreReport
 from cogym_lab.core.grammar import RawAction
 from cogym_lab.core.plans import below
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL, get_protocol
-from cogym_lab.datasets import DataItem
+from cogym_lab.datasets import DataItem, DataSample
 from cogym_lab.datasets import data_dir as resolve_data_dir
 from cogym_lab.envs.dataset_env import DatasetEnv
-from cogym_lab.envs.tabular_analysis.data_files import DATA_FILES
+from cogym_lab.envs.tabular_analysis.data_files import DATA_FILES, SAMPLE
 from cogym_lab.envs.tabular_analysis.grader import (
     HypothesisGrade,
     explain_grade,
@@ -135,6 +137,7 @@ class TabularAnalysisEnv(DatasetEnv):
         "Carry out an analysis step as one or a few cells in the shared notebook "
         "(EXECUTE_JUPYTER_CELL), then complete the step with what the outputs show.")
     data_files: ClassVar[tuple[DataItem, ...]] = DATA_FILES
+    data_sample: ClassVar[DataSample | None] = SAMPLE
 
     def __post_init__(self) -> None:
         self._scratch: Path | None = None  # the private folder made by _reset, if any
@@ -280,7 +283,11 @@ class TabularAnalysisEnv(DatasetEnv):
 
     def _kernel(self) -> KernelExecutor:
         if self.executor is None:
-            # A person's own data hides nothing: their kernel keeps their environment.
+            # A person's own data hides nothing: their kernel keeps their environment. The
+            # bundled sample is not hidden by path: it lies inside the installed package, so
+            # hiding it would drop the PYTHONPATH, virtualenv or user-site entries that hold the
+            # package (and pandas beside it) while the kernel could still import cogym_lab; its
+            # gold is sealed instead (``sealed.py``).
             hidden = [] if self.is_custom else [resolve_data_dir(self.data_dir)]
             self.executor = LocalKernelExecutor(
                 Path(self.workdir or "."), timeout=self.cell_timeout, isolated=not self.is_custom,

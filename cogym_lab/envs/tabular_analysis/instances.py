@@ -10,6 +10,10 @@ of ``{name, description, columns: {raw: [{name, description}]}}``, the files the
 query is identified by *folder name + metadata id + query id*. All 239 queries of the split have
 exactly one gold hypothesis.
 
+The bundled sample (``data_files.SAMPLE``, read when nobody chose a data directory and the
+default one lacks the data; :func:`data_folder`) has the same layout for two small domains, but
+its answer key is sealed (``sealed.py``): no file in the package holds a gold hypothesis plain.
+
 Selection rule (Co-Gym, Appendix C.2: "instances ... that include unprocessed table or more than
 one table"). A query is selected when its metadata file
 
@@ -51,6 +55,7 @@ first); cogym_lab keeps its alphabetical order under both protocols.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import re
@@ -60,13 +65,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from cogym_lab.datasets import DatasetError, require
-from cogym_lab.datasets import data_dir as resolve_data_dir
-from cogym_lab.envs.tabular_analysis.data_files import DATA_FILES
+from cogym_lab.datasets import DatasetError, task_folder
+from cogym_lab.envs.tabular_analysis.data_files import DATA_FILES, SAMPLE
+from cogym_lab.envs.tabular_analysis.sealed import SEALED_NAME, unseal
 
 __all__ = ["EXPECTED_COUNT", "EXPECTED_MULTI_TABLE_COUNT", "HIDDEN_MIN_CHARS", "HIDDEN_MIN_WORDS",
            "TEST_SUBDIR", "ColumnInfo", "DatasetInfo", "TabularInstance", "copy_files",
-           "distinctive_fragments", "is_selected", "load_instances", "split_dir"]
+           "data_folder", "distinctive_fragments", "is_selected", "load_instances", "split_dir"]
 
 TEST_SUBDIR = Path("discoverybench") / "real" / "test"
 ANSWER_KEY = "answer_key_real.csv"
@@ -178,9 +183,18 @@ def distinctive_fragments(text: str) -> list[str]:
             if len(piece.split()) >= HIDDEN_MIN_WORDS and len(piece) >= HIDDEN_MIN_CHARS]
 
 
+def data_folder(data_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The task's folder: ``<data dir>/tabular_analysis/``, or the bundled sample when nobody
+    chose a data directory and the default one lacks the files (announced once; see
+    :func:`cogym_lab.datasets.task_folder`). Raises :class:`DataMissing` when a chosen data
+    directory lacks them. Every loader of this module finds its files through here."""
+    return task_folder(DATA_FILES, SAMPLE, _as_str(data_dir))
+
+
 def split_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The DiscoveryBench-Real test folder; raises :class:`DataMissing` when it is absent."""
-    return require(DATA_FILES, _as_str(data_dir)) / TEST_SUBDIR
+    """The DiscoveryBench-Real test folder (of the full data or of the sample, see
+    :func:`data_folder`); raises :class:`DataMissing` when a chosen data directory lacks it."""
+    return data_folder(data_dir) / TEST_SUBDIR
 
 
 def _as_str(path: str | os.PathLike[str] | None) -> str | None:
@@ -231,15 +245,25 @@ def _metadata_files(folder: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-@cache
-def _load(root: Path, multi_table_only: bool) -> tuple[TabularInstance, ...]:
+def _answer_key(root: Path) -> tuple[Path, str]:
+    """Where the gold hypotheses of the test folder ``root`` are, and their CSV text: the
+    answer key of the full data, or the bundled sample's sealed one (see ``sealed.py``)."""
     key_path = root / ANSWER_KEY
-    if not key_path.is_file():
-        raise DatasetError(f"The DiscoveryBench answer key is missing: expected {key_path}. "
-                           "`cogym-lab data` says how to get it.")
-    with key_path.open(newline="", encoding="utf-8") as handle:
-        gold = {(row["dataset"].strip(), int(row["metadataid"]), int(row["query_id"])):
-                row["gold_hypo"].strip() for row in csv.DictReader(handle)}
+    if key_path.is_file():
+        return key_path, key_path.read_bytes().decode("utf-8")  # newlines kept for csv
+    sealed = root / SEALED_NAME
+    if sealed.is_file():
+        return sealed, unseal(sealed.read_bytes())
+    raise DatasetError(f"The DiscoveryBench answer key is missing: expected {key_path}. "
+                       "`cogym-lab data` says how to get it.")
+
+
+@cache  # keyed by folder: the sample and the full data never share an entry
+def _load(root: Path, multi_table_only: bool) -> tuple[TabularInstance, ...]:
+    key_path, key_text = _answer_key(root)
+    gold = {(row["dataset"].strip(), int(row["metadataid"]), int(row["query_id"])):
+            row["gold_hypo"].strip()
+            for row in csv.DictReader(io.StringIO(key_text, newline=""))}
     instances: list[TabularInstance] = []
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         domain = folder.name
@@ -272,12 +296,14 @@ def _load(root: Path, multi_table_only: bool) -> tuple[TabularInstance, ...]:
 
 def load_instances(data_dir: str | os.PathLike[str] | None = None, *,
                    multi_table_only: bool = False) -> list[TabularInstance]:
-    """The selected queries, in a fixed order (cached per data directory).
+    """The selected queries, in a fixed order (cached per data folder).
 
-    ``data_dir`` defaults to :func:`cogym_lab.datasets.data_dir`. ``multi_table_only`` keeps only
-    the queries over more than one table (110, Co-Gym's set) instead of cogym_lab's rule (117).
+    ``data_dir`` defaults to :func:`cogym_lab.datasets.data_dir`, or to the bundled sample when
+    nobody chose one and the default lacks the data (:func:`data_folder`). ``multi_table_only``
+    keeps only the queries over more than one table (110, Co-Gym's set) instead of cogym_lab's
+    rule (117).
     """
-    root = split_dir(resolve_data_dir(_as_str(data_dir))).resolve()
+    root = split_dir(data_dir).resolve()
     return list(_load(root, multi_table_only))
 
 
@@ -287,7 +313,7 @@ def copy_files(instance: TabularInstance, workdir: str | os.PathLike[str],
     copies in the order of ``instance.files``. A name already taken (by another file of this
     instance, or by a different file already in ``workdir``) gets a ``_2``, ``_3``, ... suffix
     before its extension; an identical file already there is overwritten in place."""
-    root = split_dir(resolve_data_dir(_as_str(data_dir)))
+    root = split_dir(data_dir)
     target_dir = Path(workdir)
     target_dir.mkdir(parents=True, exist_ok=True)
     copied: list[Path] = []

@@ -30,10 +30,11 @@ EXAMPLES_DIR = REPO_ROOT / "examples"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A longer pytest-timeout for browser tests than the suite's default."""
+    """A longer pytest-timeout for browser tests than the suite's default (a module that needs
+    longer still says so with its own ``pytestmark``)."""
     here = Path(__file__).parent
     for item in items:
-        if here in Path(str(item.path)).parents:
+        if here in Path(str(item.path)).parents and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(BROWSER_TEST_TIMEOUT))
 
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BROWSER_LIMITS", "JupyterLabServer", "free_port"]
+__all__ = ["BROWSER_LIMITS", "JupyterLabServer", "free_port", "write_quiet_settings"]
 
 # A low action rate, so that a person typing fast can meet it; the other tests act at a
 # person's pace and stay far below it.
@@ -32,6 +32,14 @@ _QUIET_SETTINGS = {
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
         "fetchNews": "false", "checkForUpdates": False},
 }
+
+
+def write_quiet_settings(settings_dir: Path) -> None:
+    """JupyterLab user settings (in ``settings_dir``) that keep news and update checks away."""
+    for relative, values in _QUIET_SETTINGS.items():
+        target = settings_dir / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(values))
 
 
 def free_port() -> int:
@@ -113,10 +121,7 @@ class JupyterLabServer:
                             "baseline_dirs": [str(self.baseline_dir)], **BROWSER_LIMITS},
         }
         (folders["config"] / "jupyter_server_config.json").write_text(json.dumps(server_config))
-        for relative, values in _QUIET_SETTINGS.items():
-            target = folders["settings"] / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(json.dumps(values))
+        write_quiet_settings(folders["settings"])
         return {"JUPYTER_CONFIG_DIR": str(folders["config"]),
                 "JUPYTER_DATA_DIR": str(folders["data"]),
                 "JUPYTER_RUNTIME_DIR": str(folders["runtime"]),

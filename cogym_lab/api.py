@@ -31,6 +31,7 @@ from pydantic import ValidationError
 
 from cogym_lab.envs.registry import task_class
 from cogym_lab.notebook.backends import Backend, CreateRequest, SessionError, backend
+from cogym_lab.notebook.chat_place import DEFAULT_CHAT, chat_place
 from cogym_lab.notebook.data_arg import resolve_data
 from cogym_lab.notebook.settings import (
     NotebookSettings,
@@ -70,7 +71,7 @@ def new_session(task: str | SessionSpec, *, instance: int | None = None,
                 env_args: dict[str, Any] | None = None, idle_seconds: float | None = None,
                 timeout: float | None = None, agent_step_limit: int | None = None,
                 seed: int | None = None, protocol: str | None = None, mode: str = "auto",
-                results_dir: str | Path | None = None) -> SessionHandle:
+                results_dir: str | Path | None = None, chat: str | None = None) -> SessionHandle:
     """Start a session of ``task`` and return its handle.
 
     ``task`` is a task's name, or a whole :class:`~cogym_lab.sessions.SessionSpec` (then the
@@ -84,13 +85,16 @@ def new_session(task: str | SessionSpec, *, instance: int | None = None,
     notebook, or a file path. ``autonomy`` is ``"free"`` or ``"ask"`` (the agent asks before
     running code). ``protocol`` names the scoring protocol (``"cogym"``, the paper's, by
     default). ``mode`` is ``"auto"``, ``"server"`` or ``"local"``; ``results_dir`` is used by
-    local sessions.
+    local sessions. ``chat`` is where the handle, displayed, shows your chat: ``"side"``
+    (JupyterLab's side area, beside the notebook) or ``"cell"`` (in the panel); by default the
+    kernel's ``COGYM_CHAT``, else ``"side"``.
 
     The spec is sent with this kernel's settings (:func:`configure`, else the kernel's
     ``COGYM_MODEL``, ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` and ``COGYM_DATA``) in whatever it
     leaves open. When the server does not use some of them (its administrator chose the LM),
     a :class:`SettingsNote` warning says so, and the handle's ``notes`` keep it.
     """
+    chat = _chat_place(chat)
     where = backend(mode, results_dir)
     if isinstance(task, SessionSpec):
         spec = task
@@ -110,7 +114,7 @@ def new_session(task: str | SessionSpec, *, instance: int | None = None,
     except ValidationError as error:
         raise SessionError(validation_message(error)) from None
     summary = where.create(request)
-    handle = SessionHandle(where, summary, role=role)
+    handle = SessionHandle(where, summary, role=role, chat=chat)
     for note in handle.notes:
         warnings.warn(note, SettingsNote, stacklevel=2)
     return handle
@@ -152,9 +156,12 @@ def _notebook(where: Backend) -> dict[str, str] | None:
     return finder() if finder else None
 
 
-def attach(session_id: str, role: str | None = None, *, mode: str = "auto") -> SessionHandle:
+def attach(session_id: str, role: str | None = None, *, mode: str = "auto",
+           chat: str | None = None) -> SessionHandle:
     """A handle on a running (or ended) session; ``role`` defaults to your first person seat
-    (a server says which seats are yours; in this kernel every seat is)."""
+    (a server says which seats are yours; in this kernel every seat is). ``chat``: where the
+    handle, displayed, shows your chat (see :func:`new_session`)."""
+    chat = _chat_place(chat)
     where = backend(mode)
     summary = where.snapshot(session_id)
     mine = summary.get("seats", summary.get("people")) or []
@@ -164,7 +171,14 @@ def attach(session_id: str, role: str | None = None, *, mode: str = "auto") -> S
         seats = ", ".join(mine) or "none"
         raise SessionError(f"{role!r} is not a person seat of yours in session {session_id} "
                            f"(your seats: {seats}).")
-    return SessionHandle(where, summary, role=role)
+    return SessionHandle(where, summary, role=role, chat=chat)
+
+
+def _chat_place(chat: str | None) -> str:
+    try:
+        return chat_place(chat)
+    except ValueError as error:
+        raise SessionError(str(error)) from None
 
 
 def list_sessions(*, mode: str = "auto") -> SessionList:
@@ -207,7 +221,8 @@ class SessionHandle:
     handle shows as the session panel.
     """
 
-    def __init__(self, where: Backend, summary: dict[str, Any], role: str | None) -> None:
+    def __init__(self, where: Backend, summary: dict[str, Any], role: str | None,
+                 chat: str = DEFAULT_CHAT) -> None:
         self.backend = where
         self.session_id: str = summary["session_id"]
         self.task: str = summary.get("task", "")
@@ -215,6 +230,8 @@ class SessionHandle:
         self._summary = summary
         self._panel: Any = None
         self._watching: str | None = None  # the member a seatless handle's panel watches
+        #: Where displaying the handle shows your chat: "side" or "cell" (see chat_beside).
+        self.chat_place = chat
         #: What the server said about the settings sent with the create request (settings
         #: it did not use); empty when it used them all.
         self.notes: list[str] = [str(note) for note in summary.get("notes") or []]
@@ -449,6 +466,34 @@ class SessionHandle:
             return panel
         return self.panel
 
+    def chat_beside(self) -> None:
+        """Show your chat and the agent's status in JupyterLab's right side area, beside the
+        notebook, while the workspace stays in the cell's panel: they stay in sight while you
+        scroll the notebook and watch what the agent changes. The cell's panel leaves its chat
+        to the side area while that shows it, and takes it back when you close the side tab.
+        A reloaded page puts it back. Calling it again replaces the side chat of this seat.
+
+        Where there is no side area (no ``sidecar`` package in this kernel) it says so, and the
+        chat stays in the panel."""
+        from cogym_lab.widgets.beside import show_beside
+
+        role = self._require_seat()
+        try:
+            chat = self.backend.panel(self.session_id, role, part="chat")
+        except ImportError:
+            return
+        _describe(chat, self._summary)
+        if not show_beside(chat, title=f"Chat · {self.task or self.session_id}"):
+            chat.close()
+            print("The chat stays in the panel: showing it beside the notebook needs the "
+                  "`sidecar` package in this kernel's environment and JupyterLab.")
+
+    def chat_in_cell(self) -> None:
+        """Close the side chat of your seat: the cell's panel shows the chat again."""
+        from cogym_lab.widgets.beside import close_beside
+
+        close_beside(self.session_id, self._require_seat())
+
     def _default_watch(self) -> str:
         """The simulated user (it sees what a person would), else the first member."""
         kinds = self.members
@@ -463,9 +508,14 @@ class SessionHandle:
     def _ipython_display_(self) -> None:
         from IPython.display import HTML, display
 
+        from cogym_lab.widgets.beside import side_area_available
+
         panel = self.panel
         if panel is not None:
             display(panel)
+            if (self.chat_place == "side" and self.role and not getattr(panel, "readonly", False)
+                    and side_area_available()):
+                self.chat_beside()
         else:
             display(HTML(self._summary_html()))
 

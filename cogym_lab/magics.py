@@ -5,6 +5,7 @@
     %cogym new TASK --query "Which factors predict churn?" --data df   # one that analyses data
     %cogym list
     %cogym attach 20250101-120000-abc123
+    %cogym new TASK --chat cell         # the chat in the panel, not beside the notebook
     %cogym end 20250101-120000-abc123
     %cogym config model=gpt-4o api_key=sk-...   # sent with every session this notebook starts
     %cogym config                               # what is sent (the key masked)
@@ -30,6 +31,7 @@ from IPython.display import display
 
 from cogym_lab.core.protocol import PROTOCOLS
 from cogym_lab.errors import CogymError
+from cogym_lab.notebook.chat_place import CHAT_ENV_VAR, CHAT_PLACES, DEFAULT_CHAT
 from cogym_lab.notebook.client import running_cell_id
 
 HANDLE_VARIABLE = "cogym_session"
@@ -101,12 +103,18 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("--again", action="store_true",
                      help="Start another session even if this cell's last one still runs "
                           "(by default, running the cell again shows that one again).")
+    new.add_argument("--chat", choices=CHAT_PLACES,
+                     help="Where your chat and the agent's status show: beside the notebook "
+                          "in JupyterLab's side area (side) or in the panel (cell); default: "
+                          f"the kernel's {CHAT_ENV_VAR}, else {DEFAULT_CHAT}.")
     new.add_argument("--mode", choices=("auto", "server", "local"), default="auto",
                      help="Where the session runs (default: the server when reachable).")
 
     attach = commands.add_parser("attach", help="Show the panel of an existing session.")
     attach.add_argument("session_id")
     attach.add_argument("--role", help="Your seat (default: the session's first person seat).")
+    attach.add_argument("--chat", choices=CHAT_PLACES,
+                        help="Where your chat shows: side or cell (see %%cogym new --help).")
     attach.add_argument("--mode", choices=("auto", "server", "local"), default="auto")
 
     end = commands.add_parser("end", help="End a session now.")
@@ -213,7 +221,7 @@ class CogymMagics(Magics):
                 data=data, model=arguments.model, base_url=arguments.base_url,
                 autonomy=arguments.autonomy, env_args=dict(arguments.env_arg),
                 idle_seconds=arguments.idle_seconds, protocol=arguments.protocol,
-                mode=arguments.mode)
+                mode=arguments.mode, chat=arguments.chat)
         print(f"Session {handle.session_id} ({handle.task}) started "
               f"{'in the Jupyter server' if handle.backend.kind == 'server' else 'in this kernel'}"
               f"; your seat: {handle.role or 'none (watching)'}. "
@@ -237,7 +245,7 @@ class CogymMagics(Magics):
             return False
         try:
             handle = attach(session_id, None if arguments.watch else arguments.role,
-                            mode=arguments.mode)
+                            mode=arguments.mode, chat=arguments.chat)
         except SessionError:  # gone (a restarted server) or no longer yours: start afresh
             return False
         if handle.status != "running":
@@ -267,7 +275,8 @@ class CogymMagics(Magics):
     def _attach(self, arguments: argparse.Namespace) -> None:
         from cogym_lab.api import attach
 
-        self._keep(attach(arguments.session_id, arguments.role, mode=arguments.mode))
+        self._keep(attach(arguments.session_id, arguments.role, mode=arguments.mode,
+                          chat=arguments.chat))
 
     def _end(self, arguments: argparse.Namespace) -> None:
         from cogym_lab.notebook.backends import backend

@@ -360,6 +360,8 @@
  * @property {number} last_seq  set by the panel: the last notification shown
  * @property {string} [yjs_module]  the source text of Yjs as one ES module; empty: no live
  *   editing (the editor is read-only)
+ * @property {"all" | "chat"} [part]  what the view shows: the whole panel, or only the agents'
+ *   status, the confirmations and the chat (the chat beside the notebook, see ChatPlacement)
  */
 
 /**
@@ -5492,6 +5494,53 @@ function lockControls(root) {
   }
 }
 
+// -- the chat beside the notebook ----------------------------------------------------------------
+
+/**
+ * Where a whole panel's chat is: in the panel, or beside the notebook. A chat-only view of the
+ * same session and seat (the model's `part` is "chat", shown in JupyterLab's side area) takes
+ * over the agents' status, the confirmations and the chat while it is shown somewhere outside
+ * the notebook; the cell's panel then gives the workspace its whole width and says where the
+ * chat went. When that view goes (its tab closed, the side area collapsed, a front end that
+ * has no side area), the chat is back in the panel: it is never lost. Read from the page, so
+ * it needs no message between the two views and holds after a reload.
+ */
+class ChatPlacement {
+  /**
+   * @param {HTMLElement} root  the whole panel's root
+   * @param {HTMLTextAreaElement} input  its own chat box: never hidden while the person types
+   */
+  constructor(root, input) {
+    this.root = root;
+    this.input = input;
+    this.note = h("div", { class: "cogym-chat-beside-note", testid: "chat-beside-note",
+      hidden: true, text: "The chat and the agent's status are beside the notebook, on the right." });
+  }
+
+  /** @returns {HTMLElement | null} a chat-only view of this panel's seat shown outside it */
+  besideView() {
+    const { session, role } = this.root.dataset;
+    for (const node of document.querySelectorAll('[data-testid="cogym-panel"][data-part="chat"]')) {
+      const view = /** @type {HTMLElement} */ (node);
+      if (view.dataset.session !== session || view.dataset.role !== role) continue;
+      if (this.root.contains(view) || view.contains(this.root)) continue;
+      if (view.getClientRects().length > 0) return view; // shown: not in a hidden or closed area
+    }
+    return null;
+  }
+
+  /** Look again (the panel's clock calls this every second). */
+  check() {
+    if (!this.root.isConnected) return;
+    const typing = document.activeElement === this.input || this.input.value !== "";
+    const beside = this.besideView() !== null && !typing;
+    const now = this.root.dataset.chat === "beside";
+    if (beside === now) return;
+    this.root.dataset.chat = beside ? "beside" : "here";
+    this.note.hidden = !beside;
+  }
+}
+
 // -- the agent's cells in the notebook around the panel ------------------------------------------
 
 /** The first line the session writes at the top of every agent cell, with the agent's role. */
@@ -5630,18 +5679,31 @@ export class Panel {
       this.chat.input.placeholder = `Read-only: you are watching ${this.role}`;
     }
     this.actions = new ActionFormView(send);
-    this.root = h("div", { class: this.readonly ? "cogym-panel cogym-readonly" : "cogym-panel",
-      testid: "cogym-panel", dataset: { role: this.role, session: model.get("session_id") || "",
-        readonly: String(this.readonly), sync: "waiting" } },
-    this.header.root,
-    this.setup.root,
-    this.notebookNotice.root,
-    this.errors.root,
-    this.scores.root,
-    this.rating.root,
-    h("div", { class: "cogym-body" }, this.workspace.root,
-      h("div", { class: "cogym-side" }, this.agents.root, this.confirmations.root,
-        this.chat.root, this.actions.root)));
+    /** @type {"all" | "chat"} */
+    this.part = model.get("part") === "chat" ? "chat" : "all";
+    const dataset = { role: this.role, session: model.get("session_id") || "",
+      readonly: String(this.readonly), sync: "waiting", part: this.part, chat: "here" };
+    const classes = this.readonly ? "cogym-panel cogym-readonly" : "cogym-panel";
+    // A chat-only view (beside the notebook) keeps what a person reads and answers while the
+    // agent works: who is doing what, what it asks, and the chat.
+    this.root = this.part === "chat"
+      ? h("div", { class: classes, testid: "cogym-panel", dataset },
+        this.header.root,
+        this.errors.root,
+        h("div", { class: "cogym-side" }, this.agents.root, this.confirmations.root,
+          this.chat.root))
+      : h("div", { class: classes, testid: "cogym-panel", dataset },
+        this.header.root,
+        this.setup.root,
+        this.notebookNotice.root,
+        this.errors.root,
+        this.scores.root,
+        this.rating.root,
+        h("div", { class: "cogym-body" }, this.workspace.root,
+          h("div", { class: "cogym-side" }, this.agents.root, this.confirmations.root,
+            this.chat.root, this.actions.root)));
+    this.placement = new ChatPlacement(this.root, this.chat.input);
+    if (this.part === "all") this.header.root.append(this.placement.note);
     keepKeysInPanel(this.root);
     if (this.readonly) lockControls(this.root);
     el.replaceChildren(this.root);
@@ -5724,7 +5786,7 @@ export class Panel {
 
   /** @param {Notification} notification  the seat's whole state after one event */
   receiveNotification(notification) {
-    this.agentCells.start(); // the panel is in the page by now (a no-op once started)
+    if (this.part === "all") this.agentCells.start(); // in the page by now (a no-op once started)
     const previous = this.notification;
     this.notification = notification;
     if (notification.context) {
@@ -6041,8 +6103,12 @@ async function render({ model, el }) {
   const open = Object.hasOwn(TRANSPORTS, mode) ? TRANSPORTS[mode] : serverTransport;
   panel.transport = open(model, (message) => panel.receive(message),
     (state) => panel.setConnection(state));
-  // The agents' "changed 12 s ago" counts on while the panel is shown.
-  const clock = setInterval(() => panel.agents.tick(), 1000);
+  // The agents' "changed 12 s ago" counts on while the panel is shown; a whole panel looks
+  // whether its chat is shown beside the notebook.
+  const clock = setInterval(() => {
+    panel.agents.tick();
+    if (panel.part === "all") panel.placement.check();
+  }, 1000);
   // Typing not sent yet leaves when the page is hidden or left.
   const leaving = () => panel.texts?.flush();
   const hidden = () => {

@@ -45,9 +45,10 @@ class Backend(Protocol):
         session ended first), once the env has said so; see the backends for when it waits."""
     def end(self, session_id: str) -> dict[str, Any]: ...
     def list(self) -> builtins.list[dict[str, Any]]: ...
-    def panel(self, session_id: str, role: str, readonly: bool = False) -> Any:
+    def panel(self, session_id: str, role: str, readonly: bool = False,
+              part: str = "all") -> Any:
         """The session panel following ``role``: its person seat, or (``readonly``) any
-        member, watched."""
+        member, watched; ``part="chat"``: only its chat and the agents' status."""
     async def asnapshot(self, session_id: str) -> dict[str, Any]: ...
 
 
@@ -130,11 +131,12 @@ class ServerBackend:
         cell = running_cell_id()
         return {"path": path, "kernel_id": kernel_id, **({"cell_id": cell} if cell else {})}
 
-    def panel(self, session_id: str, role: str, readonly: bool = False) -> Any:
+    def panel(self, session_id: str, role: str, readonly: bool = False,
+              part: str = "all") -> Any:
         from cogym_lab.widgets import SessionPanel
 
         return SessionPanel.for_server(self.server.base_path, self.server.token, session_id,
-                                       role, readonly=readonly)
+                                       role, readonly=readonly, part=part)
 
 
 class LocalBackend:
@@ -220,11 +222,12 @@ class LocalBackend:
     async def _list(self) -> builtins.list[dict[str, Any]]:
         return self.host.list()
 
-    def panel(self, session_id: str, role: str, readonly: bool = False) -> Any:
+    def panel(self, session_id: str, role: str, readonly: bool = False,
+              part: str = "all") -> Any:
         from cogym_lab.widgets import SessionPanel
 
         return SessionPanel.for_local(self.host, session_id, role, loop=self.runtime.loop,
-                                      readonly=readonly)
+                                      readonly=readonly, part=part)
 
 
 #: Seconds a blocking ``act`` of a local session waits for the env's answer.

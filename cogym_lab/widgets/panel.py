@@ -16,6 +16,11 @@ session (an agent, a simulated user) as that member sees it, live, and acts in n
 browser code disables its controls and sends no action; the server (or the kernel's bridge)
 refuses any that arrives anyway.
 
+A second view of a seat shows only its chat (``part="chat"``): the agents' status, the
+confirmations and the chat, for JupyterLab's side area beside the notebook
+(:mod:`cogym_lab.widgets.beside`). It follows the same seat of the same session as the panel in
+the cell, over its own connection; while it is shown, the cell's panel leaves the chat to it.
+
 Where the panel cannot be shown (no live widget model: the kernel restarted, the notebook is read
 as a file), its output says in words which session it is and how to see it again
 (:mod:`cogym_lab.widgets.fallback`).
@@ -63,12 +68,17 @@ class SessionPanel(TextFallback, anywidget.AnyWidget):
     connection = Unicode("", help="Set by the browser: connecting, open or closed.").tag(
         sync=True)
     last_seq = Int(0, help="The seq of the last notification shown.").tag(sync=True)
+    part = Enum(["all", "chat"], default_value="all",
+                help="What the panel shows: all of it, or only the agents' status, the "
+                     "confirmations and the chat (the chat beside the notebook).").tag(sync=True)
     yjs_module = Unicode("", help="Yjs as the source text of one ES module, for live editing of "
                                   "shared texts; empty: the editor is read-only.").tag(sync=True)
 
     def __init__(self, **kwargs: Any) -> None:
-        if "yjs_module" not in kwargs and not kwargs.get("readonly"):
-            kwargs["yjs_module"] = yjs_esm()  # a watcher edits nothing: it is not sent Yjs
+        # A watcher edits nothing, and a chat-only view shows no shared text: neither is sent Yjs.
+        if ("yjs_module" not in kwargs and not kwargs.get("readonly")
+                and kwargs.get("part", "all") == "all"):
+            kwargs["yjs_module"] = yjs_esm()
         super().__init__(**kwargs)
         self.bridge: LocalBridge | None = None
         #: The session's summary as last known (task, status, end reason, results folder),
@@ -93,7 +103,8 @@ class SessionPanel(TextFallback, anywidget.AnyWidget):
         task = f" ({about['task']})" if about.get("task") else ""
         seat = (f"watching {self.role}, read-only" if self.readonly
                 else f"your seat: {self.role}")
-        words = Fallback(f"Cogym session {self.session_id}{task}, {seat}")
+        what = "Cogym chat of session" if self.part == "chat" else "Cogym session"
+        words = Fallback(f"{what} {self.session_id}{task}, {seat}")
         status = about.get("status")
         if (status == "running" or not status) and self.mode == "local":
             words.add("It was running inside the notebook's kernel when this output was made; "
@@ -120,29 +131,31 @@ class SessionPanel(TextFallback, anywidget.AnyWidget):
 
     @classmethod
     def for_server(cls, base_url: str, token: str | None, session_id: str,
-                   role: str, *, readonly: bool = False) -> SessionPanel:
+                   role: str, *, readonly: bool = False, part: str = "all") -> SessionPanel:
         """A panel whose browser side talks to the server extension directly.
 
         ``base_url`` is the Jupyter server's base URL: absolute (``http://127.0.0.1:8888/``) or
         a path (``/``, ``/user/me/``) resolved against the page, which is what JupyterLab on the
         same server wants. ``token`` may be empty where the page is logged in already.
         ``readonly``: watch member ``role`` (``...&watch=1``; only the session's creator may).
+        ``part``: ``"chat"`` for the chat-only view (see the module docstring).
         """
         _check_name("session_id", session_id)
         _check_name("role", role)
         api_url = f"{base_url.rstrip('/')}/cogym/api/sessions/{quote(session_id, safe='')}"
         ws_url = f"{api_url}/ws?role={quote(role, safe='')}" + ("&watch=1" if readonly else "")
         return cls(mode="server", session_id=session_id, role=role, token=token or "",
-                   api_url=api_url, ws_url=ws_url, readonly=readonly)
+                   api_url=api_url, ws_url=ws_url, readonly=readonly, part=part)
 
     @classmethod
     def for_local(cls, host: SessionHost, session_id: str, role: str, *,
                   loop: asyncio.AbstractEventLoop | None = None,
-                  readonly: bool = False) -> SessionPanel:
+                  readonly: bool = False, part: str = "all") -> SessionPanel:
         """A panel relayed by this kernel for a session that ``host`` runs in-process.
 
         ``loop`` is the host's event loop; by default the loop running here (the kernel's).
         ``readonly``: watch member ``role`` (any member); it is not counted as a person's panel.
+        ``part``: ``"chat"`` for the chat-only view (see the module docstring).
         Raises ``HostingError`` for an unknown session or a role that is not a person seat (not
         a member, read-only).
         """
@@ -152,7 +165,8 @@ class SessionPanel(TextFallback, anywidget.AnyWidget):
             except RuntimeError:
                 raise ValueError("for_local needs the host's event loop: pass loop=... when no "
                                  "loop runs in this thread.") from None
-        panel = cls(mode="local", session_id=session_id, role=role, readonly=readonly)
+        panel = cls(mode="local", session_id=session_id, role=role, readonly=readonly,
+                    part=part)
         panel._read_about = lambda: host.find(session_id).summary()
         try:
             panel.bridge = LocalBridge(host, session_id, role, panel.send, loop,

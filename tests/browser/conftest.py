@@ -18,6 +18,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from cogym_lab.datasets import DATA_ENV_VAR
 from cogym_lab.lm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
+from cogym_lab.notebook.chat_place import CHAT_ENV_VAR
 from tests.browser.jupyter_lab import JupyterLabServer
 from tests.browser.lab_page import UI_TIMEOUT_MS, LabPage
 from tests.browser.screenshots import ARTIFACTS_DIR, REPO_ROOT, StepShots
@@ -76,8 +77,10 @@ def jupyter_lab(lab_root: Path, datasets_dir: Path, scripted_lm: ScriptedLM,
                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
     """A real ``jupyter lab`` with the cogym_lab and collaboration extensions, its agents on
     the scripted LM and its tasks on the shared data."""
+    # The chat in the cell's panel, where the tests of the panel's parts drive it;
+    # test_panel_chat_beside.py puts it beside the notebook with --chat side.
     env = {ENV_BASE_URL: scripted_lm.base_url, ENV_API_KEY: "browser-tests",
-           ENV_MODEL: "scripted", DATA_ENV_VAR: str(datasets_dir)}
+           ENV_MODEL: "scripted", DATA_ENV_VAR: str(datasets_dir), CHAT_ENV_VAR: "cell"}
     server = JupyterLabServer(lab_root, tmp_path_factory.mktemp("lab-home"), env)
     try:
         server.start()

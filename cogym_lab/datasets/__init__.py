@@ -38,7 +38,6 @@ from cogym_lab.datasets.checks import (
 )
 from cogym_lab.datasets.download import download, format_size
 from cogym_lab.datasets.items import DataItem, DataMissing, DatasetError, DownloadError, ItemStatus
-from cogym_lab.datasets.samples import DataSample, is_sample, task_folder, uses_sample
 from cogym_lab.datasets.location import (
     CHOOSE_ANOTHER_DIR,
     DATA_ENV_VAR,
@@ -46,6 +45,13 @@ from cogym_lab.datasets.location import (
     data_dir,
     data_dir_origin,
     reading_from,
+)
+from cogym_lab.datasets.samples import (
+    DataSample,
+    announce_once,
+    is_sample,
+    task_folder,
+    uses_sample,
 )
 
 __all__ = [
@@ -57,6 +63,7 @@ __all__ = [
     "DatasetError",
     "DownloadError",
     "ItemStatus",
+    "announce_once",
     "cache_root",
     "data_dir",
     "data_dir_origin",

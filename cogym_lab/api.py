@@ -235,6 +235,9 @@ class SessionHandle:
         #: What the server said about the settings sent with the create request (settings
         #: it did not use); empty when it used them all.
         self.notes: list[str] = [str(note) for note in summary.get("notes") or []]
+        #: On the small sample of the task's data that comes with cogym_lab: the paragraph that
+        #: says so and how to get the full data (the panel shows it too); else ``None``.
+        self.data_notice: str | None = summary.get("data_notice") or None
 
     def __repr__(self) -> str:
         return (f"<cogym_lab session {self.session_id} ({self.task}, {self.backend.kind}) "

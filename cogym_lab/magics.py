@@ -228,6 +228,8 @@ class CogymMagics(Magics):
               f"The handle is in `{HANDLE_VARIABLE}`.")
         for note in handle.notes:
             print(f"Note: {note}")
+        if handle.data_notice:
+            print(handle.data_notice)
         if cell is not None:
             self.started_in_cell[cell] = handle.session_id
         self._keep(handle)

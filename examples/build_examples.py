@@ -221,11 +221,17 @@ from pathlib import Path
 
 import cogym_lab.eval as cogym_eval"""),
     ("markdown", "Two instances keep the demo short; `\"0:102\"` is the whole benchmark. "
-                 "Sessions run concurrently, and running again skips those already finished."),
+                 "Sessions run concurrently, and running again skips those already finished. "
+                 "`allow_sample=True` lets the demo run on the small sample of Travel Planning "
+                 "that comes with cogym_lab when the full data is not downloaded (`%cogym data "
+                 "download travel_planning` fetches it); the report then says its numbers are "
+                 "not comparable with the papers'. Leave it out of runs you mean to compare "
+                 "with the paper: they then refuse to start on the sample."),
     ("code", """\
 instances = "0:2"
 runs = {team: cogym_eval.run("travel_planning", team, instances,
-                             out=f"cogym-results/eval-runs/{team}", concurrency=4)
+                             out=f"cogym-results/eval-runs/{team}", concurrency=4,
+                             allow_sample=True)
         for team in ("autonomous", "collaborative")}
 for team, summary in runs.items():
     counts = summary.counts

@@ -362,6 +362,8 @@
  *   editing (the editor is read-only)
  * @property {"all" | "chat"} [part]  what the view shows: the whole panel, or only the agents'
  *   status, the confirmations and the chat (the chat beside the notebook, see ChatPlacement)
+ * @property {string} [data_notice]  that the task reads the small sample of its data that
+ *   comes with cogym_lab, and how to get the full data; empty: it does not
  */
 
 /**
@@ -4437,6 +4439,26 @@ class NotebookNoticeView {
 }
 
 /**
+ * The data box: that the session's task reads the small sample of its data that comes with
+ * cogym_lab (numbers from it are not comparable with the papers'), and the command that fetches
+ * the full data. The kernel says so once, in the `data_notice` trait; hidden without one.
+ */
+class DataNoticeView {
+  constructor() {
+    this.root = h("div", { class: "cogym-box cogym-data-notice", testid: "data-notice",
+      role: "note" });
+    this.root.hidden = true;
+  }
+
+  /** @param {string | undefined} words  the notice, or nothing */
+  show(words) {
+    const text = typeof words === "string" ? words.trim() : "";
+    this.root.textContent = text;
+    this.root.hidden = !text;
+  }
+}
+
+/**
  * The agent box: each agent's status and last action, Pause/Resume for every agent, and Finish.
  * It keeps the latest status of each agent; the session's team, its paused agents and whether
  * it ended come with each notification.
@@ -5671,6 +5693,9 @@ export class Panel {
     if (this.readonly) this.workspace.privateBadge = `only ${this.role}`;
     this.setup = new SetupView();
     this.notebookNotice = new NotebookNoticeView();
+    this.dataNotice = new DataNoticeView();
+    this.dataNotice.show(model.get("data_notice"));
+    model.on("change:data_notice", () => this.dataNotice.show(model.get("data_notice")));
     this.agents = new AgentStatusView(send, describe);
     this.confirmations = new ConfirmationsView(this.role, send, model.get("session_id") || "");
     this.chat = new ChatView(this.role, send);
@@ -5695,6 +5720,7 @@ export class Panel {
       : h("div", { class: classes, testid: "cogym-panel", dataset },
         this.header.root,
         this.setup.root,
+        this.dataNotice.root,
         this.notebookNotice.root,
         this.errors.root,
         this.scores.root,

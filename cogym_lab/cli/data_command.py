@@ -86,6 +86,27 @@ def _print_changed(items: list[datasets.DataItem], root: Path) -> None:
                        f"it, delete it and run `{fetch}`.")
 
 
+def _print_samples(data_dir: Path | None, tasks: list[str],
+                   states: list[datasets.ItemStatus]) -> None:
+    """For each task with missing data that carries a sample: whether its sessions read that
+    sample instead (nobody chose a data directory), and how to get the full data."""
+    for task in tasks:
+        sample = task_data.data_sample(task)
+        if sample is None or all(s.present for s in states if s.item.task == task):
+            continue
+        if datasets.uses_sample(task_data.data_files(task), sample, data_dir):
+            click.echo(f"\n{task}: its data is missing here, so sessions use the sample that "
+                       f"comes with cogym_lab ({sample.summary}). Numbers from it are not "
+                       "comparable with the papers' (`cogym-lab eval run` refuses it under the "
+                       "cogym protocol without --allow-sample). For the full data, run "
+                       f"`{datasets.download_command(task)}`.")
+        else:
+            click.echo(f"\n{task}: a small sample of its data comes with cogym_lab, but "
+                       "sessions read it only when no data directory is chosen (no --data-dir, "
+                       f"no ${datasets.DATA_ENV_VAR}): with this one they need the missing "
+                       "files below.")
+
+
 class _TaskWithData(click.Choice):
     """A registered task that declares data. The names are looked up when first needed: doing
     it at import would load every task's code for any ``cogym-lab`` command."""
@@ -253,6 +274,7 @@ def _report(data_dir: Path | None, tasks: tuple[str, ...], do_download: bool,
         _print_reports(root, chosen)
     command = "cogym-lab data" + (f" --data-dir {shlex.quote(str(root))}"
                                   if data_dir is not None else "")
+    _print_samples(data_dir, chosen, states)
     _print_missing(states, command)
 
     missing = [s for s in states if not s.present]

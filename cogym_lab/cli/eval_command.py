@@ -96,6 +96,11 @@ def _prices(values: tuple[str, ...]) -> dict[str, tuple[float, float]]:
               help="With --engine ray: the run folder as the workers see it (a shared file "
                    "system, absolute path or file:// URL); they then write the sessions there "
                    "themselves instead of sending them back.")
+@click.option("--allow-sample", is_flag=True,
+              help="Run on the small sample of the task's data that comes with cogym_lab when "
+                   "the full data is missing (the cogym protocol refuses it otherwise: its "
+                   "numbers are not comparable with the papers'). run.json and the report mark "
+                   "such a run.")
 @click.option("--no-progress", is_flag=True, help="Do not draw the progress bar.")
 def run_command(task: str, team: str, instances: str, concurrency: int, out: Path,
                 models: tuple[str, ...], base_urls: tuple[str, ...], env_arg: tuple[str, ...],
@@ -103,7 +108,8 @@ def run_command(task: str, team: str, instances: str, concurrency: int, out: Pat
                 prices: tuple[str, ...], protocol: str, trials: int,
                 interaction: str | None, max_in_flight: tuple[str, ...], rpm: tuple[str, ...],
                 engine: str, address: str | None, sessions_per_actor: int | None,
-                actors_per_node: int | None, storage: str | None, no_progress: bool) -> None:
+                actors_per_node: int | None, storage: str | None, allow_sample: bool,
+                no_progress: bool) -> None:
     """Run TEAM on many instances of TASK at once and write their results under OUT."""
     from cogym_lab.eval.batch.engines import EngineError
     from cogym_lab.eval.batch.runner import run
@@ -123,7 +129,8 @@ def run_command(task: str, team: str, instances: str, concurrency: int, out: Pat
                       protocol=protocol, progress=not no_progress, trials=trials,
                       interaction=interaction, limits=None if limits.is_empty else limits,
                       engine=engine, address=address, sessions_per_actor=sessions_per_actor,
-                      actors_per_node=actors_per_node, storage=storage)
+                      actors_per_node=actors_per_node, storage=storage,
+                      allow_sample=allow_sample)
     except (LMNotConfigured, EngineError, ImportError) as error:
         raise click.ClickException(str(error)) from None
     except ValueError as error:
@@ -131,6 +138,7 @@ def run_command(task: str, team: str, instances: str, concurrency: int, out: Pat
     counts = summary.counts
     ran = summary.invocations[-1].ran
     turns = " · strict turns" if summary.session_config.get("interaction") == "turns" else ""
+    turns += " · sample data" if summary.data == "sample" else ""
     console.print(f"[bold]{task} · {summary.team} · protocol {summary.protocol}{turns}[/]: "
                   f"{counts.finished}/{counts.total} sessions "
                   f"finished ({ran} run now, {counts.skipped} already done), {counts.failed} "

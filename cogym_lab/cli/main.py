@@ -95,17 +95,28 @@ def run(ctx: click.Context, task: str, instance: int | None, env_arg: tuple[str,
                                  "notebook panel; `run` needs agents and simulated users only",
                                  param_hint="--spec" if spec_path else "--team")
     session.results_dir = out / session.session_id
+    _say_if_sample(session)
     if not quiet:
         console.print(f"[bold]Task:[/] {session.env.task_description}")
         console.print(f"[bold]Team:[/] {session.spec.team_name}")
     result = session.run_sync()
     console.print(f"\n[bold]Session {result.session_id}[/] ended: {result.end_reason} after "
                   f"{result.events} events in {result.duration:.2f}s (protocol "
-                  f"{session.env.protocol})")
+                  f"{session.env.protocol}"
+                  f"{', sample data' if session.data_source == 'sample' else ''})")
     console.print(f"Delivered: {result.delivered}   Outcome: {json.dumps(result.outcome)}")
     console.print("Scores: " + (", ".join(f"{k}={v:.2f}" for k, v in result.scores.items())
                                 or "none"))
     console.print(f"Results: {result.results_dir}")
+
+
+def _say_if_sample(session: Any) -> None:
+    """A session on the sample that comes with the package says so once, on stderr (the task's
+    loader may have said it already: then this says nothing)."""
+    if session.data_sample is not None:
+        from cogym_lab.datasets import announce_once
+
+        announce_once(session.data_sample)
 
 
 def _refuse_with_spec(ctx: click.Context, names: tuple[str, ...]) -> None:
@@ -205,6 +216,7 @@ def env_node(session_id: str, redis_url: str, out: Path | None, task: str,
                                 observers=[Transcript(console, spec.task)])
     except SessionBuildError as error:
         raise build_failed(error) from None
+    _say_if_sample(session)
     result = asyncio.run(_run_and_close(session.bus, session.run()))
     console.print(f"Session {result.session_id} ended: {result.end_reason}; "
                   f"delivered={result.delivered}")

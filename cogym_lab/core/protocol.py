@@ -28,6 +28,9 @@ from pydantic import BaseModel, ConfigDict
 
 ProtocolName = Literal["cogym", "cogym_lab"]
 DEFAULT_PROTOCOL: ProtocolName = "cogym"
+#: The protocol whose numbers claim to be comparable with the Co-Gym paper's: a batch run under
+#: it refuses to start on the small data sample that comes with the package (unless allowed).
+PAPER_PROTOCOL: ProtocolName = "cogym"
 #: The rules of sessions logged before protocols had names (their ``session.json`` has none).
 LEGACY_PROTOCOL: ProtocolName = "cogym_lab"
 
@@ -103,6 +106,7 @@ __all__ = [
     "COMPLETION_ENDINGS",
     "DEFAULT_PROTOCOL",
     "LEGACY_PROTOCOL",
+    "PAPER_PROTOCOL",
     "PROTOCOLS",
     "STEP_LIMIT_ENDING",
     "ProtocolName",

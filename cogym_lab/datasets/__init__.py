@@ -50,7 +50,13 @@ from cogym_lab.datasets.location import (
     data_dir_origin,
     reading_from,
 )
-from cogym_lab.datasets.samples import DataSample, is_sample, task_folder, uses_sample
+from cogym_lab.datasets.samples import (
+    DataSample,
+    announce_once,
+    is_sample,
+    task_folder,
+    uses_sample,
+)
 from cogym_lab.datasets.transfer import format_size
 
 __all__ = [
@@ -63,6 +69,7 @@ __all__ = [
     "DatasetError",
     "DownloadError",
     "ItemStatus",
+    "announce_once",
     "asked_from",
     "cache_root",
     "data_dir",

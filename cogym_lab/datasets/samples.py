@@ -20,12 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cogym_lab.datasets.checks import download_command, require, status, task_of
+from cogym_lab.datasets.checks import download_command, list_command, require, status, task_of
 from cogym_lab.datasets.items import DataItem
 from cogym_lab.datasets.location import data_dir as _resolve_dir
 from cogym_lab.datasets.location import data_dir_origin
 
-__all__ = ["SAMPLE_MARKER", "DataSample", "is_sample", "task_folder", "uses_sample"]
+__all__ = ["SAMPLE_MARKER", "DataSample", "announce_once", "is_sample", "task_folder",
+           "uses_sample"]
 
 #: The file at the top of every sample folder: what the sample holds and where it comes from.
 SAMPLE_MARKER = "SAMPLE.md"
@@ -47,8 +48,9 @@ class DataSample:
         """The one paragraph that says the sample is in use and how to get the full data."""
         return (f"Using the {self.task} sample that comes with cogym_lab ({self.summary}); "
                 f"numbers from it are not comparable with the papers'. For the full data, run "
-                f"`{download_command(self.task, where=where)}` (`cogym-lab data {self.task}` "
-                "says what each file is and where it comes from).")
+                f"`{download_command(self.task, where=where)}` "
+                f"(`{list_command(self.task, where=where)}` says what each file is and where it "
+                "comes from).")
 
 
 def is_sample(folder: str | Path) -> bool:
@@ -74,16 +76,21 @@ def task_folder(items: Sequence[DataItem], sample: DataSample | None,
     if uses_sample(items, sample, data_dir):
         assert sample is not None
         if announce:
-            _announce(sample)
+            announce_once(sample)
         return sample.folder
     task = task_of(items)
     require(items, data_dir)
     return _resolve_dir(data_dir) / task
 
 
-def _announce(sample: DataSample) -> None:
+def announce_once(sample: DataSample, *, told_elsewhere: bool = False) -> None:
+    """Print ``sample``'s notice on stderr, once per process and task: the task's loader and
+    the command that started the session may both call it, and a person reads it once.
+    ``told_elsewhere``: the person is told in other words where they are (a notebook's), so
+    this process prints nothing, now or later."""
     with _announce_lock:
         if sample.task in _announced:
             return
         _announced.add(sample.task)
-    print(sample.notice(), file=sys.stderr, flush=True)
+    if not told_elsewhere:
+        print(sample.notice(), file=sys.stderr, flush=True)

@@ -28,6 +28,10 @@ class DatasetEnv(CoEnv):
     #: directory and the default one lacks :attr:`data_files` (see
     #: :func:`cogym_lab.datasets.task_folder`); None when the task has none.
     data_sample: ClassVar[DataSample | None] = None
+    #: Whether this env's task came from the dataset: set by :meth:`__post_init__`. A subclass
+    #: that takes a person's own task instead (a custom query about their own data) reads no
+    #: dataset, and its session records no ``data`` (full or sample).
+    reads_dataset = False
 
     instance: int = 0
     data_dir: str | None = None
@@ -47,6 +51,7 @@ class DatasetEnv(CoEnv):
             raise ValueError(f"{self.name} has instances 0 to {len(items) - 1}, "
                              f"not {self.instance}.")
         self.task: Any = items[self.instance]
+        self.reads_dataset = True
 
     @classmethod
     def data_report(cls, data_dir: Path, *, progress: bool = False) -> list[str]:

@@ -9,12 +9,26 @@ reads no data.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
-from cogym_lab.datasets import CHOOSE_ANOTHER_DIR, DataItem, DataSample, missing_message, status
+from cogym_lab.datasets import (
+    CHOOSE_ANOTHER_DIR,
+    DataItem,
+    DataSample,
+    missing_message,
+    status,
+    uses_sample,
+)
 from cogym_lab.envs.registry import EnvFactory, available_envs, task_class
 
-__all__ = ["all_data_files", "data_commands", "data_files", "data_report", "data_sample",
-           "missing_data_message", "prepare_data", "tasks_with_data"]
+__all__ = ["DataSource", "all_data_files", "data_commands", "data_files", "data_report",
+           "data_sample", "missing_data_message", "prepare_data", "sample_in_use",
+           "tasks_with_data"]
+
+#: What ``session.json`` and ``run.json`` record as ``data`` for a task that reads a dataset:
+#: its full data, or the small sample that comes with the package (not comparable with the
+#: papers' numbers).
+DataSource = Literal["full", "sample"]
 
 
 def _task(name: str) -> EnvFactory:
@@ -34,6 +48,14 @@ def data_files(task: str) -> tuple[DataItem, ...]:
 def data_sample(task: str) -> DataSample | None:
     """The sample of its data that the task ships inside the package, if any."""
     return getattr(_task(task), "data_sample", None)
+
+
+def sample_in_use(task: str, data_dir: str | Path | None = None) -> DataSample | None:
+    """The sample ``task``'s sessions read instead of its data, if they do: nobody chose a
+    data directory (``data_dir``, a session's folder, ``COGYM_DATA``) and the default one lacks
+    the task's files (see :func:`cogym_lab.datasets.uses_sample`). ``None`` otherwise."""
+    sample = data_sample(task)
+    return sample if uses_sample(data_files(task), sample, data_dir) else None
 
 
 def tasks_with_data() -> tuple[str, ...]:

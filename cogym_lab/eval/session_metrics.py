@@ -92,6 +92,7 @@ class SessionMetrics:
         row: dict[str, Any] = {
             "run": record.run_name, "session_id": record.session_id, "task": record.task,
             "protocol": record.protocol.name, "interaction": record.interaction,
+            "data": record.data,
             "instance": record.instance, "agent_type": record.agent_type, "model": record.model,
             "team": ",".join(f"{role}:{kind}" for role, kind in record.kinds.items()),
             "status": record.status, "error": record.error, "end_reason": record.end_reason,

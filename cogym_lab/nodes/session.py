@@ -33,8 +33,8 @@ from cogym_lab.core.progress import Progress
 from cogym_lab.core.protocol import ScoringProtocol, get_protocol
 from cogym_lab.core.settlements import settled_channel
 from cogym_lab.core.turns import NOTIFICATIONS, check_interaction
-from cogym_lab.datasets import DatasetError, data_dir
-from cogym_lab.envs.task_data import missing_data_message
+from cogym_lab.datasets import DataSample, DatasetError, data_dir
+from cogym_lab.envs.task_data import DataSource, missing_data_message
 from cogym_lab.lm import LM
 from cogym_lab.nodes.env_node import LOG_FAILED, EnvNode, EventObserver
 from cogym_lab.nodes.grading import Grading, GradingStatus, grade, is_delivered
@@ -188,6 +188,11 @@ class Session:
         self.spec: Any = None
         self.lms: dict[str, LM] = {}
         self.guided: list[str] = []
+        #: Which data the task reads, as ``build_session`` found it: ``"full"``, ``"sample"``
+        #: (the small sample that comes with the package; ``data_sample`` is it) or ``None``
+        #: (the task reads no dataset). ``session.json`` records it as ``data``.
+        self.data_source: DataSource | None = None
+        self.data_sample: DataSample | None = None
 
     def restore(self, events: Iterable[Event]) -> Restored:
         """Rebuild the state an earlier run's log ends in, so that ``run`` carries on from it:
@@ -449,4 +454,5 @@ class Session:
             "config": asdict(self.config) | {"step_limits": self.coordinator.step_limits},
             "cogym_lab_version": __version__,
             **({"spec": self.spec.stored()} if self.spec is not None else {}),
+            **({"data": self.data_source} if self.data_source is not None else {}),
         }

@@ -212,6 +212,15 @@ class SessionRecord:
         return get_protocol(recorded_protocol(self.session))
 
     @property
+    def data(self) -> str | None:
+        """Which data the task read, as ``session.json`` records it: ``"full"``, ``"sample"``
+        (the small sample that comes with cogym_lab, not comparable with the papers' numbers);
+        ``None`` for a task that reads no dataset and for sessions from before it was
+        recorded."""
+        value = self.session.get("data")
+        return value if isinstance(value, str) else None
+
+    @property
     def interaction(self) -> str:
         """``"notifications"`` (Co-Gym's protocol) or ``"turns"`` (strict turn-taking, the
         paper's §5.3 ablation), as ``session.json`` records it; sessions from before the option

@@ -53,8 +53,11 @@ class SessionBuilder:
         except SessionBuildError as error:
             raise HostingError(f"{error.field}: {error.message}", status=error.status) from None
         seats = [member.role for member in session.team if member.kind == "person"]
+        sample = session.data_sample
+        where = "notebook" if spec.origin == "notebook" else "command line"
         return HostedSession(session=session, team=session.spec.team_name, task=spec.task,
-                             people=seats, spec=session.spec)
+                             people=seats, spec=session.spec, data=session.data_source,
+                             data_notice=sample.notice(where=where) if sample else None)
 
     def _load_team(self, team: Any) -> Any:
         from cogym_lab.teams.config import load_registered_team, load_team

@@ -53,6 +53,11 @@ class HostedSession:
     settlements: Settlements | None = None
     #: The notebook cell that asked for the session, if one did (its kernel, notebook, cell).
     created_in: CreatedIn | None = None
+    #: Which data the task reads (``"full"``, ``"sample"``; ``None``: no dataset), and, on the
+    #: sample, the paragraph that says so and how to get the full data, worded for where the
+    #: session was asked for (a notebook's ``%cogym data download``).
+    data: str | None = None
+    data_notice: str | None = None
 
     @property
     def session_id(self) -> str:
@@ -115,6 +120,8 @@ class HostedSession:
             "scores": self.result.scores if self.result else None,
             "score_reports": ([r.model_dump(mode="json") for r in self.result.score_reports]
                               if self.result else None),
+            "data": self.data,
+            "data_notice": self.data_notice,
         }
 
     def details(self) -> dict[str, Any]:

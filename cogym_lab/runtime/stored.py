@@ -25,7 +25,7 @@ RESULT_FIELDS = ("end_reason", "delivered", "outcome", "scores", "score_reports"
                  "events", "duration", "grading_note", "grading_error")
 #: The fields of ``session.json`` a stored session keeps in memory: what its summary shows.
 STORED_FIELDS = ("session_id", "task", "team", "protocol", "status", "end_reason", "error",
-                 "delivered", "scores", "score_reports")
+                 "delivered", "scores", "score_reports", "data")
 
 
 def summary_fields(run: dict[str, Any]) -> dict[str, Any]:
@@ -89,6 +89,8 @@ class StoredSession:
             "delivered": run.get("delivered"),
             "scores": run.get("scores"),
             "score_reports": run.get("score_reports"),
+            "data": run.get("data"),
+            "data_notice": None,  # said when the session started
         }
 
     def details(self) -> dict[str, Any]:

@@ -8,6 +8,7 @@ the same way, as a :class:`SessionBuildError` naming the spec field at fault.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -18,10 +19,10 @@ from cogym_lab.core import CoEnv
 from cogym_lab.core.messages import MemberKind
 from cogym_lab.core.protocol import get_protocol
 from cogym_lab.core.turns import refuse_clocked
-from cogym_lab.datasets import DatasetError, data_dir, reading_from
+from cogym_lab.datasets import DataSample, DatasetError, announce_once, data_dir, reading_from
 from cogym_lab.envs import make_env
 from cogym_lab.envs.registry import task_class
-from cogym_lab.envs.task_data import missing_data_message
+from cogym_lab.envs.task_data import DataSource, data_files, missing_data_message, sample_in_use
 from cogym_lab.errors import CogymError
 from cogym_lab.lm import LM, LMConfig, LMNotConfigured
 from cogym_lab.members import UnknownMemberType
@@ -65,7 +66,9 @@ def build_session(spec: SessionSpec, *, session_id: str | None = None,
 
     The returned session carries the spec it was built from, resolved (``session.spec``: the
     default team filled in), the LMs it uses (``session.lms``: members' by role, the task's
-    tools' as ``env.<slot>``) and the roles given a guide (``session.guided``).
+    tools' as ``env.<slot>``), the roles given a guide (``session.guided``) and which data its
+    task reads (``session.data_source``: ``"full"``; ``"sample"``, with the sample as
+    ``session.data_sample``; ``None`` for a task that reads no dataset).
     """
     env_class = _task(spec.task)
     protocol = _protocol(spec.protocol)
@@ -73,6 +76,7 @@ def build_session(spec: SessionSpec, *, session_id: str | None = None,
     kinds = _kinds(team)
     _check_lm_keys(spec, team)
     env = _env(spec, env_class, protocol, notebook, plans=team.plans)
+    data_source, sample = _data_source(spec, env)
     members, guided = _members(spec, team, kinds, env, remote=remote, guides=guides)
     tools = attach_tool_lms(env, tool_lm_config(team, spec.lm_arguments()))
     config = session_config(team, spec)
@@ -93,6 +97,7 @@ def build_session(spec: SessionSpec, *, session_id: str | None = None,
                       if isinstance(lm := getattr(member, "lm", None), LM)},
                    **{f"env.{slot}": lm for slot, lm in tools.items()}}
     session.guided = guided
+    session.data_source, session.data_sample = data_source, sample
     return session
 
 
@@ -210,6 +215,8 @@ def _env(spec: SessionSpec, env_class: type[CoEnv], protocol: str, notebook: Any
                                     "extension running in the notebook's Jupyter server.",
                                     "notebook", status=409)
         env_args["notebook"] = notebook
+    if spec.origin == "notebook":
+        _quiet_sample_notice(spec.task, folder)
     try:
         # The loaders a task's instance list uses look the data directory up themselves: they
         # must find the session's folder too, not the builder's default.
@@ -228,6 +235,29 @@ def _env(spec: SessionSpec, env_class: type[CoEnv], protocol: str, notebook: Any
     except (TypeError, ValueError) as error:
         raise SessionBuildError(f"Task {spec.task!r} cannot be made with these arguments: "
                                 f"{error}", "env_args") from None
+
+
+def _quiet_sample_notice(task: str, folder: str | None) -> None:
+    """A session from a notebook says in the notebook that it reads the task's sample (with
+    the notebook's own command, ``%cogym data download``): the notice its loader prints on
+    stderr is kept back, or a kernel hosting the session would show it too, in command-line
+    words."""
+    with contextlib.suppress(KeyError):
+        sample = sample_in_use(task, folder)
+        if sample is not None:
+            announce_once(sample, told_elsewhere=True)
+
+
+def _data_source(spec: SessionSpec, env: CoEnv) -> tuple[DataSource | None, DataSample | None]:
+    """Which data the session's task reads, decided here, in the process that builds it (its
+    data directory is the one that counts): the sample that comes with the package when
+    nobody chose a data directory and the default one lacks the task's files, else the full
+    data; nothing for a task (or a person's own task) that reads no dataset."""
+    if not getattr(env, "reads_dataset", False) or not data_files(spec.task):
+        return None, None
+    folder = getattr(env, "data_dir", None)  # the spec's, or the env args'
+    sample = sample_in_use(spec.task, folder if isinstance(folder, str | Path) else None)
+    return ("sample", sample) if sample is not None else ("full", None)
 
 
 def _members(spec: SessionSpec, team: TeamConfig, kinds: dict[str, MemberKind], env: CoEnv, *,

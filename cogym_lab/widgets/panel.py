@@ -73,6 +73,9 @@ class SessionPanel(TextFallback, anywidget.AnyWidget):
                      "confirmations and the chat (the chat beside the notebook).").tag(sync=True)
     yjs_module = Unicode("", help="Yjs as the source text of one ES module, for live editing of "
                                   "shared texts; empty: the editor is read-only.").tag(sync=True)
+    data_notice = Unicode("", help="That the task reads the small sample of its data that comes "
+                                   "with cogym_lab, and how to get the full data; empty: it "
+                                   "does not.").tag(sync=True)
 
     def __init__(self, **kwargs: Any) -> None:
         # A watcher edits nothing, and a chat-only view shows no shared text: neither is sent Yjs.
@@ -88,8 +91,12 @@ class SessionPanel(TextFallback, anywidget.AnyWidget):
 
     def describe(self, summary: Mapping[str, Any]) -> None:
         """Tell the panel what the session is (its summary: ``task``, ``status``,
-        ``end_reason``, ``results_dir``), for its output's words."""
+        ``end_reason``, ``results_dir``), for its output's words; and, when it reads the sample
+        of its task's data (``data_notice``), the notice the panel shows."""
         self.about = dict(summary)
+        notice = summary.get("data_notice")
+        if isinstance(notice, str) and notice != self.data_notice:
+            self.data_notice = notice
 
     def fallback(self) -> Fallback:
         """Which session this is, whether it was running or had ended when the output was

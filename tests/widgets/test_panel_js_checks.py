@@ -35,6 +35,7 @@ PANEL_VIEWS = [
     "PlanView",  # the interactive plan: proposals, steps, a step's output, the plan output
     "KitchenView",  # the real-time kitchen: the canvas, the keys, the macro buttons, the result
     "NotebookNoticeView",  # how the agent's cells reach the person's notebook, what was put back
+    "DataNoticeView",  # that the task reads the sample of its data that comes with cogym_lab
     "AgentStatusView",  # each agent's status, Pause/Resume, Finish
     "ConfirmationsView",  # pending confirmations with Accept/Reject
     "ChatView",  # the chat log, the outbox and the message box

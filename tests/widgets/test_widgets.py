@@ -705,6 +705,22 @@ async def test_markdown_preview_escapes_before_formatting(browser) -> None:
     assert errors == []
 
 
+async def test_the_data_notice_shows_only_when_the_session_reads_a_sample(browser) -> None:
+    """The ``data_notice`` trait (set by the kernel from the session's summary) shows in a box
+    of its own; without one the box stays hidden."""
+    notice = ("Using the travel_planning sample that comes with cogym_lab (a few queries); "
+              "numbers from it are not comparable with the papers'. For the full data, run "
+              "`%cogym data download travel_planning`.")
+    page, errors = await _open_page(browser, "http://panel.test",
+                                    {**LOCAL_STATE, "data_notice": notice})
+    box = page.locator(_by("data-notice"))
+    assert await box.is_visible() and await box.inner_text() == notice
+    assert await box.get_attribute("role") == "note"
+    plain, plain_errors = await _open_page(browser, "http://panel.test", LOCAL_STATE)
+    assert await plain.locator(_by("data-notice")).is_hidden()
+    assert errors == [] and plain_errors == []
+
+
 def test_the_server_transport_follows_a_real_session(run, jp_fetch, jp_http_port, server_panel,
                                                      tmp_path) -> None:
     """The panel in Chromium opens the seat's WebSocket on a real server, chats with the agent,

@@ -146,6 +146,10 @@ class RunSummary(BaseModel):
     task: str
     team: str
     protocol: str = LEGACY_PROTOCOL  # the scoring protocol; runs from before it had a name
+    #: Which data the task read: ``"full"``, or ``"sample"`` (the small sample that comes with
+    #: the package; not comparable with the papers' numbers). ``None``: the task reads no
+    #: dataset, or the run is from before this was recorded.
+    data: Literal["full", "sample"] | None = None
     team_config: dict[str, Any] = Field(default_factory=dict)
     instances: list[int] = Field(default_factory=list)
     trials: int = 1  # the most trials any instance has (sessions per instance)

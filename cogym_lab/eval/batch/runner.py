@@ -38,9 +38,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from cogym_lab.core.blocking import run_to_end
-from cogym_lab.core.protocol import DEFAULT_PROTOCOL, get_protocol
+from cogym_lab.core.protocol import DEFAULT_PROTOCOL, PAPER_PROTOCOL, get_protocol
 from cogym_lab.core.turns import NOTIFICATIONS, check_interaction
+from cogym_lab.datasets import announce_once, data_dir, download_command
 from cogym_lab.envs.registry import task_class
+from cogym_lab.envs.task_data import DataSource, data_files, sample_in_use
+from cogym_lab.errors import CogymError
 from cogym_lab.eval.batch.engines import RayOptions, Workers, check_engine
 from cogym_lab.eval.batch.engines.inprocess import InProcess
 from cogym_lab.eval.batch.instance_spec import InstanceSpec, parse_instances
@@ -80,7 +83,7 @@ from cogym_lab.teams import load_team
 from cogym_lab.teams.build import tool_lm_config
 from cogym_lab.teams.config import TeamConfig
 
-__all__ = ["RunSummary", "arun", "run"]
+__all__ = ["RunSummary", "SampleDataRefused", "arun", "run"]
 
 DEFAULT_TIMEOUT = 600.0  # seconds per session: a stuck session must not hold the batch forever
 PerRole = str | Mapping[str, str] | None
@@ -95,6 +98,8 @@ class _Batch:
     out: Path
     meter: CostMeter
     lms: dict[str, LMDescription]
+    #: Which data the task reads (``run.json``'s ``data``); None: it reads no dataset.
+    data: DataSource | None = None
 
     @property
     def spec(self) -> SessionSpec:
@@ -126,7 +131,7 @@ def run(task: str, team: str | Path | TeamConfig = "collaborative",
         limits: ProviderLimits | Mapping[str, Any] | None = None,
         engine: str = "inprocess", address: str | None = None,
         sessions_per_actor: int | None = None, actors_per_node: int | None = None,
-        storage: str | Path | None = None) -> RunSummary:
+        storage: str | Path | None = None, allow_sample: bool = False) -> RunSummary:
     """Run ``team`` on ``instances`` of ``task`` and write every session under ``out``.
 
     ``instances`` is a spec such as ``"0:102"`` or ``"0,3,5"``, a list, or ``None`` for all.
@@ -170,6 +175,13 @@ call may serve several teams); ``lm_arguments`` gives any other LM setting by ro
     themselves. Everything else (``run.json``, resuming, the bar and the cost) is the same;
     see :mod:`cogym_lab.eval.batch.engines.ray_engine` for what a lost worker costs.
 
+    When nobody chose a data directory (no ``env_args["data_dir"]``, no ``COGYM_DATA``) and the
+    default one lacks the task's files, the sessions read the small sample of the task's data
+    that comes with the package. Numbers from it are not comparable with the papers', so under
+    the ``cogym`` protocol (the paper's) the run refuses to start
+    (:class:`SampleDataRefused`, saying how to get the full data) unless ``allow_sample``; a
+    run on the sample says ``"data": "sample"`` in ``run.json``, and its report says so.
+
     Works inside a running event loop too (a notebook): the batch then runs on a thread of its
     own. Use :func:`arun` from async code.
     """
@@ -180,7 +192,7 @@ call may serve several teams); ``lm_arguments`` gives any other LM setting by ro
                      protocol=protocol, progress=progress, trials=trials, rerun=rerun,
                      interaction=interaction, limits=limits, engine=engine, address=address,
                      sessions_per_actor=sessions_per_actor, actors_per_node=actors_per_node,
-                     storage=storage)
+                     storage=storage, allow_sample=allow_sample)
     return run_to_end(coroutine)
 
 
@@ -200,7 +212,7 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
                limits: ProviderLimits | Mapping[str, Any] | None = None,
                engine: str = "inprocess", address: str | None = None,
                sessions_per_actor: int | None = None, actors_per_node: int | None = None,
-               storage: str | Path | None = None) -> RunSummary:
+               storage: str | Path | None = None, allow_sample: bool = False) -> RunSummary:
     """:func:`run` for async code."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
@@ -218,6 +230,8 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
                          "panel; a batch runs agents and simulated users only")
     team_config.check_plays(task)
     protocol = get_protocol(protocol).name
+    # Before the instances are counted: counting loads the dataset (or its sample).
+    data = _data_of_run(task, env_args or {}, protocol, allow_sample)
     numbers = parse_instances(instances, _instance_count(task, protocol))
     session_limits = {"idle_seconds": idle_seconds, "timeout": timeout,
                       "agent_step_limit": agent_step_limit, "interaction": chosen,
@@ -234,7 +248,7 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
     provider_limits = batch_limits(_limit_tables(spec, team_config), limits)
     plan = BatchPlan(spec=spec, team=team_config, run_name=out.name, prices=all_prices,
                      fixed_seeds=_fixed_seeds(spec, team_config, lms))
-    batch = _Batch(plan=plan, out=out, meter=CostMeter(all_prices), lms=lms)
+    batch = _Batch(plan=plan, out=out, meter=CostMeter(all_prices), lms=lms, data=data)
     keys = sorted({*((n, t) for n in numbers for t in range(trials)), *redo})
     if ray_options is not None:
         ray_options = dataclasses.replace(ray_options, limits=provider_limits)
@@ -340,6 +354,38 @@ def _ray_options(engine: str, address: str | None, sessions_per_actor: int | Non
 
 
 # -- set-up ---------------------------------------------------------------------------------------
+
+class SampleDataRefused(CogymError, ValueError):
+    """A run under the paper's protocol would read the sample of the task's data that comes
+    with the package, whose numbers are not comparable with the papers'."""
+
+
+def _data_of_run(task: str, env_args: Mapping[str, Any], protocol: str,
+                 allow_sample: bool) -> DataSource | None:
+    """Which data the run's sessions will read (decided here, as each session's build decides
+    it); raises :class:`SampleDataRefused` for the sample under the paper's protocol unless
+    ``allow_sample``. On the sample, its notice goes to stderr once."""
+    try:
+        if not data_files(task):
+            return None
+    except KeyError:  # an unknown task: counting its instances says so
+        return None
+    folder = env_args.get("data_dir")
+    sample = sample_in_use(task, folder if isinstance(folder, str | Path) else None)
+    if sample is None:
+        return "full"
+    if protocol == PAPER_PROTOCOL and not allow_sample:
+        raise SampleDataRefused(
+            f"The {task} data is not in {data_dir(None)}, so this run would read the small "
+            f"sample that comes with cogym_lab ({sample.summary}). The {PAPER_PROTOCOL} "
+            "protocol follows the Co-Gym paper, and numbers from a sample are not comparable "
+            f"with the papers', so the run does not start. Run `{download_command(task)}` for "
+            f"the full data (`{download_command(task, where='notebook')}` in a notebook), or "
+            "pass --allow-sample (allow_sample=True in Python) to run on the sample anyway: "
+            "run.json and the report then mark the run as sample data.")
+    announce_once(sample)
+    return "sample"
+
 
 def _instance_count(task: str, protocol: str) -> int:
     factory = task_class(task)
@@ -475,6 +521,9 @@ def _start_summary(batch: _Batch, keys: list[SessionKey], concurrency: int,
     if earlier is not None and earlier_interaction != interaction:  # never resume into a mix
         raise ValueError(f"{batch.out} holds a run with interaction {earlier_interaction!r}, "
                          f"not {interaction!r}; give another output folder")
+    if earlier is not None and earlier.data and batch.data and earlier.data != batch.data:
+        raise ValueError(f"{batch.out} holds a run on the {earlier.data} data, and this one "
+                         f"would read the {batch.data} data; give another output folder")
     requested, redo = set(keys), set(redo)
     sessions = {s.key: s for s in (earlier.sessions if earlier else [])
                 if s.key not in requested}
@@ -495,7 +544,7 @@ def _start_summary(batch: _Batch, keys: list[SessionKey], concurrency: int,
         sessions[number, trial] = entry
     now = time.time()
     summary = RunSummary(
-        task=batch.task, team=batch.team.name, protocol=protocol,
+        task=batch.task, team=batch.team.name, protocol=protocol, data=batch.data,
         team_config=batch.team.model_dump(mode="json"),
         instances=sorted({number for number, _ in sessions}), concurrency=concurrency,
         env_args=batch.spec.env_args,

@@ -159,12 +159,18 @@ class EvalReport:
         return "\n".join(parts).rstrip() + "\n"
 
     def checks(self) -> list[str]:
-        """One line each: the scoring protocol(s) followed, and the leakage check."""
+        """One line each: the scoring protocol(s) followed, sessions on the sample of a task's
+        data (when there are any), and the leakage check."""
         sessions = self.tables["sessions"]
         protocols = sorted(set(sessions["protocol"].dropna())) if "protocol" in sessions else []
         lines = [f"Scoring protocol: {', '.join(protocols) or 'unknown'}"
                  + (" (mixed: compare systems only within one protocol)"
                     if len(protocols) > 1 else "")]
+        on_sample = int((sessions["data"] == "sample").sum()) if "data" in sessions else 0
+        if on_sample:
+            lines.append(f"Sample data: not comparable with the papers' numbers ({on_sample} of "
+                         f"{len(sessions)} sessions read the small sample of their task's data "
+                         "that comes with cogym_lab)")
         if "leaks" in sessions:
             checked = sessions[sessions["leaks"].notna()]
             leaked = checked[checked["leaks"] > 0]
@@ -252,6 +258,7 @@ def _summary_row(system: tuple[str, str, str], rows: pd.DataFrame,
     perf, perf_se = mean_and_se(delivered_performance(records))
     row: dict[str, Any] = dict(zip(SYSTEM, system, strict=True))
     row |= {"protocol": ",".join(sorted(set(rows["protocol"]))),
+            "data": ",".join(sorted(set(rows["data"].dropna()))),
             "interaction": ",".join(sorted(set(rows["interaction"]))),
             "leaked_sessions": int((rows["leaks"] > 0).sum()),
             "sessions": n, "failed": int((rows["error"].notna()).sum()),

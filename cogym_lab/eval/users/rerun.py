@@ -71,7 +71,9 @@ def run_arguments(run: RunSummary) -> dict[str, Any]:
     return {"task": run.task, "team": TeamConfig.model_validate(run.team_config),
             "env_args": dict(run.env_args), "protocol": run.protocol,
             "concurrency": run.concurrency, "models": models or None,
-            "base_urls": base_urls or None, "session": limits}
+            "base_urls": base_urls or None, "session": limits,
+            # a run its owner allowed onto the sample of the task's data goes on there
+            "allow_sample": run.data == "sample"}
 
 
 def rerun(plan: RerunPlan, *, progress: bool | TextIO = False) -> list[RunSummary]:

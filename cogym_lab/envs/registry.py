@@ -11,6 +11,7 @@ from cogym_lab.core import CoEnv
 from cogym_lab.core.plan_env import with_plans
 from cogym_lab.core.plugins import installed_entry_points
 from cogym_lab.core.protocol import get_protocol
+from cogym_lab.datasets import reading_from
 
 EnvFactory = Callable[..., CoEnv]
 
@@ -56,7 +57,10 @@ def make_env(name: str, instance: int | None = None, *, protocol: str | None = N
         if not callable(numbered):
             raise TypeError(f"Task {name!r} has no numbered instances: its factory has no "
                             f"instances()")
-        instances = numbered(protocol)
+        # the instances of the data directory the env will read (``instances()`` looks it up
+        # itself), not of the default one: they differ in number when a sample stands in there
+        with reading_from(env_args.get("data_dir")):
+            instances = numbered(protocol)
         if not 0 <= instance < len(instances):
             raise IndexError(f"Task {name!r} has instances 0 to {len(instances) - 1}; "
                              f"there is no instance {instance}.")

@@ -81,13 +81,19 @@ def scripted_lm() -> Iterator[ScriptedOpenAIServer]:
 
 
 @pytest.fixture(scope="module")
-def plain_server(tmp_path_factory, datasets_dir) -> Iterator[JupyterServerProcess]:
+def empty_data_dir(tmp_path_factory) -> Path:
+    """A data folder with nothing in it."""
+    return tmp_path_factory.mktemp("empty-data")
+
+
+@pytest.fixture(scope="module")
+def plain_server(tmp_path_factory, datasets_dir, empty_data_dir) -> Iterator[JupyterServerProcess]:
     """A server with no LM and no data of its own; its administrator allows the shared
-    datasets folder as a data folder requests may name."""
+    datasets folder and an empty one as data folders requests may name."""
     base = tmp_path_factory.mktemp("plain")
     (base / "notebooks").mkdir()
     server = JupyterServerProcess(base / "notebooks", bare_env(base / "cache"),
-                                  cogym={"data_dirs": [str(datasets_dir)]})
+                                  cogym={"data_dirs": [str(datasets_dir), str(empty_data_dir)]})
     with server:
         yield server
 
@@ -214,8 +220,17 @@ def test_the_kernel_environment_is_sent_unless_config_says_otherwise(plain_serve
 
 
 def test_the_data_folder_is_set_from_the_notebook_and_checked(plain_server, kernel,
-                                                              datasets_dir, tmp_path):
-    # The server has no data: the message says what works from a notebook.
+                                                              datasets_dir, empty_data_dir,
+                                                              tmp_path):
+    # The server has no data: the sample that comes with the package stands in.
+    started = kernel.run("%cogym new travel_planning --instance 0 --idle-seconds 30").stdout
+    assert "started in the Jupyter server" in started, started
+    session = session_of(plain_server, kernel)
+    assert stored_spec(session).get("data_dir") is None
+    end(plain_server, session)
+
+    # A chosen folder without the data: the message says what works from a notebook.
+    kernel.run(f"%cogym config data_dir={empty_data_dir}")
     missing = kernel.run("%cogym new travel_planning --instance 0 --idle-seconds 30").stdout
     assert "travel_planning task needs data" in missing, missing
     assert "%cogym data download travel_planning" in missing and "(HTTP" not in missing

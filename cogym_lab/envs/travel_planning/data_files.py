@@ -1,10 +1,13 @@
-"""The files the Travel Planning task reads from the data directory, and where each comes from."""
+"""The files the Travel Planning task reads from the data directory, where each comes from, and
+the small sample of them that ships inside the package."""
 
 from __future__ import annotations
 
-from cogym_lab.datasets import DataItem
+from pathlib import Path
 
-__all__ = ["DATA_FILES"]
+from cogym_lab.datasets import DataItem, DataSample
+
+__all__ = ["DATA_FILES", "SAMPLE"]
 
 _TASK = "travel_planning"
 
@@ -57,3 +60,8 @@ DATA_FILES: tuple[DataItem, ...] = (
                    "f9eff8c9e3056c726c4bc46b8183a51efdf63760755b0183fa36f1c9f14b6e83", 1197800,
                    train=True),
 )
+
+#: Read when nobody chose a data directory and the default one lacks the files above; rebuilt by
+#: ``scripts/samples/build_travel_planning_sample.py`` (its ``SAMPLE.md`` says what was taken).
+SAMPLE = DataSample(_TASK, Path(__file__).parent / "sample",
+                    "12 of the 102 validation queries, with the database rows of their cities")

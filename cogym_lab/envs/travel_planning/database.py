@@ -1,6 +1,7 @@
 """The TravelPlanner sandbox database, loaded into memory for look-ups.
 
-Sources (all under ``<data dir>/travel_planning/``, see :mod:`cogym_lab.datasets`):
+Sources (all under ``<data dir>/travel_planning/``, see :mod:`cogym_lab.datasets`, or the same
+paths in the bundled sample, :data:`~cogym_lab.envs.travel_planning.data_files.SAMPLE`):
 
 * ``database/accommodations/clean_accommodations_2022.csv``, ``database/restaurants/
   clean_restaurant_2022.csv``, ``database/attractions/attractions.csv``: one record a row.
@@ -49,7 +50,7 @@ from cogym_lab.envs.travel_planning.accommodation_table import (
     AccommodationTable,
     read_accommodations,
 )
-from cogym_lab.envs.travel_planning.data_files import DATA_FILES
+from cogym_lab.envs.travel_planning.data_files import DATA_FILES, SAMPLE
 from cogym_lab.envs.travel_planning.records import (
     Accommodation,
     Attraction,
@@ -141,13 +142,17 @@ def parse_fixed_width(text: str, columns: Sequence[str]) -> list[dict[str, str]]
 
 
 def travel_dir(data_dir: str | Path | None = None) -> Path:
-    """The ``travel_planning`` folder of the data directory, after checking every file the task
-    needs is there (:class:`cogym_lab.datasets.DataMissing` otherwise). ``data_dir`` may also
-    be that folder itself."""
+    """The folder the task reads: the ``travel_planning`` folder of the data directory, after
+    checking every file the task needs is there (:class:`cogym_lab.datasets.DataMissing`
+    otherwise), or the bundled sample when nobody chose a data directory and the default one
+    lacks the files (see :func:`cogym_lab.datasets.task_folder`). ``data_dir`` may also be
+    such a folder itself (a database's ``source``)."""
     root = datasets.data_dir(data_dir)
+    if datasets.is_sample(root):
+        return root
     if root.name == "travel_planning" and (root / VALIDATION_CSV).is_file():
-        root = root.parent
-    return datasets.require(DATA_FILES, root)
+        return datasets.require(DATA_FILES, root.parent)
+    return datasets.task_folder(DATA_FILES, SAMPLE, data_dir)
 
 
 def _int(text: Any, default: int) -> int:
@@ -314,8 +319,9 @@ class TravelDatabase:
     @classmethod
     def load(cls, data_dir: str | Path | None = None,
              accommodations: AccommodationTable = "official") -> TravelDatabase:
-        """The database of the data directory (see :func:`cogym_lab.datasets.data_dir`) with the
-        ``accommodations`` table, loaded once per resolved path and table and cached. Raises
+        """The database of the data directory (see :func:`cogym_lab.datasets.data_dir`), or of
+        the bundled sample (see :func:`travel_dir`), with the ``accommodations`` table, loaded
+        once per resolved folder and table and cached. Raises
         :class:`cogym_lab.datasets.DataMissing` when files are missing."""
         folder = travel_dir(data_dir).resolve()
         with cls._cache_lock:

@@ -27,9 +27,9 @@ from cogym_lab.core.env import ScoreReport, SessionScores
 from cogym_lab.core.hidden_facts import HiddenFacts, HiddenQuantity
 from cogym_lab.core.plans import below
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
-from cogym_lab.datasets import DataItem
+from cogym_lab.datasets import DataItem, DataSample
 from cogym_lab.envs.dataset_env import DatasetEnv
-from cogym_lab.envs.travel_planning.data_files import DATA_FILES
+from cogym_lab.envs.travel_planning.data_files import DATA_FILES, SAMPLE
 from cogym_lab.envs.travel_planning.database import TravelDatabase
 from cogym_lab.envs.travel_planning.grader import (
     Grade,
@@ -79,6 +79,7 @@ class TravelPlanningEnv(DatasetEnv):
         "Search for what the step needs (flights, places to stay, restaurants, attractions, "
         "distances), then fill in the days it covers in the plan.")
     data_files: ClassVar[tuple[DataItem, ...]] = DATA_FILES
+    data_sample: ClassVar[DataSample | None] = SAMPLE
 
     @classmethod
     def load_dataset(cls, data_dir: str | None,

@@ -1,6 +1,7 @@
 """The 102 travel-planning queries (TravelPlanner validation, medium and hard, with the hidden
 preferences of the Collaborative Gym release), read from
-``<data dir>/travel_planning/validation_with_hidden_profile.csv``."""
+``<data dir>/travel_planning/validation_with_hidden_profile.csv``; the first 12 of them when the
+bundled sample stands in (see :func:`~cogym_lab.envs.travel_planning.database.travel_dir`)."""
 
 from __future__ import annotations
 
@@ -59,9 +60,9 @@ def parse_instance(index: int, row: dict[str, str]) -> TravelInstance:
 
 
 def load_instances(data_dir: str | Path | None = None) -> list[TravelInstance]:
-    """All queries, in file order (``index`` = row number from 0). Cached per folder; the list
-    returned is a copy. Raises :class:`cogym_lab.datasets.DataMissing` when files are
-    missing."""
+    """All queries, in file order (``index`` = row number from 0). Cached per folder (the sample
+    and the full data apart); the list returned is a copy. Raises
+    :class:`cogym_lab.datasets.DataMissing` when files are missing."""
     folder = travel_dir(data_dir).resolve()
     with _lock:
         instances = _cache.get(folder)

@@ -133,9 +133,10 @@ def _print_reports(root: Path, tasks: list[str]) -> None:
             click.echo("\n" + "\n".join(lines))
 
 
-def _prepare(root: Path, tasks: list[str]) -> None:
-    """Build each task's first-use work ahead of time (tasks with missing data are skipped:
-    they could not build it), with its progress on stderr: minutes are never silent."""
+def _prepare(root: Path | None, tasks: list[str]) -> None:
+    """Build each task's first-use work ahead of time, with its progress on stderr: minutes are
+    never silent. ``root`` None: for what the tasks read when nobody chose a data directory
+    (their bundled samples)."""
     for task in tasks:
         for line in task_data.prepare_data(task, root, progress=True):
             click.echo(line)
@@ -279,8 +280,13 @@ def _report(data_dir: Path | None, tasks: tuple[str, ...], do_download: bool,
 
     missing = [s for s in states if not s.present]
     if do_prepare:
-        _prepare(root, [t for t in chosen if not any(
-            s.item.task == t and not s.present for s in states)])
+        # A task with missing data is skipped (it could not build anything), unless its
+        # sessions would read its bundled sample instead: then that is prepared.
+        complete = [t for t in chosen if not any(s.item.task == t and not s.present
+                                                 for s in states)]
+        _prepare(root, complete)
+        _prepare(None, [t for t in chosen if t not in complete and datasets.uses_sample(
+            task_data.data_files(t), task_data.data_sample(t), data_dir)])
     if missing:
         click.echo(f"\n{len(missing)} of {len(states)} item(s) missing.")
     # Last: each ends with the command that retries the download.

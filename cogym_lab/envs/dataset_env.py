@@ -61,11 +61,12 @@ class DatasetEnv(CoEnv):
         return []
 
     @classmethod
-    def prepare_data(cls, data_dir: Path, *, progress: bool = False) -> list[str]:
+    def prepare_data(cls, data_dir: Path | None, *, progress: bool = False) -> list[str]:
         """Build ahead of time what the task's sessions would otherwise build on first use (a
-        search index), so no session waits for it (``cogym-lab data --prepare``). Returns
-        lines saying what was done; ``progress`` allows progress bars on stderr. Nothing by
-        default."""
+        search index), so no session waits for it (``cogym-lab data --prepare``). ``data_dir``
+        None means nobody chose one: the task prepares what its sessions would read then, its
+        :attr:`data_sample` perhaps. Returns lines saying what was done; ``progress`` allows
+        progress bars on stderr. Nothing by default."""
         return []
 
     @classmethod

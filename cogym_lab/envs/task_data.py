@@ -82,9 +82,10 @@ def data_report(task: str, data_dir: Path, *, progress: bool = False) -> list[st
     return list(report(data_dir, progress=progress)) if report is not None else []
 
 
-def prepare_data(task: str, data_dir: Path, *, progress: bool = False) -> list[str]:
+def prepare_data(task: str, data_dir: Path | None, *, progress: bool = False) -> list[str]:
     """Build what the task's sessions would build on first use (its ``prepare_data``), and
-    say what was done. Empty when the task prepares nothing."""
+    say what was done (``data_dir`` None: for the data they would read when nobody chose a
+    folder, the task's bundled sample perhaps). Empty when the task prepares nothing."""
     prepare = getattr(_task(task), "prepare_data", None)
     return list(prepare(data_dir, progress=progress)) if prepare is not None else []
 

@@ -1,7 +1,7 @@
 """Reading the Related Work corpus: its files, in order, with the supersede rule.
 
-The corpus is two files in ``<data dir>/related_work/`` (see :mod:`cogym_lab.datasets`), read in
-this order (:data:`CORPUS_FILES`):
+The corpus is two files in ``<data dir>/related_work/`` (see :mod:`cogym_lab.datasets`; the
+bundled sample has the same two, smaller), read in this order (:data:`CORPUS_FILES`):
 
 1. ``papers.jsonl.gz``: the first release of the corpus;
 2. ``papers-2020-2024-supplement.jsonl.gz``: records that add to it and correct it.
@@ -44,8 +44,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from cogym_lab.core.progress import ProgressMeter, counting
-from cogym_lab.datasets import require
-from cogym_lab.envs.related_work.data_files import DATA_FILES
+from cogym_lab.envs.related_work.data_files import task_dir
 from cogym_lab.envs.related_work.papers import Paper, normalize_categories
 
 __all__ = [
@@ -66,9 +65,11 @@ T = TypeVar("T")
 
 
 def corpus_files(data_dir: str | Path | None = None) -> tuple[Path, ...]:
-    """The corpus files of the data directory, in reading order. Raises
+    """The corpus files of the data directory, in reading order: the bundled sample's when
+    nobody chose a data directory and the default one lacks the data
+    (:func:`~cogym_lab.envs.related_work.data_files.task_dir`). Raises
     :class:`cogym_lab.datasets.DataMissing` (saying how to get them) when any is missing."""
-    folder = require(DATA_FILES, data_dir)
+    folder = task_dir(data_dir)
     return tuple(folder / name for name in CORPUS_FILES)
 
 

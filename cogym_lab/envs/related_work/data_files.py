@@ -1,10 +1,14 @@
-"""The files the Related Work task reads from the data directory, and where each comes from."""
+"""The files the Related Work task reads from the data directory, where each comes from, the
+sample of them that ships inside the package, and which folder the task reads them from."""
 
 from __future__ import annotations
 
-from cogym_lab.datasets import DataItem
+from collections.abc import Sequence
+from pathlib import Path
 
-__all__ = ["BUILD_COMMAND", "DATA_FILES"]
+from cogym_lab.datasets import DataItem, DataSample, task_folder, uses_sample
+
+__all__ = ["BUILD_COMMAND", "DATA_FILES", "SAMPLE", "data_file", "task_dir"]
 
 _TASK = "related_work"
 
@@ -41,3 +45,23 @@ DATA_FILES: tuple[DataItem, ...] = (
 def data_file(name: str) -> DataItem:
     """The declared item whose file is called ``name`` (``rubric.txt``, say)."""
     return next(item for item in DATA_FILES if item.name.rsplit("/", 1)[-1] == name)
+
+
+#: The bundled sample: the same four files for the first tasks of ``test.json``, with the papers
+#: their searches find (``scripts/samples/build_related_work_sample.py`` makes it).
+SAMPLE = DataSample("related_work", Path(__file__).parent / "sample",
+                    "8 of the 100 tasks, 3,154 papers chosen for them")
+
+
+def task_dir(data_dir: str | Path | None = None,
+             needs: Sequence[DataItem] = DATA_FILES) -> Path:
+    """The folder the task reads its files from: the bundled :data:`SAMPLE` when nobody chose a
+    data directory and the default one lacks any of the task's files, else
+    ``<data dir>/related_work/``, which must hold ``needs`` (else
+    :class:`~cogym_lab.datasets.DataMissing`, saying how to get them).
+
+    The choice looks at all the task's files whatever one reader ``needs``, so the tasks, the
+    rubric and the corpus always come from the same place."""
+    if uses_sample(DATA_FILES, SAMPLE, data_dir):
+        return task_folder(DATA_FILES, SAMPLE, data_dir)
+    return task_folder(needs, None, data_dir)

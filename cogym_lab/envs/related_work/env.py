@@ -40,9 +40,10 @@ from cogym_lab.core.grammar import format_action
 from cogym_lab.core.plans import below
 from cogym_lab.core.progress import ProgressListener, ProgressMeter
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
-from cogym_lab.datasets import DataItem, format_size
+from cogym_lab.datasets import DataItem, DataSample, format_size, is_sample
 from cogym_lab.envs.dataset_env import DatasetEnv
-from cogym_lab.envs.related_work.data_files import DATA_FILES
+from cogym_lab.envs.related_work.corpus import corpus_files
+from cogym_lab.envs.related_work.data_files import DATA_FILES, SAMPLE
 from cogym_lab.envs.related_work.data_report import corpus_report
 from cogym_lab.envs.related_work.drafting import draft_from_library, unresolved_citations
 from cogym_lab.envs.related_work.grader import (
@@ -61,7 +62,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class RelatedWorkEnv(DatasetEnv):
-    """One of the 100 related-work tasks (``instance`` = 0..99).
+    """One of the 100 related-work tasks (``instance`` = 0..99; 0..7 when the bundled sample
+    stands in for missing data, see :data:`~.data_files.SAMPLE`).
 
     ``search`` defaults to the BM25 index over the whole corpus (built once, cached on disk).
     ``drafting_lm`` and ``judge_lm`` default to the LM configured in the environment
@@ -85,6 +87,7 @@ class RelatedWorkEnv(DatasetEnv):
         "(LIBRARY_ADD_PAPER), note why they matter, and draft with LIBRARY_TO_DRAFT; complete "
         "the step with the papers as items.")
     data_files: ClassVar[tuple[DataItem, ...]] = DATA_FILES
+    data_sample: ClassVar[DataSample | None] = SAMPLE
     data_commands = ("cogym_lab.envs.related_work.build_corpus_command:build_corpus_command",)
 
     @classmethod
@@ -94,7 +97,8 @@ class RelatedWorkEnv(DatasetEnv):
     @classmethod
     def prepared_index_folder(cls, data_dir: Path | None = None) -> Path:
         """Where ``cogym-lab data --prepare`` keeps the index: the whole corpus in the default
-        cache, the one every session without ``index_limit``/``index_cache`` opens."""
+        cache, the one every session without ``index_limit``/``index_cache`` opens (the bundled
+        sample's corpus when ``data_dir`` is None and the sample stands in)."""
         return BM25PaperIndex.folder_for(data_dir)
 
     def index_folder(self) -> Path:
@@ -103,15 +107,18 @@ class RelatedWorkEnv(DatasetEnv):
                                          limit=self.index_limit)
 
     @classmethod
-    def prepare_data(cls, data_dir: Path, *, progress: bool = False) -> list[str]:
+    def prepare_data(cls, data_dir: Path | None, *, progress: bool = False) -> list[str]:
         """Build the whole corpus's search index in the default cache (once per corpus
         version, :meth:`prepared_index_folder`), which sessions then open in well under a
-        second."""
+        second. ``data_dir`` None: the one sessions would read, perhaps the bundled sample's
+        (seconds)."""
         started = time.monotonic()
-        index = BM25PaperIndex.load_or_build(data_dir, progress=progress)
+        files = corpus_files(data_dir)
+        index = BM25PaperIndex.from_corpus(files, progress=progress)
         done = "built" if index.built else "already built"
         store = index.store.disk_size()
-        return [f"related_work: paper search index over {len(index):,} papers {done} "
+        which = " (the bundled sample's)" if is_sample(files[0].parent) else ""
+        return [f"related_work: paper search index over {len(index):,} papers{which} {done} "
                 f"({time.monotonic() - started:.1f} s), in {index.folder}",
                 f"  on disk: {format_size(index.disk_size())} (the papers' text "
                 f"{format_size(store)}, the BM25 weights and title lookups "

@@ -35,9 +35,8 @@ from typing import Any
 from cogym_lab.core.env import ScoreReport
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL, get_protocol
 from cogym_lab.datasets import DataMissing
-from cogym_lab.envs.related_work.data_files import data_file
+from cogym_lab.envs.related_work.data_files import data_file, task_dir
 from cogym_lab.envs.related_work.drafting import citations_in
-from cogym_lab.envs.related_work.instances import related_work_dir
 from cogym_lab.errors import CogymError
 from cogym_lab.lm import LM
 from cogym_lab.prompts import render
@@ -55,14 +54,13 @@ MIN_SCORE, MAX_SCORE = 1, 5
 # --- the rubric ------------------------------------------------------------------------------
 
 def load_rubric(data_dir: str | Path | None = None) -> str:
-    """The text of ``<data dir>/related_work/rubric.txt``; DataMissing when it is not there."""
-    path = related_work_dir(data_dir) / RUBRIC_FILE
-    if not path.is_file():
-        item = data_file(RUBRIC_FILE)
-        raise DataMissing(f"The related_work rubric is missing: {path} ({item.how_to_get()}). "
-                          "Choose another data directory with --data-dir or the COGYM_DATA "
-                          "environment variable, or pass the rubric text to grade_section.")
-    return path.read_text(encoding="utf-8")
+    """The text of ``rubric.txt`` in :func:`~.data_files.task_dir` (the data directory's
+    ``related_work/``, or the bundled sample); DataMissing when it is not there."""
+    try:
+        folder = task_dir(data_dir, (data_file(RUBRIC_FILE),))
+    except DataMissing as error:
+        raise DataMissing(f"{error} Or pass the rubric text to grade_section.") from None
+    return (folder / RUBRIC_FILE).read_text(encoding="utf-8")
 
 
 _SECTION_SLOTS = ("{related_works}", "{related_work}", "{section}")

@@ -39,9 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cogym_lab.datasets import DataMissing
 from cogym_lab.datasets import data_dir as resolve_data_dir
-from cogym_lab.envs.related_work.data_files import data_file
+from cogym_lab.envs.related_work.data_files import data_file, task_dir
 from cogym_lab.envs.related_work.titles import normalize_title
 
 __all__ = ["HIDDEN_STRING_MIN_WORDS", "REQUIREMENT_CODES", "TASKS_FILE", "UNFINDABLE_NOTE",
@@ -247,28 +246,21 @@ def parse_task(index: int, record: dict[str, Any]) -> RelatedWorkTask:
 # --- loading ---------------------------------------------------------------------------------
 
 def related_work_dir(data_dir: str | Path | None = None) -> Path:
-    """``<data dir>/related_work`` (see :func:`cogym_lab.datasets.data_dir`); need not exist."""
+    """``<data dir>/related_work`` (see :func:`cogym_lab.datasets.data_dir`); need not exist.
+    The folder the task actually reads is :func:`~.data_files.task_dir` (it may be the sample)."""
     return resolve_data_dir(data_dir) / "related_work"
 
 
-def _missing(path: Path) -> DataMissing:
-    item = data_file(path.name)
-    return DataMissing(f"The related_work data is incomplete: {path} is missing "
-                       f"({item.how_to_get()}). Choose another data directory with --data-dir "
-                       "or the COGYM_DATA environment variable.")
-
-
 def load_tasks(data_dir: str | Path | None = None) -> list[RelatedWorkTask]:
-    """All tasks, in file order. Cached per folder; the list returned is a copy. Only
-    ``test.json`` is needed (not the paper corpus). Raises
-    :class:`cogym_lab.datasets.DataMissing` when it is missing."""
-    folder = related_work_dir(data_dir).resolve()
+    """All tasks, in file order, from :func:`~.data_files.task_dir` (the bundled sample's
+    first tasks when nobody chose a data directory and the default one lacks the data). Cached
+    per folder; the list returned is a copy. Only ``test.json`` is needed (not the paper
+    corpus). Raises :class:`cogym_lab.datasets.DataMissing` when it is missing."""
+    folder = task_dir(data_dir, (data_file(TASKS_FILE),)).resolve()
     with _lock:
         tasks = _cache.get(folder)
         if tasks is None:
             path = folder / TASKS_FILE
-            if not path.is_file():
-                raise _missing(path)
             records = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(records, list):
                 raise ValueError(f"{path}: expected a JSON list of tasks, found "

@@ -11,7 +11,8 @@ The cache folder is ``<cache>/related_work/index-<fingerprint>/`` where ``<cache
 ``~/.cache/cogym_lab``) and the fingerprint
 (:func:`~cogym_lab.envs.related_work.corpus.corpus_fingerprint`) covers the name, size and
 modification time of *every* corpus file (plus ``-first<N>`` when only the first N papers are
-used): changing either file gives a new folder, so the store and the index are rebuilt.
+used): changing either file gives a new folder, so the store and the index are rebuilt. The
+bundled sample's corpus gets ``index-sample-<fingerprint>/``, built in seconds.
 :mod:`cogym_lab.envs.related_work.search` keeps its BM25 index in the same folder.
 """
 
@@ -30,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from cogym_lab.core.progress import ProgressMeter
-from cogym_lab.datasets import cache_root
+from cogym_lab.datasets import cache_root, is_sample
 from cogym_lab.envs.related_work.corpus import (
     CorpusFiles,
     as_files,
@@ -52,9 +53,12 @@ def default_cache_dir() -> Path:
 
 def cache_folder(files: CorpusFiles, cache_dir: str | Path | None = None,
                  limit: int | None = None) -> Path:
-    """``<cache>/related_work/index-<fingerprint>/`` for these corpus files (in reading order)."""
+    """``<cache>/related_work/index-<fingerprint>/`` for these corpus files (in reading order);
+    ``index-sample-<fingerprint>/`` for the bundled sample's, so the two are told apart at a
+    glance (the fingerprints differ anyway: the files do)."""
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    return root.resolve() / "related_work" / f"index-{corpus_fingerprint(files, limit)}"
+    kind = "index-sample" if is_sample(as_files(files)[0].parent) else "index"
+    return root.resolve() / "related_work" / f"{kind}-{corpus_fingerprint(files, limit)}"
 
 
 def say(progress: bool | ProgressMeter, text: str) -> None:

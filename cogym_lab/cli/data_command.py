@@ -99,7 +99,8 @@ def _print_samples(data_dir: Path | None, tasks: list[str],
                        f"comes with cogym_lab ({sample.summary}). Numbers from it are not "
                        "comparable with the papers' (`cogym-lab eval run` refuses it under the "
                        "cogym protocol without --allow-sample). For the full data, run "
-                       f"`{datasets.download_command(task)}`.")
+                       + " and ".join(f"`{command}`" for command in sample.full_data_commands())
+                       + ".")
         else:
             click.echo(f"\n{task}: a small sample of its data comes with cogym_lab, but "
                        "sessions read it only when no data directory is chosen (no --data-dir, "

@@ -13,8 +13,8 @@ from cogym_lab.datasets.items import DataItem, DataMissing, ItemStatus
 from cogym_lab.datasets.location import CHOOSE_ANOTHER_DIR, _cache_dir
 from cogym_lab.datasets.location import data_dir as _resolve_dir
 
-__all__ = ["ASKED_FROM_ENV_VAR", "asked_from", "disk_size", "download_command", "list_command",
-           "missing_message", "require", "status", "task_of"]
+__all__ = ["ASKED_FROM_ENV_VAR", "as_typed", "asked_from", "disk_size", "download_command",
+           "list_command", "missing_message", "require", "status", "task_of"]
 
 
 #: Set to ``notebook`` by ``%cogym data`` for the ``cogym-lab data`` process it starts, so the
@@ -90,7 +90,7 @@ def _sources(missing: Sequence[ItemStatus]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
-def _as_typed(command: str, where: str) -> str:
+def as_typed(command: str, where: str) -> str:
     """A ``cogym-lab data ...`` command as typed ``where`` the person is (a notebook's magic)."""
     prefix = "cogym-lab data "
     if where == "notebook" and command.startswith(prefix):
@@ -133,11 +133,6 @@ def missing_message(task: str, root: Path, missing: Sequence[ItemStatus],
     built = [s for s in missing if s.item.build]
     manual = [s for s in missing if s.item.manual and not s.item.build]
     sentences = [intro or f"The {task} task needs data that is missing from {root}."]
-    for command in dict.fromkeys(state.item.build for state in built if state.item.build):
-        items = [state for state in built if state.item.build == command]
-        source = max((state.item.source for state in items), key=len)  # the fullest name
-        sentences.append(f"Build {_what(items, named_up_to=1)} from {source} with "
-                         f"`{_as_typed(command, where)}`.")
     if downloadable:
         fetch = f"Run `{download_command(task, root, where=where)}`"
         if where == "notebook":
@@ -153,6 +148,12 @@ def missing_message(task: str, root: Path, missing: Sequence[ItemStatus],
         what = _what(manual)
         sentences.append(f"{what[0].upper()}{what[1:]} must be placed by hand, from "
                          f"{_sources(manual)}.")
+    # After the download: a build may need what the download fetches, and takes longer.
+    for command in dict.fromkeys(state.item.build for state in built if state.item.build):
+        items = [state for state in built if state.item.build == command]
+        source = max((state.item.source for state in items), key=len)  # the fullest name
+        sentences.append(f"Build {_what(items, named_up_to=1)} from {source} with "
+                         f"`{as_typed(command, where)}`.")
     sentences.append(f"`{list_command(task, root, where=where)}` lists each missing item with "
                      "its source.")
     if where == "notebook":

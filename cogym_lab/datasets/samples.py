@@ -20,7 +20,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cogym_lab.datasets.checks import download_command, list_command, require, status, task_of
+from cogym_lab.datasets.checks import (
+    as_typed,
+    download_command,
+    list_command,
+    require,
+    status,
+    task_of,
+)
 from cogym_lab.datasets.items import DataItem
 from cogym_lab.datasets.location import data_dir as _resolve_dir
 from cogym_lab.datasets.location import data_dir_origin
@@ -43,14 +50,24 @@ class DataSample:
     task: str
     folder: Path
     summary: str
+    #: The commands that get the full data, as typed at a command line; empty: the task's
+    #: ``cogym-lab data download TASK`` does it all.
+    full_data: tuple[str, ...] = ()
+
+    def full_data_commands(self, *, where: str = "command line") -> list[str]:
+        """The commands that get the full data, as typed ``where`` the person is."""
+        if not self.full_data:
+            return [download_command(self.task, where=where)]
+        return [as_typed(command, where) for command in self.full_data]
 
     def notice(self, *, where: str = "command line") -> str:
         """The one paragraph that says the sample is in use and how to get the full data."""
+        commands = " and ".join(f"`{command}`"
+                                for command in self.full_data_commands(where=where))
         return (f"Using the {self.task} sample that comes with cogym_lab ({self.summary}); "
                 f"numbers from it are not comparable with the papers'. For the full data, run "
-                f"`{download_command(self.task, where=where)}` "
-                f"(`{list_command(self.task, where=where)}` says what each file is and where it "
-                "comes from).")
+                f"{commands} (`{list_command(self.task, where=where)}` says what each file is "
+                "and where it comes from).")
 
 
 def is_sample(folder: str | Path) -> bool:

@@ -18,13 +18,21 @@ BUILD_COMMAND = ("cogym-lab data build-corpus --arxiv <arxiv-metadata-oai-snapsh
 
 _COGYM = "the Collaborative Gym release"
 _COGYM_HOME = "https://github.com/SALT-NLP/collaborative-gym"
+# The release's commit that holds the task files (the same blobs as the shared copies).
+_COGYM_RAW = ("https://raw.githubusercontent.com/SALT-NLP/collaborative-gym/"
+              "1e3b02e9be9593d092833d8dee01b12359200bd9/datasets/RelatedWorkWriting")
 
 DATA_FILES: tuple[DataItem, ...] = (
     DataItem(_TASK, f"{_TASK}/test.json",
              "100 related-work writing tasks with hidden requirements", _COGYM, _COGYM_HOME,
-             "MIT"),
+             "MIT", f"{_COGYM_RAW}/test.json",
+             sha256="d146b5b80a9183c03af8897d4d37cd89b2fcea5946587304f4cdaf2a80e509a4",
+             size=124774),
     DataItem(_TASK, f"{_TASK}/rubric.txt",
-             "the 1-5 rubric used to grade a related-work section", _COGYM, _COGYM_HOME, "MIT"),
+             "the 1-5 rubric used to grade a related-work section", _COGYM, _COGYM_HOME, "MIT",
+             f"{_COGYM_RAW}/rubric.txt",
+             sha256="118712e43234000d7d2a202ec0a60fb8067efacc6b71a8ad4a65b471b1245157",
+             size=4698),
     DataItem(_TASK, f"{_TASK}/papers.jsonl.gz",
              "computer-science papers for the offline paper search, from the arXiv metadata "
              "snapshot (CC0) and the ACL Anthology (CC BY 4.0); built from their public dumps "
@@ -50,7 +58,8 @@ def data_file(name: str) -> DataItem:
 #: The bundled sample: the same four files for the first tasks of ``test.json``, with the papers
 #: their searches find (``scripts/samples/build_related_work_sample.py`` makes it).
 SAMPLE = DataSample("related_work", Path(__file__).parent / "sample",
-                    "8 of the 100 tasks, 3,154 papers chosen for them")
+                    "8 of the 100 tasks, 3,154 papers chosen for them",
+                    full_data=("cogym-lab data download related_work", BUILD_COMMAND))
 
 
 def task_dir(data_dir: str | Path | None = None,

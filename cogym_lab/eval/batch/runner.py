@@ -40,7 +40,7 @@ from typing import Any, TextIO
 from cogym_lab.core.blocking import run_to_end
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL, PAPER_PROTOCOL, get_protocol
 from cogym_lab.core.turns import NOTIFICATIONS, check_interaction
-from cogym_lab.datasets import announce_once, data_dir, download_command
+from cogym_lab.datasets import announce_once, data_dir
 from cogym_lab.envs.registry import task_class
 from cogym_lab.envs.task_data import DataSource, data_files, sample_in_use
 from cogym_lab.errors import CogymError
@@ -379,8 +379,11 @@ def _data_of_run(task: str, env_args: Mapping[str, Any], protocol: str,
             f"The {task} data is not in {data_dir(None)}, so this run would read the small "
             f"sample that comes with cogym_lab ({sample.summary}). The {PAPER_PROTOCOL} "
             "protocol follows the Co-Gym paper, and numbers from a sample are not comparable "
-            f"with the papers', so the run does not start. Run `{download_command(task)}` for "
-            f"the full data (`{download_command(task, where='notebook')}` in a notebook), or "
+            "with the papers', so the run does not start. For the full data, run "
+            + " and ".join(f"`{command}`" for command in sample.full_data_commands())
+            + " (in a notebook: " + " and ".join(
+                f"`{command}`" for command in sample.full_data_commands(where="notebook"))
+            + "), or "
             "pass --allow-sample (allow_sample=True in Python) to run on the sample anyway: "
             "run.json and the report then mark the run as sample data.")
     announce_once(sample)

@@ -85,6 +85,8 @@ class RelatedWorkEnv(DatasetEnv):
         "(LIBRARY_ADD_PAPER), note why they matter, and draft with LIBRARY_TO_DRAFT; complete "
         "the step with the papers as items.")
     data_files: ClassVar[tuple[DataItem, ...]] = DATA_FILES
+    judge_prompts: ClassVar[tuple[str, ...]] = ("judge.md", "judge_retry.md", "judge_section.md",
+                                                "judge_system.md")
     data_commands = ("cogym_lab.envs.related_work.build_corpus_command:build_corpus_command",)
 
     @classmethod

@@ -319,6 +319,32 @@ def noise_command(run_dir: Path, repeats: int, no_judge: bool, no_agent: bool,
     console.print(f"Results: {run_dir / 'noise' / 'noise.json'}")
 
 
+@eval_group.command("regrade")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--no-judges", is_flag=True,
+              help="Re-grade with the deterministic graders only (no LM): compare only the "
+                   "scores they give.")
+@click.option("--model", "models", multiple=True, metavar="[ROLE=]MODEL",
+              help="Model of the task's judge instead of the one the sessions recorded "
+                   "(ROLE: '*' or 'tools').")
+@click.option("--base-url", "base_urls", multiple=True, metavar="[ROLE=]URL",
+              help="Endpoint of the task's judge instead of the one the sessions recorded.")
+def regrade_command(run_dir: Path, no_judges: bool, models: tuple[str, ...],
+                    base_urls: tuple[str, ...]) -> None:
+    """Re-grade the stored outcomes of RUN_DIR with today's graders and write the difference
+    (old and new scores, changed versions) to RUN_DIR/regrade.json; nothing else is changed."""
+    from cogym_lab.eval.regrade import REGRADE_FILE, regrade
+    from cogym_lab.lm import LMNotConfigured
+
+    try:
+        result = regrade(run_dir, judges=not no_judges,
+                         lm_arguments=lm_settings(models, base_urls))
+    except (FileNotFoundError, LMNotConfigured, ValueError) as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(result.table())
+    console.print(f"Results: {run_dir / REGRADE_FILE}")
+
+
 # The simulated-user audit and the simulator validation sheet (cli/audit_command.py).
 eval_group.add_command(audit_command)
 eval_group.add_command(validation_sheet_command)

@@ -234,6 +234,10 @@ class CoEnv(abc.ABC):
     #: ``package.module:command``: a click command that grades a file of this task's outcomes
     #: (``cogym-lab grade TASK ...``), or ``None`` when the task has no batch grader.
     grade_command: ClassVar[str | None] = None
+    #: The files of ``prompts/`` in the task's package that its LM judge reads: part of the
+    #: grader's version that ``session.json`` and ``run.json`` record (docs/evaluation-runs.md,
+    #: "Provenance"). Empty: the grader asks no LM, or its prompts are in its code.
+    judge_prompts: ClassVar[tuple[str, ...]] = ()
     #: ``package.module:command`` for each click command the task adds to ``cogym-lab data``
     #: (e.g. one that builds its data from public dumps), named after the command.
     data_commands: ClassVar[tuple[str, ...]] = ()

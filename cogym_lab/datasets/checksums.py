@@ -13,6 +13,7 @@ other items may be placed inside it (DiscoveryBench's answer key is), which chan
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["file_digest", "file_sha256", "folder_sha256", "short"]
@@ -34,11 +35,12 @@ def file_sha256(path: Path) -> str:
     return file_digest(path).hexdigest()
 
 
-def folder_sha256(folder: Path) -> str:
-    """The SHA-256 of ``folder``'s manifest (see the module's docstring)."""
+def folder_sha256(folder: Path, file_hash: Callable[[Path], str] = file_sha256) -> str:
+    """The SHA-256 of ``folder``'s manifest (see the module's docstring); ``file_hash`` gives
+    each file's (a cached one, say)."""
     files = sorted((path.relative_to(folder).as_posix(), path)
                    for path in folder.rglob("*") if path.is_file())
-    manifest = "".join(f"{file_sha256(path)}  {name}\n" for name, path in files)
+    manifest = "".join(f"{file_hash(path)}  {name}\n" for name, path in files)
     return hashlib.sha256(manifest.encode("utf-8")).hexdigest()
 
 

@@ -98,6 +98,7 @@ def build_session(spec: SessionSpec, *, session_id: str | None = None,
                    **{f"env.{slot}": lm for slot, lm in tools.items()}}
     session.guided = guided
     session.data_source, session.data_sample = data_source, sample
+    session.team_config = team
     return session
 
 

@@ -88,6 +88,8 @@ class RelatedWorkEnv(DatasetEnv):
         "the step with the papers as items.")
     data_files: ClassVar[tuple[DataItem, ...]] = DATA_FILES
     data_sample: ClassVar[DataSample | None] = SAMPLE
+    judge_prompts: ClassVar[tuple[str, ...]] = ("judge.md", "judge_retry.md", "judge_section.md",
+                                                "judge_system.md")
     data_commands = ("cogym_lab.envs.related_work.build_corpus_command:build_corpus_command",)
 
     @classmethod

@@ -138,6 +138,7 @@ class TabularAnalysisEnv(DatasetEnv):
         "(EXECUTE_JUPYTER_CELL), then complete the step with what the outputs show.")
     data_files: ClassVar[tuple[DataItem, ...]] = DATA_FILES
     data_sample: ClassVar[DataSample | None] = SAMPLE
+    judge_prompts: ClassVar[tuple[str, ...]] = ("judge.md", "judge_retry.md", "judge_system.md")
 
     def __post_init__(self) -> None:
         self._scratch: Path | None = None  # the private folder made by _reset, if any

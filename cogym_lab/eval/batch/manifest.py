@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 from cogym_lab.core.loop_lag import LoopLag
 from cogym_lab.core.protocol import LEGACY_PROTOCOL
 from cogym_lab.lm.limit_rules import ProviderLimits
+from cogym_lab.provenance import Provenance
 
 RUN_FILE = "run.json"
 SESSIONS_FILE = "sessions.jsonl"
@@ -122,6 +123,9 @@ class Invocation(BaseModel):
     #: Ray, whose actors run them, and older runs). A p99 of seconds means the sessions' own
     #: timers ran that late: the process was short of CPU for that many sessions at once.
     loop_lag: LoopLag | None = None
+    #: The versions that decide a score when it started (``Provenance.versions``): a run
+    #: resumed after an update shows where its sessions' graders or prompts changed.
+    versions: dict[str, str | None] = Field(default_factory=dict)
 
 
 class Counts(BaseModel):
@@ -159,6 +163,10 @@ class RunSummary(BaseModel):
     lms: dict[str, LMDescription] = Field(default_factory=dict)  # by role, "tools" for the env
     prices: dict[str, Price] = Field(default_factory=dict)  # by model name
     versions: dict[str, str] = Field(default_factory=dict)
+    #: What the run was made with, as of its latest invocation: graders', judges' and prompts'
+    #: versions, data checksums, standard or custom (docs/evaluation-runs.md, "Provenance").
+    #: Each session's ``session.json`` holds its own. ``None``: a run from before it was kept.
+    provenance: Provenance | None = None
     status: Literal["running", "finished", "interrupted"] = "running"
     started_at: float = 0.0
     ended_at: float | None = None

@@ -71,6 +71,7 @@ from cogym_lab.eval.batch.sessions import (
 from cogym_lab.lm import LMConfig, make_lm
 from cogym_lab.lm.limits import ProviderLimits, current_gate
 from cogym_lab.members import member_type
+from cogym_lab.provenance import Provenance, run_provenance
 from cogym_lab.sessions import (
     EVERY_LM,
     TOOLS,
@@ -546,6 +547,7 @@ def _start_summary(batch: _Batch, keys: list[SessionKey], concurrency: int,
                                  session_id=prefix)
         sessions[number, trial] = entry
     now = time.time()
+    provenance = _provenance(batch, sorted({number for number, _ in sessions}))
     summary = RunSummary(
         task=batch.task, team=batch.team.name, protocol=protocol, data=batch.data,
         team_config=batch.team.model_dump(mode="json"),
@@ -553,14 +555,28 @@ def _start_summary(batch: _Batch, keys: list[SessionKey], concurrency: int,
         env_args=batch.spec.env_args,
         session_config=dataclasses.asdict(session_config(batch.team, batch.spec)),
         lms=batch.lms, prices=batch.prices,
-        versions=package_versions(), status="running",
+        versions=package_versions(), provenance=provenance, status="running",
         started_at=earlier.started_at if earlier else now,
         sessions=[sessions[key] for key in sorted(sessions)],
         invocations=[*(earlier.invocations if earlier else []),
                      Invocation(started_at=now, skipped=skipped, engine=dict(engine or {}),
-                                limits=limits or ProviderLimits())],
+                                limits=limits or ProviderLimits(),
+                                versions=provenance.versions())],
     )
     summary.out = str(batch.out)
     summary.recount(skipped=skipped)
     summary.write(batch.out)
     return summary
+
+
+def _provenance(batch: _Batch, instances: list[int]) -> Provenance:
+    """The run's provenance over ``instances`` (every instance the run folder holds). Hashes
+    the task's data files once for the process: its sessions find them in the cache."""
+    protocol = batch.spec.protocol or DEFAULT_PROTOCOL
+    folder = batch.spec.env_args.get("data_dir")
+    folder = folder if isinstance(folder, str | Path) else None
+    sample = sample_in_use(batch.task, folder) if batch.data == "sample" else None
+    return run_provenance(task=batch.task, protocol=protocol, team=batch.team,
+                          instances=instances,
+                          instance_count=_instance_count(batch.task, protocol),
+                          data=batch.data, data_folder=folder, sample=sample)

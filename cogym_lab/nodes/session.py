@@ -7,7 +7,7 @@ import functools
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,7 +44,8 @@ from cogym_lab.nodes.restore import Restored, restore
 from cogym_lab.nodes.results import ResultsWriter
 
 if TYPE_CHECKING:
-    from cogym_lab.provenance import Provenance
+    from pydantic import BaseModel
+
     from cogym_lab.teams.config import TeamConfig
 
 
@@ -200,9 +201,11 @@ class Session:
         #: The team file ``build_session`` built the members from (``None``: members given in
         #: code), for the record of what the session was made with.
         self.team_config: TeamConfig | None = None
-        #: What the session was made with (``session.json``'s ``provenance``): worked out when
-        #: ``run`` starts writing results.
-        self.provenance: Provenance | None = None
+        #: What the session was made with (``session.json``'s ``provenance``): worked out by
+        #: ``provenance_of`` (set by the layer that knows versions, teams and data, see
+        #: ``cogym_lab.sessions.provenance``) when ``run`` starts writing results.
+        self.provenance: BaseModel | None = None
+        self.provenance_of: Callable[[Session], BaseModel | None] | None = None
 
     def restore(self, events: Iterable[Event]) -> Restored:
         """Rebuild the state an earlier run's log ends in, so that ``run`` carries on from it:
@@ -280,8 +283,8 @@ class Session:
         resumed = self.restored is not None and self.restored.events > 0
         writer = ResultsWriter(self.results_dir, keep=resumed) if self.results_dir else None
         started = time.time()
-        if writer:  # hashes the data files (once per process): off the event loop
-            self.provenance = await asyncio.to_thread(self._provenance)
+        if writer and self.provenance_of is not None:  # hashes data files: off the event loop
+            self.provenance = await asyncio.to_thread(self.provenance_of, self)
         if writer and resumed:
             started = writer.session.get("started_at", started)
             writer.write_session(**self.describe(), status="running",
@@ -470,29 +473,3 @@ class Session:
             **({"provenance": self.provenance.model_dump(mode="json")}
                if self.provenance is not None else {}),
         }
-
-    def _provenance(self) -> Provenance | None:
-        """The versions, data checksums and standard-or-custom of this session
-        (:func:`cogym_lab.provenance.session_provenance`); ``None`` if they cannot be worked
-        out, which is logged and never costs the session."""
-        from cogym_lab.provenance import session_provenance
-        from cogym_lab.provenance.model import SIMULATED_USER
-
-        team = self.team_config
-        people = [m.role for m in self.team if m.kind == "person"]
-        if team is not None:
-            simulated = any(member.type == SIMULATED_USER and role not in people
-                            for role, member in team.members.items())
-        else:
-            from cogym_lab.users.simulated import SimulatedUser
-
-            simulated = any(isinstance(m, SimulatedUser) for m in self.members.values())
-        try:
-            return session_provenance(
-                task=self.task, protocol=self.env.protocol, env=self.env, team=team,
-                people=people, simulated_user=simulated, data=self.data_source,
-                data_folder=getattr(self.env, "data_dir", None), sample=self.data_sample)
-        except Exception:  # a record that cannot be made never stops the session
-            log.exception("session %s: its provenance could not be worked out",
-                          self.session_id)
-            return None

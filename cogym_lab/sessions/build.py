@@ -28,6 +28,7 @@ from cogym_lab.lm import LM, LMConfig, LMNotConfigured
 from cogym_lab.members import UnknownMemberType
 from cogym_lab.nodes.env_node import EventObserver
 from cogym_lab.nodes.session import Session, SessionConfig
+from cogym_lab.sessions.provenance import session_record
 from cogym_lab.sessions.setup_guide import SetupGuide, missing_lm_reason
 from cogym_lab.sessions.spec import EVERY_LM, TOOLS, SessionSpec
 from cogym_lab.teams.build import attach_tool_lms, build_member, tool_lm_config
@@ -99,6 +100,7 @@ def build_session(spec: SessionSpec, *, session_id: str | None = None,
     session.guided = guided
     session.data_source, session.data_sample = data_source, sample
     session.team_config = team
+    session.provenance_of = session_record
     return session
 
 

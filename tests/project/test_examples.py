@@ -85,6 +85,10 @@ def test_travel_planning_notebook(notebook_env, monkeypatch):
     with ScriptedOpenAIServer(responder=TravelRolePlay(env.task, env.db)) as lm:
         outputs = run_notebook("02_travel_planning.ipynb", notebook_env, lm, monkeypatch)
     assert "started in this kernel; your seat: user" in outputs[1]
+    # no data directory: the sample in the package, said once, with the notebook's command
+    assert outputs[1].count("Using the travel_planning sample that comes with cogym_lab") == 1
+    assert "`%cogym data download travel_planning`" in outputs[1]
+    assert "sample" not in "".join(outputs[2:4])
     assert "agent: A first full plan is in the editor." in outputs[2]
     assert "Day 1:" in outputs[3] and env.task.origin in outputs[3]
     assert "commonsense_pass_rate" in outputs[4]
@@ -97,6 +101,8 @@ def test_related_work_notebook(notebook_env, monkeypatch):
     play = RelatedWorkRolePlay(env.task.topic)
     with ScriptedOpenAIServer(responder=play) as lm:
         outputs = run_notebook("03_related_work.ipynb", notebook_env, lm, monkeypatch)
+    assert outputs[1].count("Using the related_work sample that comes with cogym_lab") == 1
+    assert "`%cogym data build-corpus" in outputs[1]
     assert "agent: A first draft is in the editor." in outputs[2]
     assert "### Foundations" in outputs[3] and "[1]" in outputs[3]
     assert "'performance': 0.8" in outputs[4] and play.drafts == 1 and play.judged == 1

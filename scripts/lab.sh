@@ -50,8 +50,9 @@ if "$venv_bin/cogym-lab" data prepare related_work --no-coverage; then
 else
   done_phase "the index was not built; the Related Work task builds it on first use"
 fi
-echo "      Data: \`cogym-lab data\` (or \`%cogym data\` in a notebook) lists each task's files;"
-echo "      \`cogym-lab data download TASK\` fetches those with a public download."
+echo "      Data: without a data directory, the examples read the small samples that come with"
+echo "      cogym_lab; \`cogym-lab data download TASK\` (or \`%cogym data download TASK\` in a"
+echo "      notebook) fetches a task's full data, and \`cogym-lab data\` says what is where."
 
 phase 4 "Starting JupyterLab on examples/…"
 if [ -z "${COGYM_MODEL:-}" ]; then

@@ -277,23 +277,31 @@ def _report(data_dir: Path | None, tasks: tuple[str, ...], do_download: bool,
     command = "cogym-lab data" + (f" --data-dir {shlex.quote(str(root))}"
                                   if data_dir is not None else "")
     _print_samples(data_dir, chosen, states)
-    _print_missing(states, command)
+    complete = [t for t in chosen if not any(s.item.task == t and not s.present
+                                             for s in states)]
+    # Tasks whose sessions read their bundled sample (nobody chose a data directory).
+    on_sample = [t for t in chosen if t not in complete and datasets.uses_sample(
+        task_data.data_files(t), task_data.data_sample(t), data_dir)]
+    # Preparing is for what sessions will read: a task on its sample needs no file list (the
+    # sample's paragraph names the commands) and does not make the command fail.
+    needed = [s for s in states if not (do_prepare and s.item.task in on_sample)]
+    _print_missing(needed, command)
 
     missing = [s for s in states if not s.present]
     if do_prepare:
         # A task with missing data is skipped (it could not build anything), unless its
         # sessions would read its bundled sample instead: then that is prepared.
-        complete = [t for t in chosen if not any(s.item.task == t and not s.present
-                                                 for s in states)]
         _prepare(root, complete)
-        _prepare(None, [t for t in chosen if t not in complete and datasets.uses_sample(
-            task_data.data_files(t), task_data.data_sample(t), data_dir)])
+        _prepare(None, on_sample)
     if missing:
         click.echo(f"\n{len(missing)} of {len(states)} item(s) missing.")
     # Last: each ends with the command that retries the download.
     for failure in errors:
         click.echo(f"\n{failure}", err=True)
-    if missing or errors:
+    if errors or any(not s.present for s in needed):
         click.get_current_context().exit(1)
+    if missing:
+        click.echo(f"Sessions of {', '.join(on_sample)} read the bundled sample, prepared.")
+        return
     click.echo(f"\nAll {len(states)} item(s) present.")
 

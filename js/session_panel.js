@@ -225,8 +225,9 @@
  * @property {string | null} [end_reason]
  * @property {Record<string, number>} [scores]
  * @property {ScoreReport[]} [score_reports]
- * @property {string | null} [note]
+ * @property {string | null} [note]  says, in plain words, an LM failure that ended the session
  * @property {string | null} [error]
+ * @property {object | null} [failure]  that failure as recorded (cogym_lab.lm.failures.LMFailure)
  */
 
 /**

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from cogym_lab.cli.audit_command import audit_command, validation_sheet_command
 from cogym_lab.cli.options import env_args, lm_settings, load_team_option
+from cogym_lab.core.outcome_class import CLASS_WORDS
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 
 console = Console(highlight=False)
@@ -101,6 +102,9 @@ def _prices(values: tuple[str, ...]) -> dict[str, tuple[float, float]]:
                    "the full data is missing (the cogym protocol refuses it otherwise: its "
                    "numbers are not comparable with the papers'). run.json and the report mark "
                    "such a run.")
+@click.option("--retry-failed", is_flag=True,
+              help="Run again only the sessions of OUT that ended for a cause outside the team "
+                   "(an LM that failed past its retries, a crash); see docs/evaluation.md.")
 @click.option("--no-progress", is_flag=True, help="Do not draw the progress bar.")
 def run_command(task: str, team: str, instances: str, concurrency: int, out: Path,
                 models: tuple[str, ...], base_urls: tuple[str, ...], env_arg: tuple[str, ...],
@@ -109,7 +113,7 @@ def run_command(task: str, team: str, instances: str, concurrency: int, out: Pat
                 interaction: str | None, max_in_flight: tuple[str, ...], rpm: tuple[str, ...],
                 engine: str, address: str | None, sessions_per_actor: int | None,
                 actors_per_node: int | None, storage: str | None, allow_sample: bool,
-                no_progress: bool) -> None:
+                retry_failed: bool, no_progress: bool) -> None:
     """Run TEAM on many instances of TASK at once and write their results under OUT."""
     from cogym_lab.eval.batch.engines import EngineError
     from cogym_lab.eval.batch.runner import run
@@ -130,7 +134,7 @@ def run_command(task: str, team: str, instances: str, concurrency: int, out: Pat
                       interaction=interaction, limits=None if limits.is_empty else limits,
                       engine=engine, address=address, sessions_per_actor=sessions_per_actor,
                       actors_per_node=actors_per_node, storage=storage,
-                      allow_sample=allow_sample)
+                      allow_sample=allow_sample, retry_failed=retry_failed)
     except (LMNotConfigured, EngineError, ImportError) as error:
         raise click.ClickException(str(error)) from None
     except ValueError as error:
@@ -147,9 +151,15 @@ def run_command(task: str, team: str, instances: str, concurrency: int, out: Pat
     console.print(f"Tokens: {summary.tokens.total_tokens:,} (prompt "
                   f"{summary.tokens.prompt_tokens:,}, completion "
                   f"{summary.tokens.completion_tokens:,}){cost}")
-    for failed in summary.failed:
-        trial = f" trial {failed.trial}" if failed.trial else ""
-        console.print(f"[red]failed[/] instance {failed.instance}{trial}: {failed.error}")
+    if counts.completed != counts.finished + counts.failed:
+        console.print(f"Not counted: {counts.infrastructure} infrastructure, "
+                      f"{counts.simulator_error} simulator error, {counts.agent_failure} agent "
+                      f"failure ({counts.completed} completed); `--retry-failed` runs them again")
+    for entry in summary.not_counted:
+        trial = f" trial {entry.trial}" if entry.trial else ""
+        label = CLASS_WORDS[entry.counted_class or "infrastructure"]
+        console.print(f"[red]{label}[/] instance {entry.instance}{trial}: "
+                      f"{entry.cause or entry.error or entry.end_reason}", soft_wrap=True)
     console.print(f"Results: {out} (run.json)")
 
 
@@ -176,10 +186,14 @@ def run_command(task: str, team: str, instances: str, concurrency: int, out: Pat
               show_default=True,
               help="Whose per-round progress ratings the usability drop uses: the simulated "
                    "user's own (rate_progress; the judge's where it gave none), or the judge's.")
+@click.option("--include-failures", is_flag=True,
+              help="Count the sessions that ended for a cause outside the team (an LM that "
+                   "failed past its retries, a failed judge, a crash) in delivery, performance "
+                   "and pass^k, as they ended; by default they are counted apart.")
 def report_command(dirs: tuple[Path, ...], out: Path | None, baseline: Path | None,
                    judge_model: str | None, judge_base_url: str | None,
                    success_threshold: float | None, validation: tuple[Path, ...],
-                   progress: str) -> None:
+                   progress: str, include_failures: bool) -> None:
     """Print paper-style tables for run (or session) folders DIRS; save CSVs and plots to OUT."""
     from cogym_lab.eval import report
 
@@ -192,7 +206,7 @@ def report_command(dirs: tuple[Path, ...], out: Path | None, baseline: Path | No
             "success_threshold": success_threshold}
         result = report(list(dirs), judge=judge, baseline=baseline, out=out,
                         validation=list(validation), progress=progress,
-                        **threshold)
+                        include_failures=include_failures, **threshold)
     except (FileNotFoundError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     click.echo(result.to_text())

@@ -25,6 +25,7 @@ from cogym_lab.cli.options import (
     read_spec,
     task_options,
 )
+from cogym_lab.core.outcome_class import CLASS_WORDS
 from cogym_lab.nodes.transcript import Transcript
 from cogym_lab.sessions import SessionBuildError
 
@@ -104,6 +105,9 @@ def run(ctx: click.Context, task: str, instance: int | None, env_arg: tuple[str,
                   f"{result.events} events in {result.duration:.2f}s (protocol "
                   f"{session.env.protocol}"
                   f"{', sample data' if session.data_source == 'sample' else ''})")
+    if result.failure is not None:  # said before the outcome: it is why the outcome is so
+        console.print(f"[red]{CLASS_WORDS[result.outcome_class].capitalize()}:[/] "
+                      f"{result.failure.describe()}", soft_wrap=True)
     console.print(f"Delivered: {result.delivered}   Outcome: {json.dumps(result.outcome)}")
     console.print("Scores: " + (", ".join(f"{k}={v:.2f}" for k, v in result.scores.items())
                                 or "none"))

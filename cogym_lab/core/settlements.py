@@ -85,6 +85,7 @@ _ENDINGS: dict[str, tuple[str, str]] = {
     "task_failed": ("the task failed", "the task failed"),
     "timeout": ("it reached its time limit", "it reached its time limit"),
     "cancelled": ("it was cancelled", "it was cancelled"),
+    "lm_failed": ("a language model failed", "a language model failed"),
 }
 
 

@@ -96,6 +96,7 @@ class SessionMetrics:
             "instance": record.instance, "agent_type": record.agent_type, "model": record.model,
             "team": ",".join(f"{role}:{kind}" for role, kind in record.kinds.items()),
             "status": record.status, "error": record.error, "end_reason": record.end_reason,
+            "outcome_class": record.outcome_class, "cause": record.cause,
             "delivered": record.delivered, "performance": record.performance,
             "collab_score": collab_score(record.delivered, record.performance),
             "messages": len(record.messages),

@@ -43,6 +43,14 @@ from cogym_lab.core.text import clean, clean_text
 from cogym_lab.errors import CogymError
 from cogym_lab.lm.calllog import call_record, redact, write_call
 from cogym_lab.lm.config import LMConfig
+from cogym_lab.lm.failures import (
+    FailingSide,
+    FailureKind,
+    LMFailure,
+    public_endpoint,
+    stop_watching,
+    watch_reply_start,
+)
 from cogym_lab.lm.limit_rules import limit_key
 from cogym_lab.lm.limits import current_gate
 
@@ -87,18 +95,39 @@ class LMError(CogymError, RuntimeError):
 
     The message says why, for logs and developers (model, endpoint, HTTP status ...). ``reason``
     says it in plain words for a teammate in the chat ("it did not answer within 120 seconds").
+    ``kind`` names the failure (:data:`~cogym_lab.lm.failures.FailureKind`), with the last
+    attempt's HTTP ``status`` and ``retry_after`` when it had them; :meth:`failure` makes the
+    typed cause a session records.
     """
 
-    def __init__(self, message: str, *, reason: str = DEFAULT_REASON) -> None:
+    def __init__(self, message: str, *, reason: str = DEFAULT_REASON,
+                 kind: FailureKind = "failed", status: int | None = None,
+                 retry_after: float | None = None, attempts: int = 0,
+                 model: str | None = None, endpoint: str | None = None,
+                 purpose: str = "") -> None:
         super().__init__(message)
         self.reason = reason
+        self.kind: FailureKind = kind
+        self.status = status
+        self.retry_after = retry_after
+        self.attempts = attempts
+        self.model = model
+        self.endpoint = public_endpoint(endpoint)
+        self.purpose = purpose
+
+    def failure(self, member: str, side: FailingSide) -> LMFailure:
+        """This error as the cause a session records: ``member``'s LM, on ``side``."""
+        return LMFailure(member=member, side=side, kind=self.kind, reason=self.reason,
+                         detail=str(self), model=self.model, endpoint=self.endpoint,
+                         status=self.status, retry_after=self.retry_after,
+                         attempts=self.attempts, purpose=self.purpose)
 
 
 class LMNotConfigured(LMError):
     """No model or endpoint is set. The message says exactly what to set."""
 
     def __init__(self, message: str, *, reason: str = "it is not set up") -> None:
-        super().__init__(message, reason=reason)
+        super().__init__(message, reason=reason, kind="not_configured")
 
 
 class AttemptFailed(CogymError):
@@ -108,16 +137,29 @@ class AttemptFailed(CogymError):
     in plain words for a teammate. A failure that is not ``final`` is retried and ``error``
     becomes the "last error" of the call's message. A ``final`` one (a refused request, a model
     that cannot be loaded) ends the call at once, and its ``error`` is then the whole message
-    of the :class:`LMError`. ``retry_after`` is the wait the server asked for, in seconds.
+    of the :class:`LMError`. ``retry_after`` is the wait the server asked for, in seconds;
+    ``kind`` and ``status`` name the failure (:mod:`cogym_lab.lm.failures`).
     """
 
     def __init__(self, error: str, reason: str = DEFAULT_REASON, *, final: bool = False,
-                 retry_after: float | None = None) -> None:
+                 retry_after: float | None = None, kind: FailureKind = "failed",
+                 status: int | None = None) -> None:
         super().__init__(error)
         self.error = error
         self.reason = reason
         self.final = final
         self.retry_after = retry_after
+        self.kind: FailureKind = kind
+        self.status = status
+
+
+@dataclass(frozen=True)
+class _LastFailure:
+    """How the latest attempt of a call failed: what its :class:`LMError` says in the end."""
+
+    kind: FailureKind = "failed"
+    status: int | None = None
+    retry_after: float | None = None
 
 
 @dataclass
@@ -190,6 +232,9 @@ class LM(abc.ABC):
         #: Called with (messages, purpose) for every call, answered or failed: the session's
         #: leakage guard reads every prompt an agent's LM is given through this.
         self.prompt_watchers: list[Callable[[Messages, str], None]] = []
+        #: Called with the :class:`LMError` of every call that failed past its retries, before
+        #: it is raised: a session ends on it, naming the cause (:mod:`cogym_lab.lm.failures`).
+        self.failure_watchers: list[Callable[[LMError], None]] = []
 
     def log_to(self, path: str | Path | None) -> None:
         """Append every call (prompt, completion, usage, latency; secrets redacted) to ``path``,
@@ -212,11 +257,13 @@ class LM(abc.ABC):
         gate, key = current_gate(), self.limit_key
         loop = asyncio.get_running_loop()
         last_error, reason, attempt = "", DEFAULT_REASON, 0
+        last = _LastFailure()
         while attempt < attempts_allowed:
             attempt += 1
             retry_after: float | None = None
             budget: float | None = None  # set once the attempt has its slot
             attempt_limit: float | None = None
+            started_reply, watching = watch_reply_start()
             try:
                 # Waiting for a slot counts against the deadline; the attempt's own time limit
                 # starts once it has one.
@@ -233,33 +280,46 @@ class LM(abc.ABC):
             except TimeoutError:
                 if budget is None:  # no slot before the deadline: the limits kept it waiting
                     raise self._fail_waiting(messages, purpose, started, attempt - 1, key,
-                                             last_error) from None
-                last_error = f"no answer within {_seconds(budget)} s (timeout)"
-                # Cut by the deadline: say the deadline, not the sliver of it this attempt had.
-                reason = timeout_reason(config.deadline if attempt_limit is None else attempt_limit)
+                                             last_error, last) from None
+                trickled = started_reply[0]
+                cut = f"no answer within {_seconds(budget)} s (timeout" + (
+                    "; the reply had started: a trickle)" if trickled else ")")
+                if attempt_limit is None and last.kind not in ("failed", "timeout", "trickle"):
+                    # An attempt after server errors, cut short by the deadline: the call
+                    # failed for those errors, which the attempt had no time to get past.
+                    last_error = f"{last_error}; then {cut}, cut by the deadline"
+                else:
+                    last = _LastFailure("trickle" if trickled else "timeout")
+                    last_error = cut
+                    # Cut by the deadline: say the deadline, not the sliver this attempt had.
+                    reason = timeout_reason(config.deadline if attempt_limit is None
+                                            else attempt_limit)
             except AttemptFailed as failure:
+                last = _LastFailure(failure.kind, failure.status, failure.retry_after)
                 if failure.final:
                     raise self._fail(messages, purpose, started, attempt, failure.error,
-                                     failure.reason) from failure.__cause__ or failure
+                                     failure.reason, last) from failure.__cause__ or failure
                 last_error, reason = failure.error, failure.reason
                 retry_after = failure.retry_after
                 if retry_after is not None:  # the provider said when: everyone waits till then
                     gate.slowdown(key, min(retry_after, MAX_RETRY_AFTER))
             else:
                 return self._succeed(messages, purpose, text, usage, started, attempt)
+            finally:
+                stop_watching(watching)
             if attempt >= attempts_allowed:
                 break
             delay = self._backoff(attempt, retry_after)
             if time.monotonic() + delay >= deadline_at:
                 # The retry could only start at or after the deadline: say so now, not then.
                 raise self._fail_at_deadline(messages, purpose, started, attempt, last_error,
-                                             reason)
+                                             reason, last)
             log.debug("%s attempt %d failed (%s); retrying in %.2f s", config.describe(),
                       attempt, last_error, delay)
             await asyncio.sleep(delay)
         raise self._fail(messages, purpose, started, attempt,
                          f"{config.describe()} gave no usable answer after {attempt} "
-                         f"{_attempts(attempt)}; last error: {last_error}", reason)
+                         f"{_attempts(attempt)}; last error: {last_error}", reason, last)
 
     # -- what a provider implements ------------------------------------------------------------
 
@@ -294,21 +354,22 @@ class LM(abc.ABC):
         return delay
 
     def _fail_at_deadline(self, messages: Messages, purpose: str, started: float, attempts: int,
-                          last_error: str, reason: str) -> LMError:
+                          last_error: str, reason: str, last: _LastFailure) -> LMError:
         return self._fail(messages, purpose, started, attempts,
                           f"{self.config.describe()} gave no usable answer within its "
                           f"{self.config.deadline:g} s deadline ({attempts} "
-                          f"{_attempts(attempts)}); last error: {last_error}", reason)
+                          f"{_attempts(attempts)}); last error: {last_error}", reason, last)
 
     def _fail_waiting(self, messages: Messages, purpose: str, started: float, attempts: int,
-                      key: str, last_error: str) -> LMError:
+                      key: str, last_error: str, last: _LastFailure) -> LMError:
         """No slot came free before the deadline: the provider limits kept the call waiting."""
         before = f"; last error: {last_error}" if last_error else ""
         return self._fail(messages, purpose, started, attempts,
                           f"{self.config.describe()} got no request slot within its "
                           f"{self.config.deadline:g} s deadline: the provider limits of "
                           f"{key!r} kept it waiting ({attempts} {_attempts(attempts)} made"
-                          f"{before})", waiting_reason(self.config.deadline))
+                          f"{before})", waiting_reason(self.config.deadline),
+                          last if last_error else _LastFailure("waiting"))
 
     @property
     def secrets(self) -> list[str]:
@@ -327,7 +388,8 @@ class LM(abc.ABC):
                           system_fingerprint=usage.system_fingerprint)
 
     def _fail(self, messages: Messages, purpose: str, started: float, attempts: int,
-              message: str, reason: str = DEFAULT_REASON) -> LMError:
+              message: str, reason: str = DEFAULT_REASON,
+              last: _LastFailure | None = None) -> LMError:
         """Count and log a final failure; the error for the caller to raise.
 
         ``message`` is for logs (it may quote the server: its text is cleaned and redacted);
@@ -337,7 +399,16 @@ class LM(abc.ABC):
         self.meter.failures += 1
         message = clean_text(redact(message, self.secrets))
         self._log(messages, purpose, None, Usage(), latency, attempts, message)
-        return LMError(message, reason=reason)
+        last = last or _LastFailure()
+        error = LMError(message, reason=reason, kind=last.kind, status=last.status,
+                        retry_after=last.retry_after, attempts=attempts, model=self.config.model,
+                        endpoint=self.config.base_url, purpose=purpose)
+        for watcher in list(self.failure_watchers):
+            try:
+                watcher(error)
+            except Exception:  # a watcher's bug must not change what the caller is told
+                log.exception("an LM failure watcher failed")
+        return error
 
     def _log(self, messages: Messages, purpose: str, text: str | None, usage: Usage,
              latency: float, attempts: int, error: str | None) -> None:

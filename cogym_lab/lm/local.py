@@ -170,7 +170,8 @@ class LlamaCppLM(LM):
                                 "the model failed", final=True) from exc
         text, usage, problem = self._read(response)
         if text is None:
-            raise AttemptFailed(f"unusable reply: {problem}", REASON_UNREADABLE)
+            raise AttemptFailed(f"unusable reply: {problem}", REASON_UNREADABLE,
+                                kind="unreadable")
         return text, usage
 
     async def aclose(self) -> None:

@@ -231,28 +231,32 @@ class OpenAILM(LM):
             if refused is None:  # httpx's own timeout: the loop says how long
                 raise TimeoutError from exc
             raise AttemptFailed(f"connection failed: {type(refused).__name__}: {refused}",
-                                REASON_CONNECTION) from exc
+                                REASON_CONNECTION, kind="connection") from exc
         except openai.APIStatusError as exc:
             status = exc.status_code
             error = f"HTTP {status}: {_server_text(exc)}"
             if status not in RETRYABLE_STATUS and status < 500:
                 raise AttemptFailed(f"{self.config.describe()} refused the request with {error}",
-                                    REASON_REFUSED, final=True) from exc
+                                    REASON_REFUSED, final=True, kind="refused",
+                                    status=status) from exc
             busy = status == 429
             raise AttemptFailed(error, REASON_BUSY if busy else REASON_SERVER_ERRORS,
-                                retry_after=_retry_after(exc) if busy else None) from exc
+                                retry_after=_retry_after(exc) if busy else None,
+                                kind="rate_limited" if busy else "server_error",
+                                status=status) from exc
         except openai.APIConnectionError as exc:
             cause = exc.__cause__ or exc.__context__
             raise AttemptFailed(f"connection failed: {exc.message}" + (
                 f" ({type(cause).__name__}: {cause})" if cause else ""),
-                REASON_CONNECTION) from exc
+                REASON_CONNECTION, kind="connection") from exc
         except (openai.APIResponseValidationError, ValueError) as exc:
             # A 2xx body the client could not decode: it raises json.JSONDecodeError for text
             # that is not JSON, UnicodeDecodeError for bytes that are not UTF-8.
             raise AttemptFailed(f"unusable reply: {type(exc).__name__}: {exc}",
-                                REASON_UNREADABLE) from exc
+                                REASON_UNREADABLE, kind="unreadable") from exc
         except _UnusableReplyError as exc:
-            raise AttemptFailed(f"unusable reply: {exc}", REASON_UNREADABLE) from exc
+            raise AttemptFailed(f"unusable reply: {exc}", REASON_UNREADABLE,
+                                kind="unreadable") from exc
         except openai.OpenAIError as exc:
             raise AttemptFailed(f"{self.config.describe()} failed: {type(exc).__name__}: {exc}",
                                 DEFAULT_REASON, final=True) from exc

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import openai
 
+from cogym_lab.lm.failures import mark_reply_started
+
 #: Connections one shared client may open at once (aiohttp's own default is 100): the provider
 #: limits (:mod:`cogym_lab.lm.limits`), not the connection pool, say how many requests wait.
 MAX_CONNECTIONS = 10_000
@@ -55,6 +57,10 @@ def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
+async def _reply_started(response: object) -> None:
+    mark_reply_started()
+
+
 def _new_client(key: ClientKey) -> openai.AsyncOpenAI:
     defaults = openai.DEFAULT_CONNECTION_LIMITS
     limits = type(defaults)(max_connections=MAX_CONNECTIONS,
@@ -62,7 +68,10 @@ def _new_client(key: ClientKey) -> openai.AsyncOpenAI:
                             keepalive_expiry=defaults.keepalive_expiry)
     # aiohttp: the transport the openai package offers for many requests at once (its
     # ``aiohttp`` extra); about half the CPU time per request of its default httpx transport.
-    http_client = openai.DefaultAioHttpClient(verify=_tls_context(), limits=limits)
+    # The response hook runs once the status line and headers have come, before the body is
+    # read: a timeout after it is a trickle, not a hang (cogym_lab.lm.failures).
+    http_client = openai.DefaultAioHttpClient(verify=_tls_context(), limits=limits,
+                                              event_hooks={"response": [_reply_started]})
     return openai.AsyncOpenAI(base_url=key.base_url, api_key=key.api_key, timeout=key.timeout,
                               max_retries=0, http_client=http_client)
 

@@ -144,6 +144,8 @@ class EnvNode:
         self.last_logged_seq = 0  # the last event every recorder took
         self._seen_ids = _RecentIds(4096)
         self._stop_reason: str | None = None
+        self._stop_info: dict[str, Any] = {}  # the END's info when a stop ends the session
+        self._closing: set[asyncio.Task[None]] = set()  # request_stop's closes under way
         self._subscription: Subscription | None = None
         self._deferred: set[asyncio.Task[None]] = set()
         self.restored = restored
@@ -200,7 +202,8 @@ class EnvNode:
                 await self._on_request(request)
             await self._loop(subscription)
             if self._stop_reason and self._end_on_stop and not self.log_failure:
-                await self._deliver(self.coordinator.end(time.time(), self._stop_reason))
+                await self._deliver(self.coordinator.end(time.time(), self._stop_reason,
+                                                         **self._stop_info))
         finally:
             for task in self._deferred:  # the session is over: its slow work is moot
                 task.cancel()
@@ -219,6 +222,20 @@ class EnvNode:
         self._stop_reason = self._stop_reason or reason
         if self._subscription is not None:
             await self._subscription.close()  # wakes run() wherever it waits
+
+    def request_stop(self, reason: str, info: dict[str, Any] | None = None) -> None:
+        """End the session for ``reason`` from code that cannot await (an LM's failure watcher,
+        called inside the failing call). The reason holds at once, so no step read after this
+        is applied; ``info`` goes into the END event (the failure that ended it)."""
+        if self._stop_reason:
+            return
+        self._end_on_stop = True
+        self._stop_reason = reason
+        self._stop_info = dict(info or {})
+        if self._subscription is not None:  # wake run() wherever it waits
+            task = asyncio.get_running_loop().create_task(self._subscription.close())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
 
     async def _loop(self, subscription: Any) -> None:
         if self.coordinator.env.tick_seconds is not None:

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from cogym_lab.core.env import CoEnv, ScoreReport
 from cogym_lab.core.protocol import get_protocol
 from cogym_lab.lm import LMError
+from cogym_lab.lm.failures import LMFailure
 
 __all__ = ["Grading", "GradingStatus", "grade", "is_delivered"]
 
@@ -28,6 +29,9 @@ class Grading(BaseModel):
     score_reports: list[ScoreReport]
     note: str | None = None
     error: str | None = None
+    #: What ended the session or cost its grade, when an LM failed past its retries (a member's
+    #: during the session, the judge's while grading): the panel shows ``note``, which says it.
+    failure: LMFailure | None = None
 
 
 class GradingStatus(BaseModel):
@@ -50,9 +54,10 @@ async def grade(env: CoEnv, end_reason: str | None, session_id: str = "") -> Gra
     """Grade what ``env`` holds at the end of a session that ended for ``end_reason``."""
     delivered = is_delivered(env, end_reason)
 
-    def ungraded(note: str, error: str | None = None) -> Grading:
+    def ungraded(note: str, error: str | None = None,
+                 failure: LMFailure | None = None) -> Grading:
         return Grading(delivered=delivered, end_reason=end_reason, scores={}, score_reports=[],
-                       note=note, error=error)
+                       note=note, error=error, failure=failure)
 
     if not delivered:
         return ungraded(
@@ -64,7 +69,8 @@ async def grade(env: CoEnv, end_reason: str | None, session_id: str = "") -> Gra
         scores = await env.aevaluate()
     except Exception as error:  # noqa: BLE001 - a failing judge costs the score only
         log.warning("grading session %s failed: %s", session_id, error)
-        return ungraded(_grading_failed(error), f"{type(error).__name__}: {error}")
+        failure = error.failure("judge", "judge") if isinstance(error, LMError) else None
+        return ungraded(_grading_failed(error), f"{type(error).__name__}: {error}", failure)
     if not scores:
         return ungraded("This task has no grader for this result, so there are no scores.")
     return Grading(delivered=delivered, end_reason=end_reason, scores=scores,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
@@ -29,19 +30,24 @@ from cogym_lab.core.messages import (
     status_channel,
     step_channel,
 )
+from cogym_lab.core.outcome_class import LM_FAILED, OutcomeClass, outcome_class
 from cogym_lab.core.progress import Progress
 from cogym_lab.core.protocol import ScoringProtocol, get_protocol
 from cogym_lab.core.settlements import settled_channel
 from cogym_lab.core.turns import NOTIFICATIONS, check_interaction
 from cogym_lab.datasets import DataSample, DatasetError, data_dir
 from cogym_lab.envs.task_data import DataSource, missing_data_message
-from cogym_lab.lm import LM
+from cogym_lab.lm import LM, LMError
+from cogym_lab.lm.failures import FailingSide, LMFailure
 from cogym_lab.nodes.env_node import LOG_FAILED, EnvNode, EventObserver
 from cogym_lab.nodes.grading import Grading, GradingStatus, grade, is_delivered
 from cogym_lab.nodes.leakage import LeakageGuard, LeakageReport
 from cogym_lab.nodes.member_node import AgentNode, MemberNode, UserNode
 from cogym_lab.nodes.restore import Restored, restore
 from cogym_lab.nodes.results import ResultsWriter
+
+#: What an LM failing past its retries does to a session (``SessionConfig.on_lm_failure``).
+LM_FAILURE_POLICIES = ("auto", "end", "continue")
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -64,7 +70,15 @@ class SessionConfig:
     turn-taking (the paper's §5.3 ablation, :mod:`cogym_lab.core.turns`).
 
     ``announce_seconds``: how long a person's live typing in a shared text must pause before
-    the agents are told of it (they are not woken at every keystroke)."""
+    the agents are told of it (they are not woken at every keystroke).
+
+    ``on_lm_failure``: what a member's (or a task tool's) LM failing past its retries and
+    deadline does. ``"end"``: the session ends at once, for ``lm_failed``, naming the member and
+    the failure (``session.json``'s ``failure``; reports count it apart). ``"continue"``: the
+    agent tells its teammates in the chat and waits (a simulated user does nothing that turn);
+    the failure is still recorded (``lm_failures``). ``"auto"``, the default: ``"continue"``
+    when a person is in the team (who can read the agent's message and decide), else
+    ``"end"``."""
 
     idle_seconds: float = 60.0
     max_idle_ticks: int = 3
@@ -78,9 +92,13 @@ class SessionConfig:
     channel_ttl: float | None = 3600.0
     interaction: str = NOTIFICATIONS
     announce_seconds: float = 1.5
+    on_lm_failure: str = "auto"
 
     def __post_init__(self) -> None:
         self.interaction = check_interaction(self.interaction)  # a typo in a team file fails
+        if self.on_lm_failure not in LM_FAILURE_POLICIES:
+            raise ValueError(f"on_lm_failure is one of {', '.join(LM_FAILURE_POLICIES)}; got "
+                             f"{self.on_lm_failure!r}")
 
     def limits_for(self, team: Iterable[TeamMember],
                    protocol: ScoringProtocol | str | None = None) -> dict[str, int]:
@@ -110,6 +128,12 @@ class SessionResult(BaseModel):
     grading_note: str | None = None
     #: The error of a grader that failed, as raised: for the record, not for the panel's text.
     grading_error: str | None = None
+    #: The LM failure that ended the session (``end_reason`` ``lm_failed``) or cost its grade (a
+    #: judge's), named by member and kind; ``None`` when no LM failed past its retries.
+    failure: LMFailure | None = None
+    #: Whether the session counts (``completed``) or ended for a cause outside the team
+    #: (:mod:`cogym_lab.core.outcome_class`).
+    outcome_class: OutcomeClass = "completed"
 
 
 def _kind_of(role: str, member: Any, kinds: Mapping[str, MemberKind]) -> MemberKind:
@@ -206,6 +230,11 @@ class Session:
         #: ``cogym_lab.sessions.provenance``) when ``run`` starts writing results.
         self.provenance: BaseModel | None = None
         self.provenance_of: Callable[[Session], BaseModel | None] | None = None
+        #: Every LM call of a member or task tool that failed past its retries while the
+        #: session ran, and the one that ended it or cost its grade (``failure``).
+        self.lm_failures: list[LMFailure] = []
+        self.failure: LMFailure | None = None
+        self._failure_watches: list[tuple[LM, Callable[[LMError], None]]] = []
 
     def restore(self, events: Iterable[Event]) -> Restored:
         """Rebuild the state an earlier run's log ends in, so that ``run`` carries on from it:
@@ -308,12 +337,14 @@ class Session:
                  if teammate is not None]
         member_tasks = [asyncio.create_task(node.run()) for node in nodes]
         env_task = asyncio.create_task(self.env_node.run())
+        self._watch_lm_failures()
         try:
             done, _ = await asyncio.wait({env_task}, timeout=self.config.timeout)
             if not done:
                 await self.env_node.stop("timeout")
             await env_task
         finally:
+            self._unwatch_lm_failures()  # grading's judge failures are the grading's to say
             if not env_task.done():  # run() itself was cancelled
                 await self.env_node.stop("cancelled")
                 await asyncio.wait({env_task}, timeout=5)
@@ -337,6 +368,8 @@ class Session:
             writer.write_session(status="finished", ended_at=time.time(),
                                  **result.model_dump(exclude={"results_dir", "task",
                                                               "session_id"}),
+                                 lm_failures=[f.model_dump(mode="json")
+                                              for f in self.lm_failures],
                                  leakage=self.leakage_report().model_dump(mode="json"),
                                  final_state=self.coordinator.snapshot())
             writer.close()
@@ -350,12 +383,14 @@ class Session:
         says why, if the disk still takes that much."""
         assert self.env_node is not None
         result = self.result(time.time() - started, {}).model_copy(
-            update={"delivered": False, "end_reason": LOG_FAILED})
+            update={"delivered": False, "end_reason": LOG_FAILED,
+                    "outcome_class": "infrastructure"})
         await self._release()
         if writer:
             try:
                 writer.write_session(status="failed", error=self.env_node.log_failure,
                                      end_reason=LOG_FAILED, ended_at=time.time(), delivered=False,
+                                     outcome_class="infrastructure",
                                      logged_events=self.env_node.last_logged_seq,
                                      events=self.coordinator.seq)
             except OSError as error:
@@ -419,6 +454,51 @@ class Session:
     def _watch_prompt(self, role: str, messages: Any, purpose: str = "") -> None:
         self.leakage.watch_prompt(role, messages, purpose)
 
+    # -- LM failures -------------------------------------------------------------------------
+
+    def _watch_lm_failures(self) -> None:
+        """Hear of every member's and task tool's LM call that fails past its retries."""
+        kinds = {member.role: member.kind for member in self.team}
+        watched: list[tuple[LM, str, FailingSide]] = []
+        for role, teammate in self.members.items():
+            lm = getattr(teammate, "lm", None)
+            if isinstance(lm, LM):
+                watched.append((lm, role, "user" if kinds.get(role) == "user" else "agent"))
+        for slot, value in list(vars(self.env).items()):
+            if slot.endswith("_lm") and isinstance(value, LM):
+                watched.append((value, slot.removesuffix("_lm"), "tool"))
+        for lm, member, side in watched:
+            watcher = functools.partial(self._on_lm_failure, member, side)
+            lm.failure_watchers.append(watcher)
+            self._failure_watches.append((lm, watcher))
+
+    def _unwatch_lm_failures(self) -> None:
+        for lm, watcher in self._failure_watches:
+            with contextlib.suppress(ValueError):
+                lm.failure_watchers.remove(watcher)
+        self._failure_watches.clear()
+
+    def ends_on_lm_failure(self) -> bool:
+        """Whether an LM failure ends this session (``SessionConfig.on_lm_failure``)."""
+        policy = self.config.on_lm_failure
+        if policy == "auto":
+            return not any(member.kind == "person" for member in self.team)
+        return policy == "end"
+
+    def _on_lm_failure(self, member: str, side: FailingSide, error: LMError) -> None:
+        """Record ``member``'s LM failure; end the session for it when the policy says so
+        (called inside the failing call, before the member hears of it: nothing the member
+        does about it afterwards is applied)."""
+        failure = error.failure(member, side)
+        self.lm_failures.append(failure)
+        log.warning("session %s: %s", self.session_id, failure.describe())
+        if self.failure is not None or self.env_node is None or not self.ends_on_lm_failure():
+            return
+        if self.coordinator.done:
+            return  # it ended already (a member's last call, say)
+        self.failure = failure
+        self.env_node.request_stop(LM_FAILED, {"failure": failure.model_dump(mode="json")})
+
     def run_sync(self) -> SessionResult:
         """``run`` for scripts and the CLI, outside an event loop."""
         return asyncio.run(self.run())
@@ -426,6 +506,11 @@ class Session:
     async def _graded_result(self, started: float) -> tuple[SessionResult, Grading]:
         """The result of a session that ended, graded (:func:`grade`)."""
         grading = await grade(self.env, self.coordinator.end_reason, self.session_id)
+        if self.failure is not None:  # it ended for an LM failure: say that, not "not graded"
+            grading = grading.model_copy(update={"failure": self.failure,
+                                                 "note": _ended_by_failure(self.failure)})
+        else:
+            self.failure = grading.failure  # a judge that failed: the result has no grade
         result = self.result(time.time() - started, grading.scores,
                              reports=grading.score_reports, note=grading.note,
                              error=grading.error)
@@ -448,6 +533,8 @@ class Session:
                reports: list[ScoreReport] | None = None, note: str | None = None,
                error: str | None = None) -> SessionResult:
         outcome = self.env.outcome()
+        failure = self.failure
+        end_reason = self.coordinator.end_reason
         return SessionResult(
             session_id=self.session_id, task=self.task, end_reason=self.coordinator.end_reason,
             delivered=is_delivered(self.env, self.coordinator.end_reason), outcome=outcome,
@@ -455,6 +542,9 @@ class Session:
             step_counts=dict(self.coordinator.step_counts), events=self.coordinator.seq,
             duration=duration, results_dir=str(self.results_dir) if self.results_dir else None,
             score_reports=list(reports or []), grading_note=note, grading_error=error,
+            failure=failure,
+            outcome_class=outcome_class({"failure": failure.model_dump() if failure else None,
+                                         "end_reason": end_reason}),
         )
 
     def describe(self) -> dict[str, Any]:
@@ -473,3 +563,10 @@ class Session:
             **({"provenance": self.provenance.model_dump(mode="json")}
                if self.provenance is not None else {}),
         }
+
+
+def _ended_by_failure(failure: LMFailure) -> str:
+    """The panel's note for a session an LM failure ended: whose LM, how, and what it means."""
+    return (f"Not counted: {failure.plain()}, so the session ended there. The result is saved, "
+            f"but it says nothing about the team: reports count this session apart and leave "
+            f"it out of delivery and performance.")

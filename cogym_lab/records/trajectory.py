@@ -23,8 +23,10 @@ from cogym_lab.core.env import is_non_empty
 from cogym_lab.core.grammar import parse_canonical
 from cogym_lab.core.jsonl import read_jsonl_or_empty
 from cogym_lab.core.messages import ChatMessage, Event, EventType, TeamMember
+from cogym_lab.core.outcome_class import OutcomeClass, outcome_class
 from cogym_lab.core.protocol import ScoringProtocol, get_protocol, recorded_protocol
 from cogym_lab.lm.calllog import log_files
+from cogym_lab.lm.failures import LMFailure
 from cogym_lab.nodes.results import EVENTS_FILE, SESSION_FILE
 
 RATINGS_FILE = "ratings.json"
@@ -201,6 +203,24 @@ class SessionRecord:
     @property
     def end_reason(self) -> str | None:
         return self.session.get("end_reason")
+
+    @property
+    def outcome_class(self) -> OutcomeClass:
+        """Whether the session counts (``completed``) or ended for a cause outside the team
+        (``infrastructure``, ``simulator_error``, ``agent_failure``):
+        :mod:`cogym_lab.core.outcome_class`."""
+        return outcome_class(self.session)
+
+    @property
+    def cause(self) -> str | None:
+        """The LM failure that ended the session or cost its grade, in one sentence."""
+        recorded = self.session.get("failure")
+        if not isinstance(recorded, dict):
+            return self.error
+        try:
+            return LMFailure.model_validate(recorded).describe()
+        except ValueError:
+            return str(recorded.get("reason") or "an LM failed")
 
     @property
     def outcome(self) -> Any:

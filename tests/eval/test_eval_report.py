@@ -205,8 +205,14 @@ def test_failed_and_unfinished_sessions_are_counted(runs: dict[str, Path]) -> No
     result = report(runs["collaborative"])
     collab = row(result.tables["summary"], "collaborative")
     assert collab["sessions"] == 4 and collab["failed"] == 2
-    assert collab["delivery_rate"] == pytest.approx(2 / 4)
+    # Crashed sessions are infrastructure failures: counted apart, out of the delivery rate
+    # unless asked for (then they count as undelivered).
+    assert (collab["completed"], collab["infrastructure"], collab["counted"]) == (2, 2, 2)
+    assert collab["delivery_rate"] == pytest.approx(2 / 2)
     assert any("s3: no events (no LM)" in note for note in result.notes)
+    counted = row(report(runs["collaborative"], include_failures=True).tables["summary"],
+                  "collaborative")
+    assert counted["delivery_rate"] == pytest.approx(2 / 4)
 
 
 def test_show_prints_a_readable_trajectory(runs: dict[str, Path]) -> None:

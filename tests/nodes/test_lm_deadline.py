@@ -140,7 +140,10 @@ async def test_a_collaborative_agent_reports_a_failing_lm_in_the_chat(tmp_path, 
                                     {"agent": {"model": "agent-lm", **settings},
                                      "user": {"model": "user-lm", **settings}})
         session = Session(env, members, kinds=kinds, bus=bus, results_dir=tmp_path,
-                          config=SessionConfig(idle_seconds=1, max_idle_ticks=2, timeout=30))
+                          # What a person would read: with one in the team the session goes
+                          # on after an LM failure (without, it ends: test_lm_fault_matrix).
+                          config=SessionConfig(idle_seconds=1, max_idle_ticks=2, timeout=30,
+                                               on_lm_failure="continue"))
         await session.run()
         first_agent_call = next(r.received_at for r in server.chat_requests
                                 if r.body["model"] == "agent-lm")

@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from cogym_lab.core.loop_lag import LoopLag
+from cogym_lab.core.outcome_class import OutcomeClass
 from cogym_lab.core.protocol import LEGACY_PROTOCOL
 from cogym_lab.lm.limit_rules import ProviderLimits
 from cogym_lab.provenance import Provenance
@@ -98,11 +99,25 @@ class SessionEntry(BaseModel):
     tokens: Tokens = Field(default_factory=Tokens)
     cost_usd: float | None = None
     error: str | None = None
+    #: Whether the session counts or ended for a cause outside the team
+    #: (:mod:`cogym_lab.core.outcome_class`); ``None`` while pending, and in older runs.
+    outcome_class: OutcomeClass | None = None
+    #: The LM failure behind a failure class, in one sentence (``LMFailure.describe``).
+    cause: str | None = None
 
     @property
     def key(self) -> tuple[int, int]:
         """(instance, trial): what names a session of the run."""
         return self.instance, self.trial
+
+    @property
+    def counted_class(self) -> OutcomeClass | None:
+        """Its outcome class; for runs from before it was recorded, from its status."""
+        if self.status == "pending":
+            return None
+        if self.status == "failed":
+            return "infrastructure"
+        return self.outcome_class or "completed"
 
 
 class Invocation(BaseModel):
@@ -135,6 +150,12 @@ class Counts(BaseModel):
     pending: int = 0
     skipped: int = 0  # finished earlier and skipped by the latest invocation
     delivered: int = 0
+    #: The sessions that ended (finished or failed) by outcome class: they add up to
+    #: ``finished + failed`` (cogym_lab.core.outcome_class).
+    completed: int = 0
+    infrastructure: int = 0
+    simulator_error: int = 0
+    agent_failure: int = 0
 
 
 class LMDescription(BaseModel):
@@ -184,6 +205,12 @@ class RunSummary(BaseModel):
     def failed(self) -> list[SessionEntry]:
         return [s for s in self.sessions if s.status == "failed"]
 
+    @property
+    def not_counted(self) -> list[SessionEntry]:
+        """The sessions that ended for a cause outside the team (crashes included): what
+        ``retry_failed`` runs again."""
+        return [s for s in self.sessions if s.counted_class not in (None, "completed")]
+
     def recount(self, skipped: int | None = None) -> None:
         """Refresh counts, token totals and cost from the session entries."""
         by_model: dict[str, TokenCount] = {}
@@ -201,6 +228,8 @@ class RunSummary(BaseModel):
             pending=sum(s.status == "pending" for s in self.sessions),
             skipped=self.counts.skipped if skipped is None else skipped,
             delivered=sum(bool(s.delivered) for s in self.sessions),
+            **{name: sum(s.counted_class == name for s in self.sessions)
+               for name in ("completed", "infrastructure", "simulator_error", "agent_failure")},
         )
 
     def write(self, directory: str | Path) -> Path:

@@ -97,13 +97,15 @@ async def run_planned_session(plan: BatchPlan, directory: Path, number: int, tri
         entry = entry.model_copy(update={
             "status": "finished", "end_reason": result.end_reason,
             "delivered": result.delivered, "scores": result.scores,
-            "duration": round(result.duration, 3)})
+            "duration": round(result.duration, 3), "outcome_class": result.outcome_class,
+            "cause": result.failure.describe() if result.failure else None})
     except Exception as error:  # noqa: BLE001 - recorded, and the batch goes on
         usage = lm_usage(lms)
         message = record_failure(directory, error, session_id=session_id, task=plan.task,
                                  env_args={"instance": number, **plan.spec.env_args},
                                  lm_usage=usage, batch=identity)
-        entry = entry.model_copy(update={"status": "failed", "error": message})
+        entry = entry.model_copy(update={"status": "failed", "error": message,
+                                         "outcome_class": "infrastructure"})
     finally:
         await _close(env, lms.values())
     by_model = usage_by_model(usage)

@@ -132,7 +132,8 @@ def run(task: str, team: str | Path | TeamConfig = "collaborative",
         limits: ProviderLimits | Mapping[str, Any] | None = None,
         engine: str = "inprocess", address: str | None = None,
         sessions_per_actor: int | None = None, actors_per_node: int | None = None,
-        storage: str | Path | None = None, allow_sample: bool = False) -> RunSummary:
+        storage: str | Path | None = None, allow_sample: bool = False,
+        retry_failed: bool = False) -> RunSummary:
     """Run ``team`` on ``instances`` of ``task`` and write every session under ``out``.
 
     ``instances`` is a spec such as ``"0:102"`` or ``"0,3,5"``, a list, or ``None`` for all.
@@ -183,6 +184,12 @@ call may serve several teams); ``lm_arguments`` gives any other LM setting by ro
     (:class:`SampleDataRefused`, saying how to get the full data) unless ``allow_sample``; a
     run on the sample says ``"data": "sample"`` in ``run.json``, and its report says so.
 
+    ``retry_failed`` runs again only the sessions of the run in ``out`` that ended for a cause
+    outside the team: an LM that failed past its retries (the agent's, the simulated user's, a
+    judge's), a crash, a log that could not be written (their ``outcome_class`` in ``run.json``
+    is not ``completed``; :mod:`cogym_lab.core.outcome_class`). Their old folders move to
+    ``OUT/.replaced/``; ``instances`` and ``trials`` are not used then.
+
     Works inside a running event loop too (a notebook): the batch then runs on a thread of its
     own. Use :func:`arun` from async code.
     """
@@ -193,7 +200,7 @@ call may serve several teams); ``lm_arguments`` gives any other LM setting by ro
                      protocol=protocol, progress=progress, trials=trials, rerun=rerun,
                      interaction=interaction, limits=limits, engine=engine, address=address,
                      sessions_per_actor=sessions_per_actor, actors_per_node=actors_per_node,
-                     storage=storage, allow_sample=allow_sample)
+                     storage=storage, allow_sample=allow_sample, retry_failed=retry_failed)
     return run_to_end(coroutine)
 
 
@@ -213,7 +220,8 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
                limits: ProviderLimits | Mapping[str, Any] | None = None,
                engine: str = "inprocess", address: str | None = None,
                sessions_per_actor: int | None = None, actors_per_node: int | None = None,
-               storage: str | Path | None = None, allow_sample: bool = False) -> RunSummary:
+               storage: str | Path | None = None, allow_sample: bool = False,
+               retry_failed: bool = False) -> RunSummary:
     """:func:`run` for async code."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
@@ -224,6 +232,8 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
                                storage)
     chosen = check_interaction(interaction) if interaction is not None else None
     redo = _rerun_keys(rerun)
+    if retry_failed:
+        redo |= _failed_keys(Path(out))
     team_config = team if isinstance(team, TeamConfig) else load_team(team)
     people = [role for role, member in team_config.members.items() if member.is_person]
     if people:
@@ -250,7 +260,8 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
     plan = BatchPlan(spec=spec, team=team_config, run_name=out.name, prices=all_prices,
                      fixed_seeds=_fixed_seeds(spec, team_config, lms))
     batch = _Batch(plan=plan, out=out, meter=CostMeter(all_prices), lms=lms, data=data)
-    keys = sorted({*((n, t) for n in numbers for t in range(trials)), *redo})
+    keys = sorted(redo if retry_failed else
+                  {*((n, t) for n in numbers for t in range(trials)), *redo})
     if ray_options is not None:
         ray_options = dataclasses.replace(ray_options, limits=provider_limits)
     async with _workers(batch, concurrency, ray_options) as workers:
@@ -468,6 +479,14 @@ def _fixed_seeds(spec: SessionSpec, team: TeamConfig,
         fixed[TOOLS] = tool_lm_config(team, spec.lm_arguments()).seed
     fixed[ENV] = session_config(team, spec).seed
     return fixed
+
+
+def _failed_keys(out: Path) -> set[SessionKey]:
+    """The sessions of the run in ``out`` that ended for a cause outside the team."""
+    earlier = read_run(out)
+    if earlier is None:
+        raise ValueError(f"{out} holds no run (run.json) whose failed sessions could be retried")
+    return {entry.key for entry in earlier.not_counted}
 
 
 def _rerun_keys(rerun: Iterable[tuple[int, int]]) -> set[SessionKey]:

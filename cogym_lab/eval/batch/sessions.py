@@ -12,7 +12,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from cogym_lab.core.outcome_class import outcome_class
 from cogym_lab.eval.batch.manifest import SessionEntry, TokenCount, Tokens
+from cogym_lab.lm.failures import LMFailure
 from cogym_lab.nodes.results import SESSION_FILE
 
 LM_USAGE_FIELD = "lm_usage"  # added to session.json by the runner: usage by LM source
@@ -136,4 +138,15 @@ def finished_entry(directory: Path, instance: int, session_id: str,
                         session_id=session.get("session_id", session_id), status="finished",
                         resumed=True, end_reason=session.get("end_reason"),
                         delivered=session.get("delivered"), scores=session.get("scores") or {},
-                        duration=session.get("duration"), tokens=tokens)
+                        duration=session.get("duration"), tokens=tokens,
+                        outcome_class=outcome_class(session), cause=_cause(session))
+
+
+def _cause(session: dict[str, Any]) -> str | None:
+    """The recorded LM failure in one sentence, if the session has one."""
+    try:
+        failure = LMFailure.model_validate(session["failure"]) if session.get("failure") \
+            else None
+    except ValueError:
+        return None
+    return failure.describe() if failure else None

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from cogym_lab.core.blocking import run_to_end
+from cogym_lab.core.outcome_class import CLASS_WORDS, FAILURE_CLASSES, OUTCOME_CLASSES
 from cogym_lab.eval.batch.noise import NoiseStudy, read_noise
 from cogym_lab.eval.judging.failures import prevalence
 from cogym_lab.eval.judging.judges import Judge, make_judge
@@ -53,7 +54,7 @@ SYSTEM = ["task", "agent_type", "model"]
 PaperColumns = {"delivery_rate": "Delivery", "performance": "Perf.", "collab_score": "Collab",
                 "h_init": "H_init"}
 Paths = str | Path | Iterable[str | Path]
-TEXT_SUMMARY_COLUMNS = [*SYSTEM, "protocol", "sessions", "failed", "delivery_rate",
+TEXT_SUMMARY_COLUMNS = [*SYSTEM, "protocol", "sessions", "counted", "failed", "delivery_rate",
                         "performance", "collab_score", "h_init", "user_env_act_ratio",
                         "controlled_autonomy", "leaked_sessions", "satisfaction",
                         "outcome_rating", "agent_tokens", "user_tokens"]
@@ -108,6 +109,8 @@ class EvalReport:
     tables: dict[str, pd.DataFrame]
     notes: list[str] = field(default_factory=list)
     baselines: dict[str, float] = field(default_factory=dict)  # task -> autonomous performance
+    #: Whether sessions that ended for a cause outside the team count in the metrics.
+    include_failures: bool = False
 
     def __repr__(self) -> str:
         systems = self.tables["summary"]
@@ -166,6 +169,8 @@ class EvalReport:
         lines = [f"Scoring protocol: {', '.join(protocols) or 'unknown'}"
                  + (" (mixed: compare systems only within one protocol)"
                     if len(protocols) > 1 else "")]
+        if "outcome_class" in sessions:
+            lines.append(self.outcome_line(sessions))
         on_sample = int((sessions["data"] == "sample").sum()) if "data" in sessions else 0
         if on_sample:
             lines.append(f"Sample data: not comparable with the papers' numbers ({on_sample} of "
@@ -180,6 +185,23 @@ class EvalReport:
                 line += ": " + ", ".join(str(s) for s in leaked["session_id"][:10])
             lines.append(line)
         return lines
+
+    def outcome_line(self, sessions: pd.DataFrame) -> str:
+        """How many sessions count, and how many ended for a cause outside the team, by
+        class: the classes add up to the sessions."""
+        counts = {name: int((sessions["outcome_class"] == name).sum())
+                  for name in OUTCOME_CLASSES}
+        line = (f"Outcomes: {len(sessions)} sessions: "
+                + ", ".join(f"{counts[name]} {CLASS_WORDS[name]}" for name in OUTCOME_CLASSES))
+        failed = sum(counts[name] for name in FAILURE_CLASSES)
+        if not failed:
+            return line
+        if self.include_failures:
+            return line + (" (all counted in delivery, performance and pass^k, as asked: a "
+                           "failure counts as an undelivered session)")
+        return line + (f" ({failed} left out of delivery, performance and pass^k: their LM, "
+                       "judge or run failed, not the team; the sessions table names each "
+                       "cause; include_failures / --include-failures counts them)")
 
     def save(self, out: str | Path) -> list[Path]:
         """Write every table as CSV, every plot as PNG and the text report; return the paths."""
@@ -251,25 +273,38 @@ def _group(measured: Sequence[SessionMetrics]) -> dict[tuple[str, str, str],
     return dict(sorted(groups.items()))
 
 
-def _summary_row(system: tuple[str, str, str], rows: pd.DataFrame,
+def _summary_row(system: tuple[str, str, str], every: pd.DataFrame, rows: pd.DataFrame,
                  records: list[SessionRecord]) -> dict[str, Any]:
+    """One system's summary: ``every`` session's row for its counts, ``rows`` and ``records``
+    (those counted: see :func:`_counted`) for its metrics."""
     n = len(rows)
     delivery = float(rows["delivered"].mean()) if n else math.nan
     perf, perf_se = mean_and_se(delivered_performance(records))
     row: dict[str, Any] = dict(zip(SYSTEM, system, strict=True))
-    row |= {"protocol": ",".join(sorted(set(rows["protocol"]))),
-            "data": ",".join(sorted(set(rows["data"].dropna()))),
-            "interaction": ",".join(sorted(set(rows["interaction"]))),
-            "leaked_sessions": int((rows["leaks"] > 0).sum()),
-            "sessions": n, "failed": int((rows["error"].notna()).sum()),
+    row |= {"protocol": ",".join(sorted(set(every["protocol"]))),
+            "data": ",".join(sorted(set(every["data"].dropna()))),
+            "interaction": ",".join(sorted(set(every["interaction"]))),
+            "leaked_sessions": int((every["leaks"] > 0).sum()),
+            "sessions": len(every), "counted": n,
+            "failed": int((every["error"].notna()).sum()),
             "delivery_rate": delivery,
             "delivery_rate_se": math.sqrt(delivery * (1 - delivery) / n) if n else math.nan,
             "performance": perf, "performance_se": perf_se}
+    for name in OUTCOME_CLASSES:  # the classes add up to "sessions"
+        row[name] = int((every["outcome_class"] == name).sum())
     for column in ("collab_score", "h_init", "agent_initiative_share", "user_env_act_ratio",
                    "controlled_autonomy", "confirmations_answered", "halts", "satisfaction",
                    "outcome_rating", "agent_tokens", "user_tokens"):
-        row[column], row[f"{column}_se"] = mean_and_se(rows[column].astype(float).tolist())
+        row[column], row[f"{column}_se"] = mean_and_se(
+            rows[column].astype(float).tolist() if n else [])
     return row
+
+
+def _counted(members: Sequence[SessionMetrics], include_failures: bool
+             ) -> list[SessionMetrics]:
+    """The sessions whose metrics count: those that completed, unless failures are included
+    (:mod:`cogym_lab.core.outcome_class`)."""
+    return [m for m in members if include_failures or m.record.outcome_class == "completed"]
 
 
 def _task_rate_rows(groups: dict[tuple[str, str, str], list[SessionMetrics]]
@@ -491,14 +526,15 @@ async def areport(dirs: Paths, *, judge: Any = None, baseline: Paths | None = No
                   failures: bool = True, audit: bool = True,
                   validation: Paths | None = None,
                   success_threshold: float = DEFAULT_SUCCESS_THRESHOLD,
-                  progress: ProgressSource = "user") -> EvalReport:
+                  progress: ProgressSource = "user",
+                  include_failures: bool = False) -> EvalReport:
     """:func:`report`, for code already in an event loop."""
     made = make_judge(judge)
     try:
         return await _build_report(dirs, made, baseline=baseline, out=out, effort=effort,
                                    failures=failures, audit=audit, validation=validation,
                                    success_threshold=success_threshold,
-                                   progress=progress)
+                                   progress=progress, include_failures=include_failures)
     finally:
         if made is not None and made is not judge and made.lm is not judge:
             await made.lm.aclose()  # the LM client this call built: close its connections
@@ -508,20 +544,28 @@ async def _build_report(dirs: Paths, judge: Judge | None, *, baseline: Paths | N
                         out: str | Path | None, effort: bool, failures: bool,
                         audit: bool = True, validation: Paths | None = None,
                         success_threshold: float = DEFAULT_SUCCESS_THRESHOLD,
-                        progress: ProgressSource = "user") -> EvalReport:
+                        progress: ProgressSource = "user",
+                        include_failures: bool = False) -> EvalReport:
     records = load_sessions(_paths(dirs))
     baseline_records = load_sessions(_paths(baseline)) if baseline is not None else [
         r for r in records if r.agent_type == AUTONOMOUS]
+    baseline_records = [r for r in baseline_records
+                        if include_failures or r.outcome_class == "completed"]
     measured = list(await asyncio.gather(*(measure_session(r, judge, effort=effort,
                                                            failures=failures, audit=audit,
                                                            progress=progress)
                                            for r in records)))
     notes = [note for m in measured for note in m.notes]
-    groups = _group(measured)
+    # Every table below but the sessions and the summary's counts reads the counted sessions.
+    groups = _group(_counted(measured, include_failures))
     sessions = _frame([m.row() for m in measured], ["session_id", *SYSTEM])
-    summary_rows = [_summary_row(system, pd.DataFrame([m.row() for m in members]),
-                                 [m.record for m in members])
-                    for system, members in groups.items()]
+    summary_rows = []
+    for system, members in _group(measured).items():
+        counted = _counted(members, include_failures)
+        every = pd.DataFrame([m.row() for m in members])
+        summary_rows.append(_summary_row(system, every, every.iloc[0:0] if not counted else
+                                         pd.DataFrame([m.row() for m in counted]),
+                                         [m.record for m in counted]))
     baselines: dict[str, float] = {}
     for task in {r.task for r in baseline_records}:
         baselines[task] = mean_and_se(delivered_performance(
@@ -556,14 +600,16 @@ async def _build_report(dirs: Paths, judge: Judge | None, *, baseline: Paths | N
         "plans": _frame(_plan_rows(groups), SYSTEM),
         "rating_tests": _frame(_rating_test_rows(groups), ["task", "system_a", "system_b"]),
         "trials": _frame(_trial_rows(groups, success_threshold), SYSTEM),
-        "interaction": _frame(turn_taking.mode_rows([m.row() for m in measured]),
-                              [*turn_taking.SYSTEM, "interaction"]),
-        "interaction_tests": _frame(turn_taking.paired_rows([m.row() for m in measured]),
-                                    [*turn_taking.SYSTEM, "measure"]),
+        "interaction": _frame(turn_taking.mode_rows(
+            [m.row() for m in _counted(measured, include_failures)]),
+            [*turn_taking.SYSTEM, "interaction"]),
+        "interaction_tests": _frame(turn_taking.paired_rows(
+            [m.row() for m in _counted(measured, include_failures)]),
+            [*turn_taking.SYSTEM, "measure"]),
         "cooking": _frame(kitchen_measures.summary_rows(cooking), kitchen_measures.SYSTEM),
         "cooking_sessions": _frame(kitchen_measures.session_rows(cooking),
                                    kitchen_measures.SYSTEM),
-    }, notes=notes, baselines=baselines)
+    }, notes=notes, baselines=baselines, include_failures=include_failures)
     if judge is None:
         result.notes.append("No judge was given: H_init, controlled autonomy from messages, "
                             "LM-judged win rates, progress ratings (usability drop) that "
@@ -578,7 +624,7 @@ def report(dirs: Paths, *, judge: Any = None, baseline: Paths | None = None,
            out: str | Path | None = None, effort: bool = True,
            failures: bool = True, audit: bool = True, validation: Paths | None = None,
            success_threshold: float = DEFAULT_SUCCESS_THRESHOLD,
-           progress: ProgressSource = "user") -> EvalReport:
+           progress: ProgressSource = "user", include_failures: bool = False) -> EvalReport:
     """Evaluate the sessions in ``dirs`` (run directories or session directories).
 
     ``judge``: a model name, LM config, LM or :class:`~cogym_lab.eval.judging.judges.Judge` for the
@@ -594,8 +640,15 @@ def report(dirs: Paths, *, judge: Any = None, baseline: Paths | None = None,
     usability drop uses: ``"user"`` (the default), a simulated user's own ratings when it gave
     one for every round (``rate_progress``), else the judge's; ``"judge"``, always the judge's
     (:mod:`cogym_lab.eval.metrics.progress`).
+
+    Sessions that ended for a cause outside the team (an LM that failed past its retries, a
+    judge that failed, a crash: :mod:`cogym_lab.core.outcome_class`) are counted apart, by
+    class, in the summary (``infrastructure``, ``simulator_error``, ``agent_failure``, beside
+    ``completed``) and the checks line, and left out of every metric (delivery, performance,
+    pass^k, comparisons ...) unless ``include_failures``, which counts them as they ended.
     """
     coroutine = areport(dirs, judge=judge, baseline=baseline, out=out, effort=effort,
                         failures=failures, audit=audit, validation=validation,
-                        success_threshold=success_threshold, progress=progress)
+                        success_threshold=success_threshold, progress=progress,
+                        include_failures=include_failures)
     return run_to_end(coroutine)

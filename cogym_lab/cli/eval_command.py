@@ -65,8 +65,10 @@ def _prices(values: tuple[str, ...]) -> dict[str, tuple[float, float]]:
 @click.option("--price", "prices", multiple=True, metavar="MODEL=IN,OUT",
               help="Dollars per million input and output tokens of MODEL, for the running cost.")
 @click.option("--protocol", type=click.Choice(sorted(PROTOCOLS)), default=DEFAULT_PROTOCOL,
-              show_default=True, help="Scoring protocol: 'cogym' follows the Co-Gym paper and "
-                                      "release (it also picks the instance set).")
+              show_default=True, help="Scoring protocol: 'cogym' counts and scores as the "
+                                      "Co-Gym release's code does and uses the paper's instance "
+                                      "sets (docs/evaluation.md names each rule and where it "
+                                      "differs); 'cogym_lab' is this project's own.")
 @click.option("--trials", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run each instance this many times, each trial with seeds of its own "
                    "(folders 003, 003-t1, ...); the report then gives pass^k.")

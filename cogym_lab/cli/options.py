@@ -137,5 +137,7 @@ def lm_options(func: Command) -> Command:
 def protocol_option(func: Command) -> Command:
     return click.option("--protocol", type=click.Choice(sorted(PROTOCOLS)),
                         default=DEFAULT_PROTOCOL, show_default=True,
-                        help="Scoring protocol: 'cogym' follows the Co-Gym paper and release; "
-                             "see docs/evaluation.md for 'cogym_lab'.")(func)
+                        help="Scoring protocol: 'cogym' counts and scores as the Co-Gym "
+                             "release's code does (steps, delivery, controlled autonomy, task "
+                             "scores; docs/evaluation.md names each rule and where it differs); "
+                             "'cogym_lab' is this project's own.")(func)

@@ -91,7 +91,7 @@ class Confirmations:
             worked = self._texts.edit_for(held.action, spec, step, seq=emitter.seq + 1,
                                           author=request.requester, base=held.base)
             merged = worked[0] if worked and worked[0] is not held.action else None
-        result = emitter.apply(request.requester, merged or held.action)
+        result = emitter.apply(request.requester, merged or held.action, on_behalf=True)
         accept = format_action(action, acts.ACCEPT_CONFIRMATION)
         info: dict[str, Any] = _answer_info(request)
         if merged is not None:

@@ -32,8 +32,8 @@ The rules:
   a confirmation request on the agent's behalf;
 * the session ends on FINISH, when the task says it is done, when a member reaches its step
   limit, after ``max_idle_ticks`` ticks in a row, or after ``max_events`` events. What counts as
-  a step is the scoring protocol's rule: every act (``every_act_is_a_step``), or task actions and
-  refused attempts only;
+  a step is the scoring protocol's rule: every act but waits (``every_act_is_a_step``), or task
+  actions and refused attempts only;
 * under strict turn-taking (``interaction="turns"``, the paper's §5.3 ablation) the rules of
   :mod:`cogym_lab.core.turns` replace the notifications above: the members act in the team's
   order, each event notifies only the member whose turn it is after it, and an act out of turn
@@ -229,7 +229,7 @@ class Coordinator:
         # Typing in a shared text is no turn: it neither needs one nor passes it.
         if self._out_of_turn(step) and not _is_live_edit(raw):  # refused before it is counted
             return self._not_your_turn(step, raw, now)
-        counted = self._counts_as_step(step) and not _is_live_edit(raw)
+        counted = self._counts_as_step(step, raw) and not _is_live_edit(raw)
         if counted:  # before the act, so that its notifications show the new count
             self.step_counts[role] += 1
         transition = self._act(step, raw, now)
@@ -239,12 +239,21 @@ class Coordinator:
             self._check_limit(step, role, transition, now)
         return self._end_if_idle_rounds(step, transition, now)
 
-    def _counts_as_step(self, step: StepContext) -> bool:
+    def _counts_as_step(self, step: StepContext, raw: Any) -> bool:
         """Under ``every_act_is_a_step``, whether this input is one of its actor's acts (what
         the env observed it do outside the session is; the result of its deferred work is
-        not)."""
+        not). A wait never is: the Co-Gym release drops ``WAIT_TEAMMATE_CONTINUE`` before its
+        event log, which is what it counts (``TaskEnvNode.event_handler``)."""
         return (self.every_act_is_a_step and not self.done and step.role in self.step_counts
-                and not step.follow_up)
+                and not step.follow_up and not self._is_wait(raw))
+
+    def _is_wait(self, raw: Any) -> bool:
+        """Whether ``raw`` parses as a wait (parsed again by ``_act``: parsing changes nothing)."""
+        try:
+            parsed, _ = parse_action(raw, self._all_specs)
+        except ActionError:
+            return False
+        return parsed.name == acts.WAIT_TEAMMATE_CONTINUE.name
 
     def _act(self, step: StepContext, raw: RawAction, now: float) -> Transition:
         role = step.role
@@ -436,15 +445,19 @@ class Coordinator:
         a logged merge on replay: the one parse of that text."""
         return parse_action(raw, self._task_specs)
 
-    def apply(self, role: str, action: Action, *, count: bool = True) -> StepResult:
+    def apply(self, role: str, action: Action, *, count: bool = True,
+              on_behalf: bool = False) -> StepResult:
         """Run a task action on the env; a success counts as one of ``role``'s steps (unless
-        ``count`` is false: a live edit is typing, not a step)."""
+        ``count`` is false: a live edit is typing, not a step). Under ``every_act_is_a_step``
+        the act that led here was counted already, except for an action run ``on_behalf`` of
+        ``role`` by a teammate's acceptance: the Co-Gym release logs that one as the
+        requester's event too, so it counts as one of the requester's steps."""
         try:
             result = self.env.apply(role, action)  # parsed where it entered: not again
         except Exception as error:  # noqa: BLE001 - a bug in a task must not end the session
             return StepResult(observation=self.env.view(role), private=True, info={
                 "error": f"The task failed on this action: {type(error).__name__}: {error}"})
-        if count and not result.error and not self.every_act_is_a_step:
+        if count and not result.error and (on_behalf or not self.every_act_is_a_step):
             self.step_counts[role] += 1
         return result
 

@@ -114,7 +114,7 @@ class SessionMetrics:
             "agent_refused": sum(actions[r].refused for r in agents),
             "confirmation_requests": autonomy.confirmation_requests,
             "confirmations_answered": autonomy.confirmations_answered,
-            "halts": autonomy.halts,
+            "halts": autonomy.reported_halts,
             "controlled_autonomy": autonomy.total,
             "leaks": len(leakage["leaks"]) if leakage and leakage.get("checked") else math.nan,
             "satisfaction": _mean(record.rating_values("satisfaction")),

@@ -375,19 +375,37 @@ def test_errors_count_towards_the_step_limit() -> None:
     assert session.coord.end_reason == "step_limit"
 
 
-def test_under_every_act_is_a_step_messages_and_waits_count_too() -> None:
-    """The Co-Gym release counts every event of a member toward its limit (protocol cogym)."""
+def test_under_every_act_is_a_step_messages_count_and_waits_do_not() -> None:
+    """Protocol cogym counts what the Co-Gym release counts: every event its env node logs for a
+    member (``TaskEnvNode.count_agent_action`` / ``count_user_action`` count the event log's
+    entries). The expected counts were worked out by hand through that node's
+    ``event_handler``: a message and a failed task action are logged (2 for the agent), a
+    ``WAIT_TEAMMATE_CONTINUE`` returns before anything is logged (still 2), and the user's
+    message and task action make 2 of its limit of 2, which ends the session."""
     session = Session(TRIO, step_limits={"agent": 4, "user": 2}, every_act_is_a_step=True)
     session.ok("agent", message("hello"))
     session.ok("agent", "WAIT_TEAMMATE_CONTINUE()")
+    session.ok("agent", "WAIT_TEAMMATE_CONTINUE()")
     session.do("agent", "nonsense")  # refused: still one of its events
-    assert session.coord.step_counts == {"agent": 3, "user": 0, "helper": 0}
+    assert session.coord.step_counts == {"agent": 2, "user": 0, "helper": 0}
     session.ok("user", message("hi"))
     transition = session.ok("user", 'ADD_ITEM(text="tent")')
     assert types(transition) == [EventType.ACTION, EventType.END]
     assert transition.events[1].info == {"reason": "step_limit", "role": "user"}
     assert notified(session.coord, transition)[0].step_counts["user"] == 2  # the count it was sent
     replay_matches(session, TRIO, step_limits={"agent": 4, "user": 2}, every_act_is_a_step=True)
+
+
+def test_under_every_act_is_a_step_waits_never_reach_the_limit() -> None:
+    """An agent that only waits never ends a session under cogym (the release logs no wait)."""
+    session = Session(step_limits={"agent": 3, "user": 3}, every_act_is_a_step=True)
+    for _ in range(10):
+        session.ok("agent", "WAIT_TEAMMATE_CONTINUE()")
+    assert not session.coord.done and session.coord.step_counts["agent"] == 0
+    session.ok("agent", message("one"))
+    session.ok("agent", message("two"))
+    transition = session.ok("agent", message("three"))
+    assert types(transition)[-1] is EventType.END and session.coord.end_reason == "step_limit"
 
 
 def test_under_every_act_is_a_step_deferred_results_are_not_another_act() -> None:
@@ -417,12 +435,28 @@ def test_under_every_act_is_a_step_deferred_results_are_not_another_act() -> Non
     assert coord.step_counts == {"agent": 1, "user": 1}
 
 
-def test_under_every_act_is_a_step_an_accepted_request_counts_once_per_act() -> None:
+def test_under_every_act_is_a_step_an_accepted_action_is_also_the_requesters_step() -> None:
+    """The release's env node logs an acceptance twice: the acceptor's ``ACCEPT_CONFIRMATION``
+    and then the pending action under the requester's role (``TaskEnvNode.event_handler``), so
+    by its count (worked out by hand) the agent has 2 events (its request and the action run for
+    it), the user 1; a rejection is logged once, for the rejecting member only."""
     session = Session(every_act_is_a_step=True)
     session.ok("agent", request('ADD_ITEM(text="stove")'))  # the agent's act
     session.ok("user", "ACCEPT_CONFIRMATION(request_id=\"c1\")")  # the user's act, runs it
-    assert session.coord.step_counts == {"agent": 1, "user": 1}
+    assert session.coord.step_counts == {"agent": 2, "user": 1}
     assert [i.text for i in session.env.items] == ["stove"]
+    session.ok("agent", request('ADD_ITEM(text="lamp")'))
+    session.ok("user", "REJECT_CONFIRMATION(request_id=\"c2\")")
+    assert session.coord.step_counts == {"agent": 3, "user": 2}
+    replay_matches(session, DUO, every_act_is_a_step=True)
+
+
+def test_an_accepted_action_on_the_requesters_last_step_ends_the_session() -> None:
+    session = Session(step_limits={"agent": 2, "user": 5}, every_act_is_a_step=True)
+    session.ok("agent", request('ADD_ITEM(text="stove")'))
+    transition = session.ok("user", "ACCEPT_CONFIRMATION(request_id=\"c1\")")
+    assert types(transition)[-1] is EventType.END
+    assert transition.events[-1].info == {"reason": "step_limit", "role": "agent"}
 
 
 def test_default_limit_is_thirty_agent_steps_and_humans_are_unlimited() -> None:

@@ -215,18 +215,61 @@ def test_controlled_autonomy_from_the_log_and_from_message_labels(tmp_path: Path
     formal = controlled_autonomy(record)
     assert (formal.confirmation_requests, formal.confirmations_answered, formal.halts) == \
         (3, 2, 1)
-    labels = [MessageLabel(n=1, confirmation=True), MessageLabel(n=2),
+    labels = [MessageLabel(n=1, confirmation=True), MessageLabel(n=2, confirms=True),
               MessageLabel(n=3, confirmation=True), MessageLabel(n=4),
               MessageLabel(n=5, halt=True)]
     judged = controlled_autonomy(record, labels)
     # 3 formal + 2 judged questions; 2 formal + 1 judged answered; 1 pause + 1 judged halt.
     assert (judged.confirmation_requests, judged.confirmations_answered, judged.halts) == \
         (5, 3, 2)
-    # The Co-Gym release (protocol "cogym", this session's) counts the judged messages only:
-    # 2 confirmation questions (M1, M3) + 1 halt (M5).
-    assert judged.rule == "judged_messages" and judged.total == 3
+    # The Co-Gym release (protocol "cogym", this session's): CA+ is M1, answered by M2 right
+    # away (M3's next message is the agent's own M4); CA- is M5 alone, reported apart.
+    assert judged.rule == "release_counts" and judged.total == 1
+    assert judged.reported_halts == 1
     # cogym_lab's own rule: 3 answered confirmations + 2 halts.
-    assert controlled_autonomy(record, labels, rule="answered_and_halts").total == 5
+    lab = controlled_autonomy(record, labels, rule="answered_and_halts")
+    assert lab.total == 5 and lab.reported_halts == 2
+
+
+def test_controlled_autonomy_under_cogym_is_what_the_release_counts(tmp_path: Path) -> None:
+    """CA+ and CA- as the Co-Gym release computes them. The expected numbers (CA+ 2, CA- 1) are
+    what the release's own ``AnalyzeControlledAutonomy.forward``
+    (``collaborative_gym/eval/controlled_autonomy.py``) returned when run, outside this
+    repository, on the event log this trajectory makes under its ``TaskEnvNode`` (waits are not
+    logged; messages are its "collaborative" events), with its two LM judges replaced by the
+    verdicts the labels below give: effective confirmation "Yes" for (M1, M2) and (M8, M9) and
+    "No" for (M6, M7), the only pairs it asked about; halting "Yes" for M5 alone."""
+    steps = [
+        ("agent", say("Shall I add a headlamp?")),  # M1: answered right away, yes
+        ("agent", "WAIT_TEAMMATE_CONTINUE()"),  # not an event of the release: M2 still next
+        ("user", say("Yes please.")),  # M2
+        ("agent", add("headlamp")),
+        ("agent", say("Should I also add a chair?")),  # M3: the agent speaks next, not counted
+        ("agent", say("Adding a chair now.")),  # M4
+        ("user", say("Stop, no chair!")),  # M5: a halt (CA-)
+        ("agent", say("Which colour do you like?")),  # M6: the reply does not answer it
+        ("user", say("I want to go camping.")),  # M7
+        ("agent", say("Would you like a map? Or a torch.")),  # M8: answered with a no
+        ("user", add("tent")),  # a task action between: the release reads messages only
+        ("user", say("No thanks, neither.")),  # M9
+        ("agent", say("Done. Anything else")),  # M10: no "?", so never a question
+        ("user", say("No.")),  # M11: the judge would say it answers; M10 asked nothing
+        ("user", "FINISH()"),
+    ]
+    record = load_session(write_session(tmp_path / "s", steps, protocol="cogym"))
+    labels = [MessageLabel(n=n) for n in range(1, 12)]
+    for n in (2, 9, 11):
+        labels[n - 1] = MessageLabel(n=n, confirms=True)
+    labels[4] = MessageLabel(n=5, halt=True)
+    for n in (1, 3, 8):
+        labels[n - 1] = MessageLabel(n=n, confirmation=True)
+    result = controlled_autonomy(record, labels)
+    assert (result.total, result.reported_halts) == (2, 1)  # the release's CA+ and CA-
+    row = SessionMetrics(record, labels=labels).row()
+    assert (row["controlled_autonomy"], row["halts"]) == (2, 1)  # reported apart
+    # cogym_lab: M1 and M8 were answered by a human before the agent spoke again, M3 was not
+    # (the agent's M4 came first), plus the halt: 2 + 1.
+    assert controlled_autonomy(record, labels, rule="answered_and_halts").total == 3
 
 
 # -- collaborative effort scaling ------------------------------------------------------------------

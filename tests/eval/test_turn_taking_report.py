@@ -41,9 +41,9 @@ def ablation(tmp_path: Path) -> Path:
     _write(notifications / "beach", "beach",
            [("agent", add("tent")), ("agent", add("headlamp")), ("user", "FINISH()")], 5,
            interaction="notifications")
-    # city: ends idle, which the paper's protocol does not count as delivered: Collab 0.
+    # city: stopped by the event limit, an ending the release never evaluates: Collab 0.
     _write(notifications / "city", "city", [("agent", add("tent"))], 3,
-           interaction="notifications", end="idle")
+           interaction="notifications", end="event_limit")
     # Under strict turns the agent and the user alternate (the agent first).
     # camping: tent, stove, rain jacket: (1/2 + 3/4) / 2 = 0.625; satisfaction 3.
     _write(turns / "camping", "camping",
@@ -72,7 +72,7 @@ def test_the_hand_built_sessions_are_what_the_comments_say(ablation: Path) -> No
                    for path in sorted((ablation / "turns").iterdir())}
     assert performance == {"beach": 0.5, "camping": 0.625, "city": 0.875, "city-t1": 0.125,
                            "solo": 0.125}
-    idle = load_session(ablation / "notifications" / "city")
+    idle = load_session(ablation / "notifications" / "city")  # the event limit
     assert not idle.delivered and idle.interaction == "notifications"
     events = load_session(ablation / "turns" / "camping").events
     assert not any(e.info.get("out_of_turn") for e in events)  # the steps kept to the turns
@@ -101,7 +101,7 @@ def test_the_ablation_table_has_both_modes_measures(ablation: Path) -> None:
     notifications, turns = modes.loc["notifications"], modes.loc["turns"]
     assert (notifications["sessions"], notifications["instances"]) == (3, 3)
     assert (turns["sessions"], turns["instances"]) == (5, 4)  # city twice
-    # Delivery: 2 of 3 (city idled out); 5 of 5.
+    # Delivery: 2 of 3 (city hit the event limit); 5 of 5.
     assert notifications["delivery_rate"] == pytest.approx(2 / 3)
     assert turns["delivery_rate"] == 1.0
     # Task performance over the delivered sessions: (1.0 + 0.5) / 2 = 0.75;

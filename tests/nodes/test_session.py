@@ -329,20 +329,21 @@ class AddsOneThenWaits:
         return None if notification.view["checklist"].content else 'ADD_ITEM(text="tent")'
 
 
-@pytest.mark.parametrize(("protocol", "delivered"), [("cogym", False), ("cogym_lab", True)])
-def test_an_idle_ending_delivers_only_under_cogym_labs_own_protocol(protocol, delivered,
-                                                                     tmp_path):
-    """The paper counts a non-empty outcome at completion or at the step limit as delivered;
-    a session that idled out with one item in the list did neither."""
+@pytest.mark.parametrize("protocol", ["cogym", "cogym_lab"])
+def test_an_idle_ending_with_an_outcome_delivers_under_both_protocols(protocol, tmp_path):
+    """The Co-Gym release evaluates a session that idles out: after ``max_tick_cnt`` idle ticks
+    its ``TaskEnvNode.event_handler`` calls ``end()``, which runs the task's
+    ``evaluate_task_performance``; a non-empty outcome there has ``task_completion`` 1. Worked
+    through by hand for this trajectory (one item added, then nothing): evaluated, delivered."""
     env = TodoEnv()
     env.protocol = protocol
     result = Session(env, {"agent": AddsOneThenWaits()}, kinds=AGENT, results_dir=tmp_path,
                      config=SessionConfig(idle_seconds=0.2, max_idle_ticks=1)).run_sync()
     assert result.end_reason == "idle" and result.outcome == ["tent"]
-    assert result.delivered is delivered
+    assert result.delivered is True
     meta = read_session(tmp_path)
-    assert meta["protocol"] == protocol and meta["delivered"] is delivered
-    assert ("performance" in meta["scores"]) is delivered  # only delivered sessions are graded
+    assert meta["protocol"] == protocol and meta["delivered"] is True
+    assert "performance" in meta["scores"]
 
 
 def test_a_step_limit_ending_with_an_outcome_delivers_under_cogym(tmp_path):

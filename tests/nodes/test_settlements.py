@@ -33,7 +33,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from cogym_lab.bus import Bus, MemoryBus
 from cogym_lab.bus.base import BusError
 from cogym_lab.core.coordinator import Coordinator
-from cogym_lab.core.messages import Event, StepRequest, TeamMember, step_channel
+from cogym_lab.core.messages import Event, EventType, StepRequest, TeamMember, step_channel
 from cogym_lab.core.settlements import (
     INTERRUPTED,
     Settlement,
@@ -618,8 +618,11 @@ class HostedRace(RuleBasedStateMachine):
         told = {s.request.id for s, _ in self.sent if s is not None and s.outcome.result().applied}
         assert {e.request_id for e in events if e.actor in ("user", "agent")} - {None} == told
         run = json.loads((self.host.results_dir / self.session_id / "session.json").read_text())
-        if run["status"] == "finished":  # the cogym protocol counts every act as a step
-            assert run["step_counts"]["user"] == sum(1 for e in events if e.actor == "user")
+        if run["status"] == "finished":  # the cogym protocol counts every act but waits
+            acts = sum(1 for e in events if e.actor == "user" and e.type is not EventType.WAIT)
+            run_for_it = sum(1 for e in events if e.type is EventType.CONFIRM_ACCEPT
+                             and e.status == "ok" and e.info.get("requester") == "user")
+            assert run["step_counts"]["user"] == acts + run_for_it
 
     def teardown(self) -> None:
         try:

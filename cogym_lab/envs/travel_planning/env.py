@@ -6,10 +6,11 @@ instance's constraints (group size, budget, room type, house rules, cuisines, tr
 human side's hidden information; the grader checks the plan against all of them.
 
 Scoring follows the session's protocol (:mod:`cogym_lab.core.protocol`): under ``cogym`` the
-plan is graded in the grader's ``official`` mode (TravelPlanner's official verdicts, the official
-accommodation table), under ``cogym_lab`` in its ``corrected`` mode. The search tools and the
-grader read the same database, so the listings an agent can find are the ones the grader
-accepts. ``performance`` is Co-Gym's task performance; the scores also hold each applicable
+plan is graded in the grader's ``release`` mode (the Co-Gym release's own evaluator: the
+official verdicts and table, except that it looks accommodations up among the attractions),
+under ``cogym_lab`` in its ``corrected`` mode; ``official`` (TravelPlanner's own verdicts) is
+``cogym-lab grade``'s default. The search tools and the grader read the same accommodation
+table, so the listings an agent can find are the ones the corrected grader accepts. ``performance`` is Co-Gym's task performance; the scores also hold each applicable
 check's verdict (0/1, by its official name) and TravelPlanner's pass-rate inputs
 (``commonsense_pass``, ``hard_evaluated``, ``hard_pass``, ``final_pass``), which
 :func:`~cogym_lab.envs.travel_planning.pass_rates.pass_rates` aggregates over sessions.
@@ -59,7 +60,7 @@ Accommodation: <listing>, <city>
 """
 
 #: The grading mode of each scoring protocol.
-PROTOCOL_MODES: dict[str, GraderMode] = {"cogym": "official", "cogym_lab": "corrected"}
+PROTOCOL_MODES: dict[str, GraderMode] = {"cogym": "release", "cogym_lab": "corrected"}
 HIDDEN_MIN_WORDS = 8  # a hidden preference's minimum length in words, unless it names ...
 _AMOUNT = re.compile(r"\$\s?\d")  # ... an amount of money, which no honest text would guess
 

@@ -3,8 +3,8 @@ print the summary rates.
 
 The travel task's batch grader (``TravelPlanningEnv.grade_command`` names it, and the CLI finds it
 there): PLANS holds TravelPlanner plans (see :mod:`cogym_lab.envs.travel_planning.plans_file`),
-graded with TravelPlanner's checks in the ``official`` or ``corrected`` mode. Each input line
-gets one output line in ``--out``, in order; a line that cannot be graded gets
+graded with TravelPlanner's checks in the ``official``, ``corrected`` or ``release`` mode. Each
+input line gets one output line in ``--out``, in order; a line that cannot be graded gets
 ``{"line": N, "error": "..."}`` and never stops the run. ``docs/travel-grader.md`` describes
 the verdicts and the rates.
 """
@@ -21,6 +21,8 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.table import Table
+
+from cogym_lab.envs.travel_planning.grading_rules import GRADER_MODES
 
 console = Console(highlight=False)
 
@@ -62,10 +64,10 @@ def _checks_table(counts: dict[str, Counter[Any]]) -> Table:
 
 @click.command("travel_planning")
 @click.argument("plans", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--mode", type=click.Choice(["official", "corrected"]), default="official",
+@click.option("--mode", type=click.Choice(list(GRADER_MODES)), default="official",
               show_default=True,
               help="official: the official evaluator's verdicts, quirks included; corrected: "
-                   "its bugs fixed.")
+                   "its bugs fixed; release: the Co-Gym release's evaluator (protocol cogym).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Where to write the verdicts, one JSON line per input line.")
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,

@@ -2,7 +2,10 @@
 
 ``official`` (the default) gives the verdicts of TravelPlanner's evaluation code
 (``evaluation/commonsense_constraint.py`` and ``hard_constraint.py``), quirks included.
-``corrected`` is the same code with the official bugs fixed, each behind one switch below. An
+``release`` gives the verdicts of the Co-Gym release's adaptation of that code
+(``collaborative_gym/envs/travel_planner/evaluation/commonsense_constraint.py``,
+``CommonsenseConstraintEvaluator``), which differs from the official code in one place, its
+own switch below. ``corrected`` is the official code with its bugs fixed, each behind one switch. An
 example of each fix (official says X, corrected says Y) is in ``docs/travel-grader.md`` and in
 ``tests/envs/travel_planning/test_travel_official.py``.
 
@@ -26,7 +29,13 @@ Fixes (the switch, then what the official code does):
   corrected mode gives a verdict (an unpriceable drive costs nothing, a missing field reads as
   ``-``, an unreadable route fails the check it breaks).
 
-Kept in both modes, because they are rules rather than slips: names are matched as substrings of
+The release's departure (switch ``accommodations_in_attraction_table``): its
+``is_valid_information_in_sandbox`` looks a day's accommodation up in the *attractions* table
+(by ``Name`` and ``City``), so a plan that names a real listing fails Within Sandbox unless an
+attraction of that city happens to contain the listing's name. Its other checks, and its
+minimum-nights check, read the accommodation table as the official code does.
+
+Kept in every mode, because they are rules rather than slips: names are matched as substrings of
 the stored names, case-sensitively; a listing's minimum nights are checked only when the name
 matches exactly one listing; flights are checked by number and route, not date; Complete
 Information requires three meals and an attraction on every day without travel and holds the
@@ -38,10 +47,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from cogym_lab.envs.travel_planning.accommodation_table import AccommodationTable
+
 __all__ = ["GRADER_MODES", "RULES", "GraderMode", "GradingRules", "get_rules"]
 
-GraderMode = Literal["official", "corrected"]
-GRADER_MODES: tuple[GraderMode, ...] = ("official", "corrected")
+GraderMode = Literal["official", "corrected", "release"]
+GRADER_MODES: tuple[GraderMode, ...] = ("official", "corrected", "release")
 
 
 @dataclass(frozen=True)
@@ -54,11 +65,13 @@ class GradingRules:
     cuisine_skips_only_origin_meal: bool
     every_attraction_read: bool
     never_raises: bool
+    accommodations_in_attraction_table: bool = False  # the Co-Gym release's look-up
 
     @property
-    def accommodation_table(self) -> GraderMode:
-        """The accommodation table the mode's database holds (same names as the modes)."""
-        return self.mode
+    def accommodation_table(self) -> AccommodationTable:
+        """The accommodation table the mode's database holds: the corrected one for
+        ``corrected``, the official loader's otherwise (the release loads it the same way)."""
+        return "corrected" if self.mode == "corrected" else "official"
 
 
 RULES: dict[str, GradingRules] = {
@@ -70,6 +83,11 @@ RULES: dict[str, GradingRules] = {
                               route_ends_and_destination=True,
                               cuisine_skips_only_origin_meal=True,
                               every_attraction_read=True, never_raises=True),
+    "release": GradingRules(mode="release", whole_city_names=False,
+                            route_ends_and_destination=False,
+                            cuisine_skips_only_origin_meal=False,
+                            every_attraction_read=False, never_raises=False,
+                            accommodations_in_attraction_table=True),
 }
 
 

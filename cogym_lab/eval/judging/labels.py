@@ -24,7 +24,10 @@ class MessageLabel(BaseModel):
     initiative: bool = False
     kind: Literal["task", "dialogue", "none"] = "none"
     confirmation: bool = False  # an agent asks the human to approve a step before taking it
-    halt: bool = False  # a human stops or redirects what the agent is doing
+    halt: bool = False  # a human stops the agent from doing what it is doing
+    #: A human's reply that answers (yes or no alike) the question in the message right before
+    #: it, when that one is an agent's: the Co-Gym release's "effective confirmation".
+    confirms: bool = False
 
 
 class MessageLabels(BaseModel):

@@ -62,26 +62,36 @@ def user_env_act_ratio(record: SessionRecord) -> float:
 @dataclass
 class ControlledAutonomy:
     """How the human side kept control: confirmations the agent sought and halts the human side
-    made. ``total`` follows the scoring protocol's rule (``rule``):
+    made. ``total`` and ``reported_halts`` follow the scoring protocol's rule (``rule``):
 
-    * ``judged_messages`` (the Co-Gym release): the agent's messages the judge marks as
-      confirmation questions, plus the human side's messages it marks as halts;
-    * ``answered_and_halts`` (cogym_lab): confirmations the human side answered (formal requests
-      and judged questions) plus halts (pauses and judged messages).
+    * ``release_counts`` (protocol ``cogym``, as the Co-Gym release's
+      ``collaborative_gym/eval/controlled_autonomy.py``, ``AnalyzeControlledAutonomy.forward``,
+      counts): ``total`` is CA+, the agent messages containing "?" whose very next message is
+      the human side's and that the judge says confirms (answers yes or no) the question; the
+      halts (CA-) are reported apart, the human messages the judge marks as halts;
+    * ``answered_and_halts`` (cogym_lab): ``total`` is the confirmations the human side answered
+      (formal requests and judged questions) plus halts (pauses and judged messages).
     """
 
     confirmation_requests: int = 0  # agents' formal requests plus confirmation questions
     confirmations_answered: int = 0  # ... that got an answer from the human side
-    halts: int = 0  # pauses plus messages that stopped or redirected the agent
+    halts: int = 0  # pauses plus messages that stopped the agent
     judged_questions: int = 0  # agent messages the judge marks as confirmation questions
-    judged_halts: int = 0  # human messages the judge marks as halts
+    judged_halts: int = 0  # human messages the judge marks as halts (the release's CA-)
+    confirmed_questions: int = 0  # the release's CA+ (see ``release_counts`` above)
     rule: str = "answered_and_halts"
 
     @property
     def total(self) -> int:
-        if self.rule == "judged_messages":
-            return self.judged_questions + self.judged_halts
+        if self.rule == "release_counts":
+            return self.confirmed_questions
         return self.confirmations_answered + self.halts
+
+    @property
+    def reported_halts(self) -> int:
+        """The halts the protocol reports: the judged messages only under the release's rule
+        (its pauses were never counted), pauses and judged messages otherwise."""
+        return self.judged_halts if self.rule == "release_counts" else self.halts
 
 
 def controlled_autonomy(record: SessionRecord, labels: Sequence[MessageLabel] | None = None,
@@ -94,6 +104,9 @@ def controlled_autonomy(record: SessionRecord, labels: Sequence[MessageLabel] | 
     * A message the judge marks as a confirmation question from an agent is answered when a
       human sends a message before that agent's next message.
     * A pause by the human side is a halt, and so is a human message the judge marks as one.
+    * The release's CA+: an agent message with a "?" whose next chat message (the release reads
+      the messages of agents and people in order) is a human's that the judge marks as
+      ``confirms``.
     """
     result = ControlledAutonomy(rule=rule or record.protocol.controlled_autonomy)
     answered_ids = {event.info.get("request_id") for event in record.events
@@ -117,11 +130,16 @@ def controlled_autonomy(record: SessionRecord, labels: Sequence[MessageLabel] | 
         if record.is_human(message.sender):
             result.halts += label.halt
             result.judged_halts += label.halt
-        elif label.confirmation:
+            continue
+        if label.confirmation:
             result.confirmation_requests += 1
             result.judged_questions += 1
             result.confirmations_answered += _answered(record, messages[index + 1:],
                                                        message.sender)
+        reply = by_number.get(index + 2)
+        if "?" in message.text and reply is not None and reply.confirms \
+                and record.is_human(messages[index + 1].sender):
+            result.confirmed_questions += 1
     return result
 
 

@@ -64,8 +64,11 @@ COLUMN_HELP: dict[str, str] = {
               "team, 0 when one member takes it all (needs a judge)",
     "agent_initiative_share": "The agents' share of the initiative-taking messages",
     "user_env_act_ratio": "UserEnvActRatio: the human side's task actions over all its acts",
-    "controlled_autonomy": "Confirmation questions and halts per session (controlled "
-                           "autonomy)",
+    "controlled_autonomy": "Controlled autonomy per session: under cogym the Co-Gym release's "
+                           "CA+ (agent questions the person's next message answers), halts "
+                           "apart; under cogym_lab answered confirmations plus halts",
+    "halts": "Halts per session: under cogym the person's messages judged as halts (the "
+             "release's CA-); under cogym_lab also pauses",
     "leaked_sessions": "Sessions in which an agent was sent a hidden string of the task",
     "satisfaction": "Mean satisfaction rating (1-5) from ratings.json",
     "outcome_rating": "Mean outcome rating (1-5) from ratings.json",

@@ -56,7 +56,7 @@ PaperColumns = {"delivery_rate": "Delivery", "performance": "Perf.", "collab_sco
 Paths = str | Path | Iterable[str | Path]
 TEXT_SUMMARY_COLUMNS = [*SYSTEM, "protocol", "sessions", "counted", "failed", "delivery_rate",
                         "performance", "collab_score", "h_init", "user_env_act_ratio",
-                        "controlled_autonomy", "leaked_sessions", "satisfaction",
+                        "controlled_autonomy", "halts", "leaked_sessions", "satisfaction",
                         "outcome_rating", "agent_tokens", "user_tokens"]
 PAPER_TITLE = "Outcome and process (agent type x task)"
 COOKING_TITLE = ("Real-time cooking (DPT-Agent measures: IQM (SE) over the runs of each agent, "

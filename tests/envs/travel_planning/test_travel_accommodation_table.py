@@ -18,6 +18,7 @@ from cogym_lab.envs.travel_planning.accommodation_table import (
     read_accommodations,
 )
 from cogym_lab.envs.travel_planning.database import TravelDatabase
+from cogym_lab.envs.travel_planning.grader import grade_plan
 from cogym_lab.envs.travel_planning.tools import DatabaseProvider
 from tests.envs.travel_planning.test_travel_grader import BURBANK, PHOENIX, PLEASANT, variant
 from tests.support.data import datasets_dir, use_shared_data  # noqa: F401 (fixtures)
@@ -92,8 +93,10 @@ def test_names_are_shown_as_stored(frame: pd.DataFrame, datasets_dir: Path) -> N
 def test_what_the_agent_finds_is_what_the_grader_accepts(protocol: str, offered: bool) -> None:
     env = make_env("travel_planning", instance=61, protocol=protocol)
     env.reset()
-    assert env.grading_mode == {"cogym": "official", "cogym_lab": "corrected"}[protocol]
-    assert env.db.accommodation_table == env.grading_mode
+    # cogym grades as the Co-Gym release, which loads the official table (and looks stays up
+    # among the attractions, so no listing passes Within Sandbox there)
+    assert env.grading_mode == {"cogym": "release", "cogym_lab": "corrected"}[protocol]
+    assert env.db.accommodation_table == {"cogym": "official", "cogym_lab": "corrected"}[protocol]
     env.step("agent", 'ACCOMMODATION_SEARCH(city="Phoenix")')
     names = [row["Name"] for row in env.view("agent")["search"].content["rows"]]
     assert (DROPPED_IN_PHOENIX in names) is offered
@@ -105,7 +108,7 @@ def test_what_the_agent_finds_is_what_the_grader_accepts(protocol: str, offered:
 
 @pytest.mark.usefixtures("use_shared_data")
 def test_a_double_spaced_name_copied_from_a_search_passes() -> None:
-    env = make_env("travel_planning", instance=0)  # protocol cogym: the official grader
+    env = make_env("travel_planning", instance=0)  # the official table, graded officially below
     env.reset()
     env.step("agent", 'ACCOMMODATION_SEARCH(city="Burbank")')
     rows = env.view("agent")["search"].content["rows"]
@@ -113,9 +116,14 @@ def test_a_double_spaced_name_copied_from_a_search_passes() -> None:
     assert name == DOUBLE_SPACED
     copied = variant(BURBANK, (PLEASANT, f"Accommodation: {name}, Burbank"))
     env.step("agent", {"name": "EDITOR_UPDATE", "args": {"text": copied}})
-    verdict = env.grade().commonsense[SANDBOX]
+    verdict = official_grade(env).commonsense[SANDBOX]
     assert verdict.passed is True, verdict.reason
     collapsed = variant(BURBANK, (PLEASANT, f"Accommodation: {' '.join(name.split())}, Burbank"))
     env.step("agent", {"name": "EDITOR_UPDATE", "args": {"text": collapsed}})
-    verdict = env.grade().commonsense[SANDBOX]
+    verdict = official_grade(env).commonsense[SANDBOX]
     assert verdict.passed is False and "no listing in 'Burbank'" in verdict.reason
+
+
+def official_grade(env):
+    """The plan in ``env``'s editor graded by TravelPlanner's official verdicts."""
+    return grade_plan(env.plan_text, env.task, env.db, mode="official")

@@ -146,6 +146,26 @@ def test_cogym_performance_and_the_release(oracle: list, instances: list,
     assert round(rates.cogym_performance, 3) == 0.862 and round(release, 3) == 0.809
 
 
+def test_release_mode_gives_the_release_performance_on_every_plan(
+        oracle: list, instances: list, db: TravelDatabase) -> None:
+    """Protocol ``cogym`` grades travel plans in ``release`` mode: the task performance must be
+    exactly what the Co-Gym release's own evaluator (``CoTravelPlanningEnv.
+    evaluate_task_performance`` over its ``CommonsenseConstraintEvaluator`` and
+    ``HardConstraintEvaluator``) gave the same plan, as recorded in the shared oracle
+    (``cogym_release_performance``, from running the release's code unmodified)."""
+    misses = []
+    for plan, official in oracle:
+        grade = _grade(plan, instances, db, "release")
+        if grade.performance != pytest.approx(official["cogym_release_performance"]):
+            misses.append((plan["pid"], grade.performance, official["cogym_release_performance"]))
+        stays = any(day.get("accommodation") not in (None, "", "-") for day in plan["plan"])
+        if stays:  # no listing's name is in an attraction's: Within Sandbox fails there
+            assert grade.commonsense["is_valid_information_in_sandbox"].passed is False
+    assert misses == []
+    mean = sum(_grade(p, instances, db, "release").performance for p, _ in oracle) / len(oracle)
+    assert round(mean, 3) == 0.809  # the release's mean over these plans; official gives 0.862
+
+
 def test_official_and_corrected_differ_only_where_a_fix_applies(
         oracle: list, instances: list, db: TravelDatabase) -> None:
     """Each constraint on which the modes disagree, and the kinds of plan it happens on."""

@@ -170,14 +170,13 @@ class CellThenFinish:
 @pytest.mark.timeout(180)
 def test_a_gold_hypothesis_printed_by_a_cell_is_reported(tmp_path, datasets_dir,
                                                          use_shared_data):
-    """The kernel sandbox hides the answer key from every path the kernel knows; an agent told
-    the absolute path (as a deliberate search of the disk would find it) still reaches it, and
-    the guard reports the leak."""
+    """A cell that prints the gold, however it came by it (here: the code carries it reversed,
+    so the agent never wrote it; the confined kernel cannot read the answer key itself), is
+    reported by the guard."""
     from cogym_lab.envs import make_env
 
     env = make_env("tabular_analysis", instance=0, workdir=str(tmp_path / "work"))
-    key = datasets_dir / "tabular_analysis/discoverybench/real/test/answer_key_real.csv"
-    code = f"print(open({str(key)!r}).read())"
+    code = f"print({env.task.gold_hypothesis[::-1]!r}[::-1])"
     Session(env, {"agent": CellThenFinish(code)}, kinds=AGENT, results_dir=tmp_path / "run",
             config=SessionConfig(idle_seconds=30, timeout=120)).run_sync()
     leaks = read_session(tmp_path / "run")["leakage"]["leaks"]

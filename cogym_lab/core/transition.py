@@ -66,11 +66,16 @@ class StepContext:
         return self.request_id if self.acts_as(actor) else None
 
     def marks(self, actor: str | None) -> dict[str, Any]:
-        """What an event by ``actor`` records of how its input came in (``info`` entries)."""
+        """What an event by ``actor`` records of how its input came in (``info`` entries):
+        ``follow_up``, ``observed``, and ``seen_seq``, the update a member's own act was made
+        on (what it had been shown when it chose: the training export rebuilds its context
+        from it)."""
         if not self.acts_as(actor):
             return {}
         return {**({"follow_up": True} if self.follow_up else {}),
-                **({"observed": True} if self.observed else {})}
+                **({"observed": True} if self.observed else {}),
+                **({"seen_seq": self.seen_seq}
+                   if self.seen_seq is not None and not self.follow_up else {})}
 
     def replayed(self, seq: int) -> Event | None:
         """The logged event being re-applied, if it is event ``seq``."""

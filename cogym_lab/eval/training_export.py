@@ -6,9 +6,11 @@ trajectories (as CollabLLM and SWEET-RL do).
 
 A record holds:
 
-* ``context``: what the member had in front of it when it decided, rebuilt by replaying the log
-  (its view of the workspace and the chat it could see), and the LM calls behind the decision
-  (prompt messages and reply, from its ``lm_calls.jsonl``; see :mod:`cogym_lab.records.decisions`);
+* ``context``: what the member had been shown when it decided, rebuilt by replaying the log
+  (its view of the workspace and the chat, as the updates it was sent built them, up to the
+  update it acted on: :mod:`cogym_lab.eval.shown`; nothing that arrived while it thought), and
+  the LM calls behind the decision (prompt messages and reply, from its ``lm_calls.jsonl``; see
+  :mod:`cogym_lab.records.decisions`);
 * ``action``: the act as logged (its event type, canonical text, and whether it was accepted);
 * ``outcome``: what it earned at once (the env's reward, the error of a refused act) and how
   the session ended (delivered, performance, scores, end reason): the return to credit it with.
@@ -32,7 +34,8 @@ from tqdm.auto import tqdm
 
 from cogym_lab.core.messages import Event
 from cogym_lab.core.text import clean
-from cogym_lab.nodes.replay import ReplayMismatch, replay_states
+from cogym_lab.eval.shown import shown_before
+from cogym_lab.nodes.replay import ReplayMismatch
 from cogym_lab.records.decisions import calls_behind, decisions
 from cogym_lab.records.trajectory import SessionRecord, find_sessions, load_session
 
@@ -50,10 +53,14 @@ class LMCall(BaseModel):
 
 
 class DecisionContext(BaseModel):
-    """What the member had in front of it when it decided."""
+    """What the member had been shown when it decided (:mod:`cogym_lab.eval.shown`)."""
 
-    view: dict[str, Any]  # its view of the workspace, as the env renders it for that role
-    chat: list[dict[str, Any]]  # the chat it could see: sender, text, to, seq
+    view: dict[str, Any]  # its view of the workspace, as its updates showed it
+    chat: list[dict[str, Any]]  # the messages it had received: sender, text, to, seq
+    #: The update that view and chat are as of: the one the act was made on when the log
+    #: records it (``seen_recorded``), else the last one the member was sent before its act.
+    seen_seq: int | None = None
+    seen_recorded: bool = False
     lm_calls: list[LMCall] = Field(default_factory=list)
 
 
@@ -133,8 +140,9 @@ def session_decisions(record: SessionRecord, *, roles: Iterable[str] | None = No
                       ) -> Iterator[Decision]:
     """The decisions of ``record`` (of ``roles`` only, when given) with their contexts.
 
-    The context of a decision is the state right before its event: replay walks the log once,
-    and a member's view is rendered only for the events that are its decisions.
+    The context of a decision is what its member had been shown when it chose it: replay
+    walks the log once, keeping each member's copy of its view and chat as its updates built
+    it (:func:`cogym_lab.eval.shown.shown_before`).
     """
     wanted = set(record.roles if roles is None else roles)
     acts = {event.seq: event for event in decisions(record) if event.actor in wanted}
@@ -143,19 +151,12 @@ def session_decisions(record: SessionRecord, *, roles: Iterable[str] | None = No
     calls = calls_behind(record)
     ending = _ending(record)
     agent_type = record.agent_type
-    contexts: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
-    for event, coordinator in replay_states(record.path):
-        upcoming = acts.get(event.seq + 1)
-        if upcoming is not None:  # the state now is what the next act's member decided on
-            role = str(upcoming.actor)
-            contexts[upcoming.seq] = (
-                coordinator.env.view(role).model_dump(mode="json"),
-                [{"seq": m.seq, "sender": m.sender, "text": m.text, "to": m.to}
-                 for m in coordinator.visible_chat(role)])
+    shown = shown_before(record.path, acts.values())
     for seq, event in acts.items():
-        view, chat = contexts.get(seq, ({}, []))
+        seen = shown[seq]
         yield _decision(record, event, agent_type, ending, DecisionContext(
-            view=view, chat=chat, lm_calls=[_call(c) for c in calls.get(seq, [])]))
+            view=seen.view, chat=seen.chat, seen_seq=seen.seen_seq,
+            seen_recorded=seen.recorded, lm_calls=[_call(c) for c in calls.get(seq, [])]))
 
 
 def _decision(record: SessionRecord, event: Event, agent_type: str, ending: SessionEnding,

@@ -3,14 +3,18 @@
 :class:`KernelExecutor` is the interface a task talks to; :class:`LocalKernelExecutor` is the
 default implementation, which starts a real IPython kernel as a local subprocess through
 ``jupyter_client`` (no containers), isolated by default in a :class:`KernelSandbox` (a private
-home and temp folder, and an environment that names no data directory; see ``sandbox.py``).
+home and temp folder, and an environment that names no data directory; see ``sandbox.py``) and,
+on Linux, confined (``confine.py``: its own process and mount namespaces, where no other process
+can be seen and the data folders are empty).
 """
 
 from __future__ import annotations
 
 import abc
 import asyncio
+import functools
 import logging
+import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -18,9 +22,41 @@ from queue import Empty
 from typing import Any, Literal, Self
 
 from cogym_lab.kernels.cells import CellResult, OutputCollector
-from cogym_lab.kernels.sandbox import KernelSandbox
+from cogym_lab.kernels.confine import confined_command, confinement_available
+from cogym_lab.kernels.sandbox import KernelSandbox, hidden_locations
 
 log = logging.getLogger(__name__)
+
+
+@functools.cache
+def _kernel_manager_class() -> type:
+    from jupyter_client.manager import AsyncKernelManager
+
+    class ConfinedKernelManager(AsyncKernelManager):
+        """Starts its kernel through the confinement launcher, unless ``covered`` is None."""
+
+        def __init__(self, *, covered: list[str] | None, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.covered = covered
+
+        def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+            command = super().format_kernel_cmd(extra_arguments)
+            return command if self.covered is None else confined_command(command, self.covered)
+
+    return ConfinedKernelManager
+
+
+def _confined_kernel_manager(*, kernel_name: str, covered: list[str] | None) -> Any:
+    """An ``AsyncKernelManager`` whose kernel is confined with ``covered`` folders covered
+    (``None``: not confined). jupyter_client is imported only when a kernel starts."""
+    return _kernel_manager_class()(kernel_name=kernel_name, covered=covered)
+
+
+@functools.cache
+def _warn_unconfined() -> None:
+    log.warning("Kernels are not confined on this machine (no Linux user namespaces): a cell can "
+                "read other processes' environment and find the data directory. See "
+                "docs/tabular-scoring.md (the kernel sandbox).")
 
 __all__ = ["KernelExecutor", "LocalKernelExecutor"]
 
@@ -92,6 +128,13 @@ class LocalKernelExecutor(KernelExecutor):
     directory, the data cache or a folder in ``hidden_paths``. The sandbox lives until
     :meth:`shutdown` (restarts keep it). ``isolated=False`` gives the kernel the parent's
     environment unchanged, for a person's own data.
+
+    Confinement (isolated kernels only; :mod:`cogym_lab.kernels.confine`): the kernel runs in
+    its own user, PID and mount namespaces, where it sees no other process (so no parent's
+    ``/proc/<pid>/environ`` or command line names the data) and the hidden folders are empty.
+    ``confine=None`` (the default) confines wherever the machine allows it and warns once where
+    it does not (not Linux, or user namespaces switched off); ``True`` refuses to start an
+    unconfined kernel; ``False`` does not confine. :attr:`confined` says what happened.
     """
 
     #: How often (seconds) the kernel process is checked while waiting for output.
@@ -115,6 +158,7 @@ class LocalKernelExecutor(KernelExecutor):
         isolated: bool = True,
         sandbox_root: str | Path | None = None,
         hidden_paths: Iterable[str | Path] = (),
+        confine: bool | None = None,
     ) -> None:
         self.cwd = Path(cwd).resolve()
         self.kernel_name = kernel_name
@@ -125,6 +169,8 @@ class LocalKernelExecutor(KernelExecutor):
         self.sandbox_root = Path(sandbox_root) if sandbox_root is not None else None
         self.hidden_paths = [Path(p) for p in hidden_paths]
         self.sandbox: KernelSandbox | None = None  # while an isolated kernel runs
+        self.confine = confine
+        self.confined = False  # whether the running kernel is confined (see the class doc)
         self._km: Any = None  # AsyncKernelManager
         self._kc: Any = None  # AsyncKernelClient
         self._lock = asyncio.Lock()
@@ -161,16 +207,17 @@ class LocalKernelExecutor(KernelExecutor):
         async with self._start_lock:
             if self._km is not None:
                 return
-            from jupyter_client.manager import AsyncKernelManager
-
             self._closed = False
             self.cwd.mkdir(parents=True, exist_ok=True)
             launch: dict[str, Any] = {"cwd": str(self.cwd)}
+            covered: list[str] | None = None
             if self.isolated:
                 if self.sandbox is None:
                     self.sandbox = KernelSandbox.create(self.sandbox_root)
                 launch["env"] = self.sandbox.environment(hidden=self.hidden_paths)
-            km = AsyncKernelManager(kernel_name=self.kernel_name)
+                covered = self._covered_folders()
+            km = _confined_kernel_manager(kernel_name=self.kernel_name, covered=covered)
+            self.confined = covered is not None
             await km.start_kernel(**launch)
             self._km = km
             try:
@@ -178,6 +225,24 @@ class LocalKernelExecutor(KernelExecutor):
             except BaseException:
                 await self._teardown()
                 raise
+
+    def _covered_folders(self) -> list[str] | None:
+        """The folders to cover in a confined kernel, or ``None`` not to confine it."""
+        if self.confine is False:
+            return None
+        if not confinement_available():
+            if self.confine:
+                raise RuntimeError(
+                    "The kernel cannot be confined on this machine (it needs Linux with user "
+                    "namespaces allowed); it was asked to be, so it was not started.")
+            _warn_unconfined()
+            return None
+        assert self.sandbox is not None
+        # A folder that holds what the kernel needs (its folder, Python) is not covered: a
+        # data directory set to such a place cannot be hidden this way.
+        needed = [self.cwd, self.sandbox.root, Path(sys.executable).resolve(), Path(sys.prefix)]
+        return [str(folder) for folder in hidden_locations(self.hidden_paths)
+                if not any(path == folder or path.is_relative_to(folder) for path in needed)]
 
     async def _connect(self) -> None:
         kc = self._km.client()

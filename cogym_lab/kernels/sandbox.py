@@ -16,9 +16,10 @@ parent's choosing, so without care a cell could follow ``COGYM_DATA``, ``~/.cach
 
 The working directory is the caller's to keep clean: a task copies the instance's data files
 alone into ``<root>/work`` (e.g. the tabular task does), so the kernel's folder, its parent, its
-home and its temp folder hold nothing else. This does not hide the whole file system: a kernel
-that searches it on purpose can still read it (e.g. ``docs/tabular-scoring.md`` says what the
-tabular task's kernel can still reach).
+home and its temp folder hold nothing else. This does not hide the whole file system, nor other
+processes' environments: on Linux the executor also confines the kernel
+(:mod:`cogym_lab.kernels.confine`: no other process visible, the hidden folders covered), and
+``docs/tabular-scoring.md`` says what the tabular task's kernel can still reach.
 """
 
 from __future__ import annotations

@@ -4,7 +4,10 @@ Each line holds ``time`` (UTC, ISO 8601), ``purpose``, ``model``, ``base_url``, 
 ``completion`` (the text, or null when the call failed), ``usage``, ``latency`` (seconds, all
 attempts), ``attempts`` and ``error`` (null on success). The LMs' records (:func:`call_record`)
 add ``seed`` (the sampling seed sent with the call, null when none was) and, when the server
-returned one, its ``system_fingerprint``. Before a line is written, every given
+returned one, its ``system_fingerprint``, and, for a call a member made while deciding on a
+notification, ``seen_seq``: that notification's event (set by the member's node through
+:func:`deciding_on`; the training export matches calls to the act they led to with it). Before
+a line is written, every given
 secret (such as the API key) is replaced by ``[REDACTED]`` wherever it occurs, and so is anything
 shaped like an OpenAI-style key (``sk-`` and at least 16 key characters) or a ``Bearer`` token.
 Every text is made valid Unicode first (:func:`cogym_lab.core.text.clean`), so a reply with a lone
@@ -20,11 +23,13 @@ cap. :func:`log_files` lists a log's files oldest first and :func:`read_calls` r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -42,6 +47,20 @@ _KEY_PATTERN = re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_\-]{16,}")
 _BEARER_PATTERN = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/\-]+=*")
 
 _write_lock = threading.Lock()
+
+#: The notification (its event's seq) the member whose code runs now is deciding on, if any.
+_DECIDING_ON: ContextVar[int | None] = ContextVar("cogym_deciding_on", default=None)
+
+
+@contextlib.contextmanager
+def deciding_on(seq: int) -> Iterator[None]:
+    """Within this block (and the tasks it starts), the LM calls logged record ``seen_seq``:
+    the member is deciding on the notification of event ``seq``."""
+    token = _DECIDING_ON.set(seq)
+    try:
+        yield
+    finally:
+        _DECIDING_ON.reset(token)
 
 # How a string cut to fit the cap reads: head, this note, tail.
 _CUT_NOTE = " [... {count} characters cut ...] "
@@ -218,6 +237,9 @@ def call_record(*, purpose: str, model: str | None, base_url: str | None, messag
     }
     if system_fingerprint is not None:
         record["system_fingerprint"] = system_fingerprint
+    seen_seq = _DECIDING_ON.get()
+    if seen_seq is not None:
+        record["seen_seq"] = seen_seq
     return record
 
 

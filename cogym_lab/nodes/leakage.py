@@ -3,9 +3,14 @@
 A task declares its hidden strings (``CoEnv.hidden_strings``: a gold answer, a hidden
 preference). While a session runs, the guard searches every update sent to an agent and
 every prompt an agent's LM was given for them. A hidden string may reach an agent honestly: the
-human side wrote it itself (in a message or an action), or the agent wrote it before it was ever
-shown it (a finding phrased exactly as the gold one), so at the end such hits are excused; what
-is left is reported in ``session.json`` as ``leakage``.
+human side wrote it itself (in a message or an action) before the agent was shown it, or the agent
+wrote it before it was ever shown it (a finding phrased exactly as the gold one), so at the end
+such hits are excused; what is left is reported in ``session.json`` as ``leakage``.
+
+Both excuses keep the order of events: a hit is excused only when the writing came first (its
+event's ``seq`` is at most the hit's). A person who repeats the string later does not excuse the
+agent that had it already: that is what a leak looks like from the outside (the agent knew, then
+the person confirmed).
 
 Matching ignores case and collapses whitespace, so a string wrapped over lines by a printout is
 still found. Only what an update carries is searched: the components that changed for
@@ -50,7 +55,7 @@ class LeakageReport(BaseModel):
     checked: bool  # False when the task declares no hidden strings
     hidden_strings: int
     leaks: list[LeakHit]
-    excused: int  # hits of strings the human side had written itself
+    excused: int  # hits of strings the human side (or the agent) had written first
 
     @property
     def leaked(self) -> bool:
@@ -66,7 +71,7 @@ class LeakageGuard:
     agents: set[str]
     humans: set[str]
     _needles: dict[str, str] = field(default_factory=dict, init=False)
-    _written: list[str] = field(default_factory=list, init=False)
+    _human_wrote: dict[str, int] = field(default_factory=dict, init=False)  # needle -> seq
     _agent_wrote: dict[tuple[str, str], int] = field(default_factory=dict, init=False)
     _last_seq: dict[str, int] = field(default_factory=dict, init=False)
     _hits: dict[tuple[str, str, str], LeakHit] = field(default_factory=dict, init=False)
@@ -110,24 +115,32 @@ class LeakageGuard:
         an agent first wrote a hidden string itself."""
         if not self.active or event.status != "ok":
             return
+        text = " \n ".join(normalise(t) for t in _action_texts(event.action))
         if event.actor in self.humans:
-            self._written.extend(normalise(text) for text in _action_texts(event.action))
+            for needle in self._needles:
+                if needle in text:  # the first time counts: the excuse needs it to come first
+                    self._human_wrote.setdefault(needle, event.seq)
         elif event.actor in self.agents and not event.info.get("follow_up"):
             # A follow-up carries what the env produced (a cell's outputs), not what the agent
             # wrote, so it never counts as the agent's own words.
-            text = " \n ".join(normalise(t) for t in _action_texts(event.action))
             for needle in self._needles:
                 if needle in text:
                     self._agent_wrote.setdefault((event.actor, needle), event.seq)
 
     def report(self) -> LeakageReport:
-        """The hits, minus those of strings the human side wrote itself, and those an agent
-        was shown only after it had written them."""
-        written = " \n ".join(self._written)
+        """The hits, minus those of strings the human side had written before the agent was
+        shown them, and those an agent was shown only after it had written them itself.
+
+        A hit's ``seq`` is the update that showed it (for a prompt, the last update the agent
+        had been sent), so "before" compares event numbers: a person's message is shown in the
+        update of its own event, whose ``seq`` equals the message's."""
         leaks, excused = [], 0
         for (role, _, needle), hit in self._hits.items():
-            wrote_at = self._agent_wrote.get((role, needle))
-            if needle in written or (wrote_at is not None and (hit.seq or 0) >= wrote_at):
+            shown_at = hit.seq or 0
+            human_at = self._human_wrote.get(needle)
+            agent_at = self._agent_wrote.get((role, needle))
+            if (human_at is not None and human_at <= shown_at) or (
+                    agent_at is not None and agent_at <= shown_at):
                 excused += 1
             else:
                 leaks.append(hit)

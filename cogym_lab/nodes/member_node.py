@@ -53,6 +53,7 @@ from cogym_lab.core.messages import (
     status_channel,
     step_channel,
 )
+from cogym_lab.lm.calllog import deciding_on
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +219,8 @@ class MemberNode:
         await self._publish_status("thinking")
         turns = notification.turn is not None
         try:
-            action = await self.teammate.act(notification)
+            with deciding_on(notification.seq):  # its LM calls' log lines say what they saw
+                action = await self.teammate.act(notification)
         except Exception:  # a member's failure is reported, not fatal to the session
             self.stats["act_failures"] += 1
             log.exception("%s failed to act on event %s", self.role, notification.seq)

@@ -5,9 +5,14 @@ act, a confirmation or a pause. The LM calls behind it are read from the member'
 (``<session>/<role>/lm_calls.jsonl``): every call of that member that was logged after its
 previous decision and no later than this one (steps the env observed, a person's own kernel's,
 are decisions that no call led to and take none). A call is logged when its reply arrives, before
-the member acts on it, and a member acts on one reply at a time, so this window holds exactly the
-calls that led to the act (a simulated user's choice of move and the move itself, say). Calls
-after a member's last decision (an act cut off by the session's end) belong to none.
+the member acts on it, and a member acts on one reply at a time, so this window holds the calls
+that led to the act (a simulated user's choice of move and the move itself, say). Calls after a
+member's last decision (an act cut off by the session's end) belong to none.
+
+A member may also decide to do nothing: its calls then led to no event, and the window of its
+next act would take them in. Where both sides say which notification they were made on (a call
+log line's ``seen_seq``, an act's ``info["seen_seq"]``), a call made on another notification than
+the act's is left out of its window: it led to no act.
 
 The trajectory viewer and the training-data export both read decisions through this module.
 """
@@ -51,14 +56,17 @@ def decisions(record: SessionRecord) -> list[Event]:
     return [event for event in record.events if is_decision(event, roles)]
 
 
-def call_windows(acts: Sequence[Event], call_times: Sequence[float]
+def call_windows(acts: Sequence[Event], call_times: Sequence[float],
+                 call_seen: Sequence[int | None] | None = None
                  ) -> tuple[dict[int, list[int]], int]:
     """One member's calls matched to its acts (see the module's docstring): act ``seq`` -> the
     positions in ``call_times`` of the calls behind it, oldest first, and how many calls led to
-    no act. ``acts`` are the member's decisions in log order; a NaN time matches nothing."""
+    no act. ``acts`` are the member's decisions in log order; a NaN time matches nothing.
+    ``call_seen`` gives each call's ``seen_seq`` where known: a call made on another
+    notification than its act's recorded one is left out (it led to no act)."""
     order = sorted((t, i) for i, t in enumerate(call_times) if not math.isnan(t))
     windows: dict[int, list[int]] = {}
-    taken = 0
+    taken = matched = 0
     for act in acts:
         if not follows_a_call(act):
             continue
@@ -66,9 +74,13 @@ def call_windows(acts: Sequence[Event], call_times: Sequence[float]
         while taken < len(order) and order[taken][0] <= act.time:
             window.append(order[taken][1])
             taken += 1
+        acted_on = act.info.get("seen_seq")
+        if call_seen is not None and isinstance(acted_on, int):
+            window = [i for i in window if call_seen[i] is None or call_seen[i] == acted_on]
         if window:
             windows[act.seq] = window
-    return windows, len(call_times) - taken
+            matched += len(window)
+    return windows, len(call_times) - matched
 
 
 def call_time(call: dict[str, Any]) -> float:
@@ -88,6 +100,13 @@ def calls_behind(record: SessionRecord) -> dict[int, list[dict[str, Any]]]:
     matched: dict[int, list[dict[str, Any]]] = {}
     for role, acts in by_role.items():
         calls = record.members.get(role, {}).get("calls", [])
-        windows, _ = call_windows(acts, [call_time(call) for call in calls])
+        windows, _ = call_windows(acts, [call_time(call) for call in calls],
+                                  [_seen(call) for call in calls])
         matched.update({seq: [calls[i] for i in window] for seq, window in windows.items()})
     return matched
+
+
+def _seen(call: dict[str, Any]) -> int | None:
+    """The notification a logged call was made on (``None`` when its line does not say)."""
+    seen = call.get("seen_seq")
+    return seen if isinstance(seen, int) and not isinstance(seen, bool) else None

@@ -7,11 +7,12 @@ import json
 import pytest
 
 from cogym_lab.core import CoEnv, Component, RenderType, action
+from cogym_lab.core.messages import Event, EventType
 from cogym_lab.eval import load_session, report
 from cogym_lab.lm import LMConfig, make_lm
 from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.nodes.leakage import LeakageGuard, normalise
-from cogym_lab.nodes.results import read_session
+from cogym_lab.nodes.results import read_events, read_session
 from tests.support.teammates import AGENT, AGENT_AND_USER
 
 SECRET = "The gold answer is that sales fall\nwhen prices rise by ten percent."
@@ -169,16 +170,90 @@ class CellThenFinish:
 @pytest.mark.timeout(180)
 def test_a_gold_hypothesis_printed_by_a_cell_is_reported(tmp_path, datasets_dir,
                                                          use_shared_data):
-    """The kernel sandbox hides the answer key from every path the kernel knows; an agent told
-    the absolute path (as a deliberate search of the disk would find it) still reaches it, and
-    the guard reports the leak."""
+    """A cell that prints the gold, however it came by it (here: the code carries it reversed,
+    so the agent never wrote it; the confined kernel cannot read the answer key itself), is
+    reported by the guard."""
     from cogym_lab.envs import make_env
 
     env = make_env("tabular_analysis", instance=0, workdir=str(tmp_path / "work"))
-    key = datasets_dir / "tabular_analysis/discoverybench/real/test/answer_key_real.csv"
-    code = f"print(open({str(key)!r}).read())"
+    code = f"print({env.task.gold_hypothesis[::-1]!r}[::-1])"
     Session(env, {"agent": CellThenFinish(code)}, kinds=AGENT, results_dir=tmp_path / "run",
             config=SessionConfig(idle_seconds=30, timeout=120)).run_sync()
     leaks = read_session(tmp_path / "run")["leakage"]["leaks"]
     assert any(hit["where"] == "view:notebook" for hit in leaks), leaks
     assert env.task.gold_hypothesis[:40] in " ".join(hit["hidden"] for hit in leaks)
+
+
+class SaysAfterSeeing:
+    """A simulated person who says the secret once it sees the board written on (so after the
+    agent was shown it), or at once (``first=True``, so before)."""
+
+    kind = "user"
+
+    def __init__(self, first: bool) -> None:
+        self.first, self.said = first, False
+
+    def start(self, context): pass
+
+    def end(self, final): pass
+
+    async def act(self, notification):
+        if self.said or not (self.first or notification.view["board"].content):
+            return None
+        self.said = True
+        return f"SEND_TEAMMATE_MESSAGE(message={json.dumps(SECRET)})"
+
+
+class PeeksAroundTheMessage:
+    """An agent that peeks at the answer (before the person speaks, or only after it heard
+    them: ``after_message``), then finishes once it has seen the person's message."""
+
+    kind = "agent"
+
+    def __init__(self, after_message: bool) -> None:
+        self.after_message, self.peeked = after_message, False
+
+    def start(self, context): pass
+
+    def end(self, final): pass
+
+    async def act(self, notification):
+        heard = any(m.sender == "user" for m in notification.chat)
+        if not self.peeked and (heard or not self.after_message):
+            self.peeked = True
+            return "PEEK()"
+        return "FINISH()" if self.peeked and heard else None
+
+
+@pytest.mark.parametrize(("person_first", "leaked"), [(False, True), (True, False)])
+def test_the_persons_excuse_needs_the_person_to_have_written_it_first(tmp_path, person_first,
+                                                                     leaked):
+    """The agent is shown the secret (a peek at seq 2 or later); the person writes it too.
+    Written after the agent had it, the person's words excuse nothing: still a leak. Written
+    before, they do."""
+    agent = PeeksAroundTheMessage(after_message=person_first)
+    user = SaysAfterSeeing(first=person_first)
+    Session(Vault(), {"agent": agent, "user": user}, kinds=AGENT_AND_USER,
+            results_dir=tmp_path, config=SessionConfig(idle_seconds=5, timeout=60)).run_sync()
+    events = read_events(tmp_path)
+    said = next(e.seq for e in events if e.type is EventType.MESSAGE)
+    peeked = next(e.seq for e in events if e.action == "PEEK()")
+    assert (said < peeked) is person_first
+    leakage = read_session(tmp_path)["leakage"]
+    if leaked:
+        assert [(hit["where"], hit["seq"]) for hit in leakage["leaks"]] == [
+            ("view:board", peeked)]
+    else:
+        assert leakage["leaks"] == [] and leakage["excused"] >= 1
+
+
+def test_a_person_writing_the_string_later_does_not_excuse_an_earlier_prompt():
+    """The agent's LM was given the secret before anyone was sent anything; the person's
+    message, however soon the guard hears of it, comes after."""
+    guard = LeakageGuard([SECRET], agents={"agent"}, humans={"user"})
+    guard.watch_prompt("agent", [{"role": "user", "content": SECRET}], purpose="act")
+    guard.watch_event(Event(seq=7, time=7.0, type=EventType.MESSAGE, actor="user",
+                            action=f"SEND_TEAMMATE_MESSAGE(message={json.dumps(SECRET)})"))
+    found = guard.report()
+    assert [(hit.where, hit.seq) for hit in found.leaks] == [("prompt:act", 0)]
+    assert found.excused == 0

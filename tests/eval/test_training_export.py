@@ -11,14 +11,21 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from cogym_lab.agents.render import render_chat, render_observation
 from cogym_lab.cli.main import main
+from cogym_lab.core import Observation
+from cogym_lab.core.messages import ChatMessage
+from cogym_lab.envs import make_env
 from cogym_lab.eval.training_export import Decision, export, session_decisions
-from cogym_lab.nodes import replay
+from cogym_lab.nodes import Session, SessionConfig, replay
 from cogym_lab.records.decisions import calls_behind, decisions
 from cogym_lab.records.trajectory import load_session
+from cogym_lab.teams import load_team
+from cogym_lab.teams.build import build_team
 from cogym_lab.testing import ScriptedOpenAIServer
 from tests.support.eval_scripts import RouteByInstance, travel_routes
 from tests.support.hostile import NASTY
+from tests.support.lm_scripts import TodoRolePlay
 from tests.support.trajectories import add, say, write_session
 
 # Events (write_session starts at t=1000 and spaces steps one second apart):
@@ -164,3 +171,51 @@ def test_a_real_batch_exports_its_lm_calls_through_the_cli(tmp_path):
     assert len(exported_prompts) == len(set(map(json.dumps, exported_prompts)))
     assert {r.kind for r in records} == {"agent", "user"}
     assert all(r.trial == 0 and r.task == "travel_planning" for r in records)
+
+
+def _prompt_rendering(decision: Decision) -> tuple[str, str]:
+    """The view and chat of ``decision``'s context as the members' prompts render them."""
+    view = render_observation(Observation.model_validate(decision.context.view))
+    messages = [ChatMessage.model_construct(**m, time=0.0) for m in decision.context.chat]
+    return view, render_chat(messages, decision.role, window=len(messages) or 1)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("agent_latency", [0.4, 1.0])
+def test_each_context_is_what_the_prompt_behind_it_was_built_from(tmp_path, agent_latency):
+    """Real sessions (an LM agent and a simulated user through the real openai client and the
+    loopback server), the agent's LM slow enough that the user speaks while it thinks: every
+    exported context is the view and chat that the prompts behind its decision show, and holds
+    nothing logged after the update the member acted on."""
+    play = TodoRolePlay()
+    with ScriptedOpenAIServer(responder=play, latency={"agent-lm": agent_latency}) as server:
+        env = make_env("todo", instance=0)
+        settings = {"base_url": server.base_url, "backoff": 0.01}
+        members, kinds = build_team(load_team("collaborative-planning"), env, {
+            "agent": {"model": "agent-lm", **settings}, "user": {"model": "user-lm", **settings}})
+        Session(env, members, kinds=kinds, results_dir=tmp_path,
+                config=SessionConfig(idle_seconds=2, timeout=120)).run_sync()
+    record = load_session(tmp_path)
+    exported = list(session_decisions(record))
+    with_calls = [d for d in exported if d.context.lm_calls]
+    assert {d.kind for d in with_calls} == {"agent", "user"}
+    raced = 0
+    for decision in exported:
+        context = decision.context
+        assert context.seen_recorded and context.seen_seq is not None
+        assert context.seen_seq < decision.seq
+        assert all(m["seq"] <= context.seen_seq for m in context.chat)
+        later = [m for m in record.messages if context.seen_seq < m.seq < decision.seq
+                 and m.visible_to(decision.role) and m.sender != decision.role]
+        raced += bool(later)
+        view, chat = _prompt_rendering(decision)
+        assert len(context.chat) < 20  # the agent shows its last 20 messages: all of them here
+        for call in context.lm_calls:
+            system = call.messages[0]["content"]
+            assert view in system, (decision.seq, call.purpose)
+            assert chat in system, (decision.seq, call.purpose)
+            for message in later:  # what arrived while the member thought is in no prompt
+                if not any(m["text"] == message.text for m in context.chat):
+                    assert message.text not in system
+    # The race happened: some member decided while a teammate's message was on its way.
+    assert raced, [(d.seq, d.context.seen_seq) for d in exported]

@@ -95,14 +95,17 @@ async def test_a_cell_finds_no_answer_key_and_no_metadata(where, datasets_dir, t
     try:
         report = json.loads(await run_cell(
             coordinator, f"NAMES = {HIDDEN_NAMES!r}\n{PROBE}", 1.0))
-        # The probe does find the files when a path to them is known: the walks are real.
+        # The walks are real (they find the instance's files in the working folder), and a
+        # path to the data, known all the same, leads to an empty folder: the confined kernel
+        # has the data folders covered (tests/kernels/test_kernel_confinement.py).
         control = await run_cell(
             coordinator, f"NAMES = {HIDDEN_NAMES!r}\n{PROBE.split('cwd = ', 1)[0]}\n"
-                         f"print(len(hidden_files({str(tabular)!r}, NAMES)))", 2.0)
+                         f"print(len(hidden_files({str(tabular)!r}, NAMES)), "
+                         "len(hidden_files(os.getcwd(), ['*'])))", 2.0)
     finally:
         await env.aclose()
 
-    assert int(control) > 100  # the answer key and every metadata file of the split
+    assert control.split() == ["0", str(len(env.task.file_names))]
     assert {"cwd", "parent of cwd", "home", "temp"} <= report["places"].keys()
     assert any(key.startswith("$PATH") for key in report["places"])  # PATH's folders walked
     assert report["found"] == {place: [] for place in report["places"]}

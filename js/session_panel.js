@@ -376,6 +376,19 @@
  * @property {(event: string, listener: (content: unknown) => void) => void} on
  * @property {(event: string, listener: (content: unknown) => void) => void} off
  * @property {(content: Record<string, unknown>) => void} send
+ * @property {NotebookWidgets} [widget_manager]  the notebook's widget manager (in JupyterLab)
+ */
+
+/**
+ * The part of a notebook's widget manager (jupyterlab_widgets) a side chat uses to leave with
+ * its notebook, see SideChatOwner.
+ * @typedef {object} NotebookWidgets
+ * @property {boolean} [isDisposed]  true once the manager itself was disposed
+ * @property {{isDisposed: boolean} | null} [context]  a notebook's manager: the notebook's
+ *   document, disposed when the notebook is closed (the manager itself may live on)
+ * @property {() => Promise<{state: Record<string, {model_name: string,
+ *   state: Record<string, unknown>}>}>} get_state  every model it holds, by id
+ * @property {(id: string) => Promise<{close: (commClosed: boolean) => Promise<void>}>} get_model
  */
 
 /** @typedef {"connecting" | "open" | "closed"} ConnectionState */
@@ -5564,6 +5577,52 @@ class ChatPlacement {
   }
 }
 
+/**
+ * A chat beside the notebook goes when its notebook is closed, as the cell's panel does, and
+ * comes back when it is opened again. JupyterLab ends a notebook's widgets with the notebook's
+ * document, but leaves in place what their manager put in the side area (sidecar's tab): left
+ * alone, the side chat would stay there cut off from its kernel, its own connection to the
+ * session still open, and the reopened notebook, whose new manager makes again every widget
+ * the kernel holds, would put a second one beside it. So the chat-only view looks (the panel's
+ * clock calls check every second) and, once its notebook's document (or its manager) is
+ * disposed, closes its side tab's model in this page only: nothing goes to the kernel, which
+ * keeps the side chat for the next opening.
+ */
+class SideChatOwner {
+  /**
+   * @param {NotebookWidgets | undefined} manager  the widget manager that made the view
+   * @param {HTMLElement} el  the view's element, inside the side tab
+   */
+  constructor(manager, el) {
+    this.manager = manager;
+    this.el = el;
+    this.closing = false;
+  }
+
+  /** Look again: closes the side tab once, when the notebook is gone. */
+  check() {
+    const manager = this.manager;
+    if (this.closing || !manager || !(manager.isDisposed || manager.context?.isDisposed)) return;
+    this.closing = true;
+    this.closeSideTab().catch((error) => console.warn("cogym: the side chat stays", error));
+  }
+
+  /** Closes the side tab (sidecar's model) that holds this view, in this page only. */
+  async closeSideTab() {
+    const manager = /** @type {NotebookWidgets} */ (this.manager);
+    const tab = this.el.closest(".jupyterlab-sidecar");
+    if (!tab?.id) return; // not in a side tab: nothing of ours outlives the notebook there
+    const { state } = await manager.get_state();
+    for (const [id, entry] of Object.entries(state)) {
+      if (entry.model_name !== "SidecarModel" || entry.state._widget_id !== tab.id) continue;
+      // Closed as if its comm had closed: this page removes its views (the tab), and no
+      // message is sent over the notebook's ended kernel connection.
+      const sidecar = await manager.get_model(id);
+      await sidecar.close(true);
+    }
+  }
+}
+
 // -- the agent's cells in the notebook around the panel ------------------------------------------
 
 /** The first line the session writes at the top of every agent cell, with the agent's role. */
@@ -6131,10 +6190,12 @@ async function render({ model, el }) {
   panel.transport = open(model, (message) => panel.receive(message),
     (state) => panel.setConnection(state));
   // The agents' "changed 12 s ago" counts on while the panel is shown; a whole panel looks
-  // whether its chat is shown beside the notebook.
+  // whether its chat is shown beside the notebook, a chat beside it whether its notebook went.
+  const owner = new SideChatOwner(model.widget_manager, el);
   const clock = setInterval(() => {
     panel.agents.tick();
     if (panel.part === "all") panel.placement.check();
+    else owner.check();
   }, 1000);
   // Typing not sent yet leaves when the page is hidden or left.
   const leaving = () => panel.texts?.flush();

@@ -45,6 +45,31 @@ class LabPage:
         self.open(f"lab/tree/{path}")
         return self.current_notebook()
 
+    def close_notebook(self, panel: Locator, name: str, first_save: bool = True) -> None:
+        """Save the notebook ``panel`` (file name ``name``) and close its tab, as a person does:
+        Ctrl+S in command mode, then the tab's close icon. On a new notebook's ``first_save``
+        JupyterLab (by default) offers to rename it, once saved: the name is kept."""
+        self.cells(panel).first.locator(".jp-InputArea-prompt").click()
+        self.page.keyboard.press("Control+s")
+        if first_save:
+            rename = self.page.locator(".jp-Dialog").filter(has_text="Rename file")
+            expect(rename).to_be_visible(timeout=UI_TIMEOUT_MS)
+            rename.locator(".jp-Dialog-button.jp-mod-accept").click()
+            expect(rename).to_have_count(0, timeout=UI_TIMEOUT_MS)
+        tabs = ".lm-DockPanel-tabBar .lm-TabBar-tab"
+        saved = self.page.locator(f"{tabs}:not(.jp-mod-dirty)").filter(
+            has=self.page.get_by_text(name, exact=True))
+        expect(saved).to_be_visible(timeout=UI_TIMEOUT_MS)
+        saved.locator(".lm-TabBar-tabCloseIcon").click()
+        expect(self.page.locator(tabs).filter(has=self.page.get_by_text(name, exact=True))
+               ).to_have_count(0, timeout=UI_TIMEOUT_MS)
+
+    def reopen_notebook(self, name: str) -> Locator:
+        """Open ``name`` again from the file browser (a double click); returns its panel."""
+        self.page.locator(".jp-DirListing-item").filter(
+            has=self.page.get_by_text(name, exact=True)).dblclick()
+        return self.current_notebook()
+
     # -- the notebook in front ------------------------------------------------------------------
 
     def current_notebook(self) -> Locator:

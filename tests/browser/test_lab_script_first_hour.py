@@ -1,8 +1,10 @@
 """A newcomer's first hour in the JupyterLab that ``bash scripts/lab.sh`` starts: the README's
 first command, for real. The script installs cogym_lab and JupyterLab into a new environment
 (minutes: pip from the configured index), then the person, in Chromium, runs ``!cogym-lab`` in a
-cell, starts a session, closes the notebook for longer than the old panel grace and comes back,
-reloads the page, and types in the chat with the keyboard.
+cell, starts a session (its chat beside the notebook, the default), closes the notebook for
+longer than the old panel grace and comes back to the panel and the side chat attached again,
+types in the side chat while the notebook scrolls under the mouse, at 1280 and 800 px, and
+reloads the page.
 
 tests/project/test_lab_script.py checks what the script asks for with stand-ins; here nothing is
 a stand-in but the LM (the scripted loopback server, set as COGYM_MODEL and OPENAI_BASE_URL the
@@ -18,7 +20,8 @@ import os
 import secrets
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -27,6 +30,15 @@ from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
 from cogym_lab.core import Action
 from cogym_lab.lm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from tests.browser.agent_script import AgentStep, CueAgent
+from tests.browser.beside_page import (
+    LONG_OUTPUT,
+    close_the_file_browser,
+    in_viewport,
+    is_focused,
+    scroll_the_notebook,
+    side_chat,
+    side_chats,
+)
 from tests.browser.jupyter_lab import ServerSession
 from tests.browser.lab_page import UI_TIMEOUT_MS, LabPage
 from tests.browser.lab_script import INSTALL_TIMEOUT, LabScriptServer, copy_checkout
@@ -43,6 +55,15 @@ SIZES = ((1280, 900), (800, 900))
 START = "%load_ext cogym_lab\n%cogym new todo --team collaborative --idle-seconds 600"
 ASK = "Please bring a kazoo"
 AGENT_REPLY = "A kazoo it is: I put it on the list."
+AFTER_RELOAD = "Still here after the reload"
+
+
+def bring(width: int) -> tuple[str, str, str]:
+    """What the person types beside the notebook at ``width`` px: two lines, the first with
+    letters that are commands in the notebook's command mode (a, b, dd, m, x, z); and the
+    agent's answer."""
+    return (f"Bring a drum at {width}, add a bag, dd bed, mmm", "and a box of zx",
+            f"A drum for the {width} px window: noted.")
 
 
 @pytest.fixture(scope="module")
@@ -114,33 +135,7 @@ def shots(lab: LabPage, tmp_path: Path, request: pytest.FixtureRequest) -> Itera
         shutil.copytree(taker.folder, root / taker.folder.name)
 
 
-# -- typing into a chat, wherever it is ---------------------------------------------------------
-
-def type_lines(page: Page, field: Locator, lines: list[str]) -> None:
-    """Click ``field`` and type ``lines`` key by key, Shift+Enter between them (a new line in
-    the chat, never "run the cell")."""
-    field.click()
-    for number, line in enumerate(lines):
-        if number:
-            page.keyboard.press("Shift+Enter")
-        page.keyboard.type(line)
-    expect(field).to_have_value("\n".join(lines), timeout=UI_TIMEOUT_MS)
-
-
-def leave_with_escape(page: Page, field: Locator) -> None:
-    """Escape leaves the field, and keeps what was typed."""
-    typed = field.input_value()
-    page.keyboard.press("Escape")
-    assert not field.evaluate("(node) => node === document.activeElement")
-    expect(field).to_have_value(typed)
-
-
-def send_with_enter(page: Page, field: Locator) -> None:
-    """Back in the field, Enter sends: the field empties."""
-    field.click()
-    page.keyboard.press("Enter")
-    expect(field).to_have_value("", timeout=UI_TIMEOUT_MS)
-
+# -- what keys leaking into the notebook would change ------------------------------------------
 
 class NotebookWatch:
     """What keys leaking into the notebook would change: its cells (a, b, dd, m in command
@@ -193,12 +188,17 @@ def test_the_scripts_lab_shows_the_examples_and_runs_cogym_lab_in_a_cell(
     shots.take("cogym-lab-help-in-a-cell", focus=cell, where="start")
 
 
-def test_a_session_outlives_closing_its_notebook_and_a_reload(
+def test_a_session_outlives_its_closed_notebook_and_a_reload_and_its_side_chat_keeps_its_keys(
         lab: LabPage, lab_script: LabScriptServer, scripted_lm: ScriptedLM,
         shots: StepShots) -> None:
     scripted_lm.use(CueAgent([
         AgentStep(ASK, Action(name="SEND_TEAMMATE_MESSAGE", args={"message": AGENT_REPLY})),
         AgentStep(ASK, Action(name="ADD_ITEM", args={"text": "kazoo"})),
+        *(AgentStep(bring(width)[0].split(",")[0],
+                    Action(name="SEND_TEAMMATE_MESSAGE", args={"message": bring(width)[2]}))
+          for width, _ in SIZES),
+        AgentStep(AFTER_RELOAD, Action(name="SEND_TEAMMATE_MESSAGE",
+                                       args={"message": "Still with you."})),
     ]))
     page = lab.page
     notebook = lab.new_notebook_from_launcher()
@@ -206,87 +206,143 @@ def test_a_session_outlives_closing_its_notebook_and_a_reload(
     start_cell = lab.run_cell(notebook, 0)
     panel = SessionPanelPage.find(page, start_cell)
     session = ServerSession(lab_script, panel.session_id)
-    panel.type_chat(ASK)
-    panel.chat_message(ASK)
-    panel.chat_message(AGENT_REPLY)  # the agent answered, through the scripted LM
+    # The default: the chat and the agent's status beside the notebook, the workspace in the
+    # cell, taking its whole width.
+    chat = side_chat(page, session.session_id)
+    expect(panel.root).to_have_attribute("data-chat", "beside", timeout=UI_TIMEOUT_MS)
+    expect(panel.testid("chat-input")).to_be_hidden()
+    chat.type_chat(ASK)
+    chat.chat_message(ASK)
+    chat.chat_message(AGENT_REPLY)  # the agent answered, through the scripted LM
     expect(panel.testid("checklist-item").filter(has_text="kazoo")).to_be_visible(
         timeout=UI_TIMEOUT_MS)
-    path = session.snapshot()["created_in"]["path"]
-    shots.take("session-started", focus=start_cell, where="start")
+    # The person's own work around the session: a long notebook.
+    for _ in range(2):
+        lab.run_cell(notebook, lab.append_cell(notebook, LONG_OUTPUT))
+    name = Path(session.snapshot()["created_in"]["path"]).name
+    shots.take("session-started-chat-beside", focus=start_cell, where="start")
 
-    # The person saves and closes the notebook's tab: its panel goes with it.
-    start_cell.locator(".jp-InputArea-prompt").click()
-    page.keyboard.press("Control+s")
-    name = Path(path).name
-    tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab").filter(
-        has=page.get_by_text(name, exact=True))
-    tab.locator(".lm-TabBar-tabCloseIcon").click()
+    # The person saves and closes the notebook's tab: its panel goes with it, and so does the
+    # chat beside it.
+    lab.close_notebook(notebook, name)
     expect(page.locator('[data-testid="cogym-panel"]')).to_have_count(0, timeout=UI_TIMEOUT_MS)
+    shots.take("notebook-closed")
     time.sleep(CLOSED_FOR)  # closed for longer than the old grace
     snapshot = session.snapshot()
     assert snapshot["status"] == "running", snapshot.get("end_reason")
 
-    # Reopened from the file browser: the same session, attached, caught up.
-    page.locator(".jp-DirListing-item").filter(
-        has=page.get_by_text(name, exact=True)).dblclick()
-    panel = _panel_again(lab, session)
+    # Reopened from the file browser: the same session, attached, caught up, beside and in
+    # the cell.
+    notebook = lab.reopen_notebook(name)
+    panel, chat = _attached_again(lab, session, notebook, [ASK])
     shots.take("reopened-after-closing", focus=panel.root, where="start")
+
+    # Typing beside the notebook while it scrolls under the mouse, at both sizes.
+    watch = NotebookWatch(lab, notebook)
+    said = [ASK]
     for width, height in SIZES:
         page.set_viewport_size({"width": width, "height": height})
-        expect(panel.root).to_be_visible()
-        shots.take(f"reopened-at-{width}x{height}", focus=panel.root, where="start")
-    page.set_viewport_size({"width": SIZES[0][0], "height": SIZES[0][1]})
+        if width < 1000:  # the file browser, the notebook and the chat do not fit side by side
+            close_the_file_browser(page)
+        first, second, answer = bring(width)
+        _type_beside_while_the_notebook_scrolls(
+            page, notebook, chat, watch, [first, second],
+            partial(shots.take, f"typing-beside-a-scrolled-notebook-at-{width}x{height}"))
+        _send_and_see_the_answer(chat, watch, [first, second], answer)
+        said.append(first)
+        start_cell = lab.cells(notebook).nth(0)
+        start_cell.evaluate("(cell) => cell.scrollIntoView({block: 'start'})")
+        expect(panel.testid("workspace")).to_be_in_viewport()
+        expect(chat.testid("chat-input")).to_be_in_viewport()
+        shots.take(f"reopened-answered-at-{width}x{height}")
 
+    # A reload: everything is back once more, and the side chat still keeps its keys.
+    page.set_viewport_size({"width": SIZES[0][0], "height": SIZES[0][1]})
     page.reload(wait_until="domcontentloaded")
     lab.wait_until_ready()
-    panel = _panel_again(lab, session)
-    panel.type_chat("Still here after the reload")
-    panel.chat_message("Still here after the reload")
-    texts = [message["text"] for message in session.snapshot()["state"]["chat"]]
-    assert ASK in texts and AGENT_REPLY in texts and "Still here after the reload" in texts
-    shots.take("after-the-reload", focus=panel.root, where="start")
-
-
-def _panel_again(lab: LabPage, session: ServerSession) -> SessionPanelPage:
-    """The session's panel, back in the notebook, connected, with the chat so far and the
-    agent's work; the session still running."""
     notebook = lab.current_notebook()
-    panel = SessionPanelPage.find(lab.page, lab.cells(notebook).nth(0))
-    assert panel.session_id == session.session_id
-    panel.chat_message(ASK)
-    panel.chat_message(AGENT_REPLY)
-    expect(panel.testid("checklist-item").filter(has_text="kazoo")).to_be_visible()
-    expect(panel.testid("agent-status").first).to_be_visible()
-    assert session.snapshot()["status"] == "running"
-    return panel
-
-
-def test_keys_typed_in_the_chat_stay_in_the_chat(
-        lab: LabPage, lab_script: LabScriptServer, scripted_lm: ScriptedLM,
-        shots: StepShots) -> None:
-    scripted_lm.use(CueAgent([]))  # the agent waits
-    page = lab.page
-    notebook = lab.new_notebook_from_launcher()
-    lab.type_in_cell(notebook, 0, START)
-    start_cell = lab.run_cell(notebook, 0)
-    panel = SessionPanelPage.find(page, start_cell)
-    chat = panel.testid("chat-input")
-    chat.click()  # a click in the cell's output makes that cell the active one: not a key
+    panel, chat = _attached_again(lab, session, notebook, said)
     watch = NotebookWatch(lab, notebook)
+    _type_beside_while_the_notebook_scrolls(
+        page, notebook, chat, watch, [AFTER_RELOAD],
+        partial(shots.take, "typing-beside-a-scrolled-notebook-after-the-reload"))
+    _send_and_see_the_answer(chat, watch, [AFTER_RELOAD], "Still with you.")
+    texts = [message["text"] for message in session.snapshot()["state"]["chat"]]
+    assert ASK in texts and AGENT_REPLY in texts and AFTER_RELOAD in texts, texts
+    for width, _ in SIZES:
+        first, second, answer = bring(width)
+        assert f"{first}\n{second}" in texts and answer in texts, texts
+    for width, height in SIZES:
+        page.set_viewport_size({"width": width, "height": height})
+        if width < 1000:
+            close_the_file_browser(page)
+        lab.cells(notebook).nth(0).evaluate("(cell) => cell.scrollIntoView({block: 'start'})")
+        expect(chat.testid("chat-input")).to_be_in_viewport()
+        shots.take(f"after-the-reload-at-{width}x{height}")
 
-    # Letters that are commands in the notebook's command mode (a, b, dd, m, x, z), Shift+Enter
-    # (run the cell) and Enter: none of them may reach the notebook.
-    lines = ["add a bag, dd bed, mmm", "and a box of zx"]
-    type_lines(page, chat, lines)
+
+def _attached_again(lab: LabPage, session: ServerSession, notebook: Locator,
+                    said: list[str]) -> tuple[SessionPanelPage, SessionPanelPage]:
+    """The session's panel back in the notebook's first cell, connected, with the agent's work
+    and the chat given to the side; the one side chat of the session, connected, with the
+    messages so far (``said`` by the person, and the agent's first answer) and the agent's
+    status; the session still running."""
+    page = lab.page
+    panel = SessionPanelPage.find(page, lab.cells(notebook).nth(0))
+    assert panel.session_id == session.session_id
+    expect(panel.testid("workspace")).to_be_visible()
+    expect(panel.testid("checklist-item").filter(has_text="kazoo")).to_be_visible()
+    chat = side_chat(page, session.session_id)
+    expect(side_chats(page, session.session_id)).to_have_count(1)  # not one per opening
+    expect(panel.root).to_have_attribute("data-chat", "beside", timeout=UI_TIMEOUT_MS)
+    for text in (*said, AGENT_REPLY):
+        chat.chat_message(text)
+    expect(chat.testid("agent-status").first).to_be_visible()
+    assert session.snapshot()["status"] == "running"
+    return panel, chat
+
+
+def _type_beside_while_the_notebook_scrolls(page: Page, notebook: Locator,
+                                            chat: SessionPanelPage, watch: NotebookWatch,
+                                            lines: list[str], shoot: Callable[[], object]
+                                            ) -> None:
+    """Type ``lines`` key by key in the side chat (Shift+Enter between them), the mouse wheel
+    scrolling the notebook after the first, and ``shoot`` the page; then Escape: it leaves the
+    field, the text kept, and the notebook's command-mode keys pressed after it do nothing. The
+    field keeps the focus and stays in sight while the notebook scrolls; nothing reaches the
+    notebook."""
+    field = chat.testid("chat-input")
+    field.click()
+    for number, line in enumerate(lines):
+        if number:
+            page.keyboard.press("Shift+Enter")  # a new line, never "run the cell"
+        page.keyboard.type(line)
+        if not number:
+            scroll_the_notebook(page, notebook, 1500)
+            assert is_focused(field), "the side chat lost the focus while the notebook scrolled"
+    expect(field).to_have_value("\n".join(lines), timeout=UI_TIMEOUT_MS)
+    assert in_viewport(page, field), "the side chat left the window"
+    assert is_focused(field)
     watch.assert_untouched()
-    leave_with_escape(page, chat)
+    shoot()
+    page.keyboard.press("Escape")
+    assert not is_focused(field)
+    expect(field).to_have_value("\n".join(lines))
+    for key in ("b", "a", "d", "d", "m", "x", "z"):  # command-mode keys: not for the notebook
+        page.keyboard.press(key)
     watch.assert_untouched()
-    shots.take("typed-two-lines-then-escape", focus=panel.root, where="start")
-    send_with_enter(page, chat)
-    sent = panel.chat_message(lines[1])
-    assert lines[0] in sent.inner_text()
+
+
+def _send_and_see_the_answer(chat: SessionPanelPage, watch: NotebookWatch, lines: list[str],
+                             answer: str) -> None:
+    """Back in the side chat, Enter sends (the field empties); the message shows, whole, and
+    the agent's answer after it; nothing reached the notebook."""
+    field = chat.testid("chat-input")
+    field.click()
+    chat.page.keyboard.press("End")
+    chat.page.keyboard.press("Enter")
+    expect(field).to_have_value("", timeout=UI_TIMEOUT_MS)
+    sent = chat.chat_message(lines[0])
+    assert lines[-1] in sent.inner_text()
+    chat.chat_message(answer)
     watch.assert_untouched()
-    texts = [message["text"] for message in ServerSession(
-        lab_script, panel.session_id).snapshot()["state"]["chat"]]
-    assert "\n".join(lines) in texts
-    shots.take("sent-with-enter", focus=panel.root, where="start")

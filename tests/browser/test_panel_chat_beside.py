@@ -16,54 +16,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Page, expect
 
+from tests.browser.beside_page import (
+    LONG_OUTPUT,
+    close_the_file_browser,
+    execution_counts,
+    in_viewport,
+    is_focused,
+    scroll_the_notebook,
+    side_chat,
+    side_chats,
+)
 from tests.browser.jupyter_lab import JupyterLabServer
 from tests.browser.lab_page import UI_TIMEOUT_MS, LabPage
 from tests.browser.panel_page import SessionPanelPage
 from tests.browser.screenshots import StepShots
-
-#: Cells that make the notebook long: a person's work around the session.
-LONG_OUTPUT = "for line in range(150):\n    print('row', line)"
-
-
-def side_chat(page: Page, session_id: str) -> SessionPanelPage:
-    """The chat-only view of ``session_id`` in JupyterLab's side area, once it is connected."""
-    root = page.locator('.jupyterlab-sidecar [data-testid="cogym-panel"][data-part="chat"]'
-                        f'[data-session="{session_id}"]')
-    expect(root).to_be_visible(timeout=UI_TIMEOUT_MS)
-    chat = SessionPanelPage(page, root)
-    expect(chat.testid("connection-status")).to_have_attribute("data-state", "open",
-                                                               timeout=UI_TIMEOUT_MS)
-    return chat
-
-
-def in_viewport(page: Page, element: Locator) -> bool:
-    """Whether the whole of ``element`` is inside the window."""
-    box = element.bounding_box()
-    size = page.viewport_size
-    assert size is not None
-    return (box is not None and box["x"] >= 0 and box["y"] >= 0
-            and box["x"] + box["width"] <= size["width"] + 1
-            and box["y"] + box["height"] <= size["height"] + 1)
-
-
-def close_the_file_browser(page: Page) -> None:
-    """Collapse the left side area, as a person does in a narrow window (its tab again)."""
-    current = page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current")
-    if current.count():
-        current.first.click()
-    expect(page.locator("#jp-left-stack")).to_be_hidden(timeout=UI_TIMEOUT_MS)
-
-
-def execution_counts(notebook: Locator) -> list[str]:
-    """Every cell's prompt ("[3]:"), drawn or not (the notebook draws only what is in view)."""
-    return notebook.locator(".jp-Cell .jp-InputArea-prompt").evaluate_all(
-        "(prompts) => prompts.map((prompt) => prompt.textContent.trim())")
-
-
-def is_focused(element: Locator) -> bool:
-    return bool(element.evaluate("(node) => node === document.activeElement"))
 
 
 def test_the_chat_beside_the_notebook_stays_in_sight_and_keeps_its_keys(
@@ -102,7 +70,6 @@ def test_the_chat_beside_the_notebook_stays_in_sight_and_keeps_its_keys(
         running = [s["session_id"] for s in listing["sessions"] if s["status"] == "running"]
         assert running == [session_id], running
 
-    scroller = notebook.locator(".jp-WindowedPanel-outer").first
     keyboard = page.keyboard
     field = chat.testid("chat-input")
     for width, height in ((1280, 900), (800, 700)):
@@ -112,13 +79,7 @@ def test_the_chat_beside_the_notebook_stays_in_sight_and_keeps_its_keys(
         field.click()
         keyboard.type(f"Bring snacks at {width}")
         # The notebook scrolls under the mouse while the person types beside it.
-        box = scroller.bounding_box()
-        assert box is not None
-        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        before = scroller.evaluate("(node) => node.scrollTop")
-        page.mouse.wheel(0, 1500)
-        page.wait_for_function("([node, before]) => node.scrollTop !== before",
-                               arg=[scroller.element_handle(), before], timeout=UI_TIMEOUT_MS)
+        scroll_the_notebook(page, notebook, 1500)
         keyboard.press("Shift+Enter")  # a new line, as the box says
         keyboard.type("and water")
         expect(field).to_have_value(f"Bring snacks at {width}\nand water")
@@ -210,3 +171,39 @@ def test_with_the_chat_in_the_cell_nothing_goes_beside(lab: LabPage, page: Page,
         start_cell.evaluate("(cell) => cell.scrollIntoView({block: 'start'})")
         expect(panel.testid("workspace")).to_be_in_viewport()
         shots.take(f"chat-in-the-cell-at-{width}px")
+
+
+def test_the_side_chat_goes_with_its_notebook_and_comes_back_once_with_it(
+        lab: LabPage, jupyter_lab: JupyterLabServer, page: Page, tmp_path: Path,
+        request) -> None:
+    """Closing the notebook closes its chat beside it (the side area keeps no chat cut off from
+    its kernel); opening the notebook again brings one side chat back, not two, with the
+    messages so far, and the cell's panel leaves the chat to it again."""
+    shots = StepShots(page, request.node.name, root=tmp_path / "shots")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    notebook = lab.new_notebook_from_launcher()
+    lab.type_in_cell(notebook, 0,
+                     "%load_ext cogym_lab\n%cogym new todo --idle-seconds 120 --chat side")
+    panel = SessionPanelPage.find(page, lab.run_cell(notebook, 0))
+    session_id = panel.session_id
+    chat = side_chat(page, session_id)
+    chat.type_chat("Before closing")
+    chat.chat_message("Before closing")
+    status, summary = jupyter_lab.request("GET", f"cogym/api/sessions/{session_id}")
+    assert status == 200, summary
+    name = Path(summary["created_in"]["path"]).name
+
+    lab.close_notebook(notebook, name)
+    expect(page.locator('[data-testid="cogym-panel"]')).to_have_count(0, timeout=UI_TIMEOUT_MS)
+    expect(page.locator(".jupyterlab-sidecar")).to_have_count(0)  # its tab went too
+    shots.take("notebook-closed-no-side-chat-left")
+
+    notebook = lab.reopen_notebook(name)
+    panel = SessionPanelPage.find(page, lab.cells(notebook).nth(0))
+    chat = side_chat(page, session_id)
+    expect(side_chats(page, session_id)).to_have_count(1)
+    chat.chat_message("Before closing")
+    expect(panel.root).to_have_attribute("data-chat", "beside", timeout=UI_TIMEOUT_MS)
+    chat.type_chat("After reopening")
+    chat.chat_message("After reopening")
+    shots.take("reopened-one-side-chat")

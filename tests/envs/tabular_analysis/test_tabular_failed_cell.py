@@ -1,9 +1,10 @@
 """A cell whose kernel failed to start is logged as that failure: the log replays without a
 kernel, the session resumes from it, and the member who ran the cell may run one again.
 
-The failure is a real one: the kernel is given no time to become ready, so the deferred work of
-the cell (start the kernel, run the code) raises. The resumed session's kernel starts normally,
-as a retry would; had replay run the cell again, it would have succeeded there.
+The failure is a real one: the first run's kernel cannot start (its kernel spec is missing), so
+the deferred work of the cell (start the kernel, run the code) raises. The resumed session's
+kernel starts normally, as a retry would; had replay run the cell again, it would have
+succeeded there.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ async def test_a_cell_whose_kernel_failed_replays_as_that_failure_and_the_sessio
         tmp_path: Path) -> None:
     results, session_id, bus = tmp_path / "session", "tab-" + uuid.uuid4().hex[:8], MemoryBus()
     first = TabularAnalysisEnv(instance=0)
-    first._kernel().startup_timeout = 0.001  # the kernel cannot be ready in time: it fails
+    first._kernel().kernel_name = "cogym-no-such-kernel"  # its kernel cannot start: it fails
     session = tabular_session(first, bus, session_id, results)
     running = asyncio.create_task(session.run())
     for role in ("agent", "person"):
@@ -66,8 +67,8 @@ async def test_a_cell_whose_kernel_failed_replays_as_that_failure_and_the_sessio
     events = await logged(results, lambda e: e.info.get("deferred") is True)
     failure = events[-1]
     assert (failure.type.value, failure.actor, failure.info[FAILED]) == (
-        "error", "agent", "RuntimeError")
-    assert "did not become ready" in (failure.error or "")
+        "error", "agent", "NoSuchKernel")
+    assert "cogym-no-such-kernel" in (failure.error or "")
     assert first.running == {}  # released: the agent may run a cell again
     await session.interrupt("server shut down")
     await asyncio.wait_for(running, 60)

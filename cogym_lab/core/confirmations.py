@@ -15,6 +15,7 @@ from typing import Any
 
 import cogym_lab.core.collaboration as acts
 from cogym_lab.core.actions import Action, ActionError, ActionSpec
+from cogym_lab.core.failures import failure_marks
 from cogym_lab.core.grammar import format_action
 from cogym_lab.core.messages import Confirmation, EventType, TeamMember
 from cogym_lab.core.shared_text import TextEdit, TextVersion
@@ -91,14 +92,15 @@ class Confirmations:
             worked = self._texts.edit_for(held.action, spec, step, seq=emitter.seq + 1,
                                           author=request.requester, base=held.base)
             merged = worked[0] if worked and worked[0] is not held.action else None
-        result = emitter.apply(request.requester, merged or held.action, on_behalf=True)
+        result = emitter.apply(step, request.requester, merged or held.action, on_behalf=True)
         accept = format_action(action, acts.ACCEPT_CONFIRMATION)
         info: dict[str, Any] = _answer_info(request)
         if merged is not None:
             info["applied_action"] = format_action(merged, spec)
         if result.error:
             return emitter.refuse(step, now, member.role, accept, result.error,
-                                  also=[request.requester], info=info)
+                                  also=[request.requester],
+                                  info={**info, **failure_marks(result.info)})
         if worked is not None:
             self._texts.commit_edit(spec, worked[1], seq=emitter.seq + 1,
                                     author=request.requester, info=info)

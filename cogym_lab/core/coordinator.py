@@ -13,7 +13,9 @@ The rules:
   shared change), so the sender's next act sees its own message; a wait is logged and notifies
   nobody;
 * a tick (inactivity past the threshold) notifies everyone;
-* an error notifies the actor only and changes nothing;
+* an error notifies the actor only and changes nothing; when the task's own code raised (a
+  failure, not a refusal: ``core.failures``) the error records it (``info["failed"]``), and
+  replay repeats that failure rather than running the task again, where it might succeed;
 * a paused agent receives nothing and may not act;
 * a component that an action replaces whole (``@action(replaces=...)``) is a shared text, a CRDT
   document (``core.shared_texts``): an edit made on an older version is merged with the edits
@@ -62,6 +64,7 @@ and to an agent again when it is resumed), listing for a person only the non-peo
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -71,6 +74,13 @@ import cogym_lab.core.collaboration as acts
 from cogym_lab.core.actions import Action, ActionError, ActionSpec
 from cogym_lab.core.confirmations import Confirmations, request_on_behalf
 from cogym_lab.core.env import MIN_TICK_SECONDS, CoEnv, StepResult
+from cogym_lab.core.failures import (
+    FAILED,
+    TaskFailed,
+    failure_info,
+    failure_marks,
+    recorded_failure,
+)
 from cogym_lab.core.grammar import RawAction, format_action, parse_action
 from cogym_lab.core.live_edits import LiveEdits
 from cogym_lab.core.messages import (
@@ -282,7 +292,8 @@ class Coordinator:
                                                now)
             return self._task_action(step, member, parsed, spec, now)
         except ActionError as error:
-            return self.refuse(step, now, role, raw, str(error))
+            marks = {FAILED: error.failed} if isinstance(error, TaskFailed) else None
+            return self.refuse(step, now, role, raw, str(error), info=marks)
 
     def admit_internal(self, step: StepContext, spec: ActionSpec) -> None:
         """Refuse an internal action (a cell's recorded outputs) unless it is the result of
@@ -392,7 +403,7 @@ class Coordinator:
             return self._announce_edits(step, event.time)  # the edits were replayed already
         if event.type is EventType.ERROR and event.info.get("deferred"):
             return self._deferred_failed(step, event.actor, event.action, event.error or "",
-                                         event.time)
+                                         event.time, event.info.get(FAILED))
         # A refused structured action is logged as its JSON: re-read it as the same structure.
         raw: RawAction = json.loads(event.action) if event.info.get("structured") \
             else event.action
@@ -445,18 +456,26 @@ class Coordinator:
         a logged merge on replay: the one parse of that text."""
         return parse_action(raw, self._task_specs)
 
-    def apply(self, role: str, action: Action, *, count: bool = True,
+    def apply(self, step: StepContext, role: str, action: Action, *, count: bool = True,
               on_behalf: bool = False) -> StepResult:
         """Run a task action on the env; a success counts as one of ``role``'s steps (unless
         ``count`` is false: a live edit is typing, not a step). Under ``every_act_is_a_step``
         the act that led here was counted already, except for an action run ``on_behalf`` of
         ``role`` by a teammate's acceptance: the Co-Gym release logs that one as the
-        requester's event too, so it counts as one of the requester's steps."""
+        requester's event too, so it counts as one of the requester's steps.
+
+        The task's code raising is a failure, not a refusal (:mod:`cogym_lab.core.failures`):
+        its result's ``info`` says so, for the error event to record. Replaying such an event
+        repeats the recorded failure and leaves the task alone: run again, it might succeed.
+        """
+        recorded = recorded_failure(step.replayed(self.seq + 1))
+        if recorded is not None:
+            return StepResult(observation=self.env.view(role), private=True, info=recorded)
         try:
             result = self.env.apply(role, action)  # parsed where it entered: not again
         except Exception as error:  # noqa: BLE001 - a bug in a task must not end the session
-            return StepResult(observation=self.env.view(role), private=True, info={
-                "error": f"The task failed on this action: {type(error).__name__}: {error}"})
+            return StepResult(observation=self.env.view(role), private=True,
+                              info=failure_info(error))
         if count and not result.error and (on_behalf or not self.every_act_is_a_step):
             self.step_counts[role] += 1
         return result
@@ -480,10 +499,10 @@ class Coordinator:
         worked = self._texts.edit_for(action, spec, step, seq=self.seq + 1, author=member.role,
                                       base=base)
         applied = worked[0] if worked else action
-        result = self.apply(member.role, applied)
+        result = self.apply(step, member.role, applied)
         if result.error:  # the document is left as it was: the edit is committed only now
             return self.refuse(step, now, member.role, format_action(applied, spec),
-                               result.error)
+                               result.error, info=failure_marks(result.info))
         info = {k: v for k, v in result.info.items() if k != "action"}
         if worked is not None:
             self._texts.commit_edit(spec, worked[1], seq=self.seq + 1, author=member.role,
@@ -500,17 +519,27 @@ class Coordinator:
             transition.deferred.append((member.role, result.deferred))
         return self.after_task_action(step, member.role, result, transition, now)
 
-    def deferred_failed(self, role: str, action_text: str, error: str, now: float) -> Transition:
-        """Slow work started by ``role``'s action failed: tell the actor; nothing changes."""
-        return self._deferred_failed(NO_REQUEST, role, action_text, error, now)
+    def deferred_failed(self, role: str, action_text: str, error: str, now: float, *,
+                        failed: str = "Exception") -> Transition:
+        """Slow work started by ``role``'s action failed (raising an exception of type
+        ``failed``): tell the actor, and let the env release what the action held for the work
+        (:meth:`CoEnv.work_failed`). The log records the failure; replay applies it from there
+        and never runs the work again."""
+        return self._deferred_failed(NO_REQUEST, role, action_text, error, now,
+                                     clean_text(str(failed)) or "Exception")
 
     def _deferred_failed(self, step: StepContext, role: str, action_text: str, error: str,
-                         now: float) -> Transition:
+                         now: float, failed: str | None) -> Transition:
         if self.done or not isinstance(role, str) or role not in self.members:
             return Transition()
+        info: dict[str, Any] = {"deferred": True}
+        if failed:  # a log from before failures were recorded replays as it ran: no release
+            info[FAILED] = failed
+            with contextlib.suppress(Exception):  # a hook that fails leaves it held, as before
+                self.env.work_failed(role)
         return self.emit(step, now, EventType.ERROR, role, [role],
                          action=clean_text(str(action_text)), status="error",
-                         error=clean_text(str(error)), private=True, info={"deferred": True})
+                         error=clean_text(str(error)), private=True, info=info)
 
     def _finish(self, step: StepContext, member: TeamMember, action: Action,
                 now: float) -> Transition:

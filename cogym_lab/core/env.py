@@ -355,6 +355,12 @@ class CoEnv(abc.ABC):
         findings), for a task made with plans (``docs/plans.md``); raise :class:`ActionError`
         to refuse it. By default the output stays in the plan."""
 
+    def work_failed(self, role: str) -> None:  # noqa: B027 - optional hook
+        """The :class:`Deferred` work that ``role``'s action started failed: release what the
+        action held for it (a cell marked as running), so ``role`` can try again. Called when
+        the failure is applied, live and again on replay, so it must change the state the same
+        way each time and raise nothing. Nothing to release by default."""
+
     def observed_steps(self) -> AsyncIterator[tuple[str, RawAction]] | None:
         """Steps the env sees members take outside the session (a person running a cell in
         their own kernel), as ``(role, action)``; the EnvNode records each through

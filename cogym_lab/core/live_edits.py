@@ -14,6 +14,7 @@ from typing import Any
 
 import cogym_lab.core.collaboration as acts
 from cogym_lab.core.actions import Action, ActionError
+from cogym_lab.core.failures import FAILED, TaskFailed
 from cogym_lab.core.grammar import format_action
 from cogym_lab.core.messages import EventType, TeamMember
 from cogym_lab.core.shared_texts import SharedTexts
@@ -44,10 +45,11 @@ class LiveEdits:
         spec = self._texts.spec(component)
         text, edit = self._texts.live_edit(component, action.args, step, seq=emitter.seq + 1,
                                            author=member.role)
-        result = emitter.apply(member.role, Action(name=spec.name, args={"text": text}),
+        result = emitter.apply(step, member.role, Action(name=spec.name, args={"text": text}),
                                count=False)
         if result.error:
-            raise ActionError(result.error)
+            failed = result.info.get(FAILED)
+            raise TaskFailed(result.error, failed) if failed else ActionError(result.error)
         info: dict[str, Any] = {}
         if edit is not None:
             self._texts.commit(component, edit, seq=emitter.seq + 1, author=member.role,

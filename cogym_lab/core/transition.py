@@ -107,8 +107,11 @@ class Emitter(Protocol):
 
     def admit_internal(self, step: StepContext, spec: ActionSpec) -> None: ...
 
-    def apply(self, role: str, action: Action, *, count: bool = True,
-              on_behalf: bool = False) -> StepResult: ...
+    def apply(self, step: StepContext, role: str, action: Action, *, count: bool = True,
+              on_behalf: bool = False) -> StepResult:
+        """Run a task action on the env (a failure recorded in the event ``step`` replays is
+        repeated instead: :mod:`cogym_lab.core.failures`)."""
+        ...
 
     def after_task_action(self, step: StepContext, role: str, result: StepResult,
                           transition: Transition, now: float) -> Transition: ...

@@ -544,7 +544,7 @@ class EnvNode:
                 return
             await self._deliver(self.coordinator.deferred_failed(
                 role, started_by.action or deferred.label, f"{deferred.label or 'The action'} "
-                f"failed: {error}", time.time()))
+                f"failed: {error}", time.time(), failed=type(error).__name__))
             return
         if self.log_failure:  # stopping: nothing more is applied
             return

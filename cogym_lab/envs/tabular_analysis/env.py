@@ -325,6 +325,11 @@ class TabularAnalysisEnv(DatasetEnv):
 
         return ActionOutcome(deferred=Deferred(work=run, label="Running the cell"))
 
+    def work_failed(self, role: str) -> None:
+        """The cell never ran to its outputs (the kernel could not start, say): ``role`` may
+        run a cell again."""
+        self.running.pop(role, None)
+
     @action("Record a cell's outputs in the notebook.", internal=True, code="The cell's code",
             result="The outputs")
     def record_cell(self, role: str, code: str, result: dict) -> None:

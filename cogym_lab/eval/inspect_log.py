@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from cogym_lab._version import __version__
 from cogym_lab.core.outcome_class import OUTCOME_CLASSES
 from cogym_lab.core.text import clean, clean_text
+from cogym_lab.eval.metrics.outcome import collab_score
 from cogym_lab.eval.session_metrics import task_description
 from cogym_lab.records.trajectory import SessionRecord, find_sessions, load_session
 
@@ -413,7 +414,10 @@ def _plan(records: Sequence[SessionRecord], team: str) -> EvalPlan:
 def _results(samples: Sequence[EvalSample], records: Sequence[SessionRecord],
              task: str) -> EvalResults:
     """Each score's mean (and its standard error) over the sessions that count: those that
-    ended as ``completed`` (see :mod:`cogym_lab.core.outcome_class`), as the report counts."""
+    ended as ``completed`` (see :mod:`cogym_lab.core.outcome_class`), as the report counts.
+    Only delivered sessions are graded, so ``performance``'s mean is the report's Task Perf.;
+    the delivery rate and the Collab Score (an undelivered session scores 0) are in the
+    results' metadata."""
     from inspect_ai.log import EvalMetric, EvalResults, EvalScore
 
     counted = [s for s, r in zip(samples, records, strict=True) if r.outcome_class == "completed"]
@@ -434,11 +438,14 @@ def _results(samples: Sequence[EvalSample], records: Sequence[SessionRecord],
                                 unscored_samples=len(samples) - len(values), metrics=metrics))
     classes = {name: sum(r.outcome_class == name for r in records) for name in OUTCOME_CLASSES}
     completed = [r for r in records if r.outcome_class == "completed"]
+    collab = [value for r in completed
+              if not math.isnan(value := collab_score(r.delivered, r.performance))]
     return EvalResults(
         total_samples=len(samples), completed_samples=len(completed), scores=scores,
         metadata={"outcome_classes": classes,
                   "delivered": sum(r.delivered for r in completed) / len(completed)
                   if completed else None,
+                  "collab_score": statistics.fmean(collab) if collab else None,
                   "note": "means over completed sessions; sessions that ended for a cause "
                           "outside the team carry it as the sample's error"})
 

@@ -105,6 +105,7 @@ def test_a_rule_based_run_opens_as_one_sample_per_session(tmp_path):
     assert log.results.scores[0].metrics["mean"].value == pytest.approx(
         sum(e["scores"]["performance"] for e in run_json["sessions"]) / 3)
     assert log.results.metadata and log.results.metadata["delivered"] == 1.0
+    assert log.results.metadata["collab_score"] == log.results.scores[0].metrics["mean"].value
 
     # Inspect's JSON format too, when the file named ends in .json; the same log.
     [as_json] = _export([run], tmp_path / "one.json")

@@ -256,21 +256,35 @@ def view_command(folder: Path, html_out: Path, session: str | None) -> None:
 @eval_group.command("export")
 @click.argument("dirs", nargs=-1, required=True,
                 type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--format", "format_", type=click.Choice(["jsonl"]), default="jsonl",
-              show_default=True, help="Output format: one decision record per line.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="File to write the records to.")
+@click.option("--format", "format_", type=click.Choice(["jsonl", "inspect"]), default="jsonl",
+              show_default=True,
+              help="jsonl: one decision record per line, for training. inspect: an Inspect AI "
+                   "log per run, one sample per session, for `inspect view` (needs the "
+                   "'inspect' extra).")
+@click.option("--out", type=click.Path(path_type=Path), required=True,
+              help="jsonl: the file to write. inspect: a folder that gets one .eval log per "
+                   "run, or, for one run, the log file itself (.eval, or .json for Inspect's "
+                   "JSON format).")
 @click.option("--role", "roles", multiple=True, metavar="ROLE",
-              help="Export only this role's decisions (repeatable).")
+              help="Export only this role's decisions (repeatable; jsonl only).")
 @click.option("--kind", "kinds", multiple=True, type=click.Choice(["agent", "user", "person"]),
-              help="Export only members of this kind (repeatable).")
+              help="Export only members of this kind (repeatable; jsonl only).")
 @click.option("--no-progress", is_flag=True, help="Do not draw the progress bar.")
 def export_command(dirs: tuple[Path, ...], format_: str, out: Path, roles: tuple[str, ...],
                    kinds: tuple[str, ...], no_progress: bool) -> None:
-    """Write each member's decisions in the sessions under DIRS as (context, action, outcome)
-    records, for training collaborative agents."""
+    """Write the sessions under DIRS out: each member's decisions as (context, action, outcome)
+    records, for training collaborative agents (jsonl), or each run as an Inspect AI log
+    (inspect)."""
+    if format_ == "inspect":
+        if roles or kinds:
+            raise click.UsageError("--role and --kind choose decisions for --format jsonl; an "
+                                   "Inspect log holds whole sessions")
+        _export_inspect(dirs, out)
+        return
     from cogym_lab.eval.training_export import export
 
+    if out.is_dir():
+        raise click.BadParameter(f"{out} is a folder; name the file to write", param_hint="--out")
     try:
         summary = export(list(dirs), out, format=format_, roles=roles or None,
                          kinds=kinds or None, progress=not no_progress)
@@ -279,6 +293,22 @@ def export_command(dirs: tuple[Path, ...], format_: str, out: Path, roles: tuple
     kinds_text = ", ".join(f"{count} {kind}" for kind, count in sorted(summary.by_kind.items()))
     console.print(f"{summary.records} decisions from {summary.sessions} sessions"
                   f"{f' ({kinds_text})' if kinds_text else ''} -> {summary.path}")
+    for folder, why in summary.skipped.items():
+        console.print(f"[yellow]skipped[/] {folder}: {why}")
+
+
+def _export_inspect(dirs: tuple[Path, ...], out: Path) -> None:
+    from cogym_lab.eval.inspect_log import export_inspect
+
+    try:
+        summary = export_inspect(list(dirs), out)
+    except (FileNotFoundError, ValueError, ImportError) as error:  # ImportError: no extra
+        raise click.ClickException(str(error)) from None
+    for path in summary.paths:
+        console.print(f"Inspect log -> {path}", soft_wrap=True)
+    console.print(f"{summary.sessions} sessions in {len(summary.paths)} "
+                  f"log{'s' if len(summary.paths) != 1 else ''}; open with `inspect view "
+                  f"--log-dir {summary.paths[0].parent}`", soft_wrap=True)
     for folder, why in summary.skipped.items():
         console.print(f"[yellow]skipped[/] {folder}: {why}")
 

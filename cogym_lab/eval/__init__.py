@@ -8,9 +8,10 @@ reports and plots, a subpackage per job:
 * :mod:`~cogym_lab.eval.users`: the simulated-user audit.
 * :mod:`~cogym_lab.eval.reporting`: the report, its plots and HTML, a session as text.
 
-:mod:`~cogym_lab.eval.session_metrics` gathers every metric of one session and
-:mod:`~cogym_lab.eval.training_export` writes sessions out as training data. Reading a results
-folder is :mod:`cogym_lab.records`, below this package.
+:mod:`~cogym_lab.eval.session_metrics` gathers every metric of one session,
+:mod:`~cogym_lab.eval.training_export` writes sessions out as training data and
+:mod:`~cogym_lab.eval.inspect_log` as Inspect AI logs. Reading a results folder is
+:mod:`cogym_lab.records`, below this package.
 
 Names resolve lazily, so ``import cogym_lab.eval`` stays cheap (no pandas or matplotlib).
 """

@@ -28,6 +28,7 @@ class SeatClient:
 
     session: ClientSession
     results: Path
+    initialized: types.InitializeResult
     progress: list[tuple[float, float | None, str | None]] = field(default_factory=list)
 
     async def call(self, name: str, arguments: dict[str, Any] | None = None,
@@ -84,8 +85,8 @@ async def seat_client(tmp_path: Path, *args: str, env: dict[str, str] | None = N
     with (tmp_path / "server.log").open("a", encoding="utf-8") as errlog:
         async with stdio_client(server_parameters(tmp_path, *args, env=env), errlog=errlog) \
                 as (read_stream, write_stream), ClientSession(read_stream, write_stream) as session:
-            await session.initialize()
-            yield SeatClient(session, results)
+            initialized = await session.initialize()
+            yield SeatClient(session, results, initialized)
 
 
 def news_events(content: dict[str, Any]) -> list[dict[str, Any]]:

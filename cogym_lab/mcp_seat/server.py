@@ -20,9 +20,15 @@ import time
 from typing import Any
 from urllib.parse import quote, unquote
 
-import mcp.types as types
-from mcp.server import Server, ServerRequestContext
-from mcp.shared.exceptions import MCPError
+try:
+    import mcp.types as types
+    from mcp.server import Server, ServerRequestContext
+    from mcp.shared.exceptions import MCPError
+
+    SDK_MISSING: str | None = None
+except ImportError as missing:  # the `mcp` extra: this module still imports, SeatServer says so
+    SDK_MISSING = f"{missing}. Serving a seat over MCP needs the `mcp` extra: " \
+                  "pip install 'cogym_lab[mcp]'"
 
 from cogym_lab._version import __version__
 from cogym_lab.core.messages import EventType
@@ -80,6 +86,8 @@ class SeatServer:
 
     def __init__(self, seat: Seat, *, start_timeout: float = 60.0, act_timeout: float = 60.0,
                  progress_seconds: float = 5.0) -> None:
+        if SDK_MISSING is not None:
+            raise ImportError(SDK_MISSING)
         self.seat = seat
         self.start_timeout = start_timeout
         self.act_timeout = act_timeout
@@ -303,4 +311,4 @@ async def serve_stdio(server: SeatServer) -> None:
                              mcp_server.create_initialization_options())
 
 
-__all__ = ["INSTRUCTIONS", "SeatServer", "mcp_tool", "serve_stdio"]
+__all__ = ["INSTRUCTIONS", "SDK_MISSING", "SeatServer", "mcp_tool", "serve_stdio"]

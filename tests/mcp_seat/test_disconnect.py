@@ -22,7 +22,7 @@ async def test_an_abandoned_wait_leaves_the_session_to_end_by_its_limits(tmp_pat
                            "--idle-seconds", "1.5") as client:
         await client.act("ADD_ITEM", text="tent")
         await client.call("observe")  # the news so far: the wait below has none to return
-        with pytest.raises(Exception, match="[Tt]imed out|[Tt]imeout"):  # the client gives up
+        with pytest.raises(Exception, match=r"[Tt]imed out|[Tt]imeout"):  # the client gives up
             await client.call("wait_for_news", {"timeout_seconds": 30}, read_timeout_seconds=0.3)
         looked = await client.call("observe")  # the server is still there
         assert not looked.is_error and "tent" in text_of(looked)

@@ -15,6 +15,7 @@ from cogym_lab.bus import Bus, connect_bus
 from cogym_lab.cli.data_command import data
 from cogym_lab.cli.eval_command import eval_group
 from cogym_lab.cli.grade_command import grade
+from cogym_lab.cli.mcp_command import mcp_command
 from cogym_lab.cli.options import (
     build_failed,
     env_args,
@@ -176,6 +177,7 @@ def replay_command(results_dir: Path, seq: int | None) -> None:
 main.add_command(data)
 main.add_command(eval_group)
 main.add_command(grade)
+main.add_command(mcp_command)
 
 
 @main.group()

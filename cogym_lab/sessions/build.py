@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -55,12 +55,15 @@ def build_session(spec: SessionSpec, *, session_id: str | None = None,
                   results_dir: str | Path | None = None, bus: Bus | None = None,
                   observers: Iterable[EventObserver] = (), remote: bool = False,
                   guides: bool = False, notebook: Any = None,
-                  load_team: TeamLoader = load_team) -> Session:
+                  load_team: TeamLoader = load_team, outside: Collection[str] = ()) -> Session:
     """The session ``spec`` describes, ready to ``run()``.
 
     ``remote``: every member joins from another process (``cogym-lab node``), so none is built
-    here. ``guides``: a member whose LM is not configured becomes a :class:`SetupGuide` that
-    says in the chat what to set, instead of an error (a hosted session). ``notebook``: the
+    here. ``outside``: roles whose seat is taken from outside the team (an agent driving the
+    seat over MCP): their member is not built, and the seat keeps the kind the team gives it,
+    so an outside agent is limited, asked for confirmations and scored as an agent.
+    ``guides``: a member whose LM is not configured becomes a :class:`SetupGuide` that says
+    in the chat what to set, instead of an error (a hosted session). ``notebook``: the
     live link to the notebook ``spec.notebook`` names, which only a server can make.
     ``load_team`` reads ``spec.team`` when it is a name (a server passes one that refuses
     paths). Raises :class:`SessionBuildError`.
@@ -75,10 +78,12 @@ def build_session(spec: SessionSpec, *, session_id: str | None = None,
     protocol = _protocol(spec.protocol)
     team = _team(spec, env_class, load_team)
     kinds = _kinds(team)
+    _check_outside(team, outside)
     _check_lm_keys(spec, team)
     env = _env(spec, env_class, protocol, notebook, plans=team.plans)
     data_source, sample = _data_source(spec, env)
-    members, guided = _members(spec, team, kinds, env, remote=remote, guides=guides)
+    members, guided = _members(spec, team, kinds, env, remote=remote, guides=guides,
+                               outside=outside)
     tools = attach_tool_lms(env, tool_lm_config(team, spec.lm_arguments()))
     config = session_config(team, spec)
     try:  # said here, naming the option at fault, rather than as a coordinator's error
@@ -175,6 +180,14 @@ def _team(spec: SessionSpec, env_class: type[CoEnv], load_team: TeamLoader) -> T
     return team.model_copy(update={"members": members})
 
 
+def _check_outside(team: TeamConfig, outside: Collection[str]) -> None:
+    """Each seat taken from outside must be a member of the team."""
+    unknown = [role for role in outside if role not in team.members]
+    if unknown:
+        raise SessionBuildError(f"Team {team.name!r} has no member {', '.join(map(repr, unknown))}"
+                                f"; its members are {', '.join(team.members)}.", "team")
+
+
 def _check_lm_keys(spec: SessionSpec, team: TeamConfig) -> None:
     """LM settings go to every LM, to the task's tools, or to a member: a key that is none of
     these is a typo that would otherwise be ignored."""
@@ -264,13 +277,14 @@ def _data_source(spec: SessionSpec, env: CoEnv) -> tuple[DataSource | None, Data
 
 
 def _members(spec: SessionSpec, team: TeamConfig, kinds: dict[str, MemberKind], env: CoEnv, *,
-             remote: bool, guides: bool) -> tuple[dict[str, Any], list[str]]:
+             remote: bool, guides: bool, outside: Collection[str] = ()
+             ) -> tuple[dict[str, Any], list[str]]:
     """Each role's member object (``None`` for a seat filled from elsewhere), and the roles
     that got a :class:`SetupGuide`."""
     members: dict[str, Any] = {}
     guided: list[str] = []
     for role, member in team.members.items():
-        if member.is_person or remote:
+        if member.is_person or remote or role in outside:
             members[role] = None
             continue
         try:

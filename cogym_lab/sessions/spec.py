@@ -159,6 +159,9 @@ class Limits(BaseModel):
     interaction: Literal["notifications", "turns"] | None = None
     #: Seconds a person's live typing must pause before the agents are told of it.
     announce_seconds: float | None = Field(default=None, ge=0, le=3_600)
+    #: What a member's LM failing past its retries does: ``"end"`` the session (named as an
+    #: LM failure), ``"continue"`` it, or ``"auto"`` (continue when a person is in the team).
+    on_lm_failure: Literal["auto", "end", "continue"] | None = None
 
     def overrides(self) -> dict[str, Any]:
         """The limits given, by name."""

@@ -122,13 +122,13 @@ def grader_sources(task: str) -> tuple[str, ...]:
     package = module.rpartition(".")[0] or module
     root = f"{package}.grader" if _module_exists(f"{package}.grader") else module
     seen: set[str] = set()
-    todo = [root]
-    while todo:  # the task package's modules the grader reaches
-        name = todo.pop()
+    pending = [root]
+    while pending:  # the task package's modules the grader reaches
+        name = pending.pop()
         if name in seen:
             continue
         seen.add(name)
-        todo.extend(m for m in _imported_modules(name, package) if m not in seen)
+        pending.extend(m for m in _imported_modules(name, package) if m not in seen)
     prompts = {f"{package}:prompts/{name}" for name in getattr(factory, "judge_prompts", ())}
     return tuple(sorted(seen | prompts))
 

@@ -19,6 +19,9 @@ from tests.support.paths import REPO_ROOT
 PACKAGE = REPO_ROOT / "cogym_lab"
 TASKS_HOME = PACKAGE / "envs"
 TEXT_SUFFIXES = {".md", ".toml", ".json", ".js", ".css", ".html", ".txt", ".yaml", ".yml"}
+#: Generated files that list every shipped file by path (tasks' prompt files included): a
+#: record of the package, written by a command, not knowledge of a task.
+GENERATED = {PACKAGE / "provenance" / "shipped_prompts.json"}
 
 def _shipped_tasks() -> dict[str, str]:
     """Each task that ships in ``cogym_lab.envs``, by name, with its class's name."""
@@ -38,7 +41,7 @@ WORDS = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(IDENTIFIERS))) + r"
 
 def _generic_files() -> Iterator[Path]:
     for path in sorted(PACKAGE.rglob("*")):
-        if path.is_file() and not path.is_relative_to(TASKS_HOME) \
+        if path.is_file() and not path.is_relative_to(TASKS_HOME) and path not in GENERATED \
                 and "__pycache__" not in path.parts \
                 and (path.suffix == ".py" or path.suffix in TEXT_SUFFIXES):
             yield path

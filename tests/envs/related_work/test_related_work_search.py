@@ -360,7 +360,7 @@ def test_changed_supplement_rebuilds_and_unchanged_files_reuse_the_cache(
 
 def test_missing_corpus_says_what_is_missing(tmp_path: Path, datasets_dir: Path,
                                             records: list[dict]) -> None:
-    with pytest.raises(DataMissing, match="must be placed by hand") as caught:
+    with pytest.raises(DataMissing, match="cogym-lab data download related_work") as caught:
         BM25PaperIndex.load_or_build(tmp_path, tmp_path / "cache", progress=False)
     assert "`cogym-lab data related_work --data-dir" in str(caught.value)  # lists them
     data = _small_data_dir(tmp_path / "data", datasets_dir, records[:10])

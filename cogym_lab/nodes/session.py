@@ -492,7 +492,11 @@ class Session:
         failure = error.failure(member, side)
         self.lm_failures.append(failure)
         log.warning("session %s: %s", self.session_id, failure.describe())
-        if self.failure is not None or self.env_node is None or not self.ends_on_lm_failure():
+        # A member that plays on without its LM (the kitchen's agents fall back to their
+        # rule-based half and try the LM again later) is not stopped by one failed call.
+        recovers = getattr(self.members.get(member), "recovers_from_lm_failure", False)
+        if self.failure is not None or self.env_node is None or recovers \
+                or not self.ends_on_lm_failure():
             return
         if self.coordinator.done:
             return  # it ended already (a member's last call, say)

@@ -49,6 +49,9 @@ class KitchenAgent:
     """
 
     agent_type: ClassVar[str] = "kitchen"
+    #: A failed LM call does not stop the agent: its rule-based half keeps cooking and the LM
+    #: is asked again ``retry_ticks`` later, so the session plays on (its failures recorded).
+    recovers_from_lm_failure: ClassVar[bool] = True
 
     def __init__(self, lm: LM, *, history_scenes: int = 25, retry_ticks: int = 20) -> None:
         self.lm = lm

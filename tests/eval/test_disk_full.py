@@ -53,7 +53,7 @@ def _cli(out: Path, server: ScriptedOpenAIServer) -> subprocess.CompletedProcess
             "--model", "agent=agent-lm", "--model", "user=user-lm",
             "--base-url", server.base_url, "--idle-seconds", "2", "--no-progress"]
     return subprocess.run([sys.executable, "-m", "cogym_lab", *args], env=environment,
-                          capture_output=True, text=True, timeout=240)
+                          capture_output=True, text=True, timeout=240, check=False)
 
 
 def test_a_full_disk_stops_the_run_in_one_line_and_the_rerun_completes(small_disk):

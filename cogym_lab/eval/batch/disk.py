@@ -71,14 +71,16 @@ def free_space(folder: Path) -> str:
     while not place.exists() and place != place.parent:
         place = place.parent
     try:
-        free = shutil.disk_usage(place).free
+        free = float(shutil.disk_usage(place).free)
     except OSError:
         return "unknown space"
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if free < 1024 or unit == "GiB":
-            return f"{free:.0f} {unit}" if unit == "bytes" else f"{free:.1f} {unit}"
+    if free < 1024:
+        return f"{free:.0f} bytes"
+    for unit in ("KiB", "MiB"):
         free /= 1024
-    return f"{free:.1f} TiB"  # never reached: GiB is the last unit
+        if free < 1024:
+            return f"{free:.1f} {unit}"
+    return f"{free / 1024:.1f} GiB"
 
 
 class DiskReserve:

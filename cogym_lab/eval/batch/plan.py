@@ -106,7 +106,7 @@ async def run_planned_session(plan: BatchPlan, directory: Path, number: int, tri
             "delivered": result.delivered, "scores": result.scores,
             "duration": round(result.duration, 3), "outcome_class": result.outcome_class,
             "cause": result.failure.describe() if result.failure else None})
-    except Exception as error:  # noqa: BLE001 - recorded, and the batch goes on
+    except Exception as error:
         if disk_full_cause(error) is not None:
             # A full disk fails every session alike: raised, it stops the batch, and this
             # session stays pending. Its folder goes (which frees space too): one whose

@@ -117,6 +117,7 @@ def run_command(task: str, team: str, instances: str, concurrency: int, out: Pat
                 actors_per_node: int | None, storage: str | None, allow_sample: bool,
                 retry_failed: bool, no_progress: bool) -> None:
     """Run TEAM on many instances of TASK at once and write their results under OUT."""
+    from cogym_lab.eval.batch.disk import DiskFull
     from cogym_lab.eval.batch.engines import EngineError
     from cogym_lab.eval.batch.runner import run
     from cogym_lab.lm import LMNotConfigured
@@ -137,7 +138,7 @@ def run_command(task: str, team: str, instances: str, concurrency: int, out: Pat
                       engine=engine, address=address, sessions_per_actor=sessions_per_actor,
                       actors_per_node=actors_per_node, storage=storage,
                       allow_sample=allow_sample, retry_failed=retry_failed)
-    except (LMNotConfigured, EngineError, ImportError) as error:
+    except (LMNotConfigured, EngineError, ImportError, DiskFull) as error:
         raise click.ClickException(str(error)) from None
     except ValueError as error:
         raise click.ClickException(str(error)) from None

@@ -24,7 +24,7 @@ import inspect
 import typing
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -392,6 +392,15 @@ class CoEnv(abc.ABC):
         them and reports a hit as a leak. Keep them distinctive: a short common phrase would
         be found in honest views too."""
         return []
+
+    @classmethod
+    def performance_scale(cls, protocol: str = DEFAULT_PROTOCOL
+                          ) -> Literal["dichotomous", "graded"]:
+        """What ``performance`` is under ``protocol``, for the paired test a report runs against
+        the autonomous baseline: ``"graded"`` (a paired t-test) unless the task says its score is
+        pass or fail (``"dichotomous"``: McNemar's test, as the Co-Gym paper ran for Tabular
+        Analysis). Declared, not guessed from the values a run happened to get."""
+        return "graded"
 
     @classmethod
     def summarise_scores(cls, sessions: Sequence[SessionScores]) -> dict[str, float]:

@@ -99,8 +99,10 @@ class SessionMetrics:
             "outcome_class": record.outcome_class, "cause": record.cause,
             "delivered": record.delivered, "performance": record.performance,
             "collab_score": collab_score(record.delivered, record.performance),
-            "messages": len(record.messages),
-            "h_init": initiative_entropy(
+            "messages": len(record.messages), "team_size": len(record.roles),
+            # Not applicable (None, "/" in reports, as the paper prints it for the Fully
+            # Autonomous Agent) to a team of one: there is no one to share initiative with.
+            "h_init": None if len(record.roles) < 2 else initiative_entropy(
                 counts, record.roles,
                 without_initiative=record.protocol.h_init_without_initiative)
             if counts is not None else math.nan,
@@ -203,8 +205,9 @@ async def measure_session(record: SessionRecord, judge: Judge | None, *,
         else:
             scores = [(g.scores or {}).get("performance", math.nan) if g.changed else None
                       for g in graded]
-            first = next((g.index for g in graded if g.changed and g.agent_changed), None) or \
-                next((g.index for g in graded if g.changed), None)
+            # k': the first round an agent changed the outcome (paper 002); None when no
+            # agent ever did (the trace then takes the overall utility: no refinement gain).
+            first = next((g.index for g in graded if g.changed and g.agent_changed), None)
             trace = EffortTrace(carry_forward(scores), first_update=first)
             rated = await round_progress(record, rounds, [g.outcome for g in graded], task,
                                          judge, progress)

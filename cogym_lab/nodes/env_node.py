@@ -141,6 +141,7 @@ class EnvNode:
         self.joined: set[str] = set()
         self.started = asyncio.Event()
         self.log_failure: str | None = None  # why the event log could not be written
+        self.log_error: BaseException | None = None  # the error that said so (a full disk?)
         self.last_logged_seq = 0  # the last event every recorder took
         self._seen_ids = _RecentIds(4096)
         self._stop_reason: str | None = None
@@ -482,6 +483,7 @@ class EnvNode:
                              transition: Transition) -> None:
         """The log could not take ``event``: end the session now, without logging or publishing
         anything more but the END that tells the members to stop."""
+        self.log_error = error
         self.log_failure = (f"the event log could not take event {event.seq} "
                             f"({event.type.value}): {type(error).__name__}: {error}")
         log.error("session %s stops: %s", self.session_id, self.log_failure)

@@ -46,7 +46,7 @@ from cogym_lab.runtime.models import (
 from cogym_lab.runtime.settlements import Submitted
 from cogym_lab.server.create_policy import CreatePolicy
 from cogym_lab.server.gate import Gate
-from cogym_lab.server.limits import ServerLimits, TokenBucket, read_json
+from cogym_lab.server.limits import ServerLimits, TokenBucket, drain_ceiling, read_json
 from cogym_lab.server.quota import ActionRates, SessionQuota
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,16 @@ class _UsesServerParts:
 
 @web.stream_request_body
 class CogymAPIHandler(_UsesServerParts, ExtensionHandlerMixin, APIHandler):
-    """Streams its body so that one too big is refused from its headers, before it is read."""
+    """Streams its body, keeping at most the endpoint's limit of it: a body over the limit is
+    read to its end and dropped, then answered ``413`` (:meth:`refuse_oversized`).
+
+    Why read it at all: a server that answers while the client is still sending, and closes
+    the connection, has the client's network stack reset it, and the client never sees the
+    answer, only a broken connection. So a body over the limit is answered after its end when
+    it is at most :data:`~cogym_lab.server.limits.DRAIN_FACTOR` times the limit (and within
+    tornado's ``c.ServerApp.max_body_size``); only a larger declared one, or one whose client
+    waits for ``Expect: 100-continue``, is answered at once, from its headers.
+    """
 
     auth_resource = AUTH_RESOURCE
     #: The setting that limits this endpoint's body.
@@ -97,34 +106,65 @@ class CogymAPIHandler(_UsesServerParts, ExtensionHandlerMixin, APIHandler):
     def gate(self) -> Gate:
         return Gate(self.host, self.who)
 
+    @property
+    def body_limit_bytes(self) -> int:
+        """The most bytes this endpoint's body may have."""
+        return int(getattr(self.parts.limits, self.body_limit))
+
     async def prepare(self) -> None:  # type: ignore[override]
+        connection = self.request.connection
+        http1 = connection if isinstance(connection, HTTP1Connection) else None
+        limit = self.body_limit_bytes
         self._chunks: list[bytes] = []
         self._received = 0
+        self._ceiling = drain_ceiling(limit, http1)
         await super().prepare()
         if self.request.method not in _BODY_METHODS:
             return
-        limit = getattr(self.parts.limits, self.body_limit)
         declared = self.request.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > limit:
-            raise web.HTTPError(413, f"The body is {int(declared)} bytes; this endpoint takes "
-                                     f"at most {limit} (c.CogymLab.{self.body_limit}).")
-        # A body sent in chunks has no length to check first: tornado stops it at the limit.
-        connection = self.request.connection
-        if isinstance(connection, HTTP1Connection):  # the only kind tornado's server makes
-            connection.set_max_body_size(limit)
+        size = int(declared) if declared.isdigit() else None
+        if size is not None and size > limit and (
+                size > self._ceiling
+                or self.request.headers.get("Expect", "").lower() == "100-continue"):
+            if http1 is not None:  # tornado must not answer it a second time, with a bare 400
+                http1.set_max_body_size(size)
+            return self.error(413, self.too_large_message(size))
 
     def data_received(self, chunk: bytes) -> None:
-        self._chunks.append(chunk)
+        if self._finished:  # answered already: what still comes is dropped unread
+            return
+        self._received += len(chunk)
+        if self._received <= self.body_limit_bytes:
+            self._chunks.append(chunk)
+            return
+        self._chunks.clear()  # over the limit: only its size matters any more
+        if self._received > self._ceiling:  # a chunked body that goes on and on
+            self.error(413, self.too_large_message(self._received, more=True))
+
+    def too_large_message(self, size: int, *, more: bool = False) -> str:
+        return (f"The request body is {'more than ' if more else ''}{size} bytes; this endpoint "
+                f"takes at most {self.body_limit_bytes} (c.CogymLab.{self.body_limit}).")
+
+    def refuse_oversized(self) -> None:
+        """Raise ``HostingError`` (413) when the body was over the endpoint's limit."""
+        if self._received > self.body_limit_bytes:
+            raise HostingError(self.too_large_message(self._received), status=413)
 
     def error(self, status: int, message: str) -> None:
+        if self._finished:  # a body refused while it came in: answered then
+            return
         self.set_status(status)
-        self.finish({"error": message, "message": message})
+        answer: dict[str, Any] = {"error": message, "message": message}
+        if status == 413:  # what the body may be, for a client that splits or trims it
+            answer |= {"limit": self.body_limit_bytes,
+                       "setting": f"c.CogymLab.{self.body_limit}"}
+        self.finish(answer)
 
     def json_body(self) -> dict[str, Any]:
         """The body as a JSON object, within the limits; ``HostingError`` otherwise."""
+        self.refuse_oversized()
         limits = self.parts.limits
-        body = read_json(b"".join(self._chunks) or b"{}",
-                         max_bytes=getattr(limits, self.body_limit),
+        body = read_json(b"".join(self._chunks) or b"{}", max_bytes=self.body_limit_bytes,
                          max_depth=limits.max_json_depth, what="The request body",
                          size_setting=self.body_limit)
         if not isinstance(body, dict):
@@ -279,6 +319,7 @@ class ResumeHandler(CogymAPIHandler):
     async def post(self, session_id: str) -> None:
         parts, gate = self.parts, self.gate
         try:
+            self.refuse_oversized()
             gate.owned(session_id, "resume")
             with parts.quota.place(gate.who):
                 hosted = await self.host.resume(session_id)
@@ -297,6 +338,7 @@ class InterruptHandler(CogymAPIHandler):
     @authorized
     async def post(self, session_id: str) -> None:
         try:
+            self.refuse_oversized()
             self.gate.entry(session_id)
             interrupted = await self.host.interrupt(session_id)
         except HostingError as error:

@@ -63,6 +63,24 @@ class TokenBucket:
         return False
 
 
+#: A REST body over its endpoint's limit is still read to its end (and dropped) when it is at
+#: most this many times the limit, so that its client gets the ``413`` (see
+#: :class:`~cogym_lab.server.handlers.CogymAPIHandler`); a larger one is refused at once.
+DRAIN_FACTOR = 16
+
+
+def drain_ceiling(limit: int, connection: Any = None) -> int:
+    """The largest body an endpoint limited to ``limit`` bytes reads to its end: ``DRAIN_FACTOR``
+    times the limit, and never more than the server's own ``max_body_size`` (tornado's limit,
+    ``c.ServerApp.max_body_size``; read from ``connection``, an ``HTTP1Connection``, if given)."""
+    ceiling = DRAIN_FACTOR * limit
+    params = getattr(connection, "params", None)
+    server_limit = getattr(params, "max_body_size", None)
+    if server_limit is None:  # tornado's default then: its stream's buffer size
+        server_limit = getattr(getattr(connection, "stream", None), "max_buffer_size", None)
+    return min(ceiling, int(server_limit)) if server_limit else ceiling
+
+
 def read_json(raw: bytes | str, *, max_bytes: int, max_depth: int, what: str = "The body",
               size_setting: str = "max_request_bytes") -> Any:
     """The JSON value in ``raw``, checked and cleaned. Raises ``HostingError``: 413 when it is

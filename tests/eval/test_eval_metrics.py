@@ -27,6 +27,7 @@ from cogym_lab.eval.metrics.outcome import (
     delivered_performance,
     mean_and_se,
     paired_test,
+    performance_scale,
     win_score,
 )
 from cogym_lab.eval.metrics.rounds import ReplayFailed, grade_rounds, split_rounds
@@ -160,12 +161,37 @@ def test_paired_t_test_and_mcnemar() -> None:
     assert result.test == "paired t-test"
     assert result.p_value == pytest.approx(expected.pvalue)
     assert result.mean_difference == pytest.approx((0.4 + 0.2 + 0 + 0.35) / 4)
-    # Binary scores: McNemar's exact test on the discordant pairs. Here the system alone passes
-    # 6 instances and the baseline alone 0: p = 2 * 0.5^6 = 0.03125.
-    binary = paired_test([1] * 6 + [1, 0], [0] * 6 + [1, 0])
+    # A pass-or-fail score: McNemar's exact test on the discordant pairs. Here the system alone
+    # passes 6 instances and the baseline alone 0: p = 2 * 0.5^6 = 0.03125.
+    binary = paired_test([1] * 6 + [1, 0], [0] * 6 + [1, 0], "dichotomous")
     assert binary.test == "McNemar (exact)" and binary.statistic == 6
     assert binary.p_value == pytest.approx(0.03125)
     assert paired_test([1.0], [0.0]).test == "-"
+    with pytest.raises(ValueError, match="unknown scale"):
+        paired_test([1, 0], [0, 1], "binary")  # type: ignore[arg-type]
+
+
+def test_the_test_follows_the_declared_scale_not_the_values() -> None:
+    # Tabular Analysis under cogym: one instance's recall is 0.5 (one of two hypotheses found).
+    # The test stays a pass/fail one: the pairs are compared by which side scored higher (the
+    # exact sign test: McNemar's, where every score is 0 or 1), never silently a t-test.
+    system, baseline = [1, 1, 1, 1, 1, 0.5, 1, 0], [0, 0, 0, 0, 0, 0, 1, 1]
+    partial = paired_test(system, baseline, "dichotomous")
+    assert partial.test == "sign test (exact)"
+    assert partial.statistic == 6 and partial.p_value == pytest.approx(
+        stats.binomtest(6, 7, 0.5).pvalue)  # 6 pairs for the system, 1 against, 1 tie
+    # A graded score whose values happen to be 0 or 1 is t-tested all the same.
+    graded = paired_test([1, 1, 0, 1], [0, 1, 0, 0], "graded")
+    assert graded.test == "paired t-test"
+    assert graded.p_value == pytest.approx(stats.ttest_rel([1, 1, 0, 1], [0, 1, 0, 0]).pvalue)
+
+
+def test_each_task_declares_its_performance_scale() -> None:
+    assert performance_scale("tabular_analysis", "cogym") == "dichotomous"  # Co-Gym Table 3
+    assert performance_scale("tabular_analysis", "cogym_lab") == "graded"
+    for task in ("travel_planning", "related_work", "todo"):
+        assert performance_scale(task, "cogym") == "graded"
+    assert performance_scale("no_such_task", "cogym") == "graded"
 
 
 # -- process metrics ------------------------------------------------------------------------------
@@ -321,6 +347,35 @@ def test_refinement_gain_and_usability_drop_by_hand() -> None:
     assert [stop_round(trace.progress, tau) for tau in (1, 2, 3)] == [1, 2, 4]
     assert [trace.usability_drop(tau) for tau in (1, 2, 3)] == [-0.75, -0.375, 0.0]
     assert math.isnan(EffortTrace([0.5]).usability_drop(1))  # no ratings, no drop
+
+
+def test_refinement_gain_is_overall_minus_first_when_no_agent_updated() -> None:
+    # The user alone changed the outcome (rounds 2 and 3); no agent update: no first update to
+    # refine, so P_k' is the overall utility and the gain 0.
+    user_only = EffortTrace([0.0, 0.4, 0.6])
+    assert (user_only.utility_first_update, user_only.utility_max) == (0.6, 0.6)
+    assert user_only.refinement_gain == 0.0
+    untouched = EffortTrace([0.0, 0.0])  # nobody changed anything
+    assert (untouched.utility_first_update, untouched.refinement_gain) == (0.0, 0.0)
+    assert math.isnan(EffortTrace([]).refinement_gain)  # no rounds at all
+    # Over sessions, mean G = mean overall - mean first, with every session counted.
+    traces = [EffortTrace([0.25, 0.625, 0.625, 1.0], first_update=1), user_only, untouched]
+    summary = summarise(traces)
+    assert summary["refinement_gain"] == pytest.approx(
+        summary["utility_overall"] - summary["utility_first_update"])
+    assert summary["utility_first_update"] == pytest.approx((0.25 + 0.6 + 0.0) / 3)
+    assert summary["refinement_gain"] == pytest.approx(0.75 / 3)
+
+
+async def test_a_session_without_an_agent_update_has_first_equal_overall(tmp_path: Path) -> None:
+    from cogym_lab.eval.session_metrics import measure_session
+
+    steps = [("agent", say("What do you need?")), ("user", add("tent")),
+             ("agent", say("Anything else?")), ("user", add("stove")), ("user", "FINISH()")]
+    record = load_session(write_session(tmp_path / "s", steps))
+    row = (await measure_session(record, None, failures=False, audit=False)).row()
+    assert row["utility_first_update"] == row["utility_overall"] > 0
+    assert row["refinement_gain"] == 0.0
 
 
 def test_effort_summary_across_sessions_by_hand() -> None:

@@ -16,6 +16,7 @@ from PIL import Image
 from scipy import stats
 
 from cogym_lab.eval import EvalReport, report, show
+from cogym_lab.eval.reporting.reports import _paper_table
 from cogym_lab.lm import LMConfig, make_lm
 from cogym_lab.testing import ScriptedOpenAIServer
 from tests.support.trajectories import (
@@ -182,6 +183,34 @@ def test_report_with_a_scripted_judge(runs: dict[str, Path], tmp_path: Path) -> 
     assert not any("No judge" in note for note in result.notes)
     assert (tmp_path / "out" / "failures.csv").is_file()
     assert "Failure prevalence" in (tmp_path / "out" / "report.txt").read_text()
+
+
+def test_h_init_of_a_team_of_one_is_not_applicable(runs: dict[str, Path],
+                                                    tmp_path: Path) -> None:
+    """The Fully Autonomous Agent works alone: H_init is None in the data and "/" in every
+    report view, as the Co-Gym paper prints it, whether or not a judge labelled messages."""
+    alone = tmp_path / "alone"
+    write_session(alone / "0", AUTONOMOUS_RUN, agent_type="autonomous",
+                  team=(("agent", "agent"),))
+    with ScriptedOpenAIServer(responder=judge_responder) as server:
+        judge = make_lm(LMConfig(model="judge-lm", base_url=server.base_url, max_retries=0))
+        result = report([runs["collaborative"], alone], judge=judge, effort=False,
+                        failures=False, audit=False)
+    sessions = result.tables["sessions"]
+    solo = sessions[sessions["agent_type"] == "autonomous"].iloc[0]
+    assert solo["team_size"] == 1 and pd.isna(solo["h_init"])
+    summary = result.tables["summary"]
+    assert not row(summary, "autonomous")["h_init_applies"]
+    assert row(summary, "collaborative")["h_init"] == pytest.approx(0.5)  # judged: applies
+    paper = _paper_table(summary)
+    assert paper.loc[("autonomous", "scripted"), ("todo", "H_init")] == "/"
+    assert paper.loc[("collaborative", "scripted"), ("todo", "H_init")] == pytest.approx(0.5)
+    text = result.to_text()
+    paper_lines = text.split("Outcome and process")[1].split("\n\n")[0].splitlines()
+    assert [line.split()[-1] for line in paper_lines if line.startswith("autonomous")] == ["/"]
+    assert "0.500" in text
+    html = result._repr_html_()
+    assert ">/</td>" in html
 
 
 async def test_report_runs_from_inside_an_event_loop(runs: dict[str, Path]) -> None:

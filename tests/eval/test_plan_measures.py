@@ -279,6 +279,39 @@ def test_the_report_compares_two_systems_on_the_same_instances(tmp_path: Path) -
     assert "Wilcoxon" in result.to_text()
 
 
+@pytest.mark.parametrize("protocol", ["cogym", "cogym_lab"])
+def test_satisfaction_is_compared_as_the_protocol_says(tmp_path: Path, protocol: str) -> None:
+    """Under cogym, Co-Gym's satisfaction and outcome rating by a paired t-test (Co-Gym §5.3:
+    "p = 0.012 in pairwise t-test"); the Cocoa items, and everything under cogym_lab, by
+    Wilcoxon's signed-rank test. Each row names its test."""
+    ours, theirs = [5, 4, 5, 4, 4, 5, 3], [3, 4, 3, 3, 2, 4, 3]
+    records = {}
+    for agent_type, values in (("collaborative", ours), ("collaborative-planning", theirs)):
+        records[("todo", agent_type, "scripted")] = [
+            load_session(write_session(
+                tmp_path / f"{agent_type}{i}", [("user", "FINISH()")], agent_type=agent_type,
+                env_args={**TODO_ARGS, "min_items": 3 + i}, protocol=protocol,
+                ratings={"user": {"outcome_rating": 3, "satisfaction": value,
+                                  "steerability": value}}))
+            for i, value in enumerate(values)]
+    rows = {row["item"]: row for row in compare_ratings(records)}
+    satisfaction, steer = rows["satisfaction"], rows["steerability"]
+    assert steer["test"] == "Wilcoxon signed-rank"
+    assert steer["W"] == stats.wilcoxon(ours, theirs, zero_method="wilcox").statistic
+    if protocol == "cogym":
+        expected = stats.ttest_rel(ours, theirs)
+        assert satisfaction["test"] == "paired t-test" and math.isnan(satisfaction["W"])
+        assert satisfaction["t"] == pytest.approx(expected.statistic)
+        assert satisfaction["p_value"] == pytest.approx(expected.pvalue)
+        assert rows["outcome_rating"]["test"] == "paired t-test"  # no spread: no test
+        assert math.isnan(rows["outcome_rating"]["p_value"])
+    else:
+        expected_w = stats.wilcoxon(ours, theirs, zero_method="wilcox")
+        assert satisfaction["test"] == "Wilcoxon signed-rank" and math.isnan(satisfaction["t"])
+        assert satisfaction["W"] == expected_w.statistic
+        assert satisfaction["p_value"] == pytest.approx(expected_w.pvalue)
+
+
 def test_compare_ratings_leaves_systems_of_other_tasks_apart(tmp_path: Path) -> None:
     record = load_session(_rated(tmp_path, "x", "collaborative", 0,
                                  {"outcome_rating": 3, "satisfaction": 3}))

@@ -8,6 +8,7 @@ import hashlib
 import itertools
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -105,19 +106,30 @@ def test_a_trial_succeeds_when_it_delivered_at_the_threshold():
 
 # -- mean and interval --------------------------------------------------------------------------
 
-def test_mean_with_a_t_interval_by_hand():
-    # values 0.2, 0.4, 0.6: mean 0.4; s = sqrt(((-0.2)^2 + 0 + 0.2^2) / 2) = 0.2;
-    # t(0.975, df 2) = 4.302653; half width = 4.302653 * 0.2 / sqrt(3) = 0.496827
+def test_mean_with_a_bootstrap_interval():
+    # The percentile bootstrap over the values: the 2.5% and 97.5% quantiles of 2000 resample
+    # means, computed here the same way, with the same seed.
+    values = [0.2, 0.4, 0.6]
     ci = mean_with_ci([0.2, 0.4, math.nan, 0.6])  # NaN left out
+    rng = np.random.default_rng(0)
+    means = np.asarray(values)[rng.integers(0, 3, size=(2000, 3))].mean(axis=1)
     assert ci.n == 3 and ci.mean == pytest.approx(0.4)
-    assert ci.ci_low == pytest.approx(0.4 - 0.496827, abs=1e-6)
-    assert ci.ci_high == pytest.approx(0.4 + 0.496827, abs=1e-6)
-    # two values 0 and 1: s = sqrt(0.5), t(0.975, 1) = 12.706205, half = 12.706205 * 0.5 = 6.353
-    two = mean_with_ci([0.0, 1.0])
-    assert (two.ci_low, two.ci_high) == pytest.approx((0.5 - 6.353102, 0.5 + 6.353102))
+    assert (ci.ci_low, ci.ci_high) == pytest.approx(
+        (np.quantile(means, 0.025), np.quantile(means, 0.975)))
+    assert 0.2 <= ci.ci_low < 0.4 < ci.ci_high <= 0.6  # within the values' range
     one = mean_with_ci([0.7])
     assert one.mean == 0.7 and math.isnan(one.ci_low) and math.isnan(one.ci_high)
     assert math.isnan(mean_with_ci([]).mean)
+
+
+def test_an_interval_of_scores_in_0_1_stays_in_0_1():
+    # Student's t interval here was 0.1 +- 0.2 (t(0.975, 9) * 0.316 / sqrt(10)): below 0.
+    mostly_zero = [0.0] * 9 + [1.0]
+    ci = mean_with_ci(mostly_zero)
+    assert ci.mean == pytest.approx(0.1)
+    assert ci.ci_low == 0.0 and 0.1 < ci.ci_high <= 1.0
+    two = mean_with_ci([0.0, 1.0])  # t gave 0.5 +- 6.35
+    assert (two.ci_low, two.ci_high) == (0.0, 1.0)
 
 
 # -- variance ----------------------------------------------------------------------------------

@@ -15,9 +15,13 @@ the task's topic and the section. A rubric without ``{related_works}`` gets the 
 The prompt around the rubric is the template ``prompts/judge.md`` (with ``judge_system.md``,
 ``judge_section.md`` and ``judge_retry.md``).
 
-:func:`parse_score` reads the judge's final score (see its docstring for the wordings and the
-rounding rule). When the reply has no readable score, the judge is asked once more with a
-reminder of the format; a second unreadable reply raises :class:`ScoreParseError`.
+How the judge's reply is read depends on the protocol. Under ``cogym`` it is read as the
+release reads it (:func:`release_score`): the score is the first of 1 to 5 for which the reply
+contains the exact words "the final score is N"; a reply without them has no score, and the
+judge is not asked again (the release asks once). Under ``cogym_lab``, :func:`parse_score` reads
+many more wordings (see its docstring, and its rounding rule), and a reply with no readable
+score gets one more try with a reminder of the format; a second unreadable reply raises
+:class:`ScoreParseError`.
 
 :func:`section_facts` counts, without an LM, what the rubric looks at: unique citations,
 subsections, bullet lists and words.
@@ -43,8 +47,8 @@ from cogym_lab.prompts import render
 
 __all__ = ["RUBRIC_FILE", "ParsedScore", "RelatedWorkGrade", "ScoreParseError", "SectionFacts",
            "check_judge_temperature", "explain_section", "fill_rubric", "grade_section",
-           "judge_messages", "judge_reason", "load_rubric", "parse_score", "parse_score_details",
-           "performance_of", "section_facts"]
+           "judge_messages", "judge_reason", "load_rubric", "parse_release_score", "parse_score",
+           "parse_score_details", "performance_of", "release_score", "section_facts"]
 
 PACKAGE = "cogym_lab.envs.related_work"
 RUBRIC_FILE = "rubric.txt"
@@ -392,6 +396,37 @@ def parse_score_details(reply: str) -> ParsedScore:
     return ParsedScore(score=score, value=value, statement=statement, notes=tuple(notes))
 
 
+#: The words the release looks for in the judge's reply, for N = 1 to 5 in that order.
+RELEASE_PHRASE = "the final score is {score}"
+
+
+def release_score(reply: str) -> int | None:
+    """The score as the Co-Gym release reads the judge's reply (``LitSurveyEnv``'s evaluation,
+    ``collaborative_gym/envs/literature_survey.py``): the first N of 1, 2, 3, 4, 5 for which the
+    reply contains "the final score is N" (lower case, as written; part of a longer phrase
+    counts too), else ``None``: the release then records no rating."""
+    text = reply or ""
+    for score in range(MIN_SCORE, MAX_SCORE + 1):
+        if RELEASE_PHRASE.format(score=score) in text:
+            return score
+    return None
+
+
+def parse_release_score(reply: str) -> ParsedScore:
+    """:func:`release_score` as a :class:`ParsedScore`; :class:`ScoreParseError` when the reply
+    has no score the release would read."""
+    score = release_score(reply)
+    if score is None:
+        raise ScoreParseError('no "the final score is N" (N from 1 to 5) in the judge\'s reply, '
+                              "which is all the Co-Gym release reads (protocol cogym)",
+                              reply or "")
+    statement = RELEASE_PHRASE.format(score=score)
+    notes = () if sum(RELEASE_PHRASE.format(score=n) in reply
+                      for n in range(MIN_SCORE, MAX_SCORE + 1)) == 1 else (
+        f'several "the final score is N"; the lowest, {score}, was used, as the release does',)
+    return ParsedScore(score=score, value=float(score), statement=statement, notes=notes)
+
+
 def parse_score(reply: str) -> int:
     """The final 1-5 score stated in a judge's reply.
 
@@ -489,10 +524,12 @@ async def grade_section(text: str, task: Any, lm: LM, rubric: str | None = None,
 
     ``lm`` must be configured with temperature 0 (ValueError otherwise). ``rubric`` is the rubric
     text; by default ``rubric.txt`` of the data directory (``data_dir``, else the usual rules).
-    ``protocol`` says how the score becomes ``performance`` (:func:`performance_of`). An empty
-    section scores 1 with performance 0 (nothing was delivered) without calling the judge.
-    When the judge's reply has no readable score it is asked once more; a second failure raises
-    :class:`ScoreParseError`. LM failures raise :class:`cogym_lab.lm.LMError`."""
+    ``protocol`` says how the reply is read and how the score becomes ``performance``
+    (:func:`performance_of`). An empty section scores 1 with performance 0 (nothing was
+    delivered) without calling the judge. Under ``cogym`` a reply without the release's "the
+    final score is N" raises :class:`ScoreParseError` at once (the release leaves such a section
+    without a rating); under ``cogym_lab`` the judge is asked once more, and a second failure
+    raises it. LM failures raise :class:`cogym_lab.lm.LMError`."""
     protocol = get_protocol(protocol).name
     check_judge_temperature(lm)
     facts = section_facts(text)
@@ -508,6 +545,12 @@ async def grade_section(text: str, task: Any, lm: LM, rubric: str | None = None,
     first = await lm.complete(messages, purpose="judge")
     calls = 1
     notes: list[str] = []
+    if protocol == "cogym":  # read as the release reads it: once, its one phrase
+        parsed = parse_release_score(first.text)
+        return RelatedWorkGrade(score=parsed.score,
+                                performance=performance_of(parsed.score, protocol), facts=facts,
+                                reasoning=first.text.strip(), parser_notes=parsed.notes,
+                                judge_calls=calls, judge_model=model, protocol=protocol)
     try:
         parsed, reasoning = parse_score_details(first.text), first.text
     except ScoreParseError as error:

@@ -35,7 +35,7 @@ import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from cogym_lab.core import (
     Action,
@@ -171,6 +171,14 @@ class TabularAnalysisEnv(DatasetEnv):
         args = ({"query": self.task.query, **({"data": self.task.data} if self.task.data else {})}
                 if self.is_custom else super().env_args())
         return args | ({"autonomy": self.autonomy} if self.autonomy != "free" else {})
+
+    @classmethod
+    def performance_scale(cls, protocol: str = DEFAULT_PROTOCOL
+                          ) -> Literal["dichotomous", "graded"]:
+        """``recall_context`` (the ``cogym`` performance) is pass or fail for the paper, which
+        compares it by McNemar's test ("dichotomous task-specific scoring function", Co-Gym
+        Table 3); ``cogym_lab``'s product score is graded."""
+        return "dichotomous" if get_protocol(protocol).name == "cogym" else "graded"
 
     @classmethod
     def load_dataset(cls, data_dir: str | None,

@@ -236,8 +236,12 @@ class RunSummary(BaseModel):
         """Write ``run.json`` atomically, so a kill never leaves half a file."""
         path = Path(directory) / RUN_FILE
         tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False,
-                                  default=str), encoding="utf-8")
+        try:
+            tmp.write_text(json.dumps(self.model_dump(mode="json"), indent=2,
+                                      ensure_ascii=False, default=str), encoding="utf-8")
+        except OSError:
+            tmp.unlink(missing_ok=True)  # a torn copy (a full disk): run.json is as it was
+            raise
         os.replace(tmp, path)
         return path
 

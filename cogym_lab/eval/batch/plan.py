@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cogym_lab.core import CoEnv
+from cogym_lab.eval.batch.disk import disk_full_cause
 from cogym_lab.eval.batch.manifest import Price, SessionEntry, Tokens
 from cogym_lab.eval.batch.progress import CostMeter, cost_usd, lm_usage
 from cogym_lab.eval.batch.seeds import ENV, trial_seed
@@ -29,6 +30,7 @@ from cogym_lab.eval.batch.sessions import (
     usage_by_model,
 )
 from cogym_lab.lm import LM
+from cogym_lab.nodes.env_node import LOG_FAILED
 from cogym_lab.sessions import LMSettings, SessionSpec, build_session
 from cogym_lab.teams.config import TeamConfig
 
@@ -75,7 +77,8 @@ class BatchPlan:
 async def run_planned_session(plan: BatchPlan, directory: Path, number: int, trial: int = 0, *,
                               meter: CostMeter | None = None) -> SessionEntry:
     """Run one trial of an instance from scratch into ``directory``; any failure is recorded
-    there and returned, never raised. ``meter`` follows the session's LMs while it runs."""
+    there and returned, never raised, but a full disk's (an ``OSError`` the batch stops on,
+    :mod:`cogym_lab.eval.batch.disk`). ``meter`` follows the session's LMs while it runs."""
     name = session_dir_name(number, trial)
     session_id = new_batch_session_id(plan.team.name, plan.task, number, trial)
     lms: dict[str, LM] = {}
@@ -92,6 +95,10 @@ async def run_planned_session(plan: BatchPlan, directory: Path, number: int, tri
             meter.track((number, trial), lms)
         result = await session.run()
         env = None  # the session closed it
+        if result.end_reason == LOG_FAILED and session.env_node is not None and \
+                (full := disk_full_cause(session.env_node.log_error)) is not None:
+            raise full  # not this session's failure: the batch stops (below)
+        # The runner's own record of the session, before the entry says it finished.
         usage = lm_usage(lms)
         merge_session_file(directory, lm_usage=usage, batch=identity)
         entry = entry.model_copy(update={
@@ -99,7 +106,14 @@ async def run_planned_session(plan: BatchPlan, directory: Path, number: int, tri
             "delivered": result.delivered, "scores": result.scores,
             "duration": round(result.duration, 3), "outcome_class": result.outcome_class,
             "cause": result.failure.describe() if result.failure else None})
-    except Exception as error:  # noqa: BLE001 - recorded, and the batch goes on
+    except Exception as error:
+        if disk_full_cause(error) is not None:
+            # A full disk fails every session alike: raised, it stops the batch, and this
+            # session stays pending. Its folder goes (which frees space too): one whose
+            # session.json says finished, without the runner's record, would not be redone.
+            with contextlib.suppress(OSError):
+                clear_partial(directory)
+            raise
         usage = lm_usage(lms)
         message = record_failure(directory, error, session_id=session_id, task=plan.task,
                                  env_args={"instance": number, **plan.spec.env_args},

@@ -44,6 +44,7 @@ from cogym_lab.datasets import announce_once, data_dir
 from cogym_lab.envs.registry import task_class
 from cogym_lab.envs.task_data import DataSource, data_files, sample_in_use
 from cogym_lab.errors import CogymError
+from cogym_lab.eval.batch.disk import DiskReserve, disk_full, disk_full_cause, write_or_release
 from cogym_lab.eval.batch.engines import RayOptions, Workers, check_engine
 from cogym_lab.eval.batch.engines.inprocess import InProcess
 from cogym_lab.eval.batch.instance_spec import InstanceSpec, parse_instances
@@ -277,8 +278,19 @@ async def _run_batch(batch: _Batch, workers: Workers, keys: list[SessionKey],
     the bar and the cost meter up to date; the summary, once every session has ended (or the
     run was interrupted: it is written then too)."""
     out = batch.out
-    summary = _start_summary(batch, keys, workers.concurrency, redo, workers.describe(),
-                             provider_limits)
+    # Space for the last run.json, taken before the first: a disk that fills up during the run
+    # still lets run.json say the run was interrupted (cogym_lab.eval.batch.disk).
+    reserve = DiskReserve(out, len(keys) + _earlier_sessions(out))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        reserve.take()
+        summary = _start_summary(batch, keys, workers.concurrency, redo, workers.describe(),
+                                 provider_limits)
+    except OSError as error:
+        reserve.release()
+        if (cause := disk_full_cause(error)) is None:
+            raise
+        raise disk_full(out, cause, resume="nothing of this run was started.") from None
     entries = {s.key: s for s in summary.sessions}
     pending = [key for key in keys if entries[key].status != "finished"]
     for key in keys:
@@ -302,8 +314,12 @@ async def _run_batch(batch: _Batch, workers: Workers, keys: list[SessionKey],
     gate = current_gate()  # the run's provider limits hold for every LM of the process meanwhile
     layer = None if provider_limits.is_empty else gate.add_limits(provider_limits)
     bar.start_ticking()
+    full: OSError | None = None
     try:
         await workers.run(pending, ended)
+    except OSError as error:
+        if (full := disk_full_cause(error)) is None:
+            raise
     finally:
         session_log.close()
         invocation.ended_at = time.time()
@@ -314,12 +330,33 @@ async def _run_batch(batch: _Batch, workers: Workers, keys: list[SessionKey],
         summary.status = "interrupted" if invocation.interrupted else "finished"
         summary.ended_at = invocation.ended_at
         summary.recount()
-        summary.write(out)
-        session_log.close(remove=True)  # run.json now holds every line of it
-        if layer is not None:
-            gate.remove_limits(layer)
-        await bar.close()
+        written = False
+        try:
+            write_or_release(lambda: summary.write(out), reserve)
+            written = True
+            session_log.close(remove=True)  # run.json now holds every line of it
+        except OSError as error:
+            if full is None and (full := disk_full_cause(error)) is None:
+                raise
+        finally:
+            reserve.release()
+            if layer is not None:
+                gate.remove_limits(layer)
+            await bar.close()
+    if full is not None:
+        counts = summary.counts
+        state = f"run.json says {summary.status}" if written else \
+            "run.json could not be updated, sessions.jsonl holds what ended"
+        raise disk_full(out, full, resume=(
+            f"the {counts.finished} finished sessions are kept and the other "
+            f"{counts.total - counts.finished} resume ({state}).")) from None
     return summary
+
+
+def _earlier_sessions(out: Path) -> int:
+    """How many sessions the run in ``out`` lists already (0 for none): they stay in run.json."""
+    earlier = read_run(out) if (out / "run.json").is_file() else None
+    return len(earlier.sessions) if earlier is not None else 0
 
 
 # -- one session ----------------------------------------------------------------------------------

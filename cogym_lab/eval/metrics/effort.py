@@ -6,9 +6,11 @@ Per session, with rounds k = 1..K (see :mod:`cogym_lab.eval.metrics.rounds`):
 * ``P_k``: the task grader's performance at the end of round k when the outcome changed in that
   round, else ``P_{k-1}``; ``P_0 = 0``.
 * utility at the first update ``P_{k'}``, where k' is the first round in which an agent changed
-  the outcome (the first round in which anyone did, if no agent ever did); utility at the final
-  step ``P_K``; overall utility ``max_k P_k``.
-* refinement gain ``G = max_k P_k - P_{k'}``.
+  the outcome; utility at the final step ``P_K``; overall utility ``max_k P_k``.
+* refinement gain ``G = max_k P_k - P_{k'}``: overall minus first, in every session. A session in
+  which no agent ever changed the outcome has no first update to refine: its ``P_{k'}`` is its
+  overall utility and its gain 0, so that it still counts in every mean and, over sessions,
+  mean G = mean overall - mean first.
 * usability drop ``D@tau = P_{k_tau} - P_K``: a person who stops after ``tau`` rounds in a row
   without satisfactory progress (a progress rating below ``satisfactory``) stops at round
   ``k_tau`` and keeps ``P_{k_tau}``; one who never meets such a streak stays to ``K``.
@@ -58,7 +60,7 @@ class EffortTrace:
     """One session's utilities per round, its first update, and per-round progress ratings."""
 
     utilities: list[float]  # P_1..P_K
-    first_update: int | None = None  # k', from 1; None when the outcome never changed
+    first_update: int | None = None  # k', from 1; None when no agent changed the outcome
     progress: list[int] | None = None  # the 1-5 progress rating of each round
     progress_source: str | None = None  # who rated it: "user" (the simulated user) or "judge"
 
@@ -68,7 +70,10 @@ class EffortTrace:
 
     @property
     def utility_first_update(self) -> float:
-        return self.utilities[self.first_update - 1] if self.first_update else math.nan
+        """``P_{k'}``; the overall utility when no agent changed the outcome (no gain)."""
+        if not self.utilities:
+            return math.nan
+        return self.utilities[self.first_update - 1] if self.first_update else self.utility_max
 
     @property
     def utility_final(self) -> float:

@@ -10,9 +10,10 @@ by paired tests over the instances run in both.
 * :func:`paired_rows`: per system and measure, the instances run in both modes, each side's
   mean over them, the difference (notifications - turns, so a positive one favours Co-Gym's
   protocol, as the paper found) and the paired test
-  (:func:`~cogym_lab.eval.metrics.outcome.paired_test`: McNemar's exact test for 0/1 values, else a
-  paired t-test, as Table 6's p-value is). An instance run several times in a mode (repeated trials)
-  counts once, with the mean of its sessions.
+  (:func:`~cogym_lab.eval.metrics.outcome.paired_test` by each measure's declared scale:
+  McNemar's exact test for delivery and for a task whose performance is pass or fail, else a
+  paired t-test, as Table 6's p-values are). An instance run several times in a mode
+  (repeated trials) counts once, with the mean of its sessions.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from cogym_lab.core.turns import NOTIFICATIONS, TURNS
-from cogym_lab.eval.metrics.outcome import mean_and_se, paired_test
+from cogym_lab.eval.metrics.outcome import Scale, mean_and_se, paired_test, performance_scale
 from cogym_lab.records.trajectory import SessionRecord
 
 #: The columns that name a system in these tables (the agent type as recorded, not labelled).
@@ -106,13 +107,27 @@ def paired_rows(rows: Sequence[Row]) -> list[Row]:
             if not shared:
                 continue
             a, b = [ours[i] for i in shared], [theirs[i] for i in shared]
-            test = paired_test(a, b)
+            test = paired_test(a, b, _scale(key[0], measure, [*modes[NOTIFICATIONS],
+                                                               *modes[TURNS]]))
             table.append(dict(zip(SYSTEM, key, strict=True)) | {
                 "measure": measure, "paired_instances": len(shared),
                 NOTIFICATIONS: sum(a) / len(a), TURNS: sum(b) / len(b),
                 "difference": test.mean_difference, "test": test.test,
                 "statistic": test.statistic, "p_value": test.p_value})
     return table
+
+
+def _scale(task: str, measure: str, sessions: Sequence[Row]) -> Scale:
+    """How ``measure`` is compared: delivery is pass or fail; task performance and the Collab
+    Score (performance, or 0) as the task declares its performance under the sessions'
+    protocol; H_init and satisfaction are graded (Table 6 compares satisfaction by a paired
+    t-test)."""
+    if measure == "delivered":
+        return "dichotomous"
+    if measure not in ("performance", "collab_score"):
+        return "graded"
+    protocols = {str(s.get("protocol")) for s in sessions}
+    return performance_scale(task, protocols.pop()) if len(protocols) == 1 else "graded"
 
 
 def _instance_order(instance: str) -> tuple[int, int | str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -77,20 +78,37 @@ def bootstrap_win_rate(scores: Sequence[float], *, resamples: int = 2000, level:
 
 @dataclass(frozen=True)
 class Significance:
-    test: str  # "paired t-test", "McNemar (exact)" or "-" when there is nothing to test
+    #: "McNemar (exact)", "sign test (exact)", "paired t-test", or "-" when there is nothing
+    #: to test
+    test: str
     n: int
     statistic: float
     p_value: float
     mean_difference: float
 
 
+#: How a score is compared between two systems, declared by what the score is, never guessed
+#: from the values seen: ``dichotomous`` (pass or fail: McNemar's exact test) or ``graded``
+#: (a paired t-test).
+Scale = Literal["dichotomous", "graded"]
+
+
 def is_binary(values: Sequence[float]) -> bool:
     return all(v in (0.0, 1.0) for v in values)
 
 
-def paired_test(system: Sequence[float], baseline: Sequence[float]) -> Significance:
-    """Compare paired scores on the same instances: McNemar's exact test when every score is
-    0 or 1 (a pass/fail grader), else a paired t-test."""
+def paired_test(system: Sequence[float], baseline: Sequence[float],
+                scale: Scale = "graded") -> Significance:
+    """Compare paired scores on the same instances by their declared ``scale``.
+
+    ``graded``: a paired t-test, whatever the values (a run whose graded scores all happen to
+    be 0 or 1 is still t-tested). ``dichotomous``: McNemar's exact test, the binomial test of
+    the discordant pairs (the system passes where the baseline fails, or the other way). A
+    dichotomous score may still come out between 0 and 1 (two hypotheses of which one was
+    found; an instance's mean over repeated trials): the pairs are then compared by which side
+    scored higher, ties left out, which is the exact sign test, and McNemar's test exactly when
+    every score is 0 or 1; ``test`` says which of the two was run.
+    """
     from scipy import stats
 
     a, b = np.asarray(system, dtype=float), np.asarray(baseline, dtype=float)
@@ -99,18 +117,31 @@ def paired_test(system: Sequence[float], baseline: Sequence[float]) -> Significa
     difference = float((a - b).mean()) if a.size else math.nan
     if a.size < 2:
         return Significance("-", int(a.size), math.nan, math.nan, difference)
-    if is_binary(list(a)) and is_binary(list(b)):
-        only_system = int(((a == 1) & (b == 0)).sum())
-        only_baseline = int(((a == 0) & (b == 1)).sum())
+    if scale == "dichotomous":
+        name = "McNemar (exact)" if is_binary(list(a)) and is_binary(list(b)) else \
+            "sign test (exact)"
+        only_system = int((a > b).sum())
+        only_baseline = int((a < b).sum())
         discordant = only_system + only_baseline
         if discordant == 0:
-            return Significance("McNemar (exact)", int(a.size), 0.0, 1.0, difference)
+            return Significance(name, int(a.size), 0.0, 1.0, difference)
         result = stats.binomtest(only_system, discordant, 0.5)
-        return Significance("McNemar (exact)", int(a.size), float(only_system),
-                            float(result.pvalue), difference)
+        return Significance(name, int(a.size), float(only_system), float(result.pvalue),
+                            difference)
+    if scale != "graded":
+        raise ValueError(f"unknown scale {scale!r}: dichotomous or graded")
     if np.allclose(a - b, (a - b)[0]):  # constant differences: the t statistic is undefined
         p = 1.0 if np.isclose((a - b)[0], 0) else 0.0
         return Significance("paired t-test", int(a.size), math.nan, p, difference)
     t_test = stats.ttest_rel(a, b)
     return Significance("paired t-test", int(a.size), float(t_test.statistic),
                         float(t_test.pvalue), difference)
+
+
+def performance_scale(task: str, protocol: str) -> Scale:
+    """How ``task``'s performance is compared under ``protocol``, as the task declares it
+    (``CoEnv.performance_scale``); ``graded`` for a task this installation does not have."""
+    from cogym_lab.envs.registry import task_class
+
+    declare = getattr(task_class(task), "performance_scale", None)
+    return declare(protocol) if declare is not None else "graded"

@@ -61,7 +61,8 @@ COLUMN_HELP: dict[str, str] = {
     "performance": "Mean task performance (0-1) over the delivered sessions",
     "collab_score": "Collab Score: 1[delivered] x performance, mean over all sessions",
     "h_init": "Initiative entropy H_init (0-1): 1 when initiative is shared evenly across the "
-              "team, 0 when one member takes it all (needs a judge)",
+              "team, 0 when one member takes it all (needs a judge); / for a team of one, "
+              "where it does not apply",
     "agent_initiative_share": "The agents' share of the initiative-taking messages",
     "user_env_act_ratio": "UserEnvActRatio: the human side's task actions over all its acts",
     "controlled_autonomy": "Controlled autonomy per session: under cogym the Co-Gym release's "
@@ -76,7 +77,9 @@ COLUMN_HELP: dict[str, str] = {
     "user_tokens": "Mean tokens written by the human side per session",
     "baseline": "The autonomous baseline this system is compared with",
     "pairs": "Sessions paired with the baseline's on the same instance",
-    "test": "The paired test on task performance (McNemar's exact test or a paired t-test)",
+    "test": "The paired test run: McNemar's exact test for a pass-or-fail score (the exact "
+            "sign test when such scores come out partial), a paired t-test for a graded one, "
+            "Wilcoxon's signed-rank test for the Cocoa study's ratings",
     "graded_pairs": "Pairs in which both sides delivered a graded outcome (the test's n)",
     "mean_difference": "Mean performance of this system minus the baseline's, over graded "
                        "pairs",
@@ -138,6 +141,7 @@ COLUMN_HELP: dict[str, str] = {
     "median_a": "Median rating of the first system over the paired instances",
     "median_b": "Median rating of the second system over the paired instances",
     "W": "Wilcoxon's W: the smaller rank sum of the differing pairs",
+    "t": "The paired t statistic (Co-Gym's ratings under the cogym protocol)",
     "p_bonferroni": "The p-value times the number of items tested for these two systems "
                     "(Bonferroni), at most 1",
     "note": "Why a test is missing or cannot be significant",
@@ -146,8 +150,8 @@ COLUMN_HELP: dict[str, str] = {
     "trials": "The most trials any instance had",
     "threshold": "Task performance a delivered trial needs to count as a success",
     "mean": "Mean Collab Score: each instance's mean over its trials, averaged over instances",
-    "ci_low": "Lower end of the mean's 95% Student t interval over instances",
-    "ci_high": "Upper end of the mean's 95% Student t interval over instances",
+    "ci_low": "Lower end of the mean's 95% percentile bootstrap interval over instances",
+    "ci_high": "Upper end of the mean's 95% percentile bootstrap interval over instances",
     "within_variance": "Mean over instances of the variance of their trials' Collab Scores "
                        "(run-to-run noise)",
     "between_variance": "Variance of the instances' mean Collab Scores",
@@ -242,6 +246,8 @@ def format_number(column: str, value: Any, integer: bool = False) -> str:
     scores are in [0, 1]) or fewer as they grow."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return MISSING
+    if isinstance(value, str):  # a mark put in its place ("/": not applicable)
+        return value
     if isinstance(value, bool):
         return "yes" if value else "no"
     number = float(value)

@@ -39,6 +39,7 @@ from cogym_lab.eval.metrics.outcome import (
     delivered_performance,
     mean_and_se,
     paired_test,
+    performance_scale,
     win_score,
 )
 from cogym_lab.eval.metrics.progress import ProgressSource
@@ -66,14 +67,18 @@ TABLE_TITLES = {"summary": "All metrics per system",
                 "task_rates": "The task's own rates (as each task summarises its scores over "
                               "the sessions)",
                 "comparison": "Against the autonomous "
-                "baseline (paired test on task performance; pairwise win rate with 95% CI; "
+                "baseline (paired test on task performance: McNemar's exact test for a task "
+                "whose score is pass or fail, else a paired t-test, as `test` says; pairwise "
+                "win rate with 95% bootstrap CI; "
                 "human_*: the people's own comparisons in the rating form, 95% Wilson CI)",
                 "effort": "Collaborative effort scaling", "actions": "Acts per party",
                 "failures": "Failure prevalence (share of annotated sessions)",
                 "plans": "Interactive plans (Cocoa measures; means over the planned "
                          "sessions, the item ratio over their rounds)",
                 "rating_tests": "Ratings compared on the same instances (Wilcoxon "
-                                "signed-rank, Bonferroni over the items)",
+                                "signed-rank; Co-Gym's outcome rating and satisfaction by a "
+                                "paired t-test under the cogym protocol, as the paper; "
+                                "Bonferroni over the items)",
                 "failure_types": "Failure types by team (share of annotated sessions; "
                                  "lm / scaffolding: attributed to the LM or to the agent's "
                                  "scaffolding; paper: Co-Gym Table 10, real / simulated)",
@@ -84,8 +89,8 @@ TABLE_TITLES = {"summary": "All metrics per system",
                                         "_sessions: share of sessions without a negative "
                                         "turn; Co-Gym Appendix D)",
                 "trials": "Repeated trials (pass^k: all of k trials succeed; mean Collab Score "
-                          "with 95% t interval over instances; variances of the Collab Score; "
-                          "noise shares of the within-instance variance)",
+                          "with 95% bootstrap interval over instances; variances of the Collab "
+                          "Score; noise shares of the within-instance variance)",
                 "interaction": "Turn-taking ablation (Co-Gym §5.3, Table 6): each system "
                                "under the notification protocol and under strict turns",
                 "interaction_tests": "Turn-taking ablation: paired tests on the instances run "
@@ -155,7 +160,8 @@ class EvalReport:
             if table.empty:
                 continue
             if name == "summary":  # the CSV has every column; the text keeps the main ones
-                table = table[[c for c in TEXT_SUMMARY_COLUMNS if c in table.columns]]
+                table = _not_applicable(table)[[c for c in TEXT_SUMMARY_COLUMNS
+                                                if c in table.columns]]
             parts += [title, table.to_string(index=False, float_format=_fmt, na_rep="-"), ""]
         if self.notes:
             parts += ["Notes"] + [f"- {note}" for note in self.notes]
@@ -237,7 +243,8 @@ class EvalReport:
             if table.empty:
                 continue
             if name == "summary":  # as in the text: the main columns (the CSV has them all)
-                table = table[[c for c in TEXT_SUMMARY_COLUMNS if c in table.columns]]
+                table = _not_applicable(table)[[c for c in TEXT_SUMMARY_COLUMNS
+                                                if c in table.columns]]
             sections.append((title, report_html.table_html(table, title)))
         return report_html.render("Co-Gym evaluation report", self.checks(), sections,
                                   self.figures(), self.notes)
@@ -247,9 +254,26 @@ def _fmt(value: float) -> str:
     return f"{value:.3f}"
 
 
+NOT_APPLICABLE = "/"
+
+
+def _not_applicable(summary: pd.DataFrame) -> pd.DataFrame:
+    """``summary`` with H_init as "/" where it does not apply (a team of one), as the Co-Gym
+    paper prints it for the Fully Autonomous Agent; the numbers stay as they are elsewhere."""
+    if "h_init_applies" not in summary or "h_init" not in summary or \
+            summary["h_init_applies"].astype(bool).all():
+        return summary
+    shown = summary.copy()
+    shown["h_init"] = [value if applies else NOT_APPLICABLE for value, applies
+                       in zip(shown["h_init"].astype(object), shown["h_init_applies"],
+                              strict=True)]
+    return shown
+
+
 def _paper_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Rows: agent type and model; columns: task x (Delivery, Perf., Collab, H_init)."""
-    table = summary.set_index(["agent_type", "model", "task"])[list(PaperColumns)]
+    table = _not_applicable(summary).set_index(["agent_type", "model", "task"])[
+        list(PaperColumns)]
     wide = table.rename(columns=PaperColumns).unstack("task")
     assert isinstance(wide, pd.DataFrame)  # unstacking one level of a three-level index
     columns = wide.columns
@@ -292,6 +316,9 @@ def _summary_row(system: tuple[str, str, str], every: pd.DataFrame, rows: pd.Dat
             "performance": perf, "performance_se": perf_se}
     for name in OUTCOME_CLASSES:  # the classes add up to "sessions"
         row[name] = int((every["outcome_class"] == name).sum())
+    # H_init means nothing for a team of one (the autonomous baseline): reports print "/".
+    row["h_init_applies"] = bool((every["team_size"] >= 2).any()) if "team_size" in every \
+        else True
     for column in ("collab_score", "h_init", "agent_initiative_share", "user_env_act_ratio",
                    "controlled_autonomy", "confirmations_answered", "halts", "satisfaction",
                    "outcome_rating", "agent_tokens", "user_tokens"):
@@ -376,7 +403,10 @@ async def _comparison_rows(groups: dict[tuple[str, str, str], list[SessionMetric
                       (a, (a.performance, b.performance)) for a, b in pairs
                       if a.delivered and b.delivered and not math.isnan(a.performance)
                       and not math.isnan(b.performance)])]
-        test = paired_test([a for a, _ in graded], [b for _, b in graded])
+        protocols = {a.protocol.name for a, _ in pairs}
+        scale = performance_scale(system[0], protocols.pop()) if len(protocols) == 1 else \
+            "graded"
+        test = paired_test([a for a, _ in graded], [b for _, b in graded], scale)
         verdicts: list[str | None] = [None] * len(pairs)
         if judge is not None:
             verdicts = list(await asyncio.gather(*(

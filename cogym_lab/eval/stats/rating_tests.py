@@ -3,6 +3,12 @@ Co-Planning and Co-Execution with AI Agents", §5.4 and §6.1): two systems run 
 instances, each rated item (the study's Likert items, then Co-Gym's outcome rating and
 satisfaction) paired by instance and compared by the Wilcoxon signed-rank test, with a Bonferroni
 correction over the items compared for that pair of systems (:func:`compare_ratings`).
+
+Co-Gym's own two ratings follow the Co-Gym paper under its ``cogym`` protocol: it compares Overall
+Satisfaction by a paired t-test (§5.3: "3.95 vs 3.55, p = 0.012 in pairwise t-test"), and so
+``outcome_rating`` and ``satisfaction`` get :func:`paired_t` there; under ``cogym_lab``, and for
+the Cocoa items always, the signed-rank test, which does not take a 1-5 rating for an interval
+scale. Each row's ``test`` says which ran.
 """
 
 from __future__ import annotations
@@ -28,6 +34,33 @@ def rating_items(record: SessionRecord) -> dict[str, float]:
     """Each rated item's mean over the session's raters (items nobody answered left out)."""
     values = {item: record.rating_values(item) for item in RATED_ITEMS}
     return {item: sum(v) / len(v) for item, v in values.items() if v}
+
+
+#: Co-Gym's own rated items: compared as the Co-Gym paper does under its protocol.
+COGYM_ITEMS = ("outcome_rating", "satisfaction")
+WILCOXON, PAIRED_T = "Wilcoxon signed-rank", "paired t-test"
+
+
+def rating_test(item: str, protocol: str | None) -> str:
+    """The test ``item`` is compared by for sessions of ``protocol``."""
+    return PAIRED_T if protocol == "cogym" and item in COGYM_ITEMS else WILCOXON
+
+
+@dataclass(frozen=True)
+class PairedT:
+    """A paired t-test of one item between two systems, paired by instance."""
+
+    statistic: float  # t
+    p_value: float  # two-sided
+
+
+def paired_t(a: Sequence[float], b: Sequence[float]) -> PairedT | None:
+    """The paired t-test of ``a`` against ``b``; ``None`` with fewer than two pairs or when
+    every pair differs by the same amount (t is undefined)."""
+    if len(a) < 2 or len({x - y for x, y in zip(a, b, strict=True)}) < 2:
+        return None
+    result = stats.ttest_rel(a, b)
+    return PairedT(float(result.statistic), float(result.pvalue))
 
 
 @dataclass(frozen=True)
@@ -72,6 +105,8 @@ def compare_ratings(systems: dict[tuple[str, ...], Sequence[SessionRecord]]
         if key_a[0] != key_b[0]:
             continue
         ratings_a, ratings_b = _by_instance(records_a), _by_instance(records_b)
+        protocols = {r.protocol.name for r in [*records_a, *records_b]}
+        protocol = protocols.pop() if len(protocols) == 1 else None
         pair_rows = []
         for item in RATED_ITEMS:
             if not any(item in r for r in [*ratings_a.values(), *ratings_b.values()]):
@@ -80,7 +115,8 @@ def compare_ratings(systems: dict[tuple[str, ...], Sequence[SessionRecord]]
                             if item in ratings_a[i] and item in ratings_b[i])
             a = [ratings_a[i][item] for i in shared]
             b = [ratings_b[i][item] for i in shared]
-            pair_rows.append(_test_row(key_a, key_b, item, a, b))
+            pair_rows.append(_test_row(key_a, key_b, item, a, b,
+                                       rating_test(item, protocol)))
         tested = sum(1 for row in pair_rows if not math.isnan(row["p_value"]))
         for row in pair_rows:
             p_value = row.pop("p_value")  # moved, to keep the columns in reading order
@@ -91,18 +127,28 @@ def compare_ratings(systems: dict[tuple[str, ...], Sequence[SessionRecord]]
 
 
 def _test_row(key_a: tuple[str, ...], key_b: tuple[str, ...], item: str, a: list[float],
-              b: list[float]) -> dict[str, Any]:
-    """One item's row: medians, W and p, and a plain note when there are too few pairs."""
-    test = signed_rank(a, b)
+              b: list[float], test: str = WILCOXON) -> dict[str, Any]:
+    """One item's row: medians, the test's statistic (``W`` or ``t``) and p, and a plain note
+    when there are too few pairs."""
     differing = sum(1 for x, y in zip(a, b, strict=True) if x != y)
-    if test is None:
-        note = f"too few pairs: {len(a)} paired, {differing} differing; no test"
-    elif differing < FEW_PAIRS:
-        note = f"too few pairs: {differing} differing, p cannot fall below 0.05"
+    w = t = p_value = math.nan
+    if test == PAIRED_T:
+        t_test = paired_t(a, b)
+        if t_test is not None:
+            t, p_value = t_test.statistic, t_test.p_value
+        note = "" if t_test is not None else \
+            f"too few pairs or no spread: {len(a)} paired, {differing} differing; no test"
     else:
-        note = ""
+        ranked = signed_rank(a, b)
+        if ranked is not None:
+            w, p_value = ranked.statistic, ranked.p_value
+        if ranked is None:
+            note = f"too few pairs: {len(a)} paired, {differing} differing; no test"
+        elif differing < FEW_PAIRS:
+            note = f"too few pairs: {differing} differing, p cannot fall below 0.05"
+        else:
+            note = ""
     return {"task": key_a[0], "system_a": " / ".join(key_a[1:]),
             "system_b": " / ".join(key_b[1:]), "item": item, "pairs": len(a),
             "median_a": median(a) if a else math.nan, "median_b": median(b) if b else math.nan,
-            "W": test.statistic if test else math.nan,
-            "p_value": test.p_value if test else math.nan, "note": note}
+            "test": test, "W": w, "t": t, "p_value": p_value, "note": note}

@@ -21,8 +21,10 @@ pass^k falls with k as fast as the agent is inconsistent. k runs from 1 to the f
 instance has, so every instance counts towards every k.
 
 **Mean and confidence interval.** Trials of one instance are not independent, so the mean
-score is the mean of the instances' means, and its 95% interval is Student's t over those
-means (``n_instances - 1`` degrees of freedom).
+score is the mean of the instances' means, and its 95% interval is the percentile bootstrap
+over those means (instances resampled with replacement, a fixed seed): a mean of scores in
+[0, 1] gets an interval in [0, 1]. (Student's t interval, used before, is symmetric around the
+mean and went below 0 for a system that scored 0 on most instances.)
 
 **Variance.** Each instance's variance is the sample variance (``ddof=1``) of its trials'
 scores; the *within-instance* variance is their mean (instances with at least two trials);
@@ -75,7 +77,8 @@ def pass_hat_k_curve(successes: Sequence[Sequence[bool]]) -> dict[int, float]:
 
 @dataclass(frozen=True)
 class MeanCI:
-    """A mean over ``n`` values with a t-based confidence interval (NaN bounds for n < 2)."""
+    """A mean over ``n`` values with a percentile bootstrap confidence interval (NaN bounds
+    for n < 2)."""
 
     mean: float
     ci_low: float
@@ -83,11 +86,16 @@ class MeanCI:
     n: int
 
 
-def mean_with_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> MeanCI:
-    """The mean of the non-NaN ``values`` and Student's t interval around it:
-    ``mean ± t_{(1+confidence)/2, n-1} * s / sqrt(n)``."""
-    from scipy import stats
+#: Bootstrap resamples of the mean's interval, and the seed that makes reports reproducible.
+RESAMPLES, SEED = 2000, 0
 
+
+def mean_with_ci(values: Sequence[float], confidence: float = CONFIDENCE, *,
+                 resamples: int = RESAMPLES, seed: int = SEED) -> MeanCI:
+    """The mean of the non-NaN ``values`` and its percentile bootstrap interval: the
+    ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles of the means of
+    ``resamples`` resamples with replacement. The interval lies within the values' range, so
+    scores bounded to [0, 1] keep it in [0, 1]."""
     clean = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
     n = int(clean.size)
     if n == 0:
@@ -95,9 +103,10 @@ def mean_with_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> Mea
     mean = float(clean.mean())
     if n < 2:
         return MeanCI(mean, math.nan, math.nan, n)
-    half = float(stats.t.ppf((1 + confidence) / 2, n - 1)) * float(clean.std(ddof=1)) / \
-        math.sqrt(n)
-    return MeanCI(mean, mean - half, mean + half, n)
+    rng = np.random.default_rng(seed)
+    means = clean[rng.integers(0, n, size=(resamples, n))].mean(axis=1)
+    tail = (1 - confidence) / 2
+    return MeanCI(mean, float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail)), n)
 
 
 def sample_variance(values: Sequence[float]) -> float:

@@ -25,6 +25,7 @@ from cogym_lab.envs.related_work.grader import (
     parse_score,
     parse_score_details,
     performance_of,
+    release_score,
     section_facts,
 )
 from cogym_lab.envs.related_work.instances import (
@@ -439,7 +440,7 @@ async def test_grade_section_with_the_release_rubric(use_shared_data, protocol, 
 
 
 async def test_a_rubric_without_slots_gets_the_section_appended(server):
-    server.add("Final score: 2")
+    server.add("Therefore, the final score is 2.")
     grade = await grade_section(BOLD, TASK, _lm(server), rubric="Grade from 1 (bad) to 5 (great).")
     assert grade.score == 2 and grade.performance == 0.4 and grade.protocol == "cogym"
     prompt = server.bodies[0]["messages"][-1]["content"]
@@ -468,7 +469,8 @@ async def test_two_unreadable_judge_replies_fail_loudly(server):
     server.add("I like it a lot.")
     server.add("Score: 8")
     with pytest.raises(ScoreParseError) as caught:
-        await grade_section(HEADED, TASK, _lm(server), rubric="Rate it 1-5.")
+        await grade_section(HEADED, TASK, _lm(server), rubric="Rate it 1-5.",
+                            protocol="cogym_lab")
     message = str(caught.value)
     assert "twice" in message and "I like it a lot." in message and "Score: 8" in message
     assert "outside 1 to 5" in message
@@ -497,3 +499,52 @@ async def test_judge_lm_failure_is_an_lm_error(server):
     server.add(Reply(status=400, error="bad request"))
     with pytest.raises(LMError):
         await grade_section(HEADED, TASK, _lm(server), rubric="Rate it 1-5.")
+
+
+# --- the release's reading, under the cogym protocol ------------------------------------------
+
+#: Replies and the score the release's own rule gives them (``LitSurveyEnv``: the first N of
+#: 1..5 whose "the final score is N" the reply contains; otherwise no rating), worked by hand
+#: from that rule.
+RELEASE_READINGS = [
+    ("Good.\nTherefore, the final score is 4.", 4),
+    ("the final score is 5", 5),
+    ("Therefore, the final score is 2. On reflection the final score is 4.", 2),  # 2 is looked
+    ("First the final score is 4, then the final score is 1.", 1),                # for first
+    ("The final score is 4.", None),  # capital T: not the release's words
+    ("Therefore, the final score is **4**.", None),  # emphasis breaks the phrase
+    ("Final score: 4", None),
+    ("Score: 4/5", None),
+    ('{"score": 4}', None),
+    ("I would rate this a 4 out of 5.", None),
+    ("Therefore, the final score is four.", None),
+    ("Therefore, the final score is 3.5.", 3),  # "...is 3" is in it
+    ("Therefore, the final score is 10.", 1),  # "...is 1" is in it
+]
+
+
+@pytest.mark.parametrize(("reply", "score"), RELEASE_READINGS)
+def test_release_score_reads_as_the_release_does(reply, score):
+    assert release_score(reply) == score
+    if score is None:  # what the release leaves unrated, cogym_lab's reading scores
+        assert parse_score(reply) == 4
+
+
+@pytest.mark.parametrize(("reply", "score"), RELEASE_READINGS)
+async def test_under_cogym_the_judge_is_read_once_as_the_release_reads_it(server, reply, score):
+    server.add(reply)
+    server.add("Therefore, the final score is 5.")  # never asked for under cogym
+    if score is None:
+        with pytest.raises(ScoreParseError, match="the final score is N"):
+            await grade_section(HEADED, TASK, _lm(server), rubric="Rate it 1-5.")
+    else:
+        grade = await grade_section(HEADED, TASK, _lm(server), rubric="Rate it 1-5.")
+        assert (grade.score, grade.performance, grade.judge_calls) == (score, score / 5, 1)
+    assert len(server.bodies) == 1
+
+
+async def test_under_cogym_lab_a_lenient_reading_and_a_retry_stay(server):
+    server.add("Final score: 4")
+    grade = await grade_section(HEADED, TASK, _lm(server), rubric="Rate it 1-5.",
+                                protocol="cogym_lab")
+    assert (grade.score, grade.judge_calls) == (4, 1)

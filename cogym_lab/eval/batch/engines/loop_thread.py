@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 from collections.abc import Coroutine
 from types import TracebackType
 from typing import Any, TypeVar
 
 from cogym_lab.core.loop_lag import LoopLag, LoopLagMonitor
+from cogym_lab.eval.batch.disk import disk_full_cause
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 #: Wake-ups of the lag monitor kept: the last hour, at its 100 ms interval.
 LAG_WINDOW = 36_000
 
@@ -55,6 +58,7 @@ class LoopThread:
 
     async def _serve(self) -> None:
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        self._loop.set_exception_handler(_quiet_when_disk_full)
         self._monitor.start()
         self._ready.set()
         try:
@@ -112,6 +116,17 @@ class LoopThread:
             self.loop.call_soon_threadsafe(cancel)
             await asyncio.wait({outcome})  # its clean-up (closing LMs, writing results) too
             raise
+
+
+def _quiet_when_disk_full(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's handler of errors nobody awaited: a full disk's are not shown. The batch stops
+    on the first one with a line that says so (:mod:`cogym_lab.eval.batch.disk`); the sessions
+    it cancels then fail to write their last files too, each in a task nobody awaits any more,
+    and their tracebacks would bury that line."""
+    if disk_full_cause(context.get("exception")) is not None:
+        log.debug("after the disk filled up: %s", context.get("message"))
+        return
+    loop.default_exception_handler(context)
 
 
 def _copy_outcome(task: asyncio.Task[T], outcome: asyncio.Future[T]) -> None:

@@ -141,7 +141,7 @@ def test_status_and_require_on_an_empty_dir(tmp_path: Path) -> None:
     assert str(tmp_path.resolve()) in message
     assert f"the {len(TRAVEL_FILES)} missing files" in message  # `cogym-lab data` lists them
     assert "cogym-lab data download travel_planning --data-dir" in message
-    with pytest.raises(DataMissing, match="placed by hand") as caught:
+    with pytest.raises(DataMissing, match="build-corpus") as caught:  # the corpus is built
         datasets.require(RELATED_WORK_FILES, tmp_path)
     assert "arXiv metadata" in str(caught.value)
 
@@ -194,13 +194,20 @@ def test_download_fails_cleanly_when_unreachable(tmp_path: Path) -> None:
     assert list(tmp_path.rglob("*")) in ([], [tmp_path / "travel_planning"])  # nothing left
 
 
-def test_download_of_manual_items_says_how_to_get_them(tmp_path: Path) -> None:
+def test_download_of_items_it_cannot_fetch_says_how_to_get_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The corpus has no download (it is built); the task files are taken as present, so no
+    # network is asked for.
+    for item in RELATED_WORK_FILES:
+        if not item.manual:
+            (tmp_path / item.path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / item.path).write_text("{}")
     with pytest.raises(DataMissing) as caught:
         datasets.download(RELATED_WORK_FILES, tmp_path, progress=False)
     assert not isinstance(caught.value, DownloadError)
     message = str(caught.value)
     assert "cannot be downloaded automatically" in message
-    assert "placed by hand, from the Collaborative Gym release" in message
+    assert "with `cogym-lab data build-corpus" in message
     assert f"`cogym-lab data related_work --data-dir {tmp_path.resolve()}` lists" in message
 
 
@@ -278,7 +285,7 @@ def test_data_command_on_an_empty_dir(tmp_path: Path) -> None:
     assert "missing" in output and "How to obtain" in output
     assert f"cogym-lab data --data-dir {tmp_path.resolve()} --task travel_planning --download" \
         in output
-    assert "Manual: get it from https://github.com/SALT-NLP/collaborative-gym" in output
+    assert "Build it: run `cogym-lab data build-corpus" in output  # the one item with no download
     count = len(all_data_files())
     assert f"{count} of {count} item(s) missing" in output
 

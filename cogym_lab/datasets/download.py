@@ -22,11 +22,12 @@ from cogym_lab.datasets.checksums import file_sha256, folder_sha256, short
 from cogym_lab.datasets.items import DataItem, DataMissing, DownloadError
 from cogym_lab.datasets.location import data_dir as _resolve_dir
 from cogym_lab.datasets.transfer import TransferError, fetch, format_size
+from cogym_lab.errors import CogymError
 
 __all__ = ["download", "format_size", "part_file", "verify_present"]
 
 
-class _ItemFailed(Exception):
+class _ItemFailed(CogymError):
     """One item could not be fetched; the text says why."""
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from cogym_lab.datasets.checksums import file_digest
+from cogym_lab.errors import CogymError
 
 if TYPE_CHECKING:  # tqdm is imported when a bar is drawn: importing the package stays light
     from tqdm import tqdm
@@ -35,11 +36,11 @@ _CHUNK = 1 << 16
 _USER_AGENT = "cogym-lab data"
 
 
-class TransferError(Exception):
+class TransferError(CogymError):
     """A download that did not complete; its text is the reason, in plain words."""
 
 
-class _StartOver(Exception):
+class _StartOver(CogymError):
     """The part file cannot be continued (the server's range does not fit it)."""
 
 

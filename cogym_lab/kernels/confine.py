@@ -70,10 +70,6 @@ def confinement_available() -> bool:
     return done.returncode == 0
 
 
-class _Failed(Exception):
-    """A step of the confinement failed: the kernel must not start unconfined."""
-
-
 def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 
@@ -81,7 +77,9 @@ def _libc() -> ctypes.CDLL:
 def _call(result: int, what: str) -> None:
     if result != 0:
         errno = ctypes.get_errno()
-        raise _Failed(f"{what}: {os.strerror(errno)}")
+        # A builtin error, not a class of the package's: this script imports nothing of
+        # cogym_lab (see the module docstring), so it cannot derive from CogymError.
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
 
 
 def _enter_namespaces(libc: ctypes.CDLL) -> None:
@@ -134,7 +132,7 @@ def _child(libc: ctypes.CDLL, command: list[str] | None) -> None:
             os._exit(0)
         environ = {k: v for k, v in os.environ.items() if k != "JPY_PARENT_PID"}
         os.execvpe(command[0], command, environ)
-    except (_Failed, OSError) as error:
+    except OSError as error:  # a step failed: the kernel must not start unconfined
         print(f"cogym_lab: could not confine the kernel: {error}", file=sys.stderr)
         os._exit(NOT_CONFINED)
 
@@ -174,7 +172,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         _enter_namespaces(libc)
         _cover(libc, hidden)
-    except (_Failed, OSError) as error:
+    except OSError as error:  # a step failed: the kernel must not start unconfined
         print(f"cogym_lab: could not confine the kernel: {error}", file=sys.stderr)
         return NOT_CONFINED
     child = os.fork()

@@ -98,9 +98,12 @@ def _sessions(summary: RunSummary) -> dict[int, Path]:
 def test_both_teams_finish_and_deliver_every_instance(task_runs):
     for summary in (task_runs.autonomous, task_runs.collaborative):
         assert summary.status == "finished"
+        # Counts also split the ended sessions by outcome class (issue 34): all completed here.
         assert summary.counts.model_dump() == {
             "total": len(task_runs.instances), "finished": len(task_runs.instances),
-            "failed": 0, "pending": 0, "skipped": 0, "delivered": len(task_runs.instances)}
+            "failed": 0, "pending": 0, "skipped": 0, "delivered": len(task_runs.instances),
+            "completed": len(task_runs.instances), "infrastructure": 0, "simulator_error": 0,
+            "agent_failure": 0}
         for instance, directory in _sessions(summary).items():
             assert directory.name == f"{instance:03d}"
             meta = read_session(directory)

@@ -140,7 +140,9 @@ def test_watch_an_agent_and_a_simulated_user_notebook(notebook_env, monkeypatch)
     assert "[agent] A first full plan is in the editor." in outputs[3]
     assert "[user] Looks good so far" in outputs[3]
     assert "ended: finished | delivered: True" in outputs[4]
-    assert "'commonsense_pass_rate': 1.0" in outputs[4]
+    # The default protocol is cogym, graded by the release's travel evaluator, under which a
+    # plan with a hotel fails Within Sandbox: 7 of the 8 commonsense checks pass.
+    assert "'commonsense_pass_rate': 0.875" in outputs[4]
     assert str(notebook_env / "results") in outputs[5]
 
 

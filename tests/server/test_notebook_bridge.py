@@ -522,7 +522,9 @@ async def _running(jp_serverapp, kernel_id, live_cells) -> bool:
 
 async def _pending(api, session_id) -> dict[str, Any] | None:
     status, snapshot = await api("GET", *API, session_id)
-    return snapshot if snapshot["state"]["pending_confirmations"] else None
+    # No state until the env starts, which now waits for the provenance (data hashes).
+    state = snapshot["state"]
+    return snapshot if state and state["pending_confirmations"] else None
 
 
 async def _with_error(api, session_id):

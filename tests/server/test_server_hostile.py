@@ -118,6 +118,13 @@ def test_folders_stay_inside_the_servers_results(run, alice, jp_serverapp, tmp_p
 
         status, created = await alice("POST", body=base | {"env_args": {"workdir": "mine"}})
         assert status == 201, created
+        # The env makes its workdir when it starts, after the 201: since sessions record their
+        # provenance (hashing the data files first, in a thread), that start comes later, so
+        # the folder is waited for rather than expected at once.
+        for _ in range(300):
+            if (root / "mine").is_dir():
+                break
+            await asyncio.sleep(0.1)
         assert (root / "mine").is_dir()  # inside, taken from the results folder
         assert (await alice("DELETE", created["session_id"]))[0] == 200
 

@@ -228,7 +228,9 @@ def test_a_whole_session_runs_from_the_sample(fresh_home: Path, tmp_path: Path) 
     (session,) = (tmp_path / "out").iterdir()
     meta = json.loads((session / "session.json").read_text())
     assert meta["env_args"] == {"instance": 0, "protocol": "cogym"}
-    assert meta["scores"]["commonsense_pass_rate"] == 1.0
+    # Under cogym (the default) the release's travel evaluator fails Within Sandbox for every
+    # plan with a hotel, so 7 of the 8 commonsense checks pass.
+    assert meta["scores"]["commonsense_pass_rate"] == 0.875
 
 
 def test_the_sample_carries_its_licences_and_says_what_it_holds() -> None:

@@ -446,8 +446,10 @@ async def test_a_delete_among_many_hosted_actions(tmp_path: Path, redis_url: str
     host = host_for(tmp_path, redis_url)
     hosted = await host.create("todo", team="example", people=["user", "agent"],
                                idle_seconds=600)
-    sending = asyncio.create_task(send_all(host, hosted.session_id, 60))
-    await asyncio.sleep(0.01)
+    # Spaced out over about 0.6 s, so the delete lands among them however fast the host
+    # applies them (back to back, a quick host applied all 60 before the delete).
+    sending = asyncio.create_task(send_all(host, hosted.session_id, 60, pauses=[0.01] * 60))
+    await asyncio.sleep(0.05)
     await host.end(hosted.session_id)  # what DELETE does
     answers = await sending
     await wait_ended(hosted)

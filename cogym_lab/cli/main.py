@@ -105,7 +105,8 @@ def run(ctx: click.Context, task: str, instance: int | None, env_arg: tuple[str,
     console.print(f"\n[bold]Session {result.session_id}[/] ended: {result.end_reason} after "
                   f"{result.events} events in {result.duration:.2f}s (protocol "
                   f"{session.env.protocol}"
-                  f"{', sample data' if session.data_source == 'sample' else ''})")
+                  f"{', sample data' if session.data_source == 'sample' else ''})",
+                  soft_wrap=True)  # one line whatever the terminal's width, like the cause
     if result.failure is not None:  # said before the outcome: it is why the outcome is so
         console.print(f"[red]{CLASS_WORDS[result.outcome_class].capitalize()}:[/] "
                       f"{result.failure.describe()}", soft_wrap=True)

@@ -117,7 +117,7 @@ class LMFailure(BaseModel):
 
     def describe(self) -> str:
         """One sentence: "The agent's language model (m at http://host/v1) failed: it did not
-        answer within 2 seconds (a hang: no answer in time)."."""
+        answer within 2 seconds (a hang: no answer in time, 2 attempts)."."""
         where = self.model or "unknown model"
         if self.endpoint:
             where += f" at {self.endpoint}"
@@ -125,6 +125,8 @@ class LMFailure(BaseModel):
         extra = f", HTTP {self.status}" if self.status else ""
         if self.retry_after is not None:
             extra += f", Retry-After {self.retry_after:g} s"
+        if self.attempts > 1:  # "past its retries" is then visible, not only implied
+            extra += f", {self.attempts} attempts"
         return (f"{whose[0].upper()}{whose[1:]} language model ({where}) failed: {self.reason} "
                 f"({KIND_WORDS[self.kind]}{extra}).")
 

@@ -14,6 +14,7 @@ from cogym_lab.core import Deferred
 from cogym_lab.core.coordinator import Coordinator, Transition
 from cogym_lab.core.messages import Event, EventType
 from cogym_lab.errors import CogymError
+from cogym_lab.nodes.replay_tools import tools_as_logged
 
 
 class ReplayMismatch(CogymError, RuntimeError):
@@ -33,7 +34,8 @@ def replay_events(coordinator: Coordinator,
     for event in events:
         transition = None
         if not produced:
-            transition = coordinator.replay(event)
+            with tools_as_logged(coordinator.env, event):  # the log says whether it had an LM
+                transition = coordinator.replay(event)
             produced = list(transition.events)
         again = produced.pop(0) if produced else None
         if again is None or (again.seq, again.type, again.actor, again.status) != (

@@ -226,7 +226,10 @@ def env_node(session_id: str, redis_url: str, out: Path | None, task: str,
     _say_if_sample(session)
     result = asyncio.run(_run_and_close(session.bus, session.run()))
     console.print(f"Session {result.session_id} ended: {result.end_reason}; "
-                  f"delivered={result.delivered}")
+                  f"delivered={result.delivered}", soft_wrap=True)
+    if result.failure is not None:  # a member's LM, reported by its own node, or the judge's
+        console.print(f"[red]{CLASS_WORDS[result.outcome_class].capitalize()}:[/] "
+                      f"{result.failure.describe()}", soft_wrap=True)
 
 
 def _member_command(kind: str) -> Any:
@@ -255,7 +258,9 @@ def _member_command(kind: str) -> Any:
             raise click.BadParameter(f"{role!r} is a member of kind {member_kind!r}; run it "
                                      f"with `cogym-lab node {member_kind}`", param_hint="--role")
         node_class = AgentNode if kind == "agent" else UserNode
-        running = node_class(_bus(redis_url), session_id, role, member, results_dir=out)
+        # The env's process cannot watch this member's LM: the node tells it of failures.
+        running = node_class(_bus(redis_url), session_id, role, member, results_dir=out,
+                             report_lm_failures=True)
         final = asyncio.run(_run_and_close(running.bus, running.run()))
         console.print(f"{role}: session ended ({final.end_reason})")
 

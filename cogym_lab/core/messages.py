@@ -228,8 +228,10 @@ class Update(SessionMoment):
     texts: dict[str, str] | None = None
 
 
-#: What a step request asks: to act, to join the session, or for the current state.
-StepKind = Literal["action", "join", "sync"]
+#: What a step request asks: to act, to join the session, or for the current state; or what
+#: it tells: that the member's own LM failed past its retries (a member in another process,
+#: whose LM the session cannot watch itself).
+StepKind = Literal["action", "join", "sync", "lm_failed"]
 
 
 class StepRequest(BaseModel):
@@ -242,6 +244,9 @@ class StepRequest(BaseModel):
     # Where a whole-text replacement started from, so edits made meanwhile are merged, not lost:
     base: str | None = None  # the text the sender edited (a person's editor)
     seen_seq: int | None = None  # the notification the sender acted on (an agent)
+    #: With ``kind="lm_failed"``: the failure (``LMFailure`` as JSON). It comes on the step
+    #: channel, not the status channel, so it is read before any step the member sent after it.
+    failure: dict[str, Any] | None = None
 
 
 def step_channel(session_id: str) -> str:

@@ -132,6 +132,8 @@ class EnvNode:
                  restored: Restored | None = None, announce_after: float = 1.5) -> None:
         self.bus = bus
         self.coordinator = coordinator
+        #: Told of a member's LM failure its own node reported (role, ``LMFailure`` as JSON).
+        self.on_member_lm_failure: Callable[[str, dict[str, Any]], None] | None = None
         self.idle_seconds = idle_seconds
         self.join_timeout = join_timeout
         self.seed = seed
@@ -329,6 +331,10 @@ class EnvNode:
         return request
 
     async def _on_request(self, request: StepRequest) -> None:
+        if request.kind == "lm_failed":  # a member in another process: its LM failed
+            if self.on_member_lm_failure is not None:
+                self.on_member_lm_failure(request.role, request.failure or {})
+            return
         if self.log_failure:  # stopping: nothing more is applied
             if request.kind == "action":
                 await self._settle(self._refusal(request))

@@ -53,7 +53,9 @@ from cogym_lab.core.messages import (
     status_channel,
     step_channel,
 )
+from cogym_lab.lm import LM, LMError
 from cogym_lab.lm.calllog import deciding_on
+from cogym_lab.lm.failures import FailingSide
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +103,11 @@ class MemberNode:
     publishes_status: ClassVar[bool] = False  # agents tell the people's panels what they do
 
     def __init__(self, bus: Bus, session_id: str, role: str, teammate: Member, *,
-                 results_dir: str | Path | None = None, ack_timeout: float = 10.0) -> None:
+                 results_dir: str | Path | None = None, ack_timeout: float = 10.0,
+                 report_lm_failures: bool = False) -> None:
+        """``report_lm_failures``: tell the env node when the teammate's LM fails past its
+        retries. For a member in a process of its own (``cogym-lab node agent|user``); a session
+        that holds the member in its own process watches the LM itself."""
         self.bus = bus
         self.session_id = session_id
         self.role = role
@@ -122,9 +128,24 @@ class MemberNode:
         # every step sent before them, so a sync asked for earlier must not end the wait.
         self._syncs_asked: deque[str | None] = deque()
         self._last_action: str | None = None
+        self._unreported: list[LMError] = []  # the teammate's LM failures not yet sent
+        self._watched_lm: LM | None = None
+        lm = getattr(teammate, "lm", None)
+        if report_lm_failures and isinstance(lm, LM):
+            self._watched_lm = lm
 
     async def run(self) -> Notification:
         """Join, act on notifications until the session ends, and return the final one."""
+        if self._watched_lm is not None:
+            self._watched_lm.failure_watchers.append(self._unreported.append)
+        try:
+            return await self._run()
+        finally:
+            if self._watched_lm is not None:
+                with contextlib.suppress(ValueError):
+                    self._watched_lm.failure_watchers.remove(self._unreported.append)
+
+    async def _run(self) -> Notification:
         subscription = await self.bus.subscribe(obs_channel(self.session_id, self.role))
         self.bus.on_reconnect(self.request_sync)
         await self._send(StepRequest(role=self.role, kind="join"))
@@ -222,12 +243,14 @@ class MemberNode:
             with deciding_on(notification.seq):  # its LM calls' log lines say what they saw
                 action = await self.teammate.act(notification)
         except Exception:  # a member's failure is reported, not fatal to the session
+            await self._report_lm_failures()
             self.stats["act_failures"] += 1
             log.exception("%s failed to act on event %s", self.role, notification.seq)
             await self._publish_status("failed")
             if turns:  # it cannot act this turn: the next member may
                 await self._pass_turn(notification)
             return
+        await self._report_lm_failures()  # before the action: the env reads them first
         failing = getattr(self.teammate, "lm_failing", False) is True  # its LM keeps failing
         if action is None and turns:  # doing nothing passes the turn
             await self._pass_turn(notification)
@@ -252,6 +275,16 @@ class MemberNode:
         waits = name == WAIT_TEAMMATE_CONTINUE.name
         await self._publish_status("failed" if failing else "waiting" if waits else "acting",
                                    waiting_for="teammate" if waits else None)
+
+    async def _report_lm_failures(self) -> None:
+        """Send the env node the LM failures of the act just made, in the step channel's order:
+        a session that ends on them applies nothing the member sent after."""
+        side: FailingSide = "user" if self.kind == "user" else "agent"
+        while self._unreported:
+            error = self._unreported.pop(0)
+            failure = error.failure(self.role, side)
+            await self._send(StepRequest(role=self.role, kind="lm_failed",
+                                         failure=failure.model_dump(mode="json")))
 
     async def _pass_turn(self, notification: Notification) -> None:
         """Give the turn up (turn-taking): a wait, the act that passes it."""

@@ -329,6 +329,7 @@ class Session:
             restored=self.restored if resumed else None,
             announce_after=self.config.announce_seconds,
         )
+        self.env_node.on_member_lm_failure = self._on_reported_lm_failure
         if self.interrupted:  # interrupted before it could start
             await self.env_node.stop(self.interrupted, end=False)
         nodes = [_NODE_FOR_KIND.get(member.kind, UserNode)(
@@ -489,7 +490,27 @@ class Session:
         """Record ``member``'s LM failure; end the session for it when the policy says so
         (called inside the failing call, before the member hears of it: nothing the member
         does about it afterwards is applied)."""
-        failure = error.failure(member, side)
+        self._record_lm_failure(error.failure(member, side))
+
+    def _on_reported_lm_failure(self, role: str, reported: dict[str, Any]) -> None:
+        """A member in another process (``cogym-lab node agent|user``) reported that its LM
+        failed past its retries: the same as a local member's failure. Only for a member this
+        process does not hold: a local member's LM is watched directly, once."""
+        if role not in self.members or self.members[role] is not None:
+            return
+        kinds = {member.role: member.kind for member in self.team}
+        side: FailingSide = "user" if kinds.get(role) == "user" else "agent"
+        try:  # the member is named by the step's role, whatever the report claims
+            failure = LMFailure.model_validate({**reported, "member": role, "side": side})
+        except ValueError:
+            log.warning("session %s: ignoring a malformed LM failure report from %s",
+                        self.session_id, role)
+            return
+        self._record_lm_failure(failure)
+
+    def _record_lm_failure(self, failure: LMFailure) -> None:
+        """Record ``failure``; end the session for it when the policy says so."""
+        member = failure.member
         self.lm_failures.append(failure)
         log.warning("session %s: %s", self.session_id, failure.describe())
         # A member that plays on without its LM (the kitchen's agents fall back to their

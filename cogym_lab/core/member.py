@@ -24,6 +24,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 from cogym_lab.core.actions import Action, ActionSpec
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from cogym_lab.bus import Bus
     from cogym_lab.core.env import CoEnv
     from cogym_lab.core.messages import Notification, SessionContext
     from cogym_lab.lm import LM
@@ -42,6 +45,20 @@ class Member(Protocol):
     async def act(self, notification: Notification) -> ActionLike | None: ...
 
     def end(self, final: Notification) -> Any: ...
+
+
+@runtime_checkable
+class SeatDriver(Protocol):
+    """A teammate that holds its seat itself rather than through a member node: an outside
+    agent that the session launches (an ACP agent, a program that is an MCP client).
+
+    The session starts ``drive`` beside the env, before the session starts, so that it can join
+    as a member node would; it follows the seat on ``bus`` and acts as ``role`` until the
+    session ends, when the session cancels it. It writes its own record under
+    ``results_dir/role``."""
+
+    async def drive(self, bus: Bus, session_id: str, role: str,
+                    results_dir: Path | None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -79,7 +96,7 @@ class MemberType:
 
     name: str
     kind: MemberTypeKind
-    build: Callable[[MemberSetup], Member]
+    build: Callable[[MemberSetup], Member | SeatDriver]
     uses_lm: bool = True
     summary: str = ""
 
@@ -101,4 +118,4 @@ def lm_builder(member_class: Callable[..., Member]) -> Callable[[MemberSetup], M
 
 
 __all__ = ["ActionLike", "Member", "MemberSetup", "MemberType", "MemberTypeKind",
-           "TaskDescription", "lm_builder"]
+           "SeatDriver", "TaskDescription", "lm_builder"]

@@ -8,7 +8,7 @@ import functools
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +20,7 @@ from cogym_lab.bus import Bus, MemoryBus
 from cogym_lab.core import CoEnv
 from cogym_lab.core.coordinator import Coordinator, default_step_limits
 from cogym_lab.core.env import ScoreReport
-from cogym_lab.core.member import Member
+from cogym_lab.core.member import Member, SeatDriver
 from cogym_lab.core.messages import (
     Event,
     MemberKind,
@@ -332,11 +332,9 @@ class Session:
         self.env_node.on_member_lm_failure = self._on_reported_lm_failure
         if self.interrupted:  # interrupted before it could start
             await self.env_node.stop(self.interrupted, end=False)
-        nodes = [_NODE_FOR_KIND.get(member.kind, UserNode)(
-                    bus, self.session_id, member.role, teammate, results_dir=self.results_dir)
-                 for member, teammate in zip(self.team, self.members.values(), strict=True)
-                 if teammate is not None]
-        member_tasks = [asyncio.create_task(node.run()) for node in nodes]
+        member_tasks = [asyncio.create_task(self._hold_seat(bus, member, teammate))
+                        for member, teammate in zip(self.team, self.members.values(), strict=True)
+                        if teammate is not None]
         env_task = asyncio.create_task(self.env_node.run())
         self._watch_lm_failures()
         try:
@@ -376,6 +374,15 @@ class Session:
             writer.close()
         await self._publish_grading(grading)
         return result
+
+    def _hold_seat(self, bus: Bus, member: TeamMember, teammate: Any) -> Awaitable[Any]:
+        """What holds ``member``'s seat: the teammate itself when it drives its seat (an
+        outside agent the session launches), else a member node of its kind."""
+        if isinstance(teammate, SeatDriver):
+            return teammate.drive(bus, self.session_id, member.role, self.results_dir)
+        node = _NODE_FOR_KIND.get(member.kind, UserNode)(
+            bus, self.session_id, member.role, teammate, results_dir=self.results_dir)
+        return node.run()
 
     async def _close_log_failed(self, writer: ResultsWriter | None,
                                 started: float) -> SessionResult:

@@ -48,7 +48,8 @@ class SeatEndpoint:
     @property
     def url(self) -> str:
         if self.port is None:
-            raise RuntimeError("The endpoint is not open: use it as `async with SeatEndpoint(...)`.")
+            raise RuntimeError("The endpoint is not open: use it as "
+                               "`async with SeatEndpoint(...)`.")
         return f"http://127.0.0.1:{self.port}{MCP_PATH}"
 
     @property

@@ -8,7 +8,7 @@ import functools
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -375,7 +375,8 @@ class Session:
         await self._publish_grading(grading)
         return result
 
-    def _hold_seat(self, bus: Bus, member: TeamMember, teammate: Any) -> Awaitable[Any]:
+    def _hold_seat(self, bus: Bus, member: TeamMember, teammate: Any
+                   ) -> Coroutine[Any, Any, Any]:
         """What holds ``member``'s seat: the teammate itself when it drives its seat (an
         outside agent the session launches), else a member node of its kind."""
         if isinstance(teammate, SeatDriver):

@@ -42,7 +42,7 @@ def _print_table(console: Console, states: list[datasets.ItemStatus]) -> None:
             "[green]present[/green]" if state.present else "[red]missing[/red]",
             datasets.format_size(state.size) if state.present else "-",
             "" if state.present else ("build" if item.build else
-                                      "manual" if item.manual else "--download"))
+                                      "manual" if item.manual else "download"))
     console.print(table)
 
 
@@ -54,6 +54,7 @@ def _print_missing(states: list[datasets.ItemStatus], command: str) -> None:
     click.echo("\nHow to obtain the missing items:")
     for state in missing:
         item = state.item
+        fetch = command.replace("cogym-lab data", f"cogym-lab data download {item.task}", 1)
         click.echo(f"  {item.path}")
         click.echo(f"      {item.description}. Source: {item.source} ({item.license}).")
         if item.build:
@@ -64,12 +65,11 @@ def _print_missing(states: list[datasets.ItemStatus], command: str) -> None:
             click.echo(f"      Manual: get it from {item.homepage} and place it at "
                        f"{state.path}")
         elif item.archive_member:
-            click.echo(f"      Run `{command} --task {item.task} --download`, or download "
+            click.echo(f"      Run `{fetch}`, or download "
                        f"{item.url} by hand and unpack its folder {item.archive_member} "
                        f"to {state.path}")
         else:
-            click.echo(f"      Run `{command} --task {item.task} --download`, or download "
-                       f"{item.url} by hand to {state.path}")
+            click.echo(f"      Run `{fetch}`, or download {item.url} by hand to {state.path}")
 
 
 def _print_changed(items: list[datasets.DataItem], root: Path) -> None:

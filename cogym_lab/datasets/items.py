@@ -73,9 +73,9 @@ class DataItem:
             return (f"manual: get it from {self.source} ({self.homepage}) and place it at "
                     f"<data dir>/{self.path}")
         if self.archive_member:
-            return (f"run `cogym-lab data --task {self.task} --download`, or fetch {self.url} "
+            return (f"run `cogym-lab data download {self.task}`, or fetch {self.url} "
                     f"by hand and unpack its folder {self.archive_member} there")
-        return f"run `cogym-lab data --task {self.task} --download`, or fetch {self.url} by hand"
+        return f"run `cogym-lab data download {self.task}`, or fetch {self.url} by hand"
 
 
 @dataclass(frozen=True)

@@ -283,8 +283,8 @@ def test_data_command_on_an_empty_dir(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     output = result.output
     assert "missing" in output and "How to obtain" in output
-    assert f"cogym-lab data --data-dir {tmp_path.resolve()} --task travel_planning --download" \
-        in output
+    assert f"cogym-lab data download travel_planning --data-dir {tmp_path.resolve()}" in output
+    assert "--download" not in output  # the flag still works, but the advice is the subcommand
     assert "Build it: run `cogym-lab data build-corpus" in output  # the one item with no download
     count = len(all_data_files())
     assert f"{count} of {count} item(s) missing" in output

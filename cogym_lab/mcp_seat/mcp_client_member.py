@@ -20,10 +20,10 @@ the program with these placeholders filled in, in ``args`` and ``env`` values:
 * ``{prompt}``: the first instruction (the ``prompt`` option, or a default one), with the task;
   when ``args`` do not use it, it is written to the program's stdin instead.
 
-It also gets ``COGYM_MCP_URL``, ``COGYM_MCP_HEADERS`` (the headers as JSON), ``COGYM_MCP_CONFIG``
-and ``COGYM_USAGE_FILE`` in its environment. The environment is this process's without anything
-that looks like a secret (names with KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL) and without
-cogym_lab's and Jupyter's own settings, so no LM key or Jupyter token of the session reaches the
+It also gets ``COGYM_MCP_URL``, ``COGYM_MCP_HEADERS`` (the headers as JSON), ``COGYM_MCP_TOKEN``
+(the bearer token alone), ``COGYM_MCP_CONFIG`` and ``COGYM_USAGE_FILE`` in its environment.
+The environment is this process's without anything that looks like a secret (names with KEY,
+TOKEN, SECRET, PASSWORD, CREDENTIAL, AUTH) and without cogym_lab's and Jupyter's own settings, so no LM key or Jupyter token of the session reaches the
 program unless the team file passes it (``pass_env``) or sets it (``env``).
 
 Its stdout and stderr go to ``ROLE/agent.log`` in the results folder. When the session ends the
@@ -210,6 +210,7 @@ class McpClientAgent(OutsideAgent):
         env = child_environment(os.environ, self.pass_env,
                                 {name: fill(value, values) for name, value in self.env.items()})
         env |= {"COGYM_MCP_URL": endpoint.url, "COGYM_MCP_HEADERS": json.dumps(endpoint.headers),
+                "COGYM_MCP_TOKEN": endpoint.secret,  # the bare token: Codex's bearer_token_env_var
                 "COGYM_MCP_CONFIG": str(config), "COGYM_USAGE_FILE": str(usage_file)}
         prompt_on_stdin = not any("{prompt}" in arg for arg in self.args)
         log_path = self._log_path(seat, scratch)

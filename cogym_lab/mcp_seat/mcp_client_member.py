@@ -24,7 +24,8 @@ It also gets ``COGYM_MCP_URL``, ``COGYM_MCP_HEADERS`` (the headers as JSON), ``C
 (the bearer token alone), ``COGYM_MCP_CONFIG`` and ``COGYM_USAGE_FILE`` in its environment.
 The environment is this process's without anything that looks like a secret (names with KEY,
 TOKEN, SECRET, PASSWORD, CREDENTIAL, AUTH) and without cogym_lab's and Jupyter's own
-settings, so no LM key or Jupyter token of the session reaches the program unless the team file passes it (``pass_env``) or sets it (``env``).
+settings, so no LM key or Jupyter token of the session reaches the program unless the team
+file passes it (``pass_env``) or sets it (``env``).
 
 Its stdout and stderr go to ``ROLE/agent.log`` in the results folder. When the session ends the
 program gets ``exit_grace`` seconds to end by itself (its last tool calls are answered: the

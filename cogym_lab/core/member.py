@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from cogym_lab.core.actions import Action, ActionSpec
+from cogym_lab.errors import CogymError
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -54,11 +55,32 @@ class SeatDriver(Protocol):
 
     The session starts ``drive`` beside the env, before the session starts, so that it can join
     as a member node would; it follows the seat on ``bus`` and acts as ``role`` until the
-    session ends, when the session cancels it. It writes its own record under
-    ``results_dir/role``."""
+    session ends, when the session cancels it (after ``end_grace`` seconds, if the teammate
+    has that attribute, else 5, for the agent to wind down). It writes its own record under
+    ``results_dir/role``.
+
+    ``drive`` ending before the session does is the agent leaving: returning means it stopped
+    of its own accord (the session then ends at once, end reason ``the outside agent left``,
+    graded and counted as the team's doing); raising means it failed (it crashed, exited with
+    an error, or could not start: :class:`SeatDriverFailed` says why in plain words), which the
+    session records as that member's failure, as it does an LM failing past its retries: it
+    ends for ``lm_failed`` (``SessionConfig.on_lm_failure``), and reports count it as an agent
+    failure (``outcome_class``), not as a session the team played out."""
 
     async def drive(self, bus: Bus, session_id: str, role: str,
                     results_dir: Path | None) -> None: ...
+
+
+class SeatDriverFailed(CogymError):
+    """An outside agent failed before its session ended. ``reason`` says how in plain words
+    ("its program exited with code 1"); ``detail`` is for logs (the last lines it printed);
+    ``agent`` names it ("mcp-client: claude")."""
+
+    def __init__(self, reason: str, *, detail: str = "", agent: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.detail = detail
+        self.agent = agent
 
 
 @dataclass(frozen=True)
@@ -118,4 +140,4 @@ def lm_builder(member_class: Callable[..., Member]) -> Callable[[MemberSetup], M
 
 
 __all__ = ["ActionLike", "Member", "MemberSetup", "MemberType", "MemberTypeKind",
-           "SeatDriver", "TaskDescription", "lm_builder"]
+           "SeatDriver", "SeatDriverFailed", "TaskDescription", "lm_builder"]

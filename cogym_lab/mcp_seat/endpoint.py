@@ -26,8 +26,12 @@ log = logging.getLogger(__name__)
 
 #: The path the seat's MCP endpoint answers on.
 MCP_PATH = "/mcp"
+#: The only address the endpoint listens on: this machine's loopback.
+HOST = "127.0.0.1"
 #: Seconds ``__aexit__`` waits for the HTTP server to stop before it gives up on it.
 STOP_WAIT = 5.0
+#: Seconds open requests (a client's event stream) get to end when the endpoint closes.
+GRACEFUL_SECONDS = 1
 
 
 class SeatEndpoint:
@@ -50,7 +54,7 @@ class SeatEndpoint:
         if self.port is None:
             raise RuntimeError("The endpoint is not open: use it as "
                                "`async with SeatEndpoint(...)`.")
-        return f"http://127.0.0.1:{self.port}{MCP_PATH}"
+        return f"http://{HOST}:{self.port}{MCP_PATH}"
 
     @property
     def headers(self) -> dict[str, str]:
@@ -62,11 +66,17 @@ class SeatEndpoint:
 
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", 0))
+        listener.bind((HOST, 0))
         self.port = listener.getsockname()[1]
+        # log_config=None: uvicorn must not reconfigure the host process's logging.
         config = uvicorn.Config(self._asgi, log_level="warning", lifespan="on",
-                                access_log=False)
+                                access_log=False, log_config=None, interface="asgi3",
+                                proxy_headers=False,
+                                timeout_graceful_shutdown=GRACEFUL_SECONDS)
         self._uvicorn = uvicorn.Server(config)
+        # No signal handlers: Ctrl-C and SIGTERM belong to the session's process, not to one
+        # seat's endpoint (uvicorn would take them over when serving on the main thread).
+        self._uvicorn.capture_signals = contextlib.nullcontext
         self._serving = asyncio.create_task(self._serve(listener))
         started = asyncio.create_task(self._ready.wait())
         done, _ = await asyncio.wait({started, self._serving}, return_when=asyncio.FIRST_COMPLETED)
@@ -91,6 +101,9 @@ class SeatEndpoint:
     async def _serve(self, listener: socket.socket) -> None:
         try:
             await self._uvicorn.serve(sockets=[listener])
+        except SystemExit as exit_:  # uvicorn's answer to a failed start: not this process's
+            raise RuntimeError(f"The seat's MCP endpoint could not start (uvicorn exit "
+                               f"{exit_.code}); the log says why.") from None
         finally:
             listener.close()
 
@@ -138,4 +151,4 @@ async def _plain(send: Any, status: int, text: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-__all__ = ["MCP_PATH", "SeatEndpoint"]
+__all__ = ["HOST", "MCP_PATH", "SeatEndpoint"]

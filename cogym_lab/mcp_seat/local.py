@@ -17,13 +17,13 @@ from pathlib import Path
 
 from cogym_lab.bus import Bus
 from cogym_lab.mcp_seat.bus_seat import BusSeat
-from cogym_lab.nodes.session import Session, SessionResult
+from cogym_lab.nodes.session import OUTSIDE_AGENT_LEFT, Session, SessionResult
 from cogym_lab.sessions import SessionSpec, build_session
 
 log = logging.getLogger(__name__)
 
 #: The end reason of a session whose outside agent went away before it ended.
-LEFT_REASON = "the outside agent left"
+LEFT_REASON = OUTSIDE_AGENT_LEFT
 
 
 class LocalSeatSession:

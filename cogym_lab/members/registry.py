@@ -26,6 +26,8 @@ _BUILTIN = {
     "plan-aware": "cogym_lab.agents.members:PLAN_AWARE",
     "simulated": "cogym_lab.users.members:SIMULATED_USER",
     "replay": "cogym_lab.users.replay:REPLAY_USER",  # the noise study's fixed user side
+    # a program that is an MCP client, launched in the agent's seat (docs/outside-agents.md)
+    "mcp-client": "cogym_lab.mcp_seat.mcp_client_member:MCP_CLIENT",
 }
 _registered: dict[str, MemberType | str] = {}
 

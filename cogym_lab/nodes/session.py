@@ -20,7 +20,7 @@ from cogym_lab.bus import Bus, MemoryBus
 from cogym_lab.core import CoEnv
 from cogym_lab.core.coordinator import Coordinator, default_step_limits
 from cogym_lab.core.env import ScoreReport
-from cogym_lab.core.member import Member, SeatDriver
+from cogym_lab.core.member import Member, SeatDriver, SeatDriverFailed
 from cogym_lab.core.messages import (
     Event,
     MemberKind,
@@ -46,6 +46,9 @@ from cogym_lab.nodes.member_node import AgentNode, MemberNode, UserNode
 from cogym_lab.nodes.restore import Restored, restore
 from cogym_lab.nodes.results import ResultsWriter
 
+#: The end reason of a session whose outside agent (a :class:`SeatDriver`) stopped of its own
+#: accord before the end; the same as ``cogym-lab mcp``'s when its client goes away.
+OUTSIDE_AGENT_LEFT = "the outside agent left"
 #: What an LM failing past its retries does to a session (``SessionConfig.on_lm_failure``).
 LM_FAILURE_POLICIES = ("auto", "end", "continue")
 
@@ -349,7 +352,7 @@ class Session:
                 await asyncio.wait({env_task}, timeout=5)
             # Members got the END notification; give them a moment to close, then stop them.
             if member_tasks and not self.interrupted:
-                await asyncio.wait(member_tasks, timeout=5)
+                await asyncio.wait(member_tasks, timeout=self._end_grace())
             for task in member_tasks:
                 task.cancel()
             await asyncio.gather(*member_tasks, return_exceptions=True)
@@ -380,10 +383,42 @@ class Session:
         """What holds ``member``'s seat: the teammate itself when it drives its seat (an
         outside agent the session launches), else a member node of its kind."""
         if isinstance(teammate, SeatDriver):
-            return teammate.drive(bus, self.session_id, member.role, self.results_dir)
+            return self._drive(bus, member, teammate)
         node = _NODE_FOR_KIND.get(member.kind, UserNode)(
             bus, self.session_id, member.role, teammate, results_dir=self.results_dir)
         return node.run()
+
+    async def _drive(self, bus: Bus, member: TeamMember, driver: SeatDriver) -> None:
+        """Run ``driver`` on its seat; if it ends before the session does, the session hears of
+        it: a driver that returns left (the session ends), one that raises failed (recorded as
+        the member's failure; see :class:`SeatDriver`)."""
+        try:
+            await driver.drive(bus, self.session_id, member.role, self.results_dir)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # noqa: BLE001 - any failure of the agent is its failure
+            if self._running():
+                self._record_lm_failure(_driver_failure(member, driver, error))
+            else:  # the session had ended: the agent's trouble winding down costs nothing
+                log.info("session %s: the outside agent %s stopped after the end: %s",
+                         self.session_id, member.role, error)
+            return
+        if self._running() and self.env_node is not None:
+            log.warning("session %s: the outside agent %s left before the end",
+                        self.session_id, member.role)
+            self.env_node.request_stop(OUTSIDE_AGENT_LEFT, {"left": member.role})
+
+    def _running(self) -> bool:
+        """Whether the session is under way: started, not ended, not stopping."""
+        return self.env_node is not None and not self.coordinator.done \
+            and not self.interrupted and self.failure is None
+
+    def _end_grace(self) -> float:
+        """How long members get after the END to close before they are stopped: 5 s, or more
+        for an outside agent that asks for it (its program winding down, writing its usage)."""
+        graces = [getattr(teammate, "end_grace", 0.0) for teammate in self.members.values()
+                  if isinstance(teammate, SeatDriver)]
+        return max([5.0, *(g for g in graces if isinstance(g, int | float))])
 
     async def _close_log_failed(self, writer: ResultsWriter | None,
                                 started: float) -> SessionResult:
@@ -596,6 +631,22 @@ class Session:
             **({"provenance": self.provenance.model_dump(mode="json")}
                if self.provenance is not None else {}),
         }
+
+
+def _driver_failure(member: TeamMember, driver: Any, error: Exception) -> LMFailure:
+    """An outside agent's failure as the member's failure (an LM failure of kind ``failed``):
+    the session ends on it and reports count it as the agent's, like an LM that failed."""
+    agent = getattr(driver, "model", None) or getattr(error, "agent", None) \
+        or getattr(driver, "teammate", None)
+    if isinstance(error, SeatDriverFailed):
+        reason, detail = error.reason, error.detail
+    else:
+        reason, detail = f"the outside agent's driver failed: {type(error).__name__}", \
+            str(error)
+    side: FailingSide = "user" if member.kind == "user" else "agent"
+    return LMFailure(member=member.role, side=side, kind="failed", reason=reason,
+                     detail=detail[-2000:], model=str(agent) if agent else None,
+                     purpose="outside agent")
 
 
 def _ended_by_failure(failure: LMFailure) -> str:

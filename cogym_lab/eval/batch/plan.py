@@ -19,7 +19,7 @@ from typing import Any
 from cogym_lab.core import CoEnv
 from cogym_lab.eval.batch.disk import disk_full_cause
 from cogym_lab.eval.batch.manifest import Price, SessionEntry, Tokens
-from cogym_lab.eval.batch.progress import CostMeter, cost_usd, lm_usage
+from cogym_lab.eval.batch.progress import CostMeter, cost_usd, lm_usage, outside_usage
 from cogym_lab.eval.batch.seeds import ENV, trial_seed
 from cogym_lab.eval.batch.sessions import (
     clear_partial,
@@ -98,8 +98,9 @@ async def run_planned_session(plan: BatchPlan, directory: Path, number: int, tri
         if result.end_reason == LOG_FAILED and session.env_node is not None and \
                 (full := disk_full_cause(session.env_node.log_error)) is not None:
             raise full  # not this session's failure: the batch stops (below)
-        # The runner's own record of the session, before the entry says it finished.
-        usage = lm_usage(lms)
+        # The runner's own record of the session, before the entry says it finished; an
+        # outside agent's tokens are those it reported (its LM is not the session's).
+        usage = {**lm_usage(lms), **outside_usage(session.members)}
         merge_session_file(directory, lm_usage=usage, batch=identity)
         entry = entry.model_copy(update={
             "status": "finished", "end_reason": result.end_reason,

@@ -9,6 +9,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+from cogym_lab.core.member import SeatDriver
 from cogym_lab.eval.batch.manifest import Price, TokenCount
 from cogym_lab.lm import LM
 from cogym_lab.lm.limits import Gate, current_gate
@@ -25,6 +26,18 @@ def lm_usage(lms: Mapping[str, LM]) -> dict[str, dict[str, Any]]:
                      "completion_tokens": lm.meter.completion_tokens, "calls": lm.meter.calls,
                      "failures": lm.meter.failures}
             for source, lm in lms.items()}
+
+
+def outside_usage(members: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The token use that outside agents in the team reported (a
+    :class:`~cogym_lab.core.member.SeatDriver` with ``lm_usage()``), by role, in
+    :func:`lm_usage`'s form: their LM is not the session's, so only they can say."""
+    used = {}
+    for role, member in members.items():
+        report = getattr(member, "lm_usage", None)
+        if isinstance(member, SeatDriver) and callable(report) and (record := report()):
+            used[role] = record
+    return used
 
 
 def cost_usd(by_model: Mapping[str, TokenCount], prices: Mapping[str, Price]) -> float | None:

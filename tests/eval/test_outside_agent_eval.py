@@ -1,0 +1,98 @@
+"""``cogym-lab eval run`` with an outside agent in the agent's seat (an ``mcp-client`` member: a
+real program on the official MCP client SDK, with its own LM on the loopback server), beside
+the todo task's rule-based team on the same instances; ``eval report`` sets them side by side
+with delivery, performance, the failure counts and the outside agent's reported tokens. No
+``--model`` is needed for the outside seat."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cogym_lab.cli.main import main
+from cogym_lab.testing import ScriptedOpenAIServer
+from tests.support.mcp_client_agent import todo_policy
+from tests.support.paths import REPO_ROOT
+
+pytestmark = [pytest.mark.usefixtures("no_ambient_lm"), pytest.mark.timeout(300)]
+AGENT_SCRIPT = REPO_ROOT / "tests" / "support" / "mcp_client_agent.py"
+
+
+def team_file(path: Path, args: list[str], model: str, lm_url: str = "") -> Path:
+    path.write_text(f"""
+name = "{path.stem}"
+tasks = ["todo"]
+
+[session]
+idle_seconds = 2.0
+
+[members.agent]
+type = "mcp-client"
+
+[members.agent.options]
+command = {json.dumps(sys.executable)}
+args = {json.dumps(args)}
+model = "{model}"
+env = {{ AGENT_LM_BASE_URL = "{lm_url}" }}
+
+[members.user]
+type = "example-user"
+""", encoding="utf-8")
+    return path
+
+
+def run_batch(team: str, out: Path, instances: str) -> str:
+    ran = CliRunner().invoke(main, ["eval", "run", "--task", "todo", "--team", team,
+                                    "--instances", instances, "--out", str(out),
+                                    "--no-progress"])
+    assert ran.exit_code == 0, ran.output
+    return " ".join(ran.output.split())
+
+
+def test_an_outside_agent_is_run_and_reported_beside_the_built_in_team(tmp_path) -> None:
+    with ScriptedOpenAIServer(responder=todo_policy) as lm:
+        outside = team_file(tmp_path / "outside-agent.toml",
+                            [str(AGENT_SCRIPT), "--mcp-config", "{mcp_config}",
+                             "--prompt", "{prompt}"], "scripted", lm.base_url)
+        said = run_batch(str(outside), tmp_path / "outside", "0,1")
+        agent_calls = len(lm.requests)
+    assert "2/2 sessions finished" in said and "0 failed, 2 delivered" in said, said
+    run = json.loads((tmp_path / "outside" / "run.json").read_text())
+    assert run["tokens"]["total_tokens"] > 0  # the tokens the program reported
+    assert run["tokens"]["by_model"]["scripted"]["calls"] == agent_calls
+    assert "agent" not in run["lms"]  # no LM of the session's for the outside seat
+    session = json.loads((tmp_path / "outside" / "000" / "session.json").read_text())
+    assert session["lm_usage"]["agent"]["model"] == "scripted"
+
+    said = run_batch("example", tmp_path / "built-in", "0,1")
+    assert "2/2 sessions finished" in said and "2 delivered" in said
+
+    crasher = team_file(tmp_path / "crashing-agent.toml",
+                        ["-c", "import sys; print('cannot log in'); sys.exit(2)"], "crasher")
+    said = run_batch(str(crasher), tmp_path / "crashing", "0")
+    assert "1 agent failure" in said and "exited with code 2" in said, said
+
+    report = tmp_path / "report"
+    shown = CliRunner().invoke(main, ["eval", "report", str(tmp_path / "outside"),
+                                      str(tmp_path / "built-in"), str(tmp_path / "crashing"),
+                                      "--out", str(report)])
+    assert shown.exit_code == 0, shown.output
+    text = (report / "report.txt").read_text()
+    assert "mcp-client" in text and "1 agent failure" in text
+    with (report / "summary.csv").open(encoding="utf-8") as handle:
+        rows = {(row["agent_type"], row["model"]): row for row in csv.DictReader(handle)}
+    assert set(rows) == {("mcp-client", "scripted"), ("example", "-"),
+                         ("mcp-client", "crasher")}
+    ours, theirs = rows["mcp-client", "scripted"], rows["example", "-"]
+    for row in (ours, theirs):
+        assert row["sessions"] == "2" and row["counted"] == "2"
+        assert float(row["delivery_rate"]) == 1.0 and float(row["performance"]) == 1.0
+        assert row["agent_failure"] == "0" and "h_init" in row
+    assert float(ours["agent_tokens"]) > 0 and float(theirs["agent_tokens"]) == 0
+    crashed = rows["mcp-client", "crasher"]
+    assert crashed["agent_failure"] == "1" and crashed["counted"] == "0"

@@ -23,7 +23,8 @@ LAYERS: list[str] = [
     "_version", "errors", "core", "datasets", "kernels", "bus", "lm", "prompts", "envs", "nodes",
     "records",
     "agents", "users", "members", "teams", "provenance", "sessions", "testing", "runtime", "widgets",
-    "server", "notebook", "api", "magics", "eval", "mcp_seat", "cli", "__init__", "__main__",
+    "server", "notebook", "api", "magics", "eval", "mcp_seat",
+    "jupyter_ai_persona", "cli", "__init__", "__main__",
 ]
 
 

@@ -83,7 +83,9 @@ def member_type(name: str) -> MemberType:
 
 
 def _load(where: str | EntryPoint) -> object:
-    if isinstance(where, EntryPoint):
+    # Not isinstance(EntryPoint): where the importlib_metadata backport is imported (jupyter-ai
+    # does), installed packages' entry points are the backport's class
+    if not isinstance(where, str):
         return where.load()
     module, _, attribute = where.partition(":")
     if not attribute:

@@ -117,10 +117,12 @@ class JupyterServerProcess:
     """``jupyter server`` with the cogym_lab extension, in ``root`` on a free port."""
 
     def __init__(self, root: Path, env: dict[str, str] | None = None,
-                 cogym: dict[str, Any] | None = None) -> None:
+                 cogym: dict[str, Any] | None = None, python: str = sys.executable) -> None:
         """``env`` is added to this process's environment for the server (and its kernels);
-        ``cogym`` holds more ``c.CogymLab`` settings."""
+        ``cogym`` holds more ``c.CogymLab`` settings; ``python``: the interpreter (and so the
+        environment) the server runs in."""
         self.root = root
+        self.python = python
         self.cogym = dict(cogym or {})
         self.port = free_port()
         self.token = uuid.uuid4().hex
@@ -143,7 +145,7 @@ class JupyterServerProcess:
                           "open_browser": False, "allow_root": True},
             "IdentityProvider": {"token": self.token},
             "CogymLabApp": {"results_dir": str(self.results_dir), **self.cogym}}))
-        command = [sys.executable, "-m", "jupyter", "server", f"--config={config}"]
+        command = [self.python, "-m", "jupyter", "server", f"--config={config}"]
         log = self.log_path.open("wb")
         self.process = subprocess.Popen(command, env=self.env, stdout=log,
                                         stderr=subprocess.STDOUT, cwd=self.root)

@@ -237,11 +237,12 @@ class SessionHandler(CogymAPIHandler):
     @authorized
     async def get(self, session_id: str) -> None:
         try:
-            self.send(self.gate.snapshot(session_id) | {"outside": self.outside(session_id)})
+            self.send(self.gate.snapshot(session_id)
+                      | {"outside_status": self.outside_status(session_id)})
         except HostingError as error:
             self.error(error.status, error.message)
 
-    def outside(self, session_id: str) -> dict[str, Any]:
+    def outside_status(self, session_id: str) -> dict[str, Any]:
         """The outside seats the caller may see (all for the creator, else its own), each
         with whether an MCP client is attached and the seq of its last applied action."""
         gate = self.gate

@@ -43,7 +43,7 @@ def test_an_outside_agent_plays_a_hosted_session_over_http(run, alice, jp_http_p
     async def body():
         session_id = await outside_session(alice)
         snapshot = (await alice("GET", session_id))[1]
-        assert snapshot["outside"] == {"agent": {"attached": False, "last_act_seq": None,
+        assert snapshot["outside_status"] == {"agent": {"attached": False, "last_act_seq": None,
                                                  "last_seen": None}}
         url = seat_url(jp_http_port, jp_base_url, session_id, "agent")
         async with http_seat(url, as_user("alice")) as client:
@@ -56,9 +56,9 @@ def test_an_outside_agent_plays_a_hosted_session_over_http(run, alice, jp_http_p
             for item in ITEMS:
                 done = await client.act("ADD_ITEM", text=item)
                 assert done["status"] == "applied"
-            seen = await wait_until(alice, session_id,
-                                    lambda s: s["outside"]["agent"]["last_act_seq"] == done["seq"])
-            assert seen["outside"]["agent"]["attached"] is True
+            seen = await wait_until(alice, session_id, lambda s: s["outside_status"]["agent"][
+                "last_act_seq"] == done["seq"])
+            assert seen["outside_status"]["agent"]["attached"] is True
             refused = await client.call("ADD_ITEM", {"text": "x", "role": "user"})
             assert refused.is_error and "has no param 'role'" in text_of(refused)
 
@@ -72,6 +72,6 @@ def test_an_outside_agent_plays_a_hosted_session_over_http(run, alice, jp_http_p
             assert content["end_reason"] == "finished"
         ended = await wait_until(alice, session_id, lambda s: s["status"] == "finished")
         assert ended["result"]["delivered"] is True
-        assert ended["outside"]["agent"]["attached"] is False
+        assert ended["outside_status"]["agent"]["attached"] is False
 
     run(body())

@@ -23,11 +23,13 @@ def seat_url(port: int, base_url: str, session_id: str, role: str) -> str:
 
 
 @asynccontextmanager
-async def http_seat(url: str, headers: dict[str, str], results: Path | None = None
-                    ) -> AsyncIterator[SeatClient]:
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) \
-            as http, \
-            streamable_http_client(url, http_client=http) as (read_stream, write_stream), \
+async def http_seat(url: str, headers: dict[str, str], results: Path | None = None, *,
+                    terminate_on_close: bool = True) -> AsyncIterator[SeatClient]:
+    """``terminate_on_close=False``: leave without the DELETE, as a client that dies does."""
+    timeout = httpx2.Timeout(30, read=300)
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http, \
+            streamable_http_client(url, http_client=http, terminate_on_close=terminate_on_close
+                                   ) as (read_stream, write_stream), \
             ClientSession(read_stream, write_stream) as session:
         initialized = await session.initialize()
         yield SeatClient(session, results or Path("."), initialized)

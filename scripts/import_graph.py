@@ -22,9 +22,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cogym_lab"
 LAYERS: list[str] = [
     "_version", "errors", "core", "datasets", "kernels", "bus", "lm", "prompts", "envs", "nodes",
     "records",
-    "agents", "users", "members", "teams", "provenance", "sessions", "testing", "runtime", "widgets",
-    "server", "notebook", "api", "magics", "eval", "mcp_seat",
-    "jupyter_ai_persona", "cli", "__init__", "__main__",
+    "agents", "users", "members", "teams", "provenance", "sessions", "testing", "runtime",
+    "widgets", "mcp_seat", "server", "notebook", "api", "magics", "eval", "jupyter_ai_persona",
+    "cli", "__init__", "__main__",
 ]
 
 

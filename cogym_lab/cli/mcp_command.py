@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -53,7 +54,19 @@ def _say(text: str) -> None:
 @click.option("--team", default=None,
               help="A ready team or a team file's path (default: the task's own). Its member "
                    "for --role is not built: the MCP client takes that seat.")
-@click.option("--role", required=True, help="The seat the MCP client takes (e.g. agent).")
+@click.option("--role", default=None,
+              help="The seat the MCP client takes (e.g. agent). With --session: default, "
+                   "your single outside seat of that session.")
+@click.option("--session", "session_id", default=None, metavar="ID",
+              help="Join this session of the Jupyter server at --url instead of starting one: "
+                   "relay stdio to its outside seat over HTTP (the token comes from "
+                   "JUPYTER_TOKEN or --token-file).")
+@click.option("--url", default=None, metavar="URL",
+              help="With --session: the Jupyter server's address (e.g. http://127.0.0.1:8888/, "
+                   "or https://HUB/user/NAME/). Never put the token in it.")
+@click.option("--token-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="With --session: a file holding the server's token (when "
+                                 "JUPYTER_TOKEN is not set).")
 @lm_options
 @click.option("--bus", "bus_url", default=None, metavar="URL",
               help="memory:// (default) or redis://HOST:PORT/DB.")
@@ -69,16 +82,27 @@ def _say(text: str) -> None:
 @protocol_option
 @click.option("--verbose", is_flag=True, help="Log the session's work on stderr.")
 def mcp_command(task: str, instance: int | None, env_arg: tuple[str, ...], team: str | None,
-                role: str, models: tuple[str, ...], base_urls: tuple[str, ...],
+                role: str | None, session_id: str | None, url: str | None,
+                token_file: Path | None, models: tuple[str, ...], base_urls: tuple[str, ...],
                 bus_url: str | None, out: Path, idle_seconds: float | None, timeout: float,
                 progress_seconds: float, protocol: str, verbose: bool) -> None:
-    """Start a session of TEAM on TASK and serve seat ROLE over MCP on stdin/stdout.
+    """Start a session of TEAM on TASK and serve seat ROLE over MCP on stdin/stdout; or, with
+    --session and --url, relay stdin/stdout to your outside seat of a session a Jupyter server
+    hosts.
 
-    The session ends as any does (a FINISH, its limits), or when the client goes away; its
-    results directory is written either way."""
+    A new session ends as any does (a FINISH, its limits), or when the client goes away; its
+    results directory is written either way. A hosted session goes on when the relay stops."""
     _require_mcp()
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if session_id is not None or url is not None:
+        if session_id is None or url is None:
+            raise click.UsageError("--session and --url go together: the session's id and the "
+                                   "address of the Jupyter server that hosts it.")
+        return _relay(session_id, url, role, token_file)
+    if role is None:
+        raise click.UsageError("Missing option '--role' (the seat the MCP client takes), or "
+                               "--session ID --url URL to join a hosted session.")
     from cogym_lab.mcp_seat.local import LocalSeatSession
 
     spec = make_spec(task=task, instance=instance, env_args=env_args(env_arg), team=team,
@@ -97,6 +121,35 @@ def mcp_command(task: str, instance: int | None, env_arg: tuple[str, ...], team:
 
         announce_once(local.session.data_sample)  # on stderr
     asyncio.run(_serve(local, progress_seconds))
+
+
+def _token(token_file: Path | None) -> str | None:
+    """The server's token: JUPYTER_TOKEN, else the file's first line (never an argument)."""
+    token = os.environ.get("JUPYTER_TOKEN") or None
+    if token is None and token_file is not None:
+        token = token_file.read_text(encoding="utf-8").strip() or None
+    if token is None:
+        _say("no token (JUPYTER_TOKEN or --token-file): the server must not require one")
+    return token
+
+
+def _relay(session_id: str, url: str, role: str | None, token_file: Path | None) -> None:
+    from cogym_lab.mcp_seat.http_relay import RelayError, find_seat, relay_stdio
+
+    token = _token(token_file)
+
+    async def run() -> None:
+        address = await find_seat(url, session_id, role, token)
+        _say(f"session {address.session_id}: relaying seat {address.role!r} at "
+             f"{address.base_url}")
+        await relay_stdio(address)
+
+    try:
+        asyncio.run(run())
+    except RelayError as error:
+        raise click.ClickException(str(error)) from None
+    except KeyboardInterrupt:
+        pass
 
 
 async def _serve(local: Any, progress_seconds: float) -> None:

@@ -64,6 +64,12 @@ class HostedSession:
         return self.session.session_id
 
     @property
+    def outside(self) -> list[str]:
+        """The seats outside agents take (over MCP): team members the host joins, as it
+        does the person seats, and that an MCP client drives."""
+        return list(self.spec.outside)
+
+    @property
     def directory(self) -> Path | None:
         return self.session.results_dir
 
@@ -109,6 +115,7 @@ class HostedSession:
             "protocol": protocol,
             "members": [member.model_dump() for member in self.session.team],
             "people": list(self.people),
+            "outside": self.outside,
             "status": self.status,
             "end_reason": self.end_reason,
             "error": self.error,

@@ -134,11 +134,12 @@ class SessionHost:
             raise TypeError("give a spec or its fields, not both")
         hosted = await self._build(spec)
         if access is not None:
-            shared = sorted({*access.seat_users, *access.seat_tokens} - set(hosted.people))
+            seats = {*hosted.people, *hosted.outside}
+            shared = sorted({*access.seat_users, *access.seat_tokens} - seats)
             if shared:
                 await hosted.live.env.aclose()
-                raise HostingError(f"{', '.join(shared)} is not a person seat of this session "
-                                   "(only person seats can be shared).")
+                raise HostingError(f"{', '.join(shared)} is not a person seat or an outside "
+                                   "seat of this session (only those can be shared).")
             hosted.access = access
         hosted.created_in = created_in
         await self.builder.connect_notebook(hosted)
@@ -222,7 +223,9 @@ class SessionHost:
         settlements = Settlements(hosted.session_id)
         await settlements.start(bus)  # before anyone acts: no answer is missed
         hosted.settlements = settlements
-        for role in hosted.people:  # the host holds the seat: the session need not wait for it
+        # The host holds the person and outside seats: the session need not wait for them
+        # (an MCP client attaches to its outside seat later, and is sent its state then).
+        for role in [*hosted.people, *hosted.outside]:
             await bus.publish(step_channel(hosted.session_id),
                               StepRequest(role=role, kind="join").model_dump(mode="json"))
         hosted.runner = asyncio.create_task(self._run(hosted))

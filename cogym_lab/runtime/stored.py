@@ -59,6 +59,11 @@ class StoredSession:
         return self.record.people
 
     @property
+    def outside(self) -> list[str]:
+        """The seats outside agents take (over MCP)."""
+        return list(self.record.spec.outside)
+
+    @property
     def access(self) -> SessionAccess:
         """Whose session it is; a record older than ownership is the server token holder's."""
         if self.record.access is None:
@@ -79,6 +84,7 @@ class StoredSession:
             "protocol": run.get("protocol"),
             "members": run.get("team", []),
             "people": list(self.people),
+            "outside": self.outside,
             "status": self.status,
             "end_reason": run.get("end_reason"),
             "error": run.get("error"),

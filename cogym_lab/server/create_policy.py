@@ -95,10 +95,11 @@ class CreatePolicy:
             raise HostingError(f"people: {len(request.people)} seats asked for; a session here "
                                f"has at most {most} (c.CogymLab.max_seats_per_session).")
         shared = [*request.seat_users, *request.seat_tokens]
-        strangers = sorted(set(shared) - set(request.people))
+        strangers = sorted(set(shared) - {*request.people, *request.outside})
         if strangers:
             raise HostingError(f"seat_users/seat_tokens: {', '.join(strangers)} is not in "
-                               "'people': only person seats can be shared.")
+                               "'people' or 'outside': only person seats and outside seats can "
+                               "be shared.")
 
     def _check_team(self, team: str | TeamConfig | None) -> None:
         if team is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import IOLoop
@@ -29,11 +30,13 @@ from cogym_lab.server.handlers import (
 from cogym_lab.server.kernel_ends import KernelEnds
 from cogym_lab.server.limits import KIB, ServerLimits
 from cogym_lab.server.live_notebooks import NotebookOpener
+from cogym_lab.server.mcp_handler import SeatMcpHandler
 from cogym_lab.server.quota import ActionRates, SessionQuota
 
 _DEFAULTS = ServerLimits()
 
 _ID = r"(?P<session_id>[A-Za-z0-9_.-]+)"
+_ROLE = r"(?P<role>[A-Za-z0-9_.-]+)"
 
 
 class CogymLab(ExtensionApp):
@@ -194,6 +197,7 @@ class CogymLabApp(CogymLab):
             "cogym_lab_quota": SessionQuota(limits, self.host.running),
             "cogym_lab_rates": ActionRates(limits),
             "cogym_lab_loop_lag": self.loop_lag,
+            "cogym_lab_mcp_seats": self._mcp_seats(limits),
         })
         IOLoop.current().add_callback(self.loop_lag.start)  # ticks once the server's loop runs
         if self.panel_grace_seconds is not None:
@@ -210,6 +214,18 @@ class CogymLabApp(CogymLab):
             self.log.info("cogym_lab: %d earlier sessions in %s, %d of them interrupted "
                           "(POST /cogym/api/sessions/<id>/resume)", len(stored),
                           self.results_dir, interrupted)
+
+    def _mcp_seats(self, limits: ServerLimits) -> Any:
+        """The MCP endpoints of the sessions' outside seats; ``None`` without the ``mcp``
+        extra (the endpoint then says what to install)."""
+        try:
+            import mcp.server.streamable_http_manager  # noqa: F401
+        except ImportError:
+            return None
+        from cogym_lab.mcp_seat.hosted_seats import HostedSeats
+
+        self.mcp_seats = HostedSeats(max_body=limits.max_action_bytes)
+        return self.mcp_seats
 
     def _data_dirs(self) -> list[Path]:
         """The configured data folders, then the server's root directory (whoever may create
@@ -230,6 +246,7 @@ class CogymLabApp(CogymLab):
             (rf"/cogym/api/sessions/{_ID}/interrupt/?", InterruptHandler),
             (rf"/cogym/api/sessions/{_ID}/seats/?", SeatsHandler),
             (rf"/cogym/api/sessions/{_ID}/ws", SessionWebSocketHandler),
+            (rf"/cogym/api/sessions/{_ID}/mcp/{_ROLE}/?", SeatMcpHandler),
         ])
 
     async def stop_extension(self) -> None:
@@ -239,6 +256,9 @@ class CogymLabApp(CogymLab):
         kernel_ends = getattr(self, "kernel_ends", None)
         if kernel_ends is not None:
             await kernel_ends.stop()
+        seats = getattr(self, "mcp_seats", None)
+        if seats is not None:  # their clients' streams end; the sessions are the host's
+            await seats.close()
         host = getattr(self, "host", None)
         if host is not None:
             await host.close()

@@ -30,7 +30,7 @@ class Gate:
     def entry(self, session_id: str) -> Entry:
         """A session the caller owns or holds a seat of; 404 otherwise."""
         entry = self.host.find(session_id)
-        if not access_of(entry).can_see(self.who, entry.people):
+        if not access_of(entry).can_see(self.who, [*entry.people, *entry.outside]):
             raise HostingError(f"No session {session_id!r}.", status=404)
         return entry
 
@@ -55,6 +55,21 @@ class Gate:
                                status=403)
         return entry
 
+    def outside_seat(self, session_id: str, role: Any) -> Entry:
+        """A session in which the caller holds outside seat ``role`` (an MCP client drives
+        it): 400 when ``role`` is no outside seat (a person seat is a panel's, not an MCP
+        client's), 403 when it is someone else's."""
+        entry = self.entry(session_id)
+        if not isinstance(role, str) or role not in entry.outside:
+            seats = ", ".join(self.outside_seats(entry)) or "none"
+            raise HostingError(f"{_shown(role)} is not an outside seat of this session (your "
+                               f"outside seats: {seats}); a session takes an outside agent in "
+                               "a seat its create request names in 'outside'.", status=400)
+        if role not in self.outside_seats(entry):
+            raise HostingError(f"Seat {role!r} of session {session_id!r} is not yours.",
+                               status=403)
+        return entry
+
     def watch(self, session_id: str, role: Any) -> Entry:
         """A session whose member ``role`` the caller may watch read-only: only the session's
         creator may (it sees every view anyway: it chose the team). 404 for a session the caller
@@ -71,13 +86,18 @@ class Gate:
     def seats(self, entry: Entry) -> list[str]:
         return access_of(entry).seats_of(self.who, entry.people)
 
+    def outside_seats(self, entry: Entry) -> list[str]:
+        """The outside seats the caller holds: the owner's, but those given to others."""
+        return access_of(entry).seats_of(self.who, entry.outside)
+
     # -- reading --------------------------------------------------------------------------------
 
     def summary(self, entry: Entry) -> dict[str, Any]:
         """The session's summary, with the caller's own seats as ``seats``. Where it was
         created (the creator's kernel and notebook) is the creator's to see only."""
         owned = access_of(entry).is_owner(self.who)
-        summary = entry.summary() | {"seats": self.seats(entry), "owned": owned}
+        summary = entry.summary() | {"seats": self.seats(entry), "owned": owned,
+                                     "outside_seats": self.outside_seats(entry)}
         if not owned:
             summary["created_in"] = None
         return summary
@@ -85,7 +105,7 @@ class Gate:
     def sessions(self) -> list[dict[str, Any]]:
         """The sessions the caller created or holds seats of, oldest first."""
         return [self.summary(entry) for entry in self.host.entries()
-                if access_of(entry).can_see(self.who, entry.people)]
+                if access_of(entry).can_see(self.who, [*entry.people, *entry.outside])]
 
     def snapshot(self, session_id: str) -> dict[str, Any]:
         """Summary, state, result and ratings, as far as the caller's seats may read them."""

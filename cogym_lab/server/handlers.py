@@ -237,9 +237,22 @@ class SessionHandler(CogymAPIHandler):
     @authorized
     async def get(self, session_id: str) -> None:
         try:
-            self.send(self.gate.snapshot(session_id))
+            self.send(self.gate.snapshot(session_id)
+                      | {"outside_status": self.outside_status(session_id)})
         except HostingError as error:
             self.error(error.status, error.message)
+
+    def outside_status(self, session_id: str) -> dict[str, Any]:
+        """The outside seats the caller may see (all for the creator, else its own), each
+        with whether an MCP client is attached and the seq of its last applied action."""
+        gate = self.gate
+        entry = gate.entry(session_id)
+        roles = entry.outside if gate.summary(entry)["owned"] else gate.outside_seats(entry)
+        seats = self.settings.get("cogym_lab_mcp_seats")
+        if seats is None:
+            return {role: {"attached": False, "last_act_seq": None, "last_seen": None}
+                    for role in roles}
+        return dict(seats.statuses(session_id, roles))
 
     @web.authenticated
     @authorized

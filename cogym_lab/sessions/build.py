@@ -59,9 +59,10 @@ def build_session(spec: SessionSpec, *, session_id: str | None = None,
     """The session ``spec`` describes, ready to ``run()``.
 
     ``remote``: every member joins from another process (``cogym-lab node``), so none is built
-    here. ``outside``: roles whose seat is taken from outside the team (an agent driving the
-    seat over MCP): their member is not built, and the seat keeps the kind the team gives it,
-    so an outside agent is limited, asked for confirmations and scored as an agent.
+    here. ``outside`` (beside ``spec.outside``): roles whose seat is taken from outside the
+    team (an agent driving the seat over MCP): their member is not built, and the seat keeps
+    the kind the team gives it, so an outside agent is limited, asked for confirmations and
+    scored as an agent.
     ``guides``: a member whose LM is not configured becomes a :class:`SetupGuide` that says
     in the chat what to set, instead of an error (a hosted session). ``notebook``: the
     live link to the notebook ``spec.notebook`` names, which only a server can make.
@@ -78,6 +79,7 @@ def build_session(spec: SessionSpec, *, session_id: str | None = None,
     protocol = _protocol(spec.protocol)
     team = _team(spec, env_class, load_team)
     kinds = _kinds(team)
+    outside = [*spec.outside, *(role for role in outside if role not in spec.outside)]
     _check_outside(team, outside)
     _check_lm_keys(spec, team)
     env = _env(spec, env_class, protocol, notebook, plans=team.plans)

@@ -194,6 +194,8 @@ class SessionSpec(BaseModel):
       may also be the team itself. ``None``: the task's default team (``CoEnv.default_team``).
     * ``people`` are the seats that people take from a panel: a team member of that role
       becomes a person seat, another name adds one.
+    * ``outside`` are team members whose seat an outside agent takes (over MCP): the member
+      is not built, and the seat keeps the kind the team gives it (an agent stays an agent).
     * ``lm`` maps ``"*"`` (every LM), a role, or ``"tools"`` (the task's own LMs) to settings.
     * ``protocol`` names the scoring protocol (``None``: the default, ``cogym``).
     * ``limits`` override the team's session settings (its interaction included).
@@ -212,6 +214,7 @@ class SessionSpec(BaseModel):
     env_args: dict[str, Any] = Field(default_factory=dict)
     team: Annotated[str, Field(min_length=1, max_length=4_096)] | TeamConfig | None = None
     people: list[RoleName] = Field(default_factory=list)
+    outside: list[RoleName] = Field(default_factory=list)
     lm: dict[Annotated[str, Field(min_length=1, max_length=64)], LMSettings] = Field(
         default_factory=dict)
     protocol: str | None = Field(default=None, max_length=200)
@@ -254,6 +257,12 @@ class SessionSpec(BaseModel):
         repeated = sorted({role for role in self.people if self.people.count(role) > 1})
         if repeated:
             raise ValueError(f"people lists {', '.join(repeated)} more than once")
+        repeated = sorted({role for role in self.outside if self.outside.count(role) > 1})
+        if repeated:
+            raise ValueError(f"outside lists {', '.join(repeated)} more than once")
+        both = sorted(set(self.outside) & set(self.people))
+        if both:  # a person's seat or an outside agent's, not both
+            raise ValueError(f"{', '.join(both)} is in both people and outside")
         if self.notebook is not None and not self.people:
             self.people = ["user"]  # the notebook's person needs a seat
         return self

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from cogym_lab.errors import CogymError
+
 log = logging.getLogger(__name__)
 
 #: Seconds to connect and to send; a response stream (a long wait_for_news) reads for longer.
@@ -27,7 +29,7 @@ CONNECT_SECONDS = 30.0
 READ_SECONDS = 660.0
 
 
-class RelayError(Exception):
+class RelayError(CogymError):
     """The relay cannot reach the seat; the message says why in plain words."""
 
 

@@ -18,13 +18,15 @@ from typing import Any
 from tornado.iostream import StreamClosedError
 from tornado.web import RequestHandler
 
+from cogym_lab.errors import CogymError
+
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[MutableMapping[str, Any], Receive, Send], Awaitable[None]]
 
 
-class ClientGone(OSError):
+class ClientGone(CogymError, OSError):
     """The client closed the connection while the app was still answering."""
 
 

@@ -183,3 +183,16 @@ async def test_a_session_closes_the_lm_clients_it_was_built_with() -> None:
         assert server.chat_requests  # the members did call their LMs
     assert all(lm._client is None for lm in lms)  # type: ignore[attr-defined]
     assert shared_clients.clients_open() == before
+
+
+def test_outside_seats_are_team_members_named_once_and_never_a_persons() -> None:
+    with pytest.raises(ValidationError, match="more than once"):
+        SessionSpec(task="todo", outside=["agent", "agent"])
+    with pytest.raises(ValidationError, match="in both people and outside"):
+        SessionSpec(task="todo", people=["user"], outside=["user"])
+    with pytest.raises(SessionBuildError) as refused:
+        build_session(SessionSpec(task="todo", team="example", outside=["stranger"]))
+    assert "stranger" in str(refused.value)
+    session = build_session(SessionSpec(task="todo", team="example", outside=["agent"]))
+    assert session.members["agent"] is None  # the seat is left for the outside agent
+    assert {m.role: m.kind for m in session.team}["agent"] == "agent"  # and stays an agent's

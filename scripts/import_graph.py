@@ -23,7 +23,8 @@ LAYERS: list[str] = [
     "_version", "errors", "core", "datasets", "kernels", "bus", "lm", "prompts", "envs", "nodes",
     "records",
     "agents", "users", "members", "teams", "provenance", "sessions", "testing", "runtime",
-    "widgets", "mcp_seat", "server", "notebook", "api", "magics", "eval", "jupyter_ai_persona",
+    "widgets", "mcp_seat", "server", "notebook", "api", "magics", "eval", "studies",
+    "jupyter_ai_persona",
     "cli", "__init__", "__main__",
 ]
 

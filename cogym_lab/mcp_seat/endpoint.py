@@ -48,7 +48,8 @@ class SeatEndpoint:
     @property
     def url(self) -> str:
         if self.port is None:
-            raise RuntimeError("The endpoint is not open: use it as `async with SeatEndpoint(...)`.")
+            raise RuntimeError("The endpoint is not open: use it as "
+                               "`async with SeatEndpoint(...)`.")
         return f"http://127.0.0.1:{self.port}{MCP_PATH}"
 
     @property
@@ -63,8 +64,9 @@ class SeatEndpoint:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind(("127.0.0.1", 0))
         self.port = listener.getsockname()[1]
+        # asgi3 said, not guessed: uvicorn takes a bound method for an ASGI2 app
         config = uvicorn.Config(self._asgi, log_level="warning", lifespan="on",
-                                access_log=False)
+                                access_log=False, interface="asgi3")
         self._uvicorn = uvicorn.Server(config)
         self._serving = asyncio.create_task(self._serve(listener))
         started = asyncio.create_task(self._ready.wait())

@@ -26,6 +26,7 @@ _BUILTIN = {
     "plan-aware": "cogym_lab.agents.members:PLAN_AWARE",
     "simulated": "cogym_lab.users.members:SIMULATED_USER",
     "replay": "cogym_lab.users.replay:REPLAY_USER",  # the noise study's fixed user side
+    "acp": "cogym_lab.mcp_seat.acp_member:ACP",  # an Agent Client Protocol agent, launched
 }
 _registered: dict[str, MemberType | str] = {}
 

@@ -28,6 +28,7 @@ _BUILTIN = {
     "replay": "cogym_lab.users.replay:REPLAY_USER",  # the noise study's fixed user side
     # a program that is an MCP client, launched in the agent's seat (docs/outside-agents.md)
     "mcp-client": "cogym_lab.mcp_seat.mcp_client_member:MCP_CLIENT",
+    "acp": "cogym_lab.mcp_seat.acp_member:ACP",  # an Agent Client Protocol agent, launched
 }
 _registered: dict[str, MemberType | str] = {}
 

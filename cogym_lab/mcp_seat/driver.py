@@ -99,7 +99,7 @@ class OutsideAgent(ABC):
             if not seat.ended:
                 self.stopped = self.stopped or "it stopped before the session ended"
         except SeatDriverFailed as failed:
-            self.stopped = failed.reason
+            self.stopped = self.stopped or failed.reason  # a subclass may have said more
             raise
         except Exception as error:  # said as the agent's failure (the session records it)
             self.stopped = f"its driver failed: {type(error).__name__}: {error}"

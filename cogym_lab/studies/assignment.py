@@ -11,7 +11,8 @@ simulated with exactly the orders people got.
 * ``within`` + ``random``: a fresh random order per participant, from the seed;
 * ``within`` + ``blocked``: the design's own order for everyone.
 
-Each condition is met ``repeat`` times in a row (a block).
+Each condition is met ``repeat`` times in a row (a block). Baseline conditions (run by the
+agents alone, only compared with) are never assigned.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def condition_order(design: StudyDesign, participant: int, seed: int = 0) -> lis
     """The conditions participant number ``participant`` meets, once each, in order."""
     if participant < 0:
         raise ValueError("participants are numbered from 0")
-    names = [c.name for c in design.conditions]
+    names = [c.name for c in design.participant_conditions()]
     plan = design.assignment
     if plan.subjects == "between":
         return [names[participant % len(names)]]

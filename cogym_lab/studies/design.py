@@ -28,9 +28,10 @@ _STRICT = ConfigDict(extra="forbid")
 
 #: A short identifier: a condition's, an item's, a questionnaire's.
 Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9_\-]*$")]
-#: When a questionnaire is given: after every session, after each condition's block of
+#: When a questionnaire is given: after every session, after the baseline's outcome was shown
+#: (a session whose condition compares with a baseline), after each condition's block of
 #: ``repeat`` sessions, or once at the end.
-Moment = Literal["session", "block", "end"]
+Moment = Literal["session", "comparison", "block", "end"]
 
 
 class SessionPlan(BaseModel):
@@ -60,8 +61,13 @@ class Condition(BaseModel):
     name: Name
     label: str = Field(min_length=1, max_length=80)
     session: SessionPlan
-    #: The autonomous baseline this condition's outcome is compared with (Co-Gym Real), if any.
+    #: The autonomous baseline this condition's outcome is compared with (Co-Gym Real), if any:
+    #: a ``baseline`` condition, run on the same instance, whose outcome the participant is
+    #: shown after the session (a ``comparison`` step).
     compare_with: Name | None = None
+    #: Run by the agents alone and never met by a participant: only compared with. Assignment
+    #: leaves baselines out.
+    baseline: bool = False
     #: The simulated user's traits when this condition runs with simulated participants.
     simulated_traits: list[str] = Field(default_factory=list)
 
@@ -153,6 +159,21 @@ class Questionnaire(BaseModel):
     items: list[Item] = Field(min_length=1)
 
 
+class AnalysisPlan(BaseModel):
+    """How the measures are computed where a name alone does not say it."""
+
+    model_config = _STRICT
+
+    #: Correction of the p-values of the tests between conditions (Cocoa: Bonferroni over its
+    #: three outcomes, alpha = 0.05 / 3).
+    correction: Literal["none", "bonferroni", "holm"] = "none"
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+    #: The outcomes the tests compare (Likert items or composites); empty: every Likert item.
+    tested: list[Name] = Field(default_factory=list)
+    #: Composite scores, each the mean of some Likert items (Cocoa's general utility).
+    composites: dict[str, list[Name]] = Field(default_factory=dict)
+
+
 class StudyDesign(BaseModel):
     """A whole study (see the module docstring)."""
 
@@ -170,6 +191,7 @@ class StudyDesign(BaseModel):
     calibration: list[Round] = Field(default_factory=list)
     questionnaires: list[Questionnaire] = Field(default_factory=list)
     measures: list[str] = Field(default_factory=list)
+    analysis: AnalysisPlan = Field(default_factory=AnalysisPlan)
 
     @model_validator(mode="after")
     def _names_fit(self) -> StudyDesign:
@@ -180,10 +202,27 @@ class StudyDesign(BaseModel):
         labels = [c.label for c in self.conditions]
         if self.assignment.anonymise and len(set(labels)) != len(labels):
             raise ValueError("anonymised conditions need a label each (two share one)")
+        baselines = {c.name for c in self.conditions if c.baseline}
         for condition in self.conditions:
             if condition.compare_with is not None and condition.compare_with not in names:
                 raise ValueError(f"condition {condition.name!r} compares with "
                                  f"{condition.compare_with!r}, which is not a condition")
+            if condition.compare_with is not None and condition.compare_with not in baselines:
+                raise ValueError(f"condition {condition.name!r} compares with "
+                                 f"{condition.compare_with!r}, which is not a baseline "
+                                 f"(baseline = true)")
+            if condition.baseline and condition.compare_with is not None:
+                raise ValueError(f"baseline {condition.name!r} cannot compare with another")
+        compared = {c.compare_with for c in self.conditions}
+        unused = sorted(baselines - compared)
+        if unused:
+            raise ValueError(f"baseline {', '.join(unused)} is compared with by no condition, "
+                             f"so it would never run")
+        if not self.participant_conditions():
+            raise ValueError("every condition is a baseline: participants would meet none")
+        if any(q.after == "comparison" for q in self.questionnaires) and not compared - {None}:
+            raise ValueError("a questionnaire is given after a comparison, but no condition "
+                             "compares with a baseline")
         questionnaires = [q.name for q in self.questionnaires]
         if len(set(questionnaires)) != len(questionnaires):
             raise ValueError("two questionnaires share a name")
@@ -191,9 +230,13 @@ class StudyDesign(BaseModel):
             items = [i.name for i in questionnaire.items]
             if len(set(items)) != len(items):
                 raise ValueError(f"questionnaire {questionnaire.name!r} names an item twice")
-        if self.assignment.subjects == "within" and len(self.conditions) < 2:
+        if self.assignment.subjects == "within" and len(self.participant_conditions()) < 2:
             raise ValueError("a within-subjects design needs two conditions or more")
         return self
+
+    def participant_conditions(self) -> list[Condition]:
+        """The conditions participants meet (the baselines left out), in the file's order."""
+        return [c for c in self.conditions if not c.baseline]
 
     def condition(self, name: str) -> Condition:
         for condition in self.conditions:
@@ -202,6 +245,6 @@ class StudyDesign(BaseModel):
         raise KeyError(name)
 
 
-__all__ = ["Assignment", "ChoiceItem", "Condition", "FreeTextItem", "Item", "LikertItem",
-           "Moment", "Questionnaire", "RankingItem", "Round", "SessionPlan", "StudyDesign",
-           "TaskLoadItem"]
+__all__ = ["AnalysisPlan", "Assignment", "ChoiceItem", "Condition", "FreeTextItem", "Item",
+           "LikertItem", "Moment", "Questionnaire", "RankingItem", "Round", "SessionPlan",
+           "StudyDesign", "TaskLoadItem"]

@@ -73,7 +73,7 @@ class AnswerRow(BaseModel):
 
     participant: str
     questionnaire: str
-    moment: Literal["session", "block", "end"]
+    moment: Literal["session", "comparison", "block", "end"]
     #: The condition the answer is about ("" for an end questionnaire that is about all).
     condition: str
     position: int  # the sequence position the questionnaire followed (-1 at the end)

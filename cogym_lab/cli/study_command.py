@@ -1,0 +1,19 @@
+"""``cogym-lab study``: studies with people and their simulated arm (docs/studies.md).
+
+Each part of the kit adds its subcommands from its own module, one line each below.
+"""
+
+from __future__ import annotations
+
+import click
+
+from cogym_lab.cli import study_designs
+
+
+@click.group("study")
+def study() -> None:
+    """Run a study: its design, its participants (people or simulated), its analysis."""
+
+
+for _command in study_designs.COMMANDS:  # designs, check
+    study.add_command(_command)

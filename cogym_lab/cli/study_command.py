@@ -8,6 +8,7 @@ from __future__ import annotations
 import click
 
 from cogym_lab.cli import study_designs
+from cogym_lab.cli.study_analysis import analyse_command, compare_command
 
 
 @click.group("study")
@@ -17,3 +18,5 @@ def study() -> None:
 
 for _command in study_designs.COMMANDS:  # designs, check
     study.add_command(_command)
+study.add_command(analyse_command)
+study.add_command(compare_command)

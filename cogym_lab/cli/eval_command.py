@@ -107,6 +107,9 @@ def _prices(values: tuple[str, ...]) -> dict[str, tuple[float, float]]:
 @click.option("--retry-failed", is_flag=True,
               help="Run again only the sessions of OUT that ended for a cause outside the team "
                    "(an LM that failed past its retries, a crash); see docs/evaluation.md.")
+@click.option("--user-traits", default="", metavar="TRAIT,...",
+              help="Traits of the team's simulated users for the whole batch (impatient, "
+                   "terse, confused, sceptical, forgetful; docs/studies.md).")
 @click.option("--no-progress", is_flag=True, help="Do not draw the progress bar.")
 def run_command(task: str, team: str, instances: str, concurrency: int, out: Path,
                 models: tuple[str, ...], base_urls: tuple[str, ...], env_arg: tuple[str, ...],
@@ -115,7 +118,7 @@ def run_command(task: str, team: str, instances: str, concurrency: int, out: Pat
                 interaction: str | None, max_in_flight: tuple[str, ...], rpm: tuple[str, ...],
                 engine: str, address: str | None, sessions_per_actor: int | None,
                 actors_per_node: int | None, storage: str | None, allow_sample: bool,
-                retry_failed: bool, no_progress: bool) -> None:
+                retry_failed: bool, user_traits: str, no_progress: bool) -> None:
     """Run TEAM on many instances of TASK at once and write their results under OUT."""
     from cogym_lab.eval.batch.disk import DiskFull
     from cogym_lab.eval.batch.engines import EngineError
@@ -128,6 +131,13 @@ def run_command(task: str, team: str, instances: str, concurrency: int, out: Pat
     except ValueError as error:
         raise click.BadParameter(str(error)) from None
     team_config = load_team_option(team)
+    if user_traits:
+        from cogym_lab.teams.build import with_traits
+
+        try:
+            team_config = with_traits(team_config, user_traits.split(","))
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="--user-traits") from None
     try:
         summary = run(task, team_config, instances, out=out, concurrency=concurrency,
                       lm_arguments=lm_settings(models, base_urls),

@@ -11,24 +11,44 @@ import click
 _FOLDER = click.Path(exists=True, file_okay=False, path_type=Path)
 
 
-def _options(design: Path | None, compared: tuple[str, ...], composites: tuple[str, ...],
-             borda_lowest: int) -> Any:
+def _options(design: str | None, compared: tuple[str, ...], composites: tuple[str, ...],
+             borda_lowest: int, export_dir: Path) -> Any:
+    """The analysis options: the design's (``--design``, else the ready design the export
+    names), with what the command line says on top."""
     from cogym_lab.studies.analysis import AnalysisOptions, load_design, options_from_design
+    from cogym_lab.studies.designs import ready_designs
     from cogym_lab.studies.measures import DEFAULT_COMPOSITES
 
-    defined = dict(DEFAULT_COMPOSITES)
-    for text in composites:
-        name, _, items = text.partition("=")
-        parts = tuple(i.strip() for i in items.split(",") if i.strip())
-        if not name.strip() or len(parts) < 2:
-            raise click.BadParameter(f"{text!r}: expected NAME=ITEM,ITEM[,ITEM...]",
-                                     param_hint="--composite")
-        defined[name.strip()] = parts
-    settings: dict[str, Any] = {"compared": compared, "composites": defined,
-                                "borda_lowest": borda_lowest}
-    if design is not None:
-        return options_from_design(load_design(design), **settings)
-    return AnalysisOptions(**settings)
+    settings: dict[str, Any] = {"borda_lowest": borda_lowest}
+    if compared:
+        settings["compared"] = compared
+    if composites:
+        defined = dict(DEFAULT_COMPOSITES)
+        for text in composites:
+            name, _, items = text.partition("=")
+            parts = tuple(i.strip() for i in items.split(",") if i.strip())
+            if not name.strip() or len(parts) < 2:
+                raise click.BadParameter(f"{text!r}: expected NAME=ITEM,ITEM[,ITEM...]",
+                                         param_hint="--composite")
+            defined[name.strip()] = parts
+        settings["composites"] = defined
+    if design is None:
+        named = _design_named_in(export_dir)
+        if named in ready_designs():
+            return options_from_design(load_design(named), **settings)
+        return AnalysisOptions(**settings)
+    return options_from_design(load_design(design), **settings)
+
+
+def _design_named_in(export_dir: Path) -> str:
+    """The design an export's ``study.json`` names ("" when it names none)."""
+    import json
+
+    try:
+        meta = json.loads((export_dir / "study.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    return str(meta.get("design", "")) if isinstance(meta, dict) else ""
 
 
 def _analysis_options(func: Any) -> Any:
@@ -42,9 +62,9 @@ def _analysis_options(func: Any) -> Any:
     func = click.option("--compare", "compared", multiple=True, metavar="MEASURE",
                         help="Test only these ratings (Likert items, composites, task_load); "
                              "they make the Bonferroni family. Repeatable; default: all.")(func)
-    return click.option("--design", type=click.Path(exists=True, dir_okay=False,
-                                                    path_type=Path), default=None,
-                        help="The design file (TOML): its subjects, tests and scales.")(func)
+    return click.option("--design", type=str, default=None,
+                        help="The design (a ready name or a TOML file): its subjects, tests "
+                             "and scales (default: the ready design the export names).")(func)
 
 
 def _fail(error: Exception) -> None:
@@ -55,14 +75,15 @@ def _fail(error: Exception) -> None:
 @click.argument("export_dir", type=_FOLDER)
 @_analysis_options
 @click.option("--no-plots", is_flag=True, help="Write the tables only.")
-def analyse_command(export_dir: Path, design: Path | None, compared: tuple[str, ...],
+def analyse_command(export_dir: Path, design: str | None, compared: tuple[str, ...],
                     composites: tuple[str, ...], borda_lowest: int, no_plots: bool) -> None:
     """Analyse one arm's EXPORT_DIR: analysis.md, analysis.csv and plots, written into it."""
     from cogym_lab.studies.analysis import analyse, write_analysis
     from cogym_lab.studies.export_reader import ExportError
 
     try:
-        analysis = analyse(export_dir, _options(design, compared, composites, borda_lowest))
+        analysis = analyse(export_dir, _options(design, compared, composites, borda_lowest,
+                                                    export_dir))
         written = write_analysis(analysis, borda_lowest=borda_lowest, plots=not no_plots)
     except ExportError as error:
         _fail(error)
@@ -84,7 +105,7 @@ def analyse_command(export_dir: Path, design: Path | None, compared: tuple[str, 
 @click.option("--count-margin", type=click.FloatRange(0), default=0.5, show_default=True,
               help="The same for a count per session (interruptions).")
 @click.option("--no-plots", is_flag=True, help="Write the tables only.")
-def compare_command(human_dir: Path, sim_dir: Path, out: Path | None, design: Path | None,
+def compare_command(human_dir: Path, sim_dir: Path, out: Path | None, design: str | None,
                     compared: tuple[str, ...], composites: tuple[str, ...], borda_lowest: int,
                     share_margin: float, rating_margin: float, count_margin: float,
                     no_plots: bool) -> None:
@@ -95,7 +116,8 @@ def compare_command(human_dir: Path, sim_dir: Path, out: Path | None, design: Pa
 
     try:
         comparison = compare_arms(human_dir, sim_dir,
-                                  _options(design, compared, composites, borda_lowest),
+                                  _options(design, compared, composites, borda_lowest,
+                                           human_dir),
                                   Margins(share_margin, rating_margin, count_margin))
         written = write_comparison(comparison, out or sim_dir, plots=not no_plots)
     except ExportError as error:

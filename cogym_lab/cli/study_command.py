@@ -9,6 +9,7 @@ import click
 
 from cogym_lab.cli import study_designs
 from cogym_lab.cli.study_analysis import analyse_command, compare_command
+from cogym_lab.cli.study_simulate import simulate_command
 
 
 @click.group("study")
@@ -20,3 +21,4 @@ for _command in study_designs.COMMANDS:  # designs, check
     study.add_command(_command)
 study.add_command(analyse_command)
 study.add_command(compare_command)
+study.add_command(simulate_command)

@@ -121,6 +121,9 @@ class MemberType:
     build: Callable[[MemberSetup], Member | SeatDriver]
     uses_lm: bool = True
     summary: str = ""
+    #: It takes a ``traits`` option (a simulated user's: :mod:`cogym_lab.users.traits`); a
+    #: team file giving traits to a type that does not is an error.
+    takes_traits: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in ("agent", "user"):

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import csv
 import math
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
+from cogym_lab.studies import designs
 from cogym_lab.studies.comparisons import Subjects, compare, tests_for
 from cogym_lab.studies.design import LikertItem, StudyDesign
 from cogym_lab.studies.export_reader import ExportError, StudyExport, read_export
@@ -65,11 +63,12 @@ class Analysis:
         return [r for r in self.rows if r["section"] == name]
 
 
-def load_design(path: Path) -> StudyDesign:
-    """A design file (TOML) validated, or an :class:`ExportError` that says what is wrong."""
+def load_design(path: Path | str) -> StudyDesign:
+    """A ready design by name or a design file, validated, or an :class:`ExportError` that
+    says what is wrong."""
     try:
-        return StudyDesign.model_validate(tomllib.loads(Path(path).read_text(encoding="utf-8")))
-    except (OSError, tomllib.TOMLDecodeError, ValidationError) as error:
+        return designs.load_design(path, check=False)
+    except designs.StudyDesignError as error:
         raise ExportError(f"design {path}: {error}") from None
 
 
@@ -78,7 +77,11 @@ def options_from_design(design: StudyDesign, **overrides: Any) -> AnalysisOption
     points = {item.name: item.points for q in design.questionnaires for item in q.items
               if isinstance(item, LikertItem)}
     base: dict[str, Any] = {"subjects": design.assignment.subjects,
-                            "measures": tuple(design.measures), "likert_points": points}
+                            "measures": tuple(design.measures), "likert_points": points,
+                            "compared": tuple(design.analysis.tested)}
+    if design.analysis.composites:  # the design's own, in place of the defaults
+        base["composites"] = {name: tuple(items)
+                              for name, items in design.analysis.composites.items()}
     return AnalysisOptions(**(base | overrides))
 
 

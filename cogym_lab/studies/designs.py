@@ -218,10 +218,14 @@ def _check_session(path: str, plan: SessionPlan, person: bool) -> list[str]:
         problems.append(f"{path}.task: {_unknown('task', plan.task, tasks)}")
     teams = sorted(ready_teams())
     team = None
-    if plan.team not in teams:
+    if plan.team not in teams and not Path(plan.team).is_file():  # a ready name or a team file
         problems.append(f"{path}.team: {_unknown('team', plan.team, teams)}")
     else:
-        team = load_team(plan.team)
+        try:
+            team = load_team(plan.team)
+        except (OSError, ValueError) as error:
+            problems.append(f"{path}.team: the team file cannot be read: {error}")
+    if team is not None:
         if factory is not None and not team.plays(plan.task):
             problems.append(f"{path}.team: team {plan.team!r} plays only "
                             f"{', '.join(team.tasks or [])}, not {plan.task!r}")

@@ -64,8 +64,11 @@ class SessionRow(BaseModel):
     confirmations_asked: int = 0  # by the agent
     confirmations_given: int = 0  # accepted by the person
     interruptions: int = 0  # the person paused the agent
-    #: The share of the session's initiative that was the person's.
+    #: The share of the session's initiative that was the person's (counted, not judged:
+    #: :mod:`cogym_lab.studies.session_rows`).
     person_initiative: float | None = None
+    #: The simulated participant's traits in this session, joined by "|" ("" for a person).
+    traits: str = ""
 
 
 class AnswerRow(BaseModel):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cogym_lab.core import CoEnv
@@ -11,6 +11,7 @@ from cogym_lab.core.messages import MemberKind
 from cogym_lab.lm import LM, LMConfig, LMNotConfigured, make_lm
 from cogym_lab.members import member_type
 from cogym_lab.teams.config import MemberConfig, TeamConfig
+from cogym_lab.users.traits import check_traits
 
 
 def build_member(role: str, member: MemberConfig, env: CoEnv,
@@ -25,11 +26,38 @@ def build_member(role: str, member: MemberConfig, env: CoEnv,
     if member.is_person:
         return None
     registered = member_type(member.type)
+    options = dict(member.options)
+    if "traits" in options:  # checked here, so every member type gets the same clear error
+        if not registered.takes_traits:
+            raise ValueError(f"member type {member.type!r} takes no traits (the simulated user "
+                             f"and the rule-based users that implement them do)")
+        options["traits"] = list(check_traits(options["traits"]))
     lm = _lm(role, member, lm_arguments) if registered.uses_lm else None
     hidden = env.hidden_information() if registered.kind == "user" else None
     return registered.build(MemberSetup(role=role, task=TaskDescription.of(env), lm=lm,
-                                        hidden_information=hidden,
-                                        options=dict(member.options)))
+                                        hidden_information=hidden, options=options))
+
+
+def with_traits(team: TeamConfig, traits: Iterable[str], roles: Iterable[str] | None = None
+                ) -> TeamConfig:
+    """``team`` with ``traits`` given to the members of ``roles`` (default: every member
+    of kind ``user``, the simulated people), on top of any the team file gives them."""
+    names = check_traits(list(traits))
+    if not names:
+        return team
+    kinds = team.kinds()
+    chosen = set(roles) if roles is not None else {r for r, k in kinds.items() if k == "user"}
+    if not chosen & {r for r, m in team.members.items() if not m.is_person}:
+        raise ValueError(f"team {team.name!r} has no simulated user to give traits to")
+    members = {}
+    for role, member in team.members.items():
+        if role in chosen and not member.is_person:
+            given = check_traits(member.options.get("traits"))
+            options = {**member.options, "traits": list(dict.fromkeys([*given, *names]))}
+            members[role] = member.model_copy(update={"options": options})
+        else:
+            members[role] = member
+    return team.model_copy(update={"members": members})
 
 
 def build_team(team: TeamConfig, env: CoEnv,

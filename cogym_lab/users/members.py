@@ -18,4 +18,4 @@ def _build(setup: MemberSetup) -> SimulatedUser:
 
 SIMULATED_USER = MemberType(
     name="simulated", kind="user", build=_build,
-    summary="An LM playing the person, with the task's hidden information.")
+    summary="An LM playing the person, with the task's hidden information.", takes_traits=True)

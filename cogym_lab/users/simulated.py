@@ -48,6 +48,7 @@ from cogym_lab.core.rounds import ROUND_STARTERS
 from cogym_lab.lm import LM, LMError, Messages
 from cogym_lab.prompts import render
 from cogym_lab.users import progress
+from cogym_lab.users.traits import check_traits, traits_prompt
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,12 @@ class Persona:
     proactive_action: bool = False  # may change the workspace itself
     lazy: bool = True  # shares one piece of hidden information per message
     rate_progress: bool = False  # rates each round's progress 1-5 (effort scaling, paper 002)
+    #: Named departures from the cooperative default (:mod:`cogym_lab.users.traits`): each
+    #: adds its paragraph to the context every call sees.
+    traits: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "traits", check_traits(self.traits))  # a list is fine too
 
 
 def _prompt(name: str, **values: object) -> str:
@@ -245,7 +252,7 @@ class SimulatedUser:
 
     def _context_prompt(self, notification: Notification) -> str:
         teammates = [m.role for m in self.context.team if m.role != self.role]
-        return _prompt(
+        context = _prompt(
             "context", role=self.role, teammates=", ".join(teammates),
             task_description=self.context.task_description,
             hidden_information=self.hidden_information or "(nothing beyond the request)",
@@ -253,6 +260,8 @@ class SimulatedUser:
             chat=render_chat(notification.chat, self.role, self.chat_window),
             own_history="\n".join(self.own_history[-self.history_window:]) or "(nothing yet)",
         )
+        behaviour = traits_prompt(self.persona.traits)
+        return f"{context}\n\n{behaviour}" if behaviour else context
 
     @staticmethod
     def _messages(context: str, instruction: str) -> Messages:

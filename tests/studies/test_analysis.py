@@ -226,4 +226,4 @@ def test_a_design_file_sets_the_tests_and_the_scales(export: Path, tmp_path: Pat
     assert "tests: paired_t" in (export / "analysis.md").read_text()
     design.write_text("name = 'toy'\n")
     result = CliRunner().invoke(main, ["study", "analyse", str(export), "--design", str(design)])
-    assert result.exit_code == 1 and "Field required" in result.output
+    assert result.exit_code == 1 and "missing (a required field)" in result.output

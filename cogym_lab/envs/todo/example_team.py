@@ -7,6 +7,8 @@ reads the notification it gets and decides from the shared state, as any member 
 from __future__ import annotations
 
 import asyncio
+import re
+from collections.abc import Sequence
 from typing import Any
 
 from cogym_lab.core import Notification, SessionContext
@@ -69,7 +71,7 @@ def _requested_items(text: str) -> list[str]:
     lowered = text.lower()
     if "bring" not in lowered:
         return []
-    tail = lowered.split("bring", 1)[1].strip(" .!?:")
+    tail = re.split(r"[.;!?]", lowered.split("bring", 1)[1])[0].strip(" :")  # one sentence
     parts = tail.replace(" and ", ",").split(",")
     items = (p.strip().removeprefix("a ").removeprefix("an ").strip(" .") for p in parts)
     return [item for item in items if item]
@@ -77,28 +79,64 @@ def _requested_items(text: str) -> list[str]:
 
 class ExampleUser:
     """States its must-haves once, approves requests, and finishes once the list is good and the
-    agent has reported."""
+    agent has reported.
 
-    def __init__(self, must_have: list[str] | None = None, min_items: int = 6) -> None:
+    ``traits`` (the simulated users' traits, :mod:`cogym_lab.users.traits`) change that:
+
+    * ``impatient``: finishes as soon as its must-haves are listed, without waiting for the
+      list to be long enough or for the agent's report;
+    * ``terse``: states its must-haves in as few words as the agent can read;
+    * ``confused``: first asks what is going on, and states its must-haves a turn later;
+    * ``sceptical``: turns down the first request for approval, and approves later ones;
+    * ``forgetful``: says it will add its last must-have itself, never does, and finishes as
+      if it had.
+    """
+
+    def __init__(self, must_have: list[str] | None = None, min_items: int = 6,
+                 traits: Sequence[str] = ()) -> None:
         self.must_have = must_have or ["rain jacket", "headlamp"]
         self.min_items = min_items
+        self.traits = frozenset(traits)
 
     def start(self, context: SessionContext) -> None:
         self.said_needs = False
+        self.asked_what = False
+        self.rejected_one = False
+        self.promised: list[str] = []  # what it said it would add itself (forgetful)
 
     async def act(self, notification: Notification) -> str | None:
+        if "confused" in self.traits and not self.asked_what:
+            self.asked_what = True
+            return _act("SEND_TEAMMATE_MESSAGE", message="Sorry, what do you need from me?")
         if not self.said_needs:
             self.said_needs = True
-            return _act("SEND_TEAMMATE_MESSAGE",
-                        message="Please bring " + " and ".join(f"a {m}" for m in self.must_have))
+            return _act("SEND_TEAMMATE_MESSAGE", message=self._needs())
         if notification.pending_confirmations:
-            return _act("ACCEPT_CONFIRMATION",
-                        request_id=notification.pending_confirmations[0].request_id)
+            request = notification.pending_confirmations[0].request_id
+            if "sceptical" in self.traits and not self.rejected_one:
+                self.rejected_one = True
+                return _act("REJECT_CONFIRMATION", request_id=request,
+                            reason="I am not sure we need that.")
+            return _act("ACCEPT_CONFIRMATION", request_id=request)
         listed = {item["text"].lower() for item in notification.view["checklist"].content}
+        wanted = [m for m in self.must_have if m not in self.promised]  # it forgot the rest
+        if "impatient" in self.traits and all(m in listed for m in wanted):
+            return _act("FINISH")
         reported = any(m.sender != notification.recipient for m in notification.chat)
-        if reported and len(listed) >= self.min_items and all(m in listed for m in self.must_have):
+        if reported and len(listed) >= self.min_items and all(m in listed for m in wanted):
             return _act("FINISH")
         return None
+
+    def _needs(self) -> str:
+        asked = list(self.must_have)
+        if "forgetful" in self.traits and len(asked) > 1:
+            self.promised = [asked.pop()]
+        if "terse" in self.traits:
+            return "bring " + ", ".join(asked)
+        message = "Please bring " + " and ".join(f"a {m}" for m in asked)
+        if self.promised:
+            message += f"; I will add the {self.promised[0]} myself"
+        return message
 
     def end(self, final: Notification) -> None:
         self.final = final

@@ -27,5 +27,5 @@ EXAMPLE_AGENT = MemberType(
     build=lambda setup: ExampleAgent(**setup.options),
     summary="Rule-based agent of the todo task: searches, fills the list, asks before extras.")
 EXAMPLE_USER = MemberType(
-    name="example-user", kind="user", uses_lm=False, build=_build_user,
+    name="example-user", kind="user", uses_lm=False, build=_build_user, takes_traits=True,
     summary="Rule-based user of the todo task: states its must-haves, approves, finishes.")

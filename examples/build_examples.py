@@ -365,6 +365,155 @@ for name in ("ticks", "score", "served", "missed", "wrong_served", "agent_contri
     print(f"{name}: {measures.row()[name]}")"""),
 ]
 
+ANALYSE_A_STUDY = [
+    ("markdown", """\
+# Analyse a study
+
+A study walks participants through conditions (here: two agents on the built-in packing-list
+task), asks them questions after each session and at the end, and writes one export: four
+tables (`participants.csv`, `sessions.csv`, `answers.csv`, `events.csv`) and `study.json`. People
+on JupyterHub and simulated participants write exactly the same export, so one analysis serves
+both, and the two arms can be set side by side.
+
+This notebook needs no language model: `--scripted` puts the todo task's rule-based user in the
+person's seat and answers the questionnaires from how each session went. It runs in well under
+a minute. The commands are the CLI's (`cogym-lab study ...`), run from Python here; see
+`docs/studies.md` for every option."""),
+    ("code", """\
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+work = Path("cogym-results") / "study-demo"
+work.mkdir(parents=True, exist_ok=True)
+
+
+def cogym(*args):
+    # `cogym-lab ARGS`, with this kernel's Python; prints what it printed
+    done = subprocess.run([sys.executable, "-m", "cogym_lab", *map(str, args)],
+                          capture_output=True, text=True)
+    print(re.sub(r"\\x1b\\[[0-9;]*m", "", done.stdout + done.stderr))  # no colour codes
+    done.check_returncode()"""),
+    ("markdown", """\
+A small design, written here: two conditions within subjects in a Latin-square order, a rating
+and a task-load form after each session, a ranking at the end. `measures` names what the
+analysis reports and how it tests: Wilcoxon signed-rank between the conditions, and Cocoa's
+plans-vs-chat measures (the share of time per activity, the output-to-input item ratio)."""),
+    ("code", """\
+design_text = '''
+name = "todo-demo"
+title = "Two agents on a packing list"
+consent = "You agree to take part."
+instructions = "Write a packing list with the agent."
+measures = ["wilcoxon", "likert", "time_shares", "item_ratio"]
+
+[assignment]
+subjects = "within"
+order = "latin"
+
+[[conditions]]
+name = "first"
+label = "Agent A"
+session = { task = "todo", team = "example", instances = [0] }
+
+[[conditions]]
+name = "second"
+label = "Agent B"
+session = { task = "todo", team = "example", instances = [1] }
+
+[[questionnaires]]
+name = "after"
+after = "session"
+items = [
+  { kind = "likert", name = "satisfied", text = "I was satisfied with the result." },
+  { kind = "task_load", name = "task_load" },
+]
+
+[[questionnaires]]
+name = "final"
+after = "end"
+items = [{ kind = "ranking", name = "rank", text = "Rank the agents, best first." }]
+'''
+design = work / "design.toml"
+design.write_text(design_text)
+cogym("study", "check", design)"""),
+    ("markdown", "Six simulated participants walk the design (run it again with the same "
+                 "`--out` and it resumes)."),
+    ("code", """\
+simulated = work / "simulated"
+cogym("study", "simulate", design, "--participants", 6, "--out", simulated, "--scripted",
+      "--no-progress")"""),
+    ("markdown", """\
+The export is plain CSV: load it with pandas. One row per session, with what was counted from
+its log, among them the plans-vs-chat codes: `share_planning`, `share_executing`,
+`share_inspecting`, `share_waiting`, `share_other` (shares of the session's time) and
+`item_ratio` (each round's ratio in `item_ratios`). With a rule-based user a session lasts
+milliseconds, so these shares say little here; with people they are Cocoa's Figure 12."""),
+    ("code", """\
+sessions = pd.read_csv(simulated / "sessions.csv")
+shares = ["share_planning", "share_executing", "share_inspecting", "share_waiting",
+          "share_other"]
+sessions[["participant", "position", "label", "performance", "person_messages",
+          *shares, "item_ratio"]].round(3)"""),
+    ("markdown", "`study analyse` computes every measure the design asks for and compares the "
+                 "conditions; it writes `analysis.md`, `analysis.csv` and the plots into the "
+                 "export folder."),
+    ("code", """\
+cogym("study", "analyse", simulated, "--design", design)
+analysis = pd.read_csv(simulated / "analysis.csv")
+analysis[analysis.section.isin(["sessions", "likert", "borda", "item_ratio"])][
+    ["section", "measure", "item", "label", "n", "value", "median", "mean", "sd"]]"""),
+    ("markdown", "The conditions compared, with the test the design asked for and the "
+                 "Bonferroni-corrected p in each family (ratings, outcomes, time shares; the "
+                 "item ratio by Mann-Whitney U over every round, as Cocoa)."),
+    ("code", """\
+tests = analysis[analysis.section == "tests"]
+tests[["family", "item", "label", "label_b", "n", "value", "value_b", "test", "statistic",
+       "p_value", "p_bonferroni", "note"]]"""),
+    ("markdown", "Two plots: the mean share of time per activity, per condition, from the "
+                 "table above; and the plot `study analyse` drew of the ratings."),
+    ("code", """\
+time = analysis[analysis.section == "time_shares"].pivot(index="label", columns="measure",
+                                                        values="mean")[shares]
+axis = time.plot.barh(stacked=True, figsize=(7, 2.5), xlim=(0, 1))
+axis.set_xlabel("mean share of session time")
+axis.legend(loc="upper left", bbox_to_anchor=(1, 1))
+print(sorted(p.name for p in simulated.glob("*.png")))"""),
+    ("code", """\
+from IPython.display import Image
+
+Image(filename=str(simulated / "likert.png"), width=600)"""),
+    ("markdown", """\
+## Two arms compared
+
+A real study has a **human arm** (people on JupyterHub) besides the simulated one. This notebook
+has no people, so **a second simulated run stands in for the human arm**: the same design, but
+its simulated users are *sceptical* (they turn down the agent's first request) and *confused*
+(they first ask what is going on). Its export is marked as the human arm in `study.json` only
+so that `study compare` accepts it: never do this with a real export. The fidelity table below
+is therefore about two simulators, not about how people differ from simulated users."""),
+    ("code", """\
+traits = '\\nsimulated_traits = ["sceptical", "confused"]'
+stand_in_design = work / "design-stand-in.toml"
+stand_in_design.write_text(design_text.replace("[0] }", "[0] }" + traits)
+                           .replace("[1] }", "[1] }" + traits))
+stand_in = work / "stand-in-human"
+cogym("study", "simulate", stand_in_design, "--participants", 6, "--out", stand_in,
+      "--scripted", "--no-progress")
+meta = json.loads((stand_in / "study.json").read_text())
+meta["arm"] = "human"  # a stand-in, marked so in this notebook only
+(stand_in / "study.json").write_text(json.dumps(meta, indent=2))"""),
+    ("code", """\
+cogym("study", "compare", stand_in, simulated, "--design", design, "--out", work / "compare")
+compared = pd.read_csv(work / "compare" / "compare.csv")
+compared[compared.table == "fidelity"][["figure", "label", "human", "simulated", "difference",
+                                        "too_cooperative"]]"""),
+]
+
 NOTEBOOKS = {
     "01_your_dataframe.ipynb": YOUR_DATAFRAME,
     "02_travel_planning.ipynb": TRAVEL,
@@ -373,6 +522,7 @@ NOTEBOOKS = {
     "05_evaluation_demo.ipynb": EVALUATION,
     "06_interactive_plans.ipynb": INTERACTIVE_PLANS,
     "07_real_time_kitchen.ipynb": KITCHEN,
+    "08_analyse_a_study.ipynb": ANALYSE_A_STUDY,
 }
 
 

@@ -17,21 +17,27 @@ from pathlib import Path
 from typing import Any
 
 from cogym_lab.studies import designs
-from cogym_lab.studies.comparisons import Subjects, compare, tests_for
+from cogym_lab.studies.comparisons import MANN_WHITNEY, Subjects, compare, share_tests, tests_for
 from cogym_lab.studies.design import LikertItem, StudyDesign
 from cogym_lab.studies.export_reader import ExportError, StudyExport, read_export
 from cogym_lab.studies.measures import (
     COLUMNS,
     DEFAULT_COMPOSITES,
+    TESTED_SHARES,
     borda,
     composite_answers,
+    item_ratios,
     likert_answers,
     per_participant,
     session_outcomes,
     summary_rows,
     task_load_answers,
+    time_shares,
     win_rates,
 )
+
+#: Rounds of one participant are not independent: the pooled test says what it assumes.
+POOLED_NOTE = "rounds pooled over sessions and participants (Cocoa's unit)"
 
 
 @dataclass
@@ -102,6 +108,11 @@ def _kept(values: dict[str, Any], compared: Iterable[str]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if not chosen or k in chosen}
 
 
+def _wanted(measure: str, options: AnalysisOptions) -> bool:
+    """A plans-vs-chat measure is reported when the design names it (or names no measures)."""
+    return not options.measures or measure in options.measures
+
+
 def analyse(export: StudyExport | Path, options: AnalysisOptions | None = None) -> Analysis:
     """Every measure of one arm's export, and the conditions compared."""
     if not isinstance(export, StudyExport):
@@ -122,9 +133,18 @@ def analyse(export: StudyExport | Path, options: AnalysisOptions | None = None) 
                   | {k: v for k, v in per_participant(load).items() if k == "task_load"},
                   options.compared)
     notes = []
+    shares, share_values = time_shares(export) if _wanted("time_shares", options) else ([], {})
+    ratios, ratio_values = item_ratios(export) if _wanted("item_ratio", options) else ([], {})
+    rows += [*shares, *ratios]
     if len(conditions) >= 2:
         rows += compare(rated, conditions, export.labels, subjects, tests, "ratings")
         rows += compare(outcomes, conditions, export.labels, subjects, tests, "outcomes")
+        tested = {k: v for k, v in share_values.items() if k in TESTED_SHARES}
+        rows += compare(tested, conditions, export.labels, subjects,
+                        share_tests(subjects, options.measures), "time_shares")
+        pooled = compare(ratio_values, conditions, export.labels, subjects, [MANN_WHITNEY],
+                         "item_ratio")
+        rows += [r | {"note": r["note"] or POOLED_NOTE} for r in pooled]
     else:
         notes.append("One condition only: nothing to compare.")
     for name, items in options.composites.items():
@@ -192,9 +212,21 @@ SECTIONS: list[tuple[str, str, str, list[tuple[str, str]]]] = [
      "(0-100, lower is less demanding); task_load:NAME: one subscale.",
      [("item", "measure"), ("label", "condition"), ("n", "forms"), ("median", "median"),
       ("mean", "mean"), ("sd", "sd")]),
+    ("time_shares", "Plans vs chat: time shares", "The share of session time the person spent "
+     "on each activity code, from the event log (planning, executing, inspecting the agent's "
+     "output, waiting for it, other); over sessions.",
+     [("item", "code"), ("label", "condition"), ("n", "sessions"), ("mean", "mean"),
+      ("median", "median"), ("sd", "sd"), ("note", "who")]),
+    ("item_ratio", "Plans vs chat: output-to-input item ratio", "Per round (a plan step's run, "
+     "or a chat turn), the share of the items it produced that the next round took up; over "
+     "every round, pooled (0-1; Cocoa gives it in percent).",
+     [("label", "condition"), ("n", "rounds"), ("mean", "mean"), ("median", "median"),
+      ("sd", "sd"), ("note", "from")]),
     ("tests", "Conditions compared", "Two-sided. Within subjects: each participant's mean per "
      "condition, paired by participant; between subjects: the two groups. Bonferroni: p times "
-     "the number of measures tested in the family (ratings or outcomes) for that pair and test.",
+     "the number of measures tested in the family (ratings, outcomes, time shares) for that pair "
+     "and test. Time shares: paired t within subjects when the design names it, else Wilcoxon; "
+     "the item ratio: Mann-Whitney U over the pooled rounds, as Cocoa.",
      [("family", "family"), ("item", "measure"), ("label", "A"), ("label_b", "B"),
       ("n", "n"), ("value", "median A"), ("value_b", "median B"), ("test", "test"),
       ("statistic", "statistic"), ("p_value", "p"), ("p_bonferroni", "p (Bonferroni)"),

@@ -8,6 +8,12 @@
   **Mann-Whitney U** test (U of the first condition; two-sided; exact for small samples
   without ties, as scipy decides).
 
+Cocoa's plans-vs-chat measures are tested as the paper does: the **time shares** (planning,
+executing, inspecting) by the **paired t** test within subjects when the design names
+``paired_t`` (else Wilcoxon), by Mann-Whitney between subjects; the **output-to-input item
+ratio** by the **Mann-Whitney U** test over every round of each condition pooled, within or
+between subjects alike (rounds are its unit).
+
 p-values are two-sided. The **Bonferroni** correction multiplies each p by the number of
 measures tested in its family (one pair of conditions, one test, one group: ratings or session
 outcomes), capped at 1, as Cocoa corrects over the ratings it compares.
@@ -38,6 +44,14 @@ def tests_for(subjects: Subjects, named: Iterable[str]) -> list[str]:
     fitting = {"within": (WILCOXON, PAIRED_T), "between": (MANN_WHITNEY,)}[subjects]
     chosen = [test for test in fitting if test in set(named)]
     return chosen or [fitting[0]]
+
+
+def share_tests(subjects: Subjects, named: Iterable[str]) -> list[str]:
+    """The test of Cocoa's time shares: paired t within subjects when named (as Cocoa), else
+    Wilcoxon; Mann-Whitney between subjects."""
+    if subjects == "between":
+        return [MANN_WHITNEY]
+    return [PAIRED_T] if PAIRED_T in set(named) else [WILCOXON]
 
 
 def mann_whitney(a: Sequence[float], b: Sequence[float]) -> tuple[float, float] | None:
@@ -106,4 +120,4 @@ def compare(values: Values, conditions: Sequence[str], labels: dict[str, str],
 
 
 __all__ = ["MANN_WHITNEY", "PAIRED_T", "TEST_NAMES", "WILCOXON", "Subjects", "compare",
-           "mann_whitney", "tests_for"]
+           "mann_whitney", "share_tests", "tests_for"]

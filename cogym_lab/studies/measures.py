@@ -15,6 +15,9 @@ that ``analysis.csv`` is one table and the two arms can be joined row by row.
   general utility) are the mean of their items in one questionnaire answered whole.
 * **Task load** (NASA-TLX raw): the mean of the form's six subscales, 0-100.
 * **Sessions**: the share delivered, the mean performance, the mean and median duration.
+* **Plans vs chat** (Cocoa, Figures 12-13; :mod:`cogym_lab.eval.metrics.activity_codes`): the
+  share of session time per activity code (mean, median, sd over sessions), and the
+  output-to-input item ratio over every round of every session, pooled (Cocoa's unit).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from statistics import mean, median, stdev
 from typing import Any
 
+from cogym_lab.eval.metrics.activity_codes import CODES, split_ratios
 from cogym_lab.eval.metrics.human_wins import SCORES, wilson_interval
 from cogym_lab.studies.export_reader import ExportError, StudyExport, number
 from cogym_lab.studies.tables import AnswerRow
@@ -102,6 +106,66 @@ def _means(collected: Mapping[str, Mapping[str, Mapping[str, list[float]]]]) -> 
     return {measure: {condition: {p: mean(v) for p, v in people.items() if v}
                       for condition, people in conditions.items()}
             for measure, conditions in collected.items()}
+
+
+# -- plans vs chat: time shares and the item ratio ---------------------------------------------
+
+#: The time-share columns of ``sessions.csv``, one per activity code.
+SHARE_MEASURES = tuple(f"share_{code}" for code in CODES)
+#: The coded interactions Cocoa compares between conditions (waiting and finishing are not).
+TESTED_SHARES = ("share_planning", "share_executing", "share_inspecting")
+
+
+def time_shares(export: StudyExport) -> tuple[list[dict[str, Any]], Values]:
+    """Rows per condition and activity code (the share of session time: mean, median, sd over
+    the sessions that have one), and each participant's mean share per condition."""
+    rows: list[dict[str, Any]] = []
+    collected: dict[str, dict[str, dict[str, list[float]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list)))
+    sessions = export.analysed_sessions()
+    for condition in export.conditions():
+        mine = [s for s in sessions if s.condition == condition]
+        for measure in SHARE_MEASURES:
+            values = [(s.participant, v) for s in mine if (v := getattr(s, measure)) is not None]
+            if not values:
+                continue
+            stats = _summary([v for _, v in values])
+            rows.append(row("time_shares", measure, item=measure, condition=condition,
+                            label=export.label(condition), value=stats["mean"],
+                            note=f"{len({p for p, _ in values})} participants", **stats))
+            for participant, value in values:
+                collected[measure][condition][participant].append(value)
+    return rows, _means(collected)
+
+
+def item_ratio_rounds(export: StudyExport) -> dict[str, dict[str, float]]:
+    """Condition -> round -> its output-to-input ratio, every round of every analysed session
+    (a round's key: participant, session and its place in the session)."""
+    out: dict[str, dict[str, float]] = defaultdict(dict)
+    for session in export.analysed_sessions():
+        for k, ratio in enumerate(split_ratios(session.item_ratios)):
+            out[session.condition][f"{session.participant}/{session.session_id}/{k}"] = ratio
+    return dict(out)
+
+
+def item_ratios(export: StudyExport) -> tuple[list[dict[str, Any]], Values]:
+    """One row per condition: the item ratio over its rounds, pooled (n rounds, mean, median,
+    sd); and the rounds as the tests' values (measure ``item_ratio``)."""
+    rounds = item_ratio_rounds(export)
+    rows: list[dict[str, Any]] = []
+    sessions = export.analysed_sessions()
+    for condition in export.conditions():
+        values = list(rounds.get(condition, {}).values())
+        if not values:
+            continue
+        with_rounds = [s for s in sessions if s.condition == condition and s.item_ratios]
+        stats = _summary(values)
+        rows.append(row("item_ratio", "item_ratio", item="item_ratio", condition=condition,
+                        label=export.label(condition), value=stats["mean"],
+                        note=f"{len(values)} rounds of {len(with_rounds)} sessions, "
+                             f"{len({s.participant for s in with_rounds})} participants",
+                        **stats))
+    return rows, ({"item_ratio": rounds} if rounds else {})
 
 
 # -- rankings: the Borda count ------------------------------------------------------------------
@@ -334,6 +398,8 @@ def per_participant(answers: Mapping[str, Mapping[str, list[tuple[str, float]]]]
     return _means(collected)
 
 
-__all__ = ["ALL", "COLUMNS", "DEFAULT_COMPOSITES", "UTILITY_ITEMS", "Values", "borda",
-           "composite_answers", "last_rankings", "likert_answers", "per_participant", "row",
-           "session_outcomes", "summary_rows", "task_load_answers", "win_rates", "win_scores"]
+__all__ = ["ALL", "COLUMNS", "DEFAULT_COMPOSITES", "SHARE_MEASURES", "TESTED_SHARES",
+           "UTILITY_ITEMS", "Values", "borda", "composite_answers", "item_ratio_rounds",
+           "item_ratios", "last_rankings", "likert_answers", "per_participant", "row",
+           "session_outcomes", "summary_rows", "task_load_answers", "time_shares", "win_rates",
+           "win_scores"]

@@ -6,6 +6,9 @@ other member counts as the agents' side. ``person_initiative`` is a count, not C
 initiative (which needs an LM judge, :mod:`cogym_lab.eval.metrics.initiative`): the person's
 share of the chat messages and confirmation requests (the acts that start an exchange) of the
 whole team, ``None`` when nobody sent any.
+
+Cocoa's plans-vs-chat measures (time shares by activity, the output-to-input item ratio) are
+:mod:`cogym_lab.eval.metrics.activity_codes`'s, with the same seat as the person.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import math
 from pathlib import Path
 
 from cogym_lab.core.messages import EventType
+from cogym_lab.eval.metrics.activity_codes import activity_codes, join_ratios
 from cogym_lab.records.trajectory import SessionRecord, load_session
 from cogym_lab.studies.tables import SessionRow
 
@@ -35,6 +39,7 @@ def session_row(results: str | Path | SessionRecord, *, participant: str, positi
     openers = [e for e in ok if e.type in _OPENERS]
     share = (sum(1 for e in openers if e.actor == person) / len(openers)) if openers else None
     performance = record.performance
+    codes = activity_codes(record, person)
     return SessionRow(
         participant=participant, position=position, condition=condition, label=label,
         practice=practice, task=record.task, instance=instance, session_id=record.session_id,
@@ -48,7 +53,11 @@ def session_row(results: str | Path | SessionRecord, *, participant: str, positi
         confirmations_asked=count(EventType.CONFIRM_REQUEST, by_person=False),
         confirmations_given=count(EventType.CONFIRM_ACCEPT, by_person=True),
         interruptions=count(EventType.PAUSE, by_person=True),
-        person_initiative=share, traits=traits)
+        person_initiative=share, traits=traits,
+        share_planning=codes.share("planning"), share_executing=codes.share("executing"),
+        share_inspecting=codes.share("inspecting"), share_waiting=codes.share("waiting"),
+        share_other=codes.share("other"), item_ratio=codes.item_ratio,
+        item_ratios=join_ratios(codes.ratios), item_rounds=codes.rounds)
 
 
 def _duration(record: SessionRecord) -> float | None:

@@ -3,6 +3,10 @@
 * ``likert.png``: per item and condition, the share of each answer, stacked;
 * ``borda.png``: Borda points per ranking item and label;
 * ``win_rate.png``: the win rate per condition with its 95% Wilson interval;
+* ``time_shares.png``: per condition, the mean share of session time per activity code,
+  stacked (Cocoa's Figure 12);
+* ``item_ratio.png``: per condition, the output-to-input item ratio of every round, as a box
+  (Cocoa's Figure 13);
 * ``fidelity.png`` (the two arms compared): each fidelity figure's human interquartile range
   and mean beside the simulated value, flagged figures in red.
 """
@@ -18,7 +22,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from cogym_lab.studies.export_reader import StudyExport, number
-from cogym_lab.studies.measures import condition_label
+from cogym_lab.studies.measures import SHARE_MEASURES, condition_label, item_ratio_rounds
 
 WIDTH = 8.0
 
@@ -105,10 +109,55 @@ def win_rate_plot(rows: Sequence[dict[str, Any]]) -> Figure | None:
     return figure
 
 
+_SHARE_COLOURS = {"share_planning": "tab:blue", "share_executing": "tab:orange",
+                  "share_inspecting": "tab:green", "share_waiting": "0.75", "share_other": "0.55"}
+
+
+def time_share_bars(rows: Sequence[dict[str, Any]]) -> Figure | None:
+    """The mean share of session time per activity code, stacked, one bar per condition."""
+    shares = [r for r in rows if r["section"] == "time_shares"]
+    if not shares:
+        return None
+    labels = list(dict.fromkeys(r["label"] for r in shares))
+    figure = _figure(0.5 * len(labels) + 1.4)
+    axis = figure.add_subplot()
+    left = [0.0] * len(labels)
+    for measure in SHARE_MEASURES:
+        widths = [next((r["mean"] for r in shares if r["label"] == label
+                        and r["measure"] == measure), 0.0) for label in labels]
+        axis.barh(range(len(labels)), widths, left=left, color=_SHARE_COLOURS[measure],
+                  label=measure.removeprefix("share_"))
+        left = [x + w for x, w in zip(left, widths, strict=True)]
+    axis.set_yticks(range(len(labels)), labels)
+    axis.invert_yaxis()
+    axis.set_xlim(0, 1)
+    axis.set_xlabel("mean share of session time")
+    figure.legend(title="activity", loc="outside right upper", frameon=False)
+    return figure
+
+
+def item_ratio_boxes(export: StudyExport) -> Figure | None:
+    """The output-to-input item ratio of every round, one box per condition."""
+    rounds = item_ratio_rounds(export)
+    if not rounds:
+        return None
+    conditions = [c for c in export.conditions() if c in rounds]
+    figure = _figure(3.0)
+    axis = figure.add_subplot()
+    axis.boxplot([list(rounds[c].values()) for c in conditions])
+    axis.set_xticks(range(1, len(conditions) + 1),
+                    [f"{export.label(c)} ({len(rounds[c])} rounds)" for c in conditions])
+    axis.set_ylim(-0.05, 1.05)
+    axis.set_ylabel("output-to-input item ratio")
+    return figure
+
+
 def analysis_plots(rows: Sequence[dict[str, Any]], export: StudyExport) -> dict[str, Figure]:
     """The plots the analysis has data for, by file name (without ``.png``)."""
     drawn = {"likert": likert_bars(export), "borda": borda_bars(rows),
-             "win_rate": win_rate_plot(rows)}
+             "win_rate": win_rate_plot(rows), "time_shares": time_share_bars(rows),
+             "item_ratio": item_ratio_boxes(export) if any(
+                 r["section"] == "item_ratio" for r in rows) else None}
     return {name: figure for name, figure in drawn.items() if figure is not None}
 
 
@@ -138,4 +187,5 @@ def fidelity_plot(rows: Sequence[dict[str, Any]]) -> Figure | None:
     return figure
 
 
-__all__ = ["analysis_plots", "borda_bars", "fidelity_plot", "likert_bars", "win_rate_plot"]
+__all__ = ["analysis_plots", "borda_bars", "fidelity_plot", "item_ratio_boxes", "likert_bars",
+           "time_share_bars", "win_rate_plot"]

@@ -17,13 +17,15 @@ import csv
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cogym_lab._version import __version__
 
 Arm = Literal["human", "simulated"]
+#: A share of a session's time, 0 to 1.
+Share = Annotated[float | None, Field(ge=0.0, le=1.0)]
 
 _ROW = ConfigDict(extra="forbid")
 
@@ -67,8 +69,33 @@ class SessionRow(BaseModel):
     #: The share of the session's initiative that was the person's (counted, not judged:
     #: :mod:`cogym_lab.studies.session_rows`).
     person_initiative: float | None = None
+    #: Cocoa's plans-vs-chat measures (:mod:`cogym_lab.eval.metrics.activity_codes`), the same
+    #: for a session with a plan and a chat session: the share of the session's time the person
+    #: spent on each activity (the five add up to 1; ``None`` for a session without time)...
+    share_planning: Share = None
+    share_executing: Share = None
+    share_inspecting: Share = None
+    share_waiting: Share = None
+    share_other: Share = None
+    #: ...and the output-to-input item ratio: its mean over the session's rounds, each round's
+    #: ratio joined by "|" (the unit of Cocoa's test), and the rounds that produced items.
+    item_ratio: float | None = None
+    item_ratios: str = ""
+    item_rounds: int = 0
     #: The simulated participant's traits in this session, joined by "|" ("" for a person).
     traits: str = ""
+
+    @field_validator("item_ratios")
+    @classmethod
+    def _ratios(cls, cell: str) -> str:
+        for part in cell.split("|") if cell else ():
+            try:
+                value = float(part)
+            except ValueError:
+                raise ValueError(f"{part!r} is not a number (ratios are joined by '|')") from None
+            if not value >= 0:
+                raise ValueError(f"{part!r} is not a ratio (0 or more)")
+        return cell
 
 
 class AnswerRow(BaseModel):

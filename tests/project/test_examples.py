@@ -72,7 +72,7 @@ def test_the_notebooks_are_built_from_the_script_and_carry_no_outputs(tmp_path):
     subprocess.run([sys.executable, str(EXAMPLES / "build_examples.py")], check=True,
                    capture_output=True)
     for name, text in before.items():
-        if name[:2] in ("01", "02", "03", "04", "05", "06", "07"):
+        if name[:2] in ("01", "02", "03", "04", "05", "06", "07", "08"):
             assert (EXAMPLES / name).read_text() == text, f"{name} differs from the script"
             notebook = nbformat.read(EXAMPLES / name, as_version=4)
             nbformat.validate(notebook)
@@ -195,3 +195,22 @@ def test_real_time_kitchen_notebook(notebook_env, monkeypatch):
     assert len(sessions) == 1 and (sessions[0] / "events.jsonl").is_file()
     events = (sessions[0] / "events.jsonl").read_text()
     assert '"PREPARE(' in events and '"clock"' in events
+
+
+def test_analyse_a_study_notebook(notebook_env, monkeypatch):
+    """Two scripted study runs (no LM asked anything), one standing in for the human arm, then
+    the analysis and the comparison from the CLI, read back with pandas."""
+    with ScriptedOpenAIServer() as lm:
+        outputs = run_notebook("08_analyse_a_study.ipynb", notebook_env, lm, monkeypatch)
+    assert lm.requests == []
+    assert "todo-demo" in outputs[1]  # study check
+    assert "6 participants" in outputs[2] and "sessions" in outputs[2]
+    assert "share_inspecting" in outputs[3] and "item_ratio" in outputs[3]
+    assert "Agent A" in outputs[4] and "satisfied" in outputs[4]
+    assert "Wilcoxon signed-rank" in outputs[5] and "time_shares" in outputs[5]
+    assert "'time_shares.png'" in outputs[6] and "'likert.png'" in outputs[6]
+    demo = notebook_env / "cogym-results" / "study-demo"
+    assert (demo / "simulated" / "analysis.md").is_file()
+    assert "sceptical" in (demo / "stand-in-human" / "participants.csv").read_text()
+    assert "figure" in outputs[9] or "initiative" in outputs[9]
+    assert (demo / "compare" / "compare.md").is_file()

@@ -36,6 +36,37 @@ CONFIRMATIONS = {"p1": (4, 2, 2), "p2": (3, 2, 1), "p3": (2, 1, 0), "p4": (4, 3,
                  "p5": (2, 2, 1), "p6": (3, 1, 2)}
 DELIVERED_C1 = {"p1": True, "p2": True, "p3": False, "p4": True, "p5": True, "p6": True}
 PERFORMANCE = {"c1": 0.8, "c2": 0.6, "c3": 0.5}
+#: Cocoa's plans-vs-chat measures (``plans_vs_chat=True``): shares of session time per
+#: participant (in PEOPLE's order) and condition; waiting is 0.05, other the rest.
+INSPECTING = {"c1": [0.30, 0.35, 0.25, 0.40, 0.33, 0.28],
+              "c2": [0.55, 0.50, 0.60, 0.52, 0.58, 0.49],
+              "c3": [0.45, 0.42, 0.47, 0.44, 0.40, 0.43]}
+PLANNING = {"c1": [0.20 + 0.01 * n for n in range(6)],
+            "c2": [0.17 + 0.015 * n for n in range(6)],
+            "c3": [0.18 + 0.012 * n for n in range(6)]}
+EXECUTING = {"c1": [0.15 + 0.01 * (3 * n % 6) for n in range(6)],
+             "c2": [0.03 + 0.005 * n for n in range(6)],
+             "c3": [0.08 + 0.007 * n for n in range(6)]}
+WAITING = 0.05
+#: Each session's output-to-input ratios, per round, per condition and participant.
+RATIOS = {"c1": dict(zip(PEOPLE, [[1.0, 0.75], [1.0], [0.5, 1.0, 1.0], [1.0, 0.8], [0.9],
+                                  [1.0, 1.0]], strict=True)),
+          "c2": dict(zip(PEOPLE, [[0.0], [0.25, 0.0], [0.0, 0.5], [0.0], [1.0, 0.0], [0.2]],
+                         strict=True)),
+          "c3": dict(zip(PEOPLE, [[0.5], [0.5, 0.0], [1.0], [0.5], [0.0], [0.5, 1.0]],
+                         strict=True))}
+
+
+def plans_vs_chat_fields(condition: str, n: int) -> dict[str, object]:
+    """The plans-vs-chat columns of participant ``n``'s session in ``condition``."""
+    shares = {"share_planning": PLANNING[condition][n],
+              "share_executing": EXECUTING[condition][n],
+              "share_inspecting": INSPECTING[condition][n], "share_waiting": WAITING}
+    ratios = RATIOS[condition][PEOPLE[n]]
+    return shares | {"share_other": 1 - sum(shares.values()),
+                     "item_ratio": sum(ratios) / len(ratios),
+                     "item_ratios": "|".join(str(r) for r in ratios),
+                     "item_rounds": len(ratios)}
 
 
 def _answer(participant: str, questionnaire: str, condition: str, position: int, item: str,
@@ -47,7 +78,8 @@ def _answer(participant: str, questionnaire: str, condition: str, position: int,
 
 def build(arm: str = "human", *, steer: dict[str, tuple[int, int, int]] | None = None,
           confirmations: dict[str, tuple[int, int, int]] | None = None,
-          pairwise: dict[str, str] | None = None) -> dict[str, list]:
+          pairwise: dict[str, str] | None = None, plans_vs_chat: bool = False
+          ) -> dict[str, list]:
     steer = steer or STEER
     confirmations = confirmations or CONFIRMATIONS
     pairwise = pairwise or PAIRWISE
@@ -71,7 +103,8 @@ def build(arm: str = "human", *, steer: dict[str, tuple[int, int, int]] | None =
                 delivered=DELIVERED_C1[person] if condition == "c1" else True,
                 performance=PERFORMANCE[condition] + 0.01 * n, duration_seconds=100.0 + 10 * n,
                 person_messages=4, person_actions=2, confirmations_asked=asked,
-                confirmations_given=given, interruptions=interrupted, person_initiative=0.4))
+                confirmations_given=given, interruptions=interrupted, person_initiative=0.4,
+                **(plans_vs_chat_fields(condition, n) if plans_vs_chat else {})))
             answers.append(_answer(person, "after", condition, position, "steerability",
                                    "likert", steer[person][index]))
             for item, value in zip(UTILITY_ITEMS, UTILITY[person][index], strict=True):

@@ -231,6 +231,14 @@ class CoEnv(abc.ABC):
     #: for the plan-aware agent ("search papers, add the good ones to the library, then
     #: draft"). Empty: the agent works a step out from the actions alone.
     plan_step_guidance: ClassVar[str] = ""
+    #: About how many minutes a person spends on one session of the task, for study plans.
+    typical_minutes: ClassVar[float] = 15.0
+
+    @classmethod
+    def session_minutes(cls, env_args: dict[str, Any]) -> float:
+        """About how long one session with ``env_args`` takes a person (a clocked task says
+        from its clock; others give :attr:`typical_minutes`)."""
+        return cls.typical_minutes
     #: ``package.module:command``: a click command that grades a file of this task's outcomes
     #: (``cogym-lab grade TASK ...``), or ``None`` when the task has no batch grader.
     grade_command: ClassVar[str | None] = None

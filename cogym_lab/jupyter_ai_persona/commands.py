@@ -25,8 +25,19 @@ I start and join Co-Gym sessions hosted by this Jupyter server. Write:
 - `join SESSION_ID [as ROLE]`: how to open a session you created or hold a seat of
 - `list`: your sessions
 - `help`: this
+"""
 
-For example `start todo`, `start travel_planning 3`, `start todo outside agent`."""
+
+def usage() -> str:
+    """:data:`USAGE` with this installation's tasks, the first of them as the example."""
+    from cogym_lab.envs.registry import available_envs
+
+    tasks = sorted(available_envs())
+    if not tasks:
+        return USAGE
+    first = tasks[0]
+    return (f"{USAGE}\nTasks here: {', '.join(tasks)}. For example `start {first}`, "
+            f"`start {first} 3`, `start {first} outside agent`.")
 
 _MENTION = re.compile(r"(?<!\S)@\S+")
 _ROLE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # RoleName's pattern
@@ -86,7 +97,7 @@ def read_command(text: str) -> Command:
 
 def _start(words: list[str]) -> Start:
     if not words:
-        raise CommandError("`start` needs a task, for example `start todo`.")
+        raise CommandError("`start` needs a task: `start TASK` (`help` lists the tasks).")
     task, rest = words[0], words[1:]
     instance: int | None = None
     if rest and rest[0].isdigit():

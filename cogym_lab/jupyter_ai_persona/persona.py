@@ -17,13 +17,13 @@ from typing import Any
 from cogym_lab.jupyter_ai_persona import replies
 from cogym_lab.jupyter_ai_persona.chat_sessions import ChatSessions
 from cogym_lab.jupyter_ai_persona.commands import (
-    USAGE,
     CommandError,
     Help,
     Join,
     ListSessions,
     Start,
     read_command,
+    usage,
 )
 from cogym_lab.runtime.hosting import HostingError
 
@@ -48,9 +48,9 @@ class CoGymAnswers:
         try:
             command = read_command(text)
         except CommandError as error:
-            return f"{error}\n\n{USAGE}"
+            return f"{error}\n\n{usage()}"
         if isinstance(command, Help):
-            return USAGE
+            return usage()
         try:
             serverapp = self._serverapp()
             sessions = ChatSessions(serverapp.web_app.settings, sender,

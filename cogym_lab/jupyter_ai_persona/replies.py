@@ -94,7 +94,8 @@ def found(summary: dict[str, Any], seat: str | None, server_url: str, *,
 def listing(summaries: list[dict[str, Any]]) -> str:
     """The reply to ``list``."""
     if not summaries:
-        return "You have no sessions on this server. `start todo` starts one."
+        return ("You have no sessions on this server. `start TASK` starts one (`help` lists "
+                "the tasks).")
     rows = ["| session | task | status | your seats |", "|---|---|---|---|"]
     rows += [f"| `{s['session_id']}` | {s['task']} | {s['status']} | "
              f"{', '.join(s.get('seats') or []) or '-'} |" for s in summaries]

@@ -353,9 +353,7 @@ def _measure_needs(design: StudyDesign, measure: str, kinds: set[str],
 
 # ------------------------------------------------------------ what a design asks of a person
 
-#: Typical minutes of a session with no time limit of its own, per task.
-TASK_MINUTES: dict[str, float] = {"todo": 3, "travel_planning": 20, "related_work": 25,
-                                  "tabular_analysis": 20}
+#: Minutes of a session whose task gives no estimate.
 _UNKNOWN_TASK_MINUTES = 15.0
 #: Minutes to answer one item, by kind.
 ITEM_MINUTES: dict[str, float] = {"likert": 0.25, "choice": 0.5, "ranking": 1.0, "text": 2.0,
@@ -364,16 +362,15 @@ _STEP_MINUTES = {"consent": 3.0, "instructions": 3.0, "comparison": 3.0, "done":
 
 
 def session_minutes(plan: SessionPlan) -> float:
-    """How long one session of ``plan`` takes, about: its time limit, else a clocked game's
-    length, else the task's typical time."""
+    """How long one session of ``plan`` takes, about: its time limit, else what its task says
+    (a clocked game's length, or the task's typical time)."""
+    from cogym_lab.envs.registry import task_class
+
     if plan.time_limit_seconds is not None:
         return plan.time_limit_seconds / 60
-    if plan.task == "kitchen":
-        ticks = plan.env_args.get("ticks", 500)
-        tick_seconds = plan.env_args.get("tick_seconds", 0.25)
-        if isinstance(ticks, int | float) and isinstance(tick_seconds, int | float):
-            return float(ticks) * float(tick_seconds) / 60 + 0.5  # and getting ready
-    return TASK_MINUTES.get(plan.task, _UNKNOWN_TASK_MINUTES)
+    factory = task_class(plan.task)
+    estimate = getattr(factory, "session_minutes", None)
+    return float(estimate(plan.env_args)) if callable(estimate) else _UNKNOWN_TASK_MINUTES
 
 
 def step_minutes(design: StudyDesign, step: Step) -> float:
@@ -441,6 +438,6 @@ def participant_plan(design: StudyDesign, participant: int = 0) -> ParticipantPl
 
 
 __all__ = ["ITEM_MINUTES", "KNOWN_MEASURES", "KNOWN_MODES", "MAX_DESIGN_BYTES",
-           "MAX_TEXT_CHARS", "TASK_MINUTES", "ParticipantPlan", "StudyDesignError",
+           "MAX_TEXT_CHARS", "ParticipantPlan", "StudyDesignError",
            "check_design", "design_file", "load_design", "parse_design", "participant_plan",
            "ready_designs", "session_minutes", "step_minutes", "toml_path"]

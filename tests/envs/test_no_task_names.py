@@ -22,6 +22,10 @@ TEXT_SUFFIXES = {".md", ".toml", ".json", ".js", ".css", ".html", ".txt", ".yaml
 #: Generated files that list every shipped file by path (tasks' prompt files included): a
 #: record of the package, written by a command, not knowledge of a task.
 GENERATED = {PACKAGE / "provenance" / "shipped_prompts.json"}
+#: The ready study designs: the papers' studies as data, naming the tasks those studies used (as
+#: a design a researcher writes does); `cogym-lab study check` validates them against the
+#: registry, and no code reads a task's name from them.
+STUDY_DESIGNS = PACKAGE / "studies" / "designs"
 
 def _shipped_tasks() -> dict[str, str]:
     """Each task that ships in ``cogym_lab.envs``, by name, with its class's name."""
@@ -42,6 +46,7 @@ WORDS = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(IDENTIFIERS))) + r"
 def _generic_files() -> Iterator[Path]:
     for path in sorted(PACKAGE.rglob("*")):
         if path.is_file() and not path.is_relative_to(TASKS_HOME) and path not in GENERATED \
+                and not path.is_relative_to(STUDY_DESIGNS) \
                 and "__pycache__" not in path.parts \
                 and (path.suffix == ".py" or path.suffix in TEXT_SUFFIXES):
             yield path

@@ -50,6 +50,15 @@ class KitchenEnv(CoEnv):
     description for the rules in plain words)."""
 
     name = "kitchen"
+
+    @classmethod
+    def session_minutes(cls, env_args: dict[str, Any]) -> float:
+        """A game lasts its ticks at its pace, and a person needs a moment to get ready."""
+        ticks = env_args.get("ticks", 500)
+        tick_seconds = env_args.get("tick_seconds", 0.25)
+        if isinstance(ticks, int | float) and isinstance(tick_seconds, int | float):
+            return float(ticks) * float(tick_seconds) / 60 + 0.5
+        return cls.typical_minutes
     default_team = "kitchen-fsm"
     content_shapes: ClassVar[Mapping[str, ContentShape]] = {KITCHEN: ContentShape(
         'the game\'s state: an object with a non-empty "grid" (a list of strings, one character '

@@ -82,6 +82,7 @@ class RelatedWorkEnv(DatasetEnv):
     _grade: RelatedWorkGrade | None = field(default=None, init=False, repr=False)
 
     name = "related_work"
+    typical_minutes = 25.0
     plan_step_guidance = (
         "Search papers for the step (SEARCH_PAPER), add the good ones to the library "
         "(LIBRARY_ADD_PAPER), note why they matter, and draft with LIBRARY_TO_DRAFT; complete "

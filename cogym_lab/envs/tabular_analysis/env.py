@@ -133,6 +133,7 @@ class TabularAnalysisEnv(DatasetEnv):
     _grade: HypothesisGrade | None = field(default=None, init=False, repr=False)
 
     name = "tabular_analysis"
+    typical_minutes = 20.0
     plan_step_guidance = (
         "Carry out an analysis step as one or a few cells in the shared notebook "
         "(EXECUTE_JUPYTER_CELL), then complete the step with what the outputs show.")

@@ -41,6 +41,7 @@ class TodoEnv(CoEnv):
     roles: tuple[str, ...] | None = None  # CoEnv keeps roles as a tuple
 
     name = "todo"
+    typical_minutes = 3.0
     default_team = "example"  # the rule-based team: todo runs without an LM
     plan_step_guidance = "Add, check or remove checklist items for the step, then complete it."
 

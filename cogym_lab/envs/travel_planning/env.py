@@ -76,6 +76,7 @@ class TravelPlanningEnv(DatasetEnv):
     _grade: Grade | None = field(default=None, init=False, repr=False)  # the last one given
 
     name = "travel_planning"
+    typical_minutes = 20.0
     plan_step_guidance = (
         "Search for what the step needs (flights, places to stay, restaurants, attractions, "
         "distances), then fill in the days it covers in the plan.")

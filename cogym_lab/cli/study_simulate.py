@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cogym_lab.cli.options import lm_settings
+from cogym_lab.cli.options import env_args, lm_settings
 
 console = Console()
 
@@ -23,19 +23,26 @@ console = Console()
                    "events.csv, study.json) and the sessions' results (sessions/). Run again "
                    "with the same folder to resume.")
 @click.option("--scripted", is_flag=True,
-              help="Rule-based participants: the team's own scripted member takes the "
-                   "person's seat and questionnaire answers follow from the outcome (no LM "
-                   "for the person).")
+              help="Scripted participants: questionnaire answers follow from the outcome by "
+                   "rule, and the team's own member keeps the person's seat: rule-based where "
+                   "the task has one (todo, the kitchen: no LM for the person), else the "
+                   "team's LM simulated user (give it a model).")
 @click.option("--model", "models", multiple=True, metavar="[ROLE=]MODEL",
               help="Model for every LM (the simulated user, agents, the task's tools), or "
                    "for ROLE (repeatable).")
 @click.option("--base-url", "base_urls", multiple=True, metavar="[ROLE=]URL",
               help="OpenAI-compatible endpoint for every LM, or for ROLE.")
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="SECONDS", help="Cap every session at SECONDS (a quick pilot run).")
+@click.option("--env-arg", multiple=True, metavar="KEY=VALUE",
+              help="Task argument for every session whose task takes it, e.g. ticks=60 for "
+                   "short kitchen games (repeatable; values are JSON when they parse).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="The study's seed: the orders of a random assignment.")
 @click.option("--no-progress", is_flag=True, help="Do not draw the progress bar.")
 def simulate_command(design: str, participants: int, out: Path, scripted: bool,
-                     models: tuple[str, ...], base_urls: tuple[str, ...], seed: int,
+                     models: tuple[str, ...], base_urls: tuple[str, ...],
+                     time_limit: float | None, env_arg: tuple[str, ...], seed: int,
                      no_progress: bool) -> None:
     """Run DESIGN (a ready design's name or a design file) with simulated participants."""
     from cogym_lab.lm import LMNotConfigured
@@ -51,7 +58,7 @@ def simulate_command(design: str, participants: int, out: Path, scripted: bool,
     except (SimulationError, FileNotFoundError, ValueError) as error:
         raise click.BadParameter(str(error), param_hint="DESIGN") from None
     settings = SimulationSettings(scripted=scripted, lm=lm_settings(models, base_urls),
-                                  seed=seed)
+                                  seed=seed, time_limit=time_limit, env_args=env_args(env_arg))
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, disable=no_progress)
     with progress:

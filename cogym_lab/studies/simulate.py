@@ -15,11 +15,27 @@ Who takes the person's seat:
   keeps it. Questionnaire items are answered by the same LM, one JSON answer per item, checked
   against the item's kind (one repair prompt, then the item is left unanswered and an event
   says so);
-* with ``scripted``, the rule-based member the team file puts in that seat (the todo task's
-  ``example-user``, the kitchen's partners), no LM for the person; the answers then follow
-  from the session's outcome and the traits, deterministically. A clocked task (the kitchen)
+* with ``scripted``, the questionnaires are answered by rule, deterministically, from the
+  sessions' outcomes and the traits (no LM for them), and the seat goes to the rule-based member
+  the team file puts there where it has one (the todo task's ``example-user``, the kitchen's
+  partners: no LM for the person at all). Tasks with no rule-based user (travel planning,
+  related work, tabular analysis, and Cocoa's plans on any of them) keep the team's LM
+  simulated user in the seat: give it a model, or point it at a scripted OpenAI-compatible
+  server (as the tests do) for a run with no real LM anywhere. A clocked task (the kitchen)
   runs at its fastest clock (``MIN_TICK_SECONDS`` a tick) unless the design sets
   ``tick_seconds``: rule-based chefs do not need the time, and the game's ticks are the same.
+
+A condition that ``compare_with`` a baseline has its ``comparison`` step played too: the
+baseline's team (the autonomous agent) runs alone on the same instance, its session row is
+written under the baseline condition, and the participant's ``comparison`` answers weigh their
+own outcome against it (scripted: the better performance wins, equal ones tie).
+
+The session's modes are honoured where a session can: ``turns`` makes the session turn-based;
+``plans``/``chat`` is the team's (a team with or without plans); ``moves``/``macros`` (what a
+person may do in the kitchen) does not change a simulated participant, who is a rule-based chef
+or an LM, and is recorded in a ``session_mode`` event (``person_controls``) for the hub and the
+analysis. ``SimulationSettings.time_limit`` caps every session's time and ``env_args`` sets task
+arguments for every session whose task takes them (a quick pilot: shorter kitchen games).
 
 A simulation resumes: each participant's rows are kept in ``participants/PARTICIPANT.json`` once
 they finished, and a run again with the same folder skips them (a participant cut short starts
@@ -47,7 +63,7 @@ from cogym_lab.lm import LM, LMConfig, LMError, make_lm
 from cogym_lab.members import member_type
 from cogym_lab.prompts import render
 from cogym_lab.records.trajectory import load_session
-from cogym_lab.sessions import SessionBuildError, SessionSpec, build_session
+from cogym_lab.sessions import EVERY_LM, SessionBuildError, SessionSpec, build_session
 from cogym_lab.studies.assignment import sequence_for
 from cogym_lab.studies.design import (
     ChoiceItem,
@@ -107,6 +123,10 @@ class SimulationSettings:
     scripted: bool = False
     lm: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     seed: int = 0
+    #: Seconds every session may take at most (the design's own limit, if shorter, stays).
+    time_limit: float | None = None
+    #: Task arguments for every session whose task takes them (``{"ticks": 60}``).
+    env_args: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -140,6 +160,7 @@ async def simulate_study(design: StudyDesign, out: Path, participants: int, *,
     docstring); ``on_participant(id, skipped)`` is called as each one is done."""
     if participants < 1:
         raise SimulationError("simulate one participant or more")
+    _check_env_args(design, settings.env_args)
     _claim(out, design, settings)
     records: list[ParticipantRecord] = []
     ran = skipped = 0
@@ -182,17 +203,45 @@ def _keep(out: Path, record: ParticipantRecord) -> None:
     kept.write_text(record.model_dump_json(indent=1), encoding="utf-8")
 
 
+def _takes(task: str, argument: str) -> bool:
+    """Whether ``task``'s constructor takes ``argument``."""
+    factory = task_class(task)
+    if factory is None:
+        return False
+    try:
+        parameters = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+    return argument in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+
+
+def _check_env_args(design: StudyDesign, env_args: Mapping[str, Any]) -> None:
+    """Refuse a task argument that no session of the design takes (a typo, most likely)."""
+    plans = [c.session for c in design.conditions] + [
+        r.session for r in [*design.practice, *design.calibration]]
+    for key in env_args:
+        if not any(_takes(plan.task, key) for plan in plans):
+            tasks = ", ".join(sorted({plan.task for plan in plans}))
+            raise SimulationError(f"No session of {design.name!r} takes the task argument "
+                                  f"{key!r} (its tasks: {tasks}).")
+
+
 def _claim(out: Path, design: StudyDesign, settings: SimulationSettings) -> None:
     """Mark ``out`` as this simulation's; refuse a folder that holds another one."""
     out.mkdir(parents=True, exist_ok=True)
-    mine = {"design": design.model_dump(mode="json"), "seed": settings.seed,
-            "scripted": settings.scripted}
+    mine: dict[str, Any] = {"design": design.model_dump(mode="json"), "seed": settings.seed,
+                            "scripted": settings.scripted}
+    if settings.time_limit is not None or settings.env_args:  # older folders lack them
+        mine["time_limit"] = settings.time_limit
+        mine["env_args"] = dict(settings.env_args)
     marker = out / SIMULATION_FILE
     if marker.is_file():
         kept = json.loads(marker.read_text(encoding="utf-8"))
         if kept != mine:
             raise SimulationError(f"{out} holds a simulation of another design, seed or kind "
-                                  "(--scripted or not); give another --out folder.")
+                                  "(--scripted or not, time limit, task arguments); give "
+                                  "another --out folder.")
         return
     marker.write_text(json.dumps(mine, indent=1), encoding="utf-8")
 
@@ -204,24 +253,30 @@ class _Participant:
                  settings: SimulationSettings) -> None:
         self.design = design
         self.id = participant_id(number)
+        self.number = number
         self.out = out
         self.settings = settings
         self.sequence = sequence_for(design, number, settings.seed)
-        self.sessions: list[SessionRow] = []
+        self.sessions: list[SessionRow] = []  # the participant's own, practice included
+        self.rows: list[SessionRow] = []  # for sessions.csv: theirs and the baselines', in order
         self.answers: list[AnswerRow] = []
         self.events: list[EventRow] = []
-        self.summaries: dict[int, str] = {}  # position -> what the person saw, for LM answers
+        #: position (or ``baseline-POSITION``) -> what the person saw, for LM answers
+        self.summaries: dict[int | str, str] = {}
+        self.baselines: dict[int, SessionRow] = {}  # position -> the baseline compared with
         self._lm: LM | None = None
 
     async def walk(self) -> ParticipantRecord:
         started = time.time()
         try:
-            for step in plan_steps(self.design, self.sequence):
+            for step in plan_steps(self.design, self.sequence, self.number):
                 self._event("step_started", step.id)
                 if step.kind == "consent":
                     self._event("consented", step.id)
                 elif step.kind in ("practice", "calibration", "session"):
                     await self._play(step)
+                elif step.kind == "comparison":
+                    await self._baseline(step)
                 elif step.kind == "questionnaire":
                     await self._answer(step)
                 self._event("step_finished", step.id)
@@ -234,7 +289,7 @@ class _Participant:
             participant=self.id, arm="simulated", sequence="|".join(self.sequence),
             status="finished", started_at=started, finished_at=time.time(),
             traits="|".join(traits))
-        return ParticipantRecord(participant=participant, sessions=self.sessions,
+        return ParticipantRecord(participant=participant, sessions=self.rows,
                                  answers=self.answers, events=self.events)
 
     def _event(self, event: str, step: str = "", **detail: Any) -> None:
@@ -253,16 +308,37 @@ class _Participant:
         assert plan is not None and step.instance is not None  # a session step has both
         traits = self._traits(step)
         team = self._team(plan, traits, step)
-        results = self.out / SESSIONS_DIR / self.id / step.id
+        self._event("session_mode", step.id, **session_mode(plan))
+        await self._run(step, plan, team, traits, person=plan.person)
+
+    async def _baseline(self, step: Step) -> None:
+        """A comparison step: the baseline's team alone on the session's instance."""
+        plan = step.session
+        assert plan is not None and step.instance is not None  # a comparison step has both
+        try:
+            team = load_team(plan.team)
+        except (FileNotFoundError, ValueError) as error:
+            raise SimulationError(f"{step.id}: {error}") from None
+        await self._run(step, plan, team, (), person="")
+
+    def _limits(self, plan: SessionPlan) -> dict[str, Any]:
         limits: dict[str, Any] = {}
-        if plan.time_limit_seconds is not None:
-            limits["timeout"] = plan.time_limit_seconds
+        caps = [t for t in (plan.time_limit_seconds, self.settings.time_limit) if t is not None]
+        if caps:
+            limits["timeout"] = min(caps)
         if "turns" in plan.mode:
             limits["interaction"] = "turns"
+        return limits
+
+    async def _run(self, step: Step, plan: SessionPlan, team: TeamConfig,
+                   traits: Sequence[str], *, person: str) -> None:
+        assert step.instance is not None
+        results = self.out / SESSIONS_DIR / self.id / step.id
+        limits = self._limits(plan)
         try:
             spec = SessionSpec.model_validate({
                 "task": plan.task, "instance": step.instance, "env_args": self._env_args(plan),
-                "team": team, "lm": {k: dict(v) for k, v in self.settings.lm.items()},
+                "team": team, "lm": self._lm_settings(team, baseline=not person),
                 "limits": limits})
             session = build_session(spec, results_dir=results)
         except (SessionBuildError, ValidationError) as error:
@@ -273,18 +349,30 @@ class _Participant:
         record = load_session(results)
         row = session_row(record, participant=self.id, position=step.position,
                           condition=step.condition, label=step.label,
-                          practice=step.kind != "session", instance=step.instance,
-                          person=plan.person, traits="|".join(traits))
-        self.sessions.append(row)
+                          practice=step.kind not in ("session", "comparison"),
+                          instance=step.instance, person=person, traits="|".join(traits))
+        if step.kind == "comparison":
+            self.baselines[step.position] = row
+        else:
+            self.sessions.append(row)
+        self.rows.append(row)
         chat = "\n".join(f"[{m.sender}] {m.text}" for m in record.messages[-30:])
-        self.summaries[step.position] = render(
+        key = step.position if step.kind != "comparison" else f"baseline-{step.position}"
+        self.summaries[key] = render(
             "cogym_lab.studies", "session_summary", label=step.label or step.title,
             task=session.env.task_description, hidden=hidden or "(nothing beyond the request)",
             chat=chat or "(no messages)", end_reason=row.end_reason or "unknown",
             delivered="yes" if row.delivered else "no")
 
+    def _lm_settings(self, team: TeamConfig, *, baseline: bool) -> dict[str, dict[str, Any]]:
+        """The LM settings for a session; a baseline (the agent alone) drops those of seats it
+        does not have (the simulated user's)."""
+        return {k: dict(v) for k, v in self.settings.lm.items()
+                if not baseline or k in (EVERY_LM, "tools") or k in team.members}
+
     def _env_args(self, plan: SessionPlan) -> dict[str, Any]:
         args = dict(plan.env_args)
+        args.update({k: v for k, v in self.settings.env_args.items() if _takes(plan.task, k)})
         factory = task_class(plan.task)
         if self.settings.scripted and "tick_seconds" not in args and factory is not None:
             try:
@@ -305,13 +393,11 @@ class _Participant:
         member = team.members.get(seat)
         stand_in = member is not None and not member.is_person \
             and member_type(member.type).kind == "agent"  # a partner playing the person
-        if self.settings.scripted:
-            if member is None or member.is_person:
-                raise SimulationError(
-                    f"Team {team.name!r} has no rule-based member in the person's seat "
-                    f"{seat!r} for {step.id}: simulate without --scripted (an LM simulated "
-                    f"user), or use a team whose {seat!r} is scripted.")
-        elif not stand_in:
+        # Scripted: the team's own member stays (rule-based where the task has one, else its LM
+        # simulated user); otherwise the LM simulated user takes every seat but a stand-in's.
+        keep = member is not None and not member.is_person if self.settings.scripted \
+            else stand_in
+        if not keep:
             own = member is not None and member.type == "simulated"
             member = MemberConfig(
                 type="simulated",
@@ -338,8 +424,10 @@ class _Participant:
         labels = list(dict.fromkeys(row.label for row in self.sessions if not row.practice))
         for item in questionnaire.items:
             if self.settings.scripted:
-                parts: list[tuple[str, str]] | None = scripted_answer(item, about, traits,
-                                                                      labels, self.sessions)
+                baseline = self.baselines.get(step.position) \
+                    if questionnaire.after == "comparison" else None
+                parts: list[tuple[str, str]] | None = scripted_answer(
+                    item, about, traits, labels, self.sessions, baseline=baseline)
             else:
                 parts = await self._lm_answer(item, step, questionnaire, about, labels)
             if parts is None:
@@ -376,8 +464,10 @@ class _Participant:
                          about: list[SessionRow], labels: list[str]
                          ) -> list[tuple[str, str]] | None:
         lm = self._answer_lm()
-        sessions = "\n\n".join(self.summaries[row.position] for row in about
-                               if row.position in self.summaries)
+        shown: list[int | str] = [row.position for row in about]
+        if questionnaire.after == "comparison":
+            shown.append(f"baseline-{step.position}")
+        sessions = "\n\n".join(self.summaries[key] for key in shown if key in self.summaries)
         context = render("cogym_lab.studies", "answer_context",
                          traits=", ".join(self._traits_of(step)) or "none",
                          sessions=sessions or "(no sessions yet)")
@@ -427,11 +517,35 @@ def _fives(value: float) -> str:
     return str(int(min(100, max(0, 5 * round(value / 5)))))
 
 
+def session_mode(plan: SessionPlan) -> dict[str, Any]:
+    """What a session's modes mean for it, as the ``session_mode`` event records them:
+    ``interaction`` (turns or notifications), ``plans`` (the team's choice), and for a real-time
+    task ``person_controls`` (``moves``: move and interact only; ``macros``: macro actions too),
+    which the hub applies to a person's panel and a simulated participant does not need."""
+    detail: dict[str, Any] = {"mode": list(plan.mode),
+                              "interaction": "turns" if "turns" in plan.mode else "notifications"}
+    if "plans" in plan.mode or "chat" in plan.mode:
+        detail["plans"] = "plans" in plan.mode
+    if "moves" in plan.mode or "macros" in plan.mode:
+        detail["person_controls"] = "macros" if "macros" in plan.mode else "moves"
+    return detail
+
+
+def _pairwise(item: ChoiceItem, own: float, baseline: float) -> str | None:
+    """``own``, ``autonomous`` or ``tie`` for a pairwise item (None for another choice)."""
+    if not {"own", "autonomous", "tie"} <= set(item.options):
+        return None
+    if abs(own - baseline) < 1e-9:
+        return "tie"
+    return "own" if own > baseline else "autonomous"
+
+
 def scripted_answer(item: Item, about: Sequence[SessionRow], traits: Sequence[str],
-                    labels: Sequence[str], played: Sequence[SessionRow]
-                    ) -> list[tuple[str, str]]:
+                    labels: Sequence[str], played: Sequence[SessionRow], *,
+                    baseline: SessionRow | None = None) -> list[tuple[str, str]]:
     """A scripted participant's answer to ``item`` as ``(part, value)`` rows: it follows from
-    how the sessions asked about went (their mean performance) and the traits."""
+    how the sessions asked about went (their mean performance) and the traits; a pairwise
+    choice after a comparison weighs that against the ``baseline``'s performance."""
     performance = _mean_performance(about)
     if isinstance(item, LikertItem):
         value = 1 + round(performance * (item.points - 1))
@@ -449,6 +563,10 @@ def scripted_answer(item: Item, about: Sequence[SessionRow], traits: Sequence[st
         ranked = sorted(labels, key=lambda label: -by_label[label])  # stable: first met first
         return [(label, str(rank)) for rank, label in enumerate(ranked, 1)]
     if isinstance(item, ChoiceItem):
+        if baseline is not None:
+            picked = _pairwise(item, performance, _mean_performance([baseline]))
+            if picked is not None:
+                return [("", picked)]
         index = 0 if performance >= 2 / 3 else (len(item.options) - 1 if performance < 1 / 3
                                                 else len(item.options) // 2)
         return [("", item.options[index])]
@@ -524,4 +642,4 @@ def read_answer(item: Item, reply: str, labels: Sequence[str]) -> list[tuple[str
 
 __all__ = ["ParticipantRecord", "SimulationError", "SimulationSettings", "SimulationSummary",
            "answer_form", "load_study_design", "participant_id", "read_answer",
-           "scripted_answer", "simulate_study"]
+           "scripted_answer", "session_mode", "simulate_study"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -96,3 +97,77 @@ def test_an_outside_agent_is_run_and_reported_beside_the_built_in_team(tmp_path)
     assert float(ours["agent_tokens"]) > 0 and float(theirs["agent_tokens"]) == 0
     crashed = rows["mcp-client", "crasher"]
     assert crashed["agent_failure"] == "1" and crashed["counted"] == "0"
+
+
+def acp_team_file(path: Path, lm_url: str, record: Path) -> Path:
+    """A team whose agent is an ACP agent (the test agent, its LM on the loopback server)."""
+    args = ["-m", "tests.support.acp_agent", "--lm-url", lm_url, "--record", str(record)]
+    path.write_text(f"""
+name = "{path.stem}"
+tasks = ["todo"]
+
+[session]
+idle_seconds = 2.0
+
+[members.agent]
+type = "acp"
+
+[members.agent.options]
+command = {json.dumps(sys.executable)}
+args = {json.dumps(args)}
+env = {{ PYTHONPATH = {json.dumps(str(REPO_ROOT))} }}
+
+[members.user]
+type = "example-user"
+""", encoding="utf-8")
+    return path
+
+
+def acp_todo_policy(messages: list[dict]) -> dict:
+    """The ACP agent's script: add what the user asks for and a few more items, report once,
+    then wait for the user to finish."""
+    done = [json.loads(m["content"]) for m in messages if m["role"] == "assistant"]
+    seen = "\n".join(str(m["content"]) for m in messages if m["role"] == "user")
+    asked = re.search(r"Please bring ([^\"”\n;]+)", seen)
+    wanted = [part.strip().removeprefix("a ").removeprefix("an ").strip(" .")
+              for part in asked.group(1).split(" and ")] if asked else []
+    wishes: list[dict] = [{"tool": "observe"}]
+    if not asked:
+        wishes.append({"tool": "wait_for_news", "arguments": {"timeout_seconds": 2}})
+    wishes += [{"tool": "ADD_ITEM", "arguments": {"text": text}} for text in
+               [*wanted, "tent", "sleeping bag", "stove", "water bottle", "map", "first aid kit"]]
+    wishes.append({"tool": "send_message",
+                   "arguments": {"message": "The list is ready: everything you asked for."}})
+    for wish in wishes:
+        if wish not in done:
+            return wish
+    return {"end_turn": True}
+
+
+def test_an_acp_agent_is_run_and_reported_beside_the_built_in_team(tmp_path) -> None:
+    with ScriptedOpenAIServer(responder=lambda body: json.dumps(acp_todo_policy(body["messages"])),
+                              models=("scripted-acp",)) as lm:
+        team = acp_team_file(tmp_path / "acp-agent.toml", lm.base_url, tmp_path / "seen.json")
+        said = run_batch(str(team), tmp_path / "acp", "0,1")
+        agent_calls = len(lm.requests)
+    assert "2/2 sessions finished" in said and "0 failed, 2 delivered" in said, said
+    run = json.loads((tmp_path / "acp" / "run.json").read_text())
+    assert run["tokens"]["total_tokens"] > 0  # what the agent reported in its turns
+    assert agent_calls > 0 and "agent" not in run["lms"]  # its own LM, not the session's
+
+    said = run_batch("example", tmp_path / "built-in", "0,1")
+    assert "2/2 sessions finished" in said
+
+    report = tmp_path / "report"
+    shown = CliRunner().invoke(main, ["eval", "report", str(tmp_path / "acp"),
+                                      str(tmp_path / "built-in"), "--out", str(report)])
+    assert shown.exit_code == 0, shown.output
+    assert "acp" in (report / "report.txt").read_text()
+    with (report / "summary.csv").open(encoding="utf-8") as handle:
+        rows = {row["agent_type"]: row for row in csv.DictReader(handle)}
+    assert set(rows) == {"acp", "example"}
+    ours, theirs = rows["acp"], rows["example"]
+    for row in (ours, theirs):
+        assert row["sessions"] == "2" and row["counted"] == "2" and row["agent_failure"] == "0"
+        assert float(row["delivery_rate"]) == 1.0 and float(row["performance"]) == 1.0
+    assert float(ours["agent_tokens"]) > 0 and float(theirs["agent_tokens"]) == 0

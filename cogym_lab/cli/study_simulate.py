@@ -25,8 +25,8 @@ console = Console()
 @click.option("--scripted", is_flag=True,
               help="Scripted participants: questionnaire answers follow from the outcome by "
                    "rule, and the team's own member keeps the person's seat: rule-based where "
-                   "the task has one (todo, the kitchen: no LM for the person), else the "
-                   "team's LM simulated user (give it a model).")
+                   "the team has one (no LM for the person), else the team's LM simulated "
+                   "user (give it a model).")
 @click.option("--model", "models", multiple=True, metavar="[ROLE=]MODEL",
               help="Model for every LM (the simulated user, agents, the task's tools), or "
                    "for ROLE (repeatable).")
@@ -36,7 +36,7 @@ console = Console()
               metavar="SECONDS", help="Cap every session at SECONDS (a quick pilot run).")
 @click.option("--env-arg", multiple=True, metavar="KEY=VALUE",
               help="Task argument for every session whose task takes it, e.g. ticks=60 for "
-                   "short kitchen games (repeatable; values are JSON when they parse).")
+                   "short real-time games (repeatable; values are JSON when they parse).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="The study's seed: the orders of a random assignment.")
 @click.option("--no-progress", is_flag=True, help="Do not draw the progress bar.")

@@ -26,6 +26,7 @@ from cogym_lab.cli.options import (
     read_spec,
     task_options,
 )
+from cogym_lab.cli.study_command import study
 from cogym_lab.core.outcome_class import CLASS_WORDS
 from cogym_lab.nodes.transcript import Transcript
 from cogym_lab.sessions import SessionBuildError
@@ -179,6 +180,7 @@ main.add_command(data)
 main.add_command(eval_group)
 main.add_command(grade)
 main.add_command(mcp_command)
+main.add_command(study)
 
 
 @main.group()

@@ -97,8 +97,8 @@ def check_answers(questionnaire: Questionnaire, given: Any, labels: list[str]
     unknown = sorted(str(name) for name in given if name not in names)
     if unknown:
         raise AnswerError(f"questionnaire {questionnaire.name!r} has no item "
-                          f"{ascii(unknown[0][:80])}")
-    rows = []
+                          f"{unknown[0][:80]!a}")
+    rows: list[tuple[str, str, str, str]] = []
     for item in questionnaire.items:
         optional = isinstance(item, FreeTextItem) and not item.required
         if item.name not in given and not optional:

@@ -36,6 +36,8 @@ class CogymStudyApp(CogymStudy):
     load_other_extensions = True
 
     def initialize_settings(self) -> None:
+        if self.serverapp is None:
+            return
         if not self.study_dir:
             self.log.warning("cogym_lab study: no study folder (c.CogymStudy.study_dir or "
                              "$%s); the study API answers 404", STUDY_DIR_ENV)

@@ -42,7 +42,7 @@ class ParticipantFlow:
         """The current step, when it is ``step_id`` of one of ``kinds``; ``FlowError`` else."""
         step = self.current
         if step.id != step_id:
-            raise FlowError(f"Step {ascii(step_id[:80])} is not the current step "
+            raise FlowError(f"Step {step_id[:80]!a} is not the current step "
                             f"({step.id}).")
         if kinds and step.kind not in kinds:
             raise FlowError(f"Step {step.id} is a {step.kind} step.")

@@ -61,7 +61,7 @@ class StudyHandler(CogymAPIHandler):
         if parts is None:
             raise HostingError("No study is set up on this server (c.CogymStudy.study_dir).",
                                status=404)
-        return parts  # type: ignore[no-any-return]
+        return parts
 
     def participant(self) -> tuple[ParticipantState, bool]:
         return self.study.folder.arrive(self.who)

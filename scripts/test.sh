@@ -26,6 +26,11 @@ fi
 [ -x .cache/typescript/node_modules/.bin/tsc ] || \
   npm install --silent --no-audit --no-fund --prefix .cache/typescript typescript@5
 
+# configurable-http-proxy for the real JupyterHub of the study test
+# (tests/browser/test_study_on_jupyterhub.py): a project-local copy.
+[ -x .cache/configurable-http-proxy/node_modules/.bin/configurable-http-proxy ] || \
+  npm install --silent --no-audit --no-fund --prefix .cache/configurable-http-proxy configurable-http-proxy@4
+
 # Lint and type checks over the package (rules and settings in pyproject.toml): any finding
 # fails the run before a test starts.
 .venv/bin/python -m ruff check cogym_lab

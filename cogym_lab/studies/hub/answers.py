@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cogym_lab.errors import CogymError
 from cogym_lab.studies.design import (
     ChoiceItem,
     FreeTextItem,
@@ -27,7 +28,7 @@ MAX_TEXT = 5_000
 TASK_LOAD_SCALES = ("mental", "physical", "temporal", "performance", "effort", "frustration")
 
 
-class AnswerError(ValueError):
+class AnswerError(CogymError, ValueError):
     """An answer that does not fit its item; the message names the item."""
 
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from cogym_lab.errors import CogymError
 from cogym_lab.studies.design import Questionnaire, StudyDesign
 from cogym_lab.studies.hub.answers import AnswerError, check_answers
 from cogym_lab.studies.hub.store import GivenAnswer, ParticipantState
 from cogym_lab.studies.steps import Step, plan_steps
 
 
-class FlowError(ValueError):
+class FlowError(CogymError, ValueError):
     """A request that does not fit the participant's place in the study (HTTP ``status``)."""
 
     def __init__(self, message: str, status: int = 409) -> None:

@@ -2,12 +2,25 @@
 //
 // Leads a participant through a study in JupyterLab: consent, instructions, practice, each
 // session (in the existing session panel, imported from its source text in the model's
-// `panel_module`), each questionnaire, thanks. Everything shown comes from the server's study
+// `panel_module`), each comparison of two outcomes, each questionnaire, thanks. Everything shown comes from the server's study
 // API (/cogym/study/api), which gives a participant only their own step, under neutral labels:
 // this module never learns a condition's name. Text is only ever set as textContent.
 // Keyboard: Tab moves between controls in reading order, Enter submits a step (Ctrl+Enter in
 // a free-text box, where Enter is a new line), Escape in a text field puts back what it held
 // before this edit and leaves the field.
+
+/**
+ * @typedef {{ kind: string, name: string, text: string, points: number, low: string, high: string,
+ *   options: string[], labels: string[] }} StudyItem
+ * @typedef {{ label: string, text: string }} ShownOutcome
+ * @typedef {{ id: string, kind: string, title: string, text?: string, about?: string, items: StudyItem[],
+ *   session?: { session_id: string, role: string }, time_limit_seconds?: number | null, ready?: boolean,
+ *   outcomes: ShownOutcome[] }} StudyStep
+ * @typedef {{ participant: string, study: string, status: string, step: StudyStep, index: number,
+ *   total: number }} StudyState
+ * @typedef {{ get: (name: string) => any, widget_manager?: unknown }} WidgetModel
+ * @typedef {{ box: HTMLElement, value: () => unknown }} ItemControl
+ */
 
 /** @param {string} tag @param {Record<string, any>} [attrs] @param {...any} children */
 function h(tag, attrs = {}, ...children) {
@@ -30,6 +43,7 @@ function h(tag, attrs = {}, ...children) {
 }
 
 /** The Jupyter server's base URL, as the page knows it ("/user/NAME/" under JupyterHub). */
+/** @param {string | undefined} fallback */
 function pageBaseUrl(fallback) {
   const config = document.getElementById("jupyter-config-data");
   if (config) {
@@ -50,6 +64,7 @@ function xsrfToken() {
 
 /** The study API of this server. */
 class StudyApi {
+  /** @param {string} base */
   constructor(base) {
     this.base = base;
   }
@@ -62,6 +77,7 @@ class StudyApi {
     return headers;
   }
 
+  /** @param {string} method @param {string} path @param {unknown} [body] @param {boolean} [keepalive] */
   async call(method, path, body, keepalive = false) {
     const response = await fetch(`${this.base}cogym/study/api/${path}`, {
       method, headers: this.headers(), credentials: "same-origin", keepalive,
@@ -74,15 +90,16 @@ class StudyApi {
 }
 
 /** Enter submits (not in a text box, a button or a link); Escape puts a field back. */
+/** @param {HTMLElement} form @param {() => void} submit */
 function keyboard(form, submit) {
   form.setAttribute("data-lm-suppress-shortcuts", "true"); // JupyterLab leaves these keys
-  form.addEventListener("focusin", (event) => {
+  form.addEventListener("focusin", (/** @type {FocusEvent} */ event) => {
     const target = event.target;
     if (target instanceof HTMLInputElement || target instanceof HTMLTextAreaElement) {
       target.dataset.before = target.value;
     }
   });
-  form.addEventListener("keydown", (event) => {
+  form.addEventListener("keydown", (/** @type {KeyboardEvent} */ event) => {
     const target = event.target;
     event.stopPropagation(); // the notebook's shortcuts (A, B, D D, arrows...) stay out
     if (event.isComposing) return;
@@ -104,13 +121,14 @@ function keyboard(form, submit) {
 }
 
 /** One questionnaire item's control: `value()` reads its answer (undefined: none given). */
+/** @param {StudyItem} item @param {number} index @returns {ItemControl} */
 function itemControl(item, index) {
   const id = `cogym-study-item-${index}-${item.name}`;
   const box = h("div", { class: "cogym-study-item", testid: "study-item", dataset: { kind: item.kind, item: item.name } });
   if (item.kind === "likert" || item.kind === "choice") {
     const options = item.kind === "likert"
       ? Array.from({ length: item.points }, (_, i) => ({ value: i + 1, text: String(i + 1) }))
-      : item.options.map((option) => ({ value: option, text: option }));
+      : item.options.map((/** @type {string} */ option) => ({ value: option, text: option }));
     const fieldset = h("fieldset", { class: "cogym-study-scale" }, h("legend", { text: item.text }));
     const row = h("div", { class: "cogym-study-options", role: "radiogroup" });
     if (item.kind === "likert") row.append(h("span", { class: "cogym-study-end", text: item.low }));
@@ -135,6 +153,7 @@ function itemControl(item, index) {
   if (item.kind === "ranking") {
     const order = [...item.labels];
     const list = h("ol", { class: "cogym-study-ranking", "aria-label": item.text });
+    /** @param {string} focus */
     const draw = (focus) => {
       list.replaceChildren(...order.map((label, place) => h("li", { testid: "ranking-row", dataset: { label } },
         h("span", { class: "cogym-study-rank-label", text: label }),
@@ -147,6 +166,7 @@ function itemControl(item, index) {
         if (button instanceof HTMLElement) button.focus();
       }
     };
+    /** @param {number} place @param {number} by */
     const move = (place, by) => {
       const [label] = order.splice(place, 1);
       order.splice(place + by, 0, label);
@@ -183,6 +203,7 @@ function itemControl(item, index) {
 
 /** The panel module, imported once per page from its source text. */
 const PANELS = new Map();
+/** @param {string} source @returns {Promise<any>} */
 function importPanel(source) {
   let loaded = PANELS.get(source);
   if (!loaded) {
@@ -194,24 +215,29 @@ function importPanel(source) {
 }
 
 /** A stand-in for anywidget's model, with the traits a server-mode session panel reads. */
+/** @param {Record<string, unknown>} values @param {unknown} widgetManager */
 function panelModel(values, widgetManager) {
   const traits = new Map(Object.entries(values));
+  /** @type {Map<string, Array<() => void>>} */
   const listeners = new Map();
   return {
-    get: (name) => traits.get(name),
-    set: (name, value) => {
+    get: (/** @type {string} */ name) => traits.get(name),
+    set: (/** @type {string} */ name, /** @type {unknown} */ value) => {
       traits.set(name, value);
       for (const listener of listeners.get(`change:${name}`) || []) listener();
     },
     save_changes: () => {},
-    on: (event, listener) => listeners.set(event, [...(listeners.get(event) || []), listener]),
-    off: (event, listener) => listeners.set(event, (listeners.get(event) || []).filter((l) => l !== listener)),
+    on: (/** @type {string} */ event, /** @type {() => void} */ listener) =>
+      listeners.set(event, [...(listeners.get(event) || []), listener]),
+    off: (/** @type {string} */ event, /** @type {() => void} */ listener) =>
+      listeners.set(event, (listeners.get(event) || []).filter((l) => l !== listener)),
     send: () => {},
     widget_manager: widgetManager,
   };
 }
 
 class StudyFlow {
+  /** @param {HTMLElement} el @param {WidgetModel} model */
   constructor(el, model) {
     this.model = model;
     this.api = new StudyApi(pageBaseUrl(model.get("base_url")));
@@ -223,9 +249,16 @@ class StudyFlow {
       h("div", { class: "cogym-study-header" }, this.title, this.progress), this.error, this.body);
     el.append(this.root);
     this.stopPanel = null;
+    /** @type {ReturnType<typeof setTimeout> | null} */
+    this.poll = null;
+    /** @type {string | undefined} the step shown, and its session (or whether its outcomes are ready) */
+    this.shown = undefined;
+    /** @type {string | undefined} */
+    this.shownSession = undefined;
     this.busy = false;
   }
 
+  /** @param {string} method @param {string} path @param {unknown} [body] */
   async act(method, path, body) {
     if (this.busy) return;
     this.busy = true;
@@ -242,23 +275,41 @@ class StudyFlow {
   closePanel() {
     if (this.stopPanel) this.stopPanel();
     this.stopPanel = null;
+    if (this.poll) clearTimeout(this.poll);
+    this.poll = null;
   }
 
+  /** Ask for the state again in a while, if step `id` is still the one shown. @param {string} id */
+  askAgain(id) {
+    if (this.poll) clearTimeout(this.poll);
+    this.poll = setTimeout(() => {
+      this.poll = null;
+      if (this.shown === id) this.act("GET", "state");
+    }, 2000);
+  }
+
+  /** @param {StudyState} state */
   show(state) {
     const step = state.step;
     this.title.textContent = state.study;
     this.progress.textContent = step.kind === "done" ? "" : `Step ${state.index + 1} of ${state.total}`;
     this.root.dataset.step = step.id;
     this.root.dataset.kind = step.kind;
-    if (this.shown === step.id && this.shownSession === (step.session || {}).session_id) return;
+    // a comparison step is drawn again once its two outcomes are ready
+    const shownPart = step.kind === "comparison" ? `outcomes-${Boolean(step.ready)}` : (step.session || {}).session_id;
+    if (this.shown === step.id && this.shownSession === shownPart) {
+      if (step.kind === "comparison" && !step.ready) this.askAgain(step.id);
+      return;
+    }
     this.shown = step.id;
-    this.shownSession = (step.session || {}).session_id;
+    this.shownSession = shownPart;
     this.closePanel();
     const heading = h("h3", { class: "cogym-study-step-title", testid: "step-title", text: step.title });
     const text = step.text ? h("div", { class: "cogym-study-text-block", testid: "step-text", text: step.text }) : null;
     if (step.kind === "consent") {
       const agree = /** @type {HTMLInputElement} */ (h("input", { type: "checkbox", id: "cogym-study-agree", testid: "consent-agree" }));
-      const go = h("button", { type: "submit", class: "cogym-primary", testid: "step-continue", text: "I agree, continue", disabled: true });
+      const go = /** @type {HTMLButtonElement} */ (h("button", { type: "submit", class: "cogym-primary", testid: "step-continue",
+        text: "I agree, continue", disabled: true }));
       agree.addEventListener("change", () => { go.disabled = !agree.checked; });
       const form = h("form", {}, heading, text, h("label", { for: "cogym-study-agree", class: "cogym-study-agree" }, agree,
         h("span", { text: "I have read the above and agree to take part." })), go);
@@ -294,6 +345,25 @@ class StudyFlow {
       this.mountPanel(slot, step.session);
       return;
     }
+    if (step.kind === "comparison") {
+      if (!step.ready) {
+        // the other outcome is still being made: ask again in a while, while this step is shown
+        this.body.replaceChildren(heading, text || "");
+        this.askAgain(step.id);
+        return;
+      }
+      const outcomes = h("div", { class: "cogym-study-outcomes", testid: "study-outcomes" },
+        ...step.outcomes.map((/** @type {ShownOutcome} */ outcome) => h("section", { class: "cogym-study-outcome", testid: "study-outcome" },
+          h("h4", { text: outcome.label }), h("pre", { text: outcome.text }))));
+      const go = h("button", { type: "submit", class: "cogym-primary", testid: "step-continue", text: "Continue" });
+      const form = h("form", {}, heading, text, outcomes, go);
+      const submit = () => this.act("POST", `steps/${step.id}/done`);
+      form.addEventListener("submit", (event) => { event.preventDefault(); submit(); });
+      keyboard(form, submit);
+      this.body.replaceChildren(form);
+      go.focus();
+      return;
+    }
     if (step.kind === "questionnaire") {
       const controls = step.items.map((item, index) => ({ item, ...itemControl(item, index) }));
       const about = step.about ? h("p", { class: "cogym-study-note", testid: "questionnaire-about", text: `About: ${step.about}` }) : null;
@@ -317,6 +387,7 @@ class StudyFlow {
       h("p", { text: "You have finished the study. Thank you for taking part! You can close this tab." })));
   }
 
+  /** @param {HTMLElement} slot @param {{ session_id: string, role: string }} session */
   async mountPanel(slot, session) {
     const base = this.api.base;
     const api = `${base}cogym/api/sessions/${encodeURIComponent(session.session_id)}`;
@@ -335,6 +406,7 @@ class StudyFlow {
   }
 }
 
+/** @param {{ model: WidgetModel, el: HTMLElement }} widget */
 async function render({ model, el }) {
   const flow = new StudyFlow(el, model);
   const left = () => { flow.api.call("POST", "left", {}, true).catch(() => {}); };

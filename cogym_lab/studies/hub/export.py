@@ -3,7 +3,10 @@ the export's four tables (arm ``human``).
 
 The session rows come from each session's results folder, read by
 :func:`cogym_lab.studies.session_rows.session_row` as the simulated arm's are: both arms are
-counted by the same code.
+counted by the same code. A comparison step's baseline session (its team alone, on the
+participant's instance) is a row under the baseline's condition, with no person, as the
+simulated arm writes it; the order its two outcomes were shown in is the ``comparison_shown``
+event's detail.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ _STATUSES = {"assigned", "consented", "in_progress", "finished", "withdrew"}
 
 def _rows(design: StudyDesign, state: ParticipantState
           ) -> tuple[ParticipantRow, list[SessionRow], list[AnswerRow]]:
-    steps = {step.id: step for step in plan_steps(design, state.sequence)}
+    steps = {step.id: step for step in plan_steps(design, state.sequence, state.number)}
     status = state.status if state.status in _STATUSES else "in_progress"
     participant = ParticipantRow(participant=state.participant, arm="human",
                                  sequence="|".join(state.sequence), status=status,  # type: ignore[arg-type]
@@ -34,8 +37,8 @@ def _rows(design: StudyDesign, state: ParticipantState
         sessions.append(session_row(
             Path(played.results_dir), participant=state.participant, position=step.position,
             condition=step.condition, label=step.label or step.title,
-            practice=step.kind != "session", instance=step.instance or 0,
-            person=step.session.person))
+            practice=step.kind not in ("session", "comparison"), instance=step.instance or 0,
+            person="" if step.kind == "comparison" else step.session.person))
     moments = {q.name: q.after for q in design.questionnaires}
     answers = [AnswerRow(participant=state.participant, questionnaire=answer.questionnaire,
                          moment=moments[answer.questionnaire],

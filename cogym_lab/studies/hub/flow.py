@@ -3,7 +3,9 @@
 What a participant is shown is built here and nowhere else, so that it never holds a
 condition's name, its team, its mode or another participant's anything: a step's neutral
 title, its kind, the texts it shows (consent, instructions, a practice round's), a
-questionnaire's items, and for a session the session the participant holds a seat in.
+questionnaire's items, and for a session the session the participant holds a seat in. A
+comparison step's outcomes are added by :mod:`cogym_lab.studies.hub.comparison`, under neutral
+labels.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ class ParticipantFlow:
     def __init__(self, design: StudyDesign, state: ParticipantState) -> None:
         self.design = design
         self.state = state
-        self.steps: list[Step] = plan_steps(design, state.sequence)
+        self.steps: list[Step] = plan_steps(design, state.sequence, state.number)
 
     @property
     def current(self) -> Step:
@@ -78,7 +80,7 @@ class ParticipantFlow:
             shown["text"] = rounds[-step.position - 1].text
         elif step.kind == "session":
             shown["text"] = ""
-        if step.session is not None:
+        if step.session is not None and step.kind != "comparison":  # never the baseline's
             shown["time_limit_seconds"] = step.session.time_limit_seconds
             played = self.state.sessions.get(step.id)
             if played is not None:

@@ -11,8 +11,10 @@ rules hold on one shared Jupyter server too.
 * ``POST consent`` ``{"agree": true}``;
 * ``POST steps/<id>/start``: the session of a session (or practice) step, created once with
   the participant as its owner and person; again: the same session (coming back resumes it);
-* ``POST steps/<id>/done``: an instructions, practice or session step is over (a session still
-  running is ended);
+* ``POST steps/<id>/done``: an instructions, practice, session or comparison step is over (a
+  session still running is ended; a session compared with a baseline starts the baseline's
+  team alone on the same instance, see :mod:`cogym_lab.studies.hub.comparison`; a comparison
+  step is over once both outcomes were shown);
 * ``POST steps/<id>/answers`` ``{"answers": {item: answer}}``: a questionnaire, checked against
   its items (``400`` naming the item that does not fit).
 """
@@ -20,6 +22,7 @@ rules hold on one shared Jupyter server too.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import defaultdict
 from typing import Any
@@ -32,10 +35,19 @@ from cogym_lab.runtime.hosted import HostedSession
 from cogym_lab.runtime.hosting import HostingError
 from cogym_lab.server.handlers import CogymAPIHandler
 from cogym_lab.studies.design import StudyDesign
+from cogym_lab.studies.hub.comparison import (
+    comparison_after,
+    draw_order,
+    needs_baseline,
+    outcomes_view,
+)
 from cogym_lab.studies.hub.flow import FlowError, ParticipantFlow
 from cogym_lab.studies.hub.sessions import spec_for
 from cogym_lab.studies.hub.store import ParticipantState, SessionPlayed, StudyFolder
 from cogym_lab.studies.hub.telemetry import StudyTelemetry
+from cogym_lab.studies.steps import Step
+
+log = logging.getLogger(__name__)
 
 SETTINGS_KEY = "cogym_lab_study"
 
@@ -88,11 +100,40 @@ class StudyHandler(CogymAPIHandler):
                     self.emit("assigned", state, number=state.number)
                     self.emit("step_started", state, flow.current.id)
                 extra = await act(flow)
+                view = flow.view()
+                if flow.current.kind == "comparison":
+                    view["step"].update(await self.comparison(flow, flow.current))
         except HostingError as error:
             return self.error(error.status, error.message)
         except FlowError as error:
             return self.error(error.status, error.message)
-        self.send({**flow.view(), **(extra or {})})
+        self.send({**view, **(extra or {})})
+
+    async def start_baseline(self, flow: ParticipantFlow, step: Step) -> None:
+        """Run comparison ``step``'s baseline: its team alone (no person seat) on the
+        instance of the participant's session; kept with the participant's sessions."""
+        assert step.session is not None
+        with self.parts.quota.place(self.who):
+            hosted = await self.host.create(spec_for(step.session, step.instance, person=False),
+                                            access=SessionAccess(owner=self.who))
+        flow.state.sessions[step.id] = SessionPlayed(
+            session_id=hosted.session_id, role="",
+            results_dir=str(self.host.results_dir / hosted.session_id), started_at=time.time())
+        order = draw_order(flow, step).order
+        self.study.folder.save(flow.state)
+        self.emit("baseline_started", flow.state, step.id, order=order)
+
+    async def comparison(self, flow: ParticipantFlow, step: Step) -> dict[str, Any]:
+        """What comparison ``step`` shows now (its baseline started if it has none yet)."""
+        if needs_baseline(self.host, flow, step):
+            await self.start_baseline(flow, step)
+        shown = outcomes_view(self.host, flow, step)
+        kept = draw_order(flow, step)
+        if shown["ready"] and kept.shown_at is None:
+            kept.shown_at = time.time()
+            self.study.folder.save(flow.state)
+            self.emit("comparison_shown", flow.state, step.id, order=kept.order)
+        return shown
 
 
 class StateHandler(StudyHandler):
@@ -207,7 +248,11 @@ class StepHandler(StudyHandler):
 
     async def done(self, flow: ParticipantFlow, step_id: str) -> dict[str, Any] | None:
         self.refuse_oversized()
-        step = flow.expect(step_id, "instructions", *_SESSION_KINDS)
+        step = flow.expect(step_id, "instructions", "comparison", *_SESSION_KINDS)
+        if step.kind == "comparison":
+            kept = flow.state.comparisons.get(step.id)
+            if kept is None or kept.shown_at is None:
+                raise FlowError(f"Step {step.id}'s two outcomes have not been shown yet.")
         played = flow.state.sessions.get(step.id)
         if step.kind in _SESSION_KINDS:
             if played is None:
@@ -219,6 +264,13 @@ class StepHandler(StudyHandler):
             reason = str(entry.summary().get("end_reason") or "")
             played.ended_at = time.time()
             self.emit("session_ended", flow.state, step.id, end_reason=reason)
+            compared = comparison_after(flow, step)
+            if compared is not None and needs_baseline(self.host, flow, compared):
+                try:  # now, so that it runs while the participant answers
+                    await self.start_baseline(flow, compared)
+                except HostingError as error:  # tried again when the comparison step begins
+                    log.warning("the baseline of %s could not start: %s", compared.id,
+                                error.message)
         flow.finish(step)
         self.moved_on(flow, step.id)
         return None

@@ -26,7 +26,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -42,13 +42,24 @@ SESSIONS_DIR = "sessions"
 
 
 class SessionPlayed(BaseModel):
-    """A session a participant played for one step."""
+    """A session a participant played for one step (for a comparison step: the baseline's
+    team alone, with no person seat, ``role`` empty)."""
 
     session_id: str
     role: str
     results_dir: str
     started_at: float
     ended_at: float | None = None
+
+
+class ComparisonShown(BaseModel):
+    """A comparison step's two outcomes: which is left (``Outcome 1``) and which right, drawn
+    once at random and kept, so a reload shows the same order and the export records it."""
+
+    order: list[Literal["own", "baseline"]]
+    drawn_at: float
+    #: When both outcomes were first shown (``None``: not yet, the baseline still runs).
+    shown_at: float | None = None
 
 
 class GivenAnswer(BaseModel):
@@ -77,6 +88,8 @@ class ParticipantState(BaseModel):
     visits: int = 0
     #: Step ids finished, with when (a step is finished once).
     finished_steps: dict[str, float] = Field(default_factory=dict)
+    #: Comparison step ids, with the order their two outcomes are shown in.
+    comparisons: dict[str, ComparisonShown] = Field(default_factory=dict)
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -228,5 +241,5 @@ class StudyFolder:
         return found
 
 
-__all__ = ["GivenAnswer", "ParticipantState", "SessionPlayed", "StudyFolder", "locked",
-           "write_atomically"]
+__all__ = ["ComparisonShown", "GivenAnswer", "ParticipantState", "SessionPlayed", "StudyFolder",
+           "locked", "write_atomically"]

@@ -18,7 +18,8 @@ STUDY_EVENTS_SCHEMA = "urn:cogym-lab:events:study:v1"
 
 #: What happened: the names the export's events table uses.
 STUDY_EVENTS = ("assigned", "consented", "step_started", "step_finished", "answer_submitted",
-                "session_started", "session_ended", "left", "returned")
+                "session_started", "session_ended", "baseline_started", "comparison_shown",
+                "left", "returned")
 
 SCHEMA: dict[str, Any] = {
     "$id": STUDY_EVENTS_SCHEMA,
@@ -27,7 +28,8 @@ SCHEMA: dict[str, Any] = {
     "personal-data": True,
     "description": "A participant (by anonymous id) was assigned, gave consent, started or "
                    "finished a step, submitted a questionnaire, started or ended a session, "
-                   "left the study's page or came back to it.",
+                   "had a baseline started or two outcomes shown for a comparison, left the "
+                   "study's page or came back to it.",
     "type": "object",
     "required": ["event", "participant", "ts"],
     "additionalProperties": False,

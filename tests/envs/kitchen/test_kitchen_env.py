@@ -16,7 +16,7 @@ from cogym_lab.core.messages import EventType, TeamMember
 from cogym_lab.envs import available_envs, make_env
 from cogym_lab.envs.kitchen import KitchenEnv, KitchenView
 from cogym_lab.envs.kitchen import env as kitchen_env
-from cogym_lab.envs.kitchen.game import FIRE_AFTER, MAX_QUEUED, WELL_COOKED_AFTER
+from cogym_lab.envs.kitchen.game import FIRE_AFTER, MAX_QUEUED, OVERCOOKED_AFTER
 from cogym_lab.envs.kitchen.layout import parse_layout
 from cogym_lab.envs.kitchen.view import COUNT_KEYS
 from cogym_lab.nodes.restore import replay_events
@@ -93,7 +93,7 @@ def test_the_view_is_the_contract_content():
     assert shown["items"] == [{"pos": [11, 1], "item": {"name": "FireExtinguisher",
                                                         "status": "", "progress": 0.0}}]
     assert [set(order) for order in shown["orders"]] == [
-        {"id", "dish", "remaining", "total", "reward"}] * 2
+        {"id", "dish", "remaining", "total", "reward"}] * env.layout.orders.first
     assert (shown["tick"], shown["ticks"], shown["tick_seconds"], shown["result"]) == (
         0, 50, 0.25, None)
     assert json.loads(json.dumps(shown)) == shown
@@ -337,7 +337,7 @@ def test_a_fire_is_put_out_by_the_macro_and_overcooked_beef_is_cleaned_away():
     # a second beef left to overcook is taken to the trash before it burns
     env.step("agent", 'PREPARE(food="Beef")')
     run_until(env, "macro_done")
-    tick(env, WELL_COOKED_AFTER + 25)
+    tick(env, (OVERCOOKED_AFTER + FIRE_AFTER) // 2)  # overcooked, not yet on fire
     assert view(env).counts()[("Beef", "Overcooked")] == 1
     env.step("agent", "CLEAN_A_COUNTER()")
     run_until(env, "macro_done")

@@ -311,9 +311,16 @@
  * @property {number} outcome_rating  1 to 5
  * @property {number} satisfaction  1 to 5
  * @property {string} comment
- * @property {number} [steerability]  1 to 5, when answered: "I could easily steer the agent …"
- * @property {number} [ease_of_use]  1 to 5, when answered: "I found the system easy to use"
- * @property {number} [utility]  1 to 5, when answered: "The outputs were useful to me"
+ * The Likert items (1 to 5, when answered; cogym_lab.records.likert has their statements):
+ * @property {number} [useful_outputs]  what the assistant produced helped explore the problem
+ * @property {number} [insights]  new insights
+ * @property {number} [clear_steps]  it made clear what steps the problem needs
+ * @property {number} [understanding]  a better understanding of the possible solutions
+ * @property {number} [easy_to_use]  easy to use
+ * @property {number} [steerable]  could readily get it to do something helpful
+ * @property {number} [fits_workflow]  could become part of how one works
+ * @property {number} [artifact]  happy with what was produced
+ * @property {number} [next_steps]  sure about what to do next
  * @property {PairwiseChoice} [pairwise]  which outcome is better, when answered (Co-Gym C.4)
  * @property {Side[]} [pairwise_order]  the order the two outcomes were shown in, with it
  */
@@ -525,12 +532,33 @@ const PAIRWISE_ANSWERS = /** @type {const} */ ([
   ["tie", "About the same (a tie)"],
 ]);
 
-/** The optional statements of the rating form: the rating's field, and the statement. */
-const LIKERT_ITEMS = /** @type {const} */ ([
-  ["steerability", "I could easily steer the agent towards something helpful"],
-  ["ease_of_use", "I found the system easy to use"],
-  ["utility", "The outputs were useful to me"],
+/**
+ * The optional statements of the rating form: the rating's field, and the statement. The Cocoa
+ * study's nine (cogym_lab.records.likert, worded as the study kit's cocoa design words them).
+ */
+const COCOA_STATEMENTS = /** @type {const} */ ([
+  ["useful_outputs", "What the assistant produced helped me explore the research problem."],
+  ["insights", "Using the assistant gave me new insights I can use."],
+  ["clear_steps", "The assistant made clear to me what steps this problem needs."],
+  ["understanding", "I now understand the possible solutions to this problem better than before."],
+  ["easy_to_use", "The assistant was easy to use."],
+  ["steerable", "I could readily get the assistant to do something helpful."],
+  ["fits_workflow", "I could see this assistant becoming part of how I work."],
+  ["artifact", "I am happy with what I produced (the text and my next steps) with the assistant."],
+  ["next_steps", "After this session I feel sure about what to do next."],
 ]);
+/** What the form of a session without an interactive plan asks: three of the nine. */
+const CORE_FIELDS = ["steerable", "easy_to_use", "useful_outputs"];
+
+/**
+ * The statements the rating form asks: all nine when the session has an interactive plan
+ * (Cocoa's form), else the three core ones.
+ * @param {readonly {render_type: string}[]} components  the seat's view at the end
+ */
+export function ratingStatements(components) {
+  const cocoa = components.some((component) => component.render_type === "plan");
+  return COCOA_STATEMENTS.filter(([field]) => cocoa || CORE_FIELDS.includes(field));
+}
 
 // -- safe rendering ---------------------------------------------------------------------------
 
@@ -5266,9 +5294,10 @@ class PairwiseQuestion {
 }
 
 /**
- * The rating form at the end: outcome and satisfaction (1 to 5), three optional statements on
- * a 5-point agreement scale (steerability, ease of use, utility), the optional comparison with
- * the autonomous agent's outcome, and a comment.
+ * The rating form at the end: outcome and satisfaction (1 to 5), optional statements on a
+ * 5-point agreement scale (Cocoa's nine in a session with a plan, else steerable, easy to use
+ * and useful outputs; see ratingStatements), the optional comparison with the autonomous
+ * agent's outcome, and a comment.
  */
 class RatingView {
   /**
@@ -5284,8 +5313,11 @@ class RatingView {
     this.root = h("div", { class: "cogym-box cogym-rating", testid: "rating-form", hidden: true });
   }
 
-  /** @param {string | null | undefined} reason  why the session ended; the form is built once */
-  show(reason) {
+  /**
+   * @param {string | null | undefined} reason  why the session ended; the form is built once
+   * @param {readonly {render_type: string}[]} components  the seat's view: a plan asks nine items
+   */
+  show(reason, components = []) {
     if (!this.root.hidden || this.built) return;
     this.built = true;
     /** @type {(testid: string, rubric: Record<number, string>) => HTMLSelectElement} */
@@ -5295,7 +5327,7 @@ class RatingView {
     const outcome = scale("rating-outcome", OUTCOME_RUBRIC);
     const satisfaction = scale("rating-satisfaction", SATISFACTION_RUBRIC);
     // Optional: each statement answered on the agreement scale, or left out of the rating.
-    const likert = LIKERT_ITEMS.map(([field, statement]) => /** @type {const} */ ([field,
+    const likert = ratingStatements(components).map(([field, statement]) => /** @type {const} */ ([field,
       h("select", { testid: `rating-${field.replace(/_/g, "-")}`, "aria-label": `${statement} (optional)` },
         h("option", { value: "", text: "No answer" }),
         Object.entries(AGREEMENT_SCALE).map(([value, label]) => h("option", { value, text: label }))),
@@ -5902,7 +5934,8 @@ export class Panel {
       this.role);
     if (overlap) this.workspace.editor(overlap.component)?.showNotice(overlap.words);
     if (this.done) this.scores.ended();
-    if (this.done && !this.readonly) this.rating.show(notification.end_reason); // a watcher rates nothing
+    // A watcher rates nothing.
+    if (this.done && !this.readonly) this.rating.show(notification.end_reason, components);
     this.remember("last_seq", notification.seq);
   }
 

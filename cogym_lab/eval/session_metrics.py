@@ -163,7 +163,7 @@ class SessionMetrics:
                 for name in FAILURE_CATEGORIES if getattr(self.failures, name).present]
 
 
-def _mean(values: list[int]) -> float:
+def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else math.nan
 
 

@@ -16,7 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from cogym_lab.core import ActionError
 from cogym_lab.core.env import is_non_empty
@@ -28,6 +28,7 @@ from cogym_lab.core.protocol import ScoringProtocol, get_protocol, recorded_prot
 from cogym_lab.lm.calllog import log_files
 from cogym_lab.lm.failures import LMFailure
 from cogym_lab.nodes.results import EVENTS_FILE, SESSION_FILE
+from cogym_lab.records import likert
 
 RATINGS_FILE = "ratings.json"
 RUN_FILE = "run.json"
@@ -44,20 +45,38 @@ COLLABORATION_EVENTS = frozenset({
 
 
 class Rating(BaseModel):
-    """What a person said about a session in the rating panel (1-5 Likert scales)."""
+    """What a person said about a session in the rating panel (1-5 Likert scales). The Cocoa
+    items' old names read as their new ones (:func:`~cogym_lab.records.likert.renamed`), and
+    :attr:`utility` is the general-utility composite."""
 
     outcome_rating: int | None = Field(default=None, ge=1, le=5)
     satisfaction: int | None = Field(default=None, ge=1, le=5)
-    # Cocoa's study items (optional in the form): steering, ease of use, usefulness.
-    steerability: int | None = Field(default=None, ge=1, le=5, strict=True)
-    ease_of_use: int | None = Field(default=None, ge=1, le=5, strict=True)
-    utility: int | None = Field(default=None, ge=1, le=5, strict=True)
+    # Cocoa's nine study items (optional in the form), as records.likert names them.
+    useful_outputs: int | None = Field(default=None, ge=1, le=5, strict=True)
+    insights: int | None = Field(default=None, ge=1, le=5, strict=True)
+    clear_steps: int | None = Field(default=None, ge=1, le=5, strict=True)
+    understanding: int | None = Field(default=None, ge=1, le=5, strict=True)
+    easy_to_use: int | None = Field(default=None, ge=1, le=5, strict=True)
+    steerable: int | None = Field(default=None, ge=1, le=5, strict=True)
+    fits_workflow: int | None = Field(default=None, ge=1, le=5, strict=True)
+    artifact: int | None = Field(default=None, ge=1, le=5, strict=True)
+    next_steps: int | None = Field(default=None, ge=1, le=5, strict=True)
     comment: str = ""
     # Co-Gym's pairwise comparison (Appendix C.4): the person's outcome against the autonomous
     # agent's on the same instance, the order the two were shown in, and that session's folder.
     pairwise: Literal["own", "autonomous", "tie"] | None = None
     pairwise_order: list[Literal["own", "autonomous"]] | None = None
     pairwise_baseline: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_item_names(cls, data: Any) -> Any:
+        return likert.renamed(data) if isinstance(data, dict) else data
+
+    @property
+    def utility(self) -> float | None:
+        """The general-utility composite: the mean of the utility items answered."""
+        return likert.utility_composite(self.model_dump(include=set(likert.UTILITY_ITEMS)))
 
 
 @dataclass(frozen=True)
@@ -317,7 +336,7 @@ class SessionRecord:
         return sum(len((event.action or "").split()) for event in self.actions_by(role)
                    if event.status == "ok")
 
-    def rating_values(self, name: str) -> list[int]:
+    def rating_values(self, name: str) -> list[float]:
         return [value for rating in self.ratings.values()
                 if (value := getattr(rating, name)) is not None]
 

@@ -508,15 +508,13 @@ class SessionHost:
     # -- ratings (runtime.ratings) ----------------------------------------------------------
 
     def rate(self, session_id: str, role: str, outcome_rating: int, satisfaction: int,
-             comment: str = "", *, steerability: int | None = None,
-             ease_of_use: int | None = None, utility: int | None = None,
+             comment: str = "", *, likert: Mapping[str, Any] | None = None,
              pairwise: str | None = None, pairwise_order: Sequence[str] | None = None
              ) -> dict[str, Any]:
         """Save a person seat's rating of a session; all its ratings (:meth:`Ratings.rate`)."""
         return self.rating_store.rate(
-            session_id, role, outcome_rating, satisfaction, comment, steerability=steerability,
-            ease_of_use=ease_of_use, utility=utility, pairwise=pairwise,
-            pairwise_order=pairwise_order)
+            session_id, role, outcome_rating, satisfaction, comment, likert=likert,
+            pairwise=pairwise, pairwise_order=pairwise_order)
 
     async def pairwise_offer(self, session_id: str, role: str) -> PairwiseOffer:
         """The rating form's pairwise question for a seat (:meth:`Ratings.pairwise_offer`)."""

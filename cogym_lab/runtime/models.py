@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from cogym_lab.records.likert import COCOA_ITEMS, renamed
 from cogym_lab.runtime.access import SessionAccess
 from cogym_lab.sessions.spec import REVEAL_SECRETS, RoleName, SessionSpec
 
@@ -106,9 +107,9 @@ class SeatClaim(BaseModel):
     token: str = Field(min_length=1, max_length=200)
 
 
-#: The optional 5-point items of the Cocoa study's rating form (its §6.1): how easily the person
-#: could steer the system, how easy it was to use, and how useful its outputs were.
-LIKERT_ITEMS = ("steerability", "ease_of_use", "utility")
+#: The optional 5-point items of the rating form: the Cocoa study's nine (its §6.1 and
+#: Appendix H; :mod:`cogym_lab.records.likert` has their statements and the utility composite).
+LIKERT_ITEMS = COCOA_ITEMS
 
 
 #: The two outcomes of the pairwise question (Co-Gym C.4): this session's, and the fully
@@ -129,9 +130,11 @@ def _two_sides(order: list[Side] | None) -> list[Side] | None:
 
 class Rating(BaseModel):
     """A person's verdict on a session: Co-Gym's outcome rating and overall satisfaction, and,
-    when the form asks them, the Cocoa study's Likert items and Co-Gym's pairwise comparison
-    with the autonomous agent's outcome (``None`` when not answered, as in every rating saved
-    before they existed).
+    when the form asks them, the Cocoa study's nine Likert items and Co-Gym's pairwise
+    comparison with the autonomous agent's outcome (``None`` when not answered, as in every
+    rating saved before they existed). The three items' old names (``steerability``,
+    ``ease_of_use``, ``utility``) are read as ``steerable``, ``easy_to_use`` and
+    ``useful_outputs`` (:data:`~cogym_lab.records.likert.LEGACY_NAMES`), so old files read.
 
     ``pairwise_order`` is the order the two outcomes were shown in, left to right; the host
     checks it against the order it offered (see :meth:`SessionHost.pairwise_offer`)."""
@@ -141,13 +144,24 @@ class Rating(BaseModel):
     outcome_rating: Score
     satisfaction: Score
     comment: str = Field(default="", max_length=10_000)
-    steerability: Score | None = None
-    ease_of_use: Score | None = None
-    utility: Score | None = None
+    useful_outputs: Score | None = None
+    insights: Score | None = None
+    clear_steps: Score | None = None
+    understanding: Score | None = None
+    easy_to_use: Score | None = None
+    steerable: Score | None = None
+    fits_workflow: Score | None = None
+    artifact: Score | None = None
+    next_steps: Score | None = None
     # A literal takes only its own strings (no case folding, no numbers), so it needs no
     # strict mode.
     pairwise: PairwiseChoice | None = None
     pairwise_order: list[Side] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_item_names(cls, data: Any) -> Any:
+        return renamed(data) if isinstance(data, dict) else data
 
     @model_validator(mode="after")
     def _pairwise_is_whole(self) -> Rating:
@@ -155,6 +169,11 @@ class Rating(BaseModel):
         if self.pairwise_order is not None and self.pairwise is None:
             raise ValueError("pairwise_order without a pairwise answer")
         return self
+
+    def likert(self) -> dict[str, int]:
+        """The Likert items answered, by name."""
+        return {item: value for item in LIKERT_ITEMS
+                if (value := getattr(self, item)) is not None}
 
 
 class RatingRequest(Rating):

@@ -14,7 +14,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,16 +51,17 @@ class Ratings:
         self.rng: random.Random = random.SystemRandom()
 
     def rate(self, session_id: str, role: str, outcome_rating: int, satisfaction: int,
-             comment: str = "", *, steerability: int | None = None,
-             ease_of_use: int | None = None, utility: int | None = None,
+             comment: str = "", *, likert: Mapping[str, Any] | None = None,
              pairwise: str | None = None, pairwise_order: Sequence[str] | None = None
              ) -> dict[str, Any]:
         """Save a person seat's rating of a session (while it runs or after it ended) in the
         session's ``ratings.json``, replacing that role's earlier one; returns all ratings.
 
         Ratings are 1 to 5 (outcome: how good the result is; satisfaction: how the
-        collaboration felt). ``steerability``, ``ease_of_use`` and ``utility`` are the Cocoa
-        study's optional 1-5 items; an item left out is not written. ``pairwise`` answers the
+        collaboration felt). ``likert`` answers the Cocoa study's optional 1-5 items by name
+        (:data:`~cogym_lab.records.likert.COCOA_ITEMS`; the three old names are read as their
+        new ones); an item left out, or ``None``, is not written, and an unknown name is
+        refused. ``pairwise`` answers the
         comparison with the autonomous agent's outcome (``"own"``, ``"autonomous"`` or
         ``"tie"``), only after :meth:`pairwise_offer` showed it to this seat; the order it was
         shown in is recorded, and ``pairwise_order``, when given, must be that order. Raises
@@ -72,9 +73,9 @@ class Ratings:
             raise HostingError(not_a_seat(role, entry.people), status=400)
         try:
             rating = Rating.model_validate({
-                "outcome_rating": outcome_rating, "satisfaction": satisfaction,
-                "comment": comment, "steerability": steerability, "ease_of_use": ease_of_use,
-                "utility": utility, "pairwise": pairwise, "pairwise_order": pairwise_order})
+                **dict(likert or {}), "outcome_rating": outcome_rating,
+                "satisfaction": satisfaction, "comment": comment, "pairwise": pairwise,
+                "pairwise_order": pairwise_order})
         except ValidationError as error:
             raise HostingError(validation_message(error)) from None
         directory = entry.directory

@@ -361,8 +361,9 @@ class InterruptHandler(CogymAPIHandler):
 
 class RatingHandler(CogymAPIHandler):
     """``POST .../sessions/<id>/rating`` with ``{"role", "outcome_rating", "satisfaction",
-    "comment"}`` and, optionally, the Likert items ``steerability``, ``ease_of_use`` and
-    ``utility`` (1-5) and the pairwise answer ``pairwise`` (``own`` / ``autonomous`` /
+    "comment"}`` and, optionally, the nine Likert items (1-5, named in
+    :data:`~cogym_lab.records.likert.COCOA_ITEMS`; the three old names still read) and the
+    pairwise answer ``pairwise`` (``own`` / ``autonomous`` /
     ``tie``) with the ``pairwise_order`` shown: a person rates the session from a seat of
     theirs (also after it ended)."""
 
@@ -374,8 +375,7 @@ class RatingHandler(CogymAPIHandler):
             body = self.model_body(RatingRequest)
             gate.seat(session_id, body.role)
             self.host.rate(session_id, body.role, body.outcome_rating, body.satisfaction,
-                           body.comment, steerability=body.steerability,
-                           ease_of_use=body.ease_of_use, utility=body.utility,
+                           body.comment, likert=body.likert(),
                            pairwise=body.pairwise, pairwise_order=body.pairwise_order)
         except HostingError as error:
             return self.error(error.status, error.message)

@@ -168,8 +168,7 @@ class LocalBridge:
         try:
             ratings = self.host.rate(self.session_id, self.role, message.outcome_rating,
                                      message.satisfaction, message.comment,
-                                     steerability=message.steerability,
-                                     ease_of_use=message.ease_of_use, utility=message.utility,
+                                     likert=message.likert(),
                                      pairwise=message.pairwise,
                                      pairwise_order=message.pairwise_order)
         except HostingError as error:

@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
 
+from cogym_lab.records.likert import COCOA_ITEMS, LEGACY_NAMES
+
 
 class Hello(BaseModel):
     type: Literal["hello"]
@@ -34,15 +36,30 @@ class RatingMessage(BaseModel):
     outcome_rating: int
     satisfaction: int
     comment: str = ""
-    # The Cocoa study's optional Likert items. Any JSON value is let through here on purpose:
-    # ``SessionHost.rate`` checks them strictly (1-5, no text, no booleans), so a bad one is
-    # answered by a ``rating_error`` naming the item and the request's id.
+    # The Cocoa study's optional Likert items (records.likert; the old three names too). Any
+    # JSON value is let through here on purpose: ``SessionHost.rate`` checks them strictly
+    # (1-5, no text, no booleans), so a bad one is answered by a ``rating_error`` naming the
+    # item and the request's id.
+    useful_outputs: Any = None
+    insights: Any = None
+    clear_steps: Any = None
+    understanding: Any = None
+    easy_to_use: Any = None
+    steerable: Any = None
+    fits_workflow: Any = None
+    artifact: Any = None
+    next_steps: Any = None
     steerability: Any = None
     ease_of_use: Any = None
     utility: Any = None
     # The pairwise answer and the order shown, checked strictly by ``SessionHost.rate`` too.
     pairwise: Any = None
     pairwise_order: Any = None
+
+    def likert(self) -> dict[str, Any]:
+        """The Likert items sent, by the name they were sent under."""
+        return {item: value for item in (*COCOA_ITEMS, *LEGACY_NAMES)
+                if (value := getattr(self, item)) is not None}
 
 
 class PairwiseRequest(BaseModel):

@@ -337,13 +337,14 @@ def test_the_rating_form_sends_the_optional_statements_only_when_answered(
     panel = _open(page, LOCAL)
     _deliver(page, PlanSeat().frame(plan_state([step("s1", "Search papers")]), whole=True,
                                     done=True))
-    expect(panel.testid("rating-likert").locator("select")).to_have_count(3)
+    # A plan session's form is Cocoa's: nine statements.
+    expect(panel.testid("rating-likert").locator("select")).to_have_count(9)
     shots.take("rating-form", focus=panel.testid("rating-form"))
     rating = _rate(page, panel, {"rating-outcome": "4", "rating-satisfaction": "5",
-                                 "rating-steerability": "4", "rating-utility": "2"})
+                                 "rating-steerable": "4", "rating-insights": "2"})
     assert {key: rating[key] for key in rating if key not in ("id", "type")} == {
         "role": "user", "outcome_rating": 4, "satisfaction": 5, "comment": "fine",
-        "steerability": 4, "utility": 2}
+        "steerable": 4, "insights": 2}
 
     page.reload()
     page.wait_for_function("window.ready === true", timeout=UI_TIMEOUT_MS)
@@ -351,16 +352,16 @@ def test_the_rating_form_sends_the_optional_statements_only_when_answered(
     _deliver(page, PlanSeat().frame(plan_state([step("s1", "Search papers")]), whole=True,
                                     done=True))
     rating = _rate(page, panel, {"rating-outcome": "3", "rating-satisfaction": "3",
-                                 "rating-ease-of-use": "5"})
-    assert "steerability" not in rating and "utility" not in rating
-    assert rating["ease_of_use"] == 5
+                                 "rating-easy-to-use": "5"})
+    assert "steerable" not in rating and "insights" not in rating
+    assert rating["easy_to_use"] == 5
     page.reload()
     page.wait_for_function("window.ready === true", timeout=UI_TIMEOUT_MS)
     panel = SessionPanelPage.find(page, page.locator("#root"))
     _deliver(page, PlanSeat().frame(plan_state([step("s1", "Search papers")]), whole=True,
                                     done=True))
     rating = _rate(page, panel, {"rating-outcome": "2", "rating-satisfaction": "1"})
-    assert not {"steerability", "ease_of_use", "utility"} & set(rating)
+    assert not {"steerable", "easy_to_use", "useful_outputs"} & set(rating)
 
 
 def test_suggest_asks_for_a_better_step_and_undo_brings_the_old_one_back(page: Page) -> None:

@@ -254,23 +254,23 @@ def test_the_report_compares_two_systems_on_the_same_instances(tmp_path: Path) -
     for i in range(7):
         common = {"outcome_rating": 3, "satisfaction": 4, "comment": "<b>ok</b>"}
         _rated(tmp_path, f"p{i}", "collaborative-planning", i,
-               common | {"steerability": planned[i], "ease_of_use": ease[0][i]}
-               | ({"utility": 4} if i == 0 else {}))
+               common | {"steerable": planned[i], "easy_to_use": ease[0][i]}
+               | ({"insights": 4} if i == 0 else {}))
         _rated(tmp_path, f"c{i}", "collaborative", i,
-               common | {"steerability": chat[i], "ease_of_use": ease[1][i]}
-               | ({"utility": 2} if i == 0 else {}))
+               common | {"steerable": chat[i], "easy_to_use": ease[1][i]}
+               | ({"insights": 2} if i == 0 else {}))
     result = report([tmp_path], effort=False, failures=False)
     rows = {row["item"]: row for row in result.tables["rating_tests"].to_dict("records")}
-    assert list(rows) == ["steerability", "ease_of_use", "utility", "outcome_rating",
+    assert list(rows) == ["steerable", "easy_to_use", "utility", "insights", "outcome_rating",
                           "satisfaction"]
-    steer = rows["steerability"]
+    steer = rows["steerable"]
     # collaborative sorts before collaborative-planning: it is system a.
     expected = stats.wilcoxon(chat, planned, zero_method="wilcox")
     assert steer["system_a"] == "collaborative / scripted" and steer["pairs"] == 7
     assert (steer["median_a"], steer["median_b"]) == (3, 4)
     assert steer["W"] == expected.statistic == 0 and steer["p_value"] == expected.pvalue
     ease_p = stats.wilcoxon(ease[1], ease[0], zero_method="wilcox").pvalue
-    assert rows["ease_of_use"]["p_value"] == ease_p
+    assert rows["easy_to_use"]["p_value"] == ease_p
     # Two items were tested (utility has one pair, the others never differ).
     assert steer["p_bonferroni"] == min(1.0, 2 * expected.pvalue)
     assert "too few pairs" in rows["utility"]["note"] and math.isnan(rows["utility"]["W"])
@@ -292,10 +292,10 @@ def test_satisfaction_is_compared_as_the_protocol_says(tmp_path: Path, protocol:
                 tmp_path / f"{agent_type}{i}", [("user", "FINISH()")], agent_type=agent_type,
                 env_args={**TODO_ARGS, "min_items": 3 + i}, protocol=protocol,
                 ratings={"user": {"outcome_rating": 3, "satisfaction": value,
-                                  "steerability": value}}))
+                                  "steerable": value}}))
             for i, value in enumerate(values)]
     rows = {row["item"]: row for row in compare_ratings(records)}
-    satisfaction, steer = rows["satisfaction"], rows["steerability"]
+    satisfaction, steer = rows["satisfaction"], rows["steerable"]
     assert steer["test"] == "Wilcoxon signed-rank"
     assert steer["W"] == stats.wilcoxon(ours, theirs, zero_method="wilcox").statistic
     if protocol == "cogym":
@@ -310,6 +310,44 @@ def test_satisfaction_is_compared_as_the_protocol_says(tmp_path: Path, protocol:
         assert satisfaction["test"] == "Wilcoxon signed-rank" and math.isnan(satisfaction["t"])
         assert satisfaction["W"] == expected_w.statistic
         assert satisfaction["p_value"] == pytest.approx(expected_w.pvalue)
+
+
+def test_the_utility_composite_is_compared_and_corrected_with_the_hypotheses(
+        tmp_path: Path) -> None:
+    """The composite (mean of understanding, insights, useful outputs) is compared per instance
+    by the signed-rank test and corrected with the study's other hypotheses; the other Likert
+    items (here clear_steps) are corrected among themselves."""
+    utility_items = ("understanding", "insights", "useful_outputs")
+    planned = [(5, 4, 5), (4, 4, 4), (5, 5, 3), (4, 3, 5), (5, 5, 5), (3, 4, 4), (4, 5, 4)]
+    chat = [(3, 3, 2), (3, 4, 3), (4, 3, 3), (2, 2, 2), (3, 2, 4), (3, 3, 3), (2, 3, 3)]
+    steer = ([5, 4, 5, 4, 5, 3, 4], [3, 3, 4, 1, 2, 3, 2])
+    steps = ([4, 5, 3, 4, 5, 4, 5], [2, 3, 3, 3, 4, 2, 3])
+    for i in range(7):
+        common = {"outcome_rating": 3, "satisfaction": 4}
+        _rated(tmp_path, f"p{i}", "collaborative-planning", i, common | dict(
+            zip(utility_items, planned[i], strict=True)) | {"steerable": steer[0][i],
+                                                             "clear_steps": steps[0][i]})
+        _rated(tmp_path, f"c{i}", "collaborative", i, common | dict(
+            zip(utility_items, chat[i], strict=True)) | {"steerable": steer[1][i],
+                                                          "clear_steps": steps[1][i]})
+    result = report([tmp_path], effort=False, failures=False)
+    rows = {row["item"]: row for row in result.tables["rating_tests"].to_dict("records")}
+    utility = rows["utility"]
+    a = [sum(values) / 3 for values in chat]  # collaborative sorts first: system a
+    b = [sum(values) / 3 for values in planned]
+    expected = stats.wilcoxon(a, b, zero_method="wilcox")
+    assert utility["test"] == "Wilcoxon signed-rank" and utility["pairs"] == 7
+    assert utility["median_a"] == pytest.approx(sorted(a)[3])
+    assert utility["W"] == expected.statistic and utility["p_value"] == pytest.approx(
+        expected.pvalue)
+    # Tested among the hypotheses: steerable and utility (outcome and satisfaction never
+    # differ); the other Likert items (clear_steps and the three utility items) among
+    # themselves.
+    assert utility["p_bonferroni"] == pytest.approx(min(1.0, 2 * expected.pvalue))
+    steps_p = stats.wilcoxon(steps[1], steps[0], zero_method="wilcox").pvalue
+    assert rows["clear_steps"]["p_bonferroni"] == pytest.approx(min(1.0, 4 * steps_p))
+    for item in utility_items:  # each utility item is described on its own row too
+        assert rows[item]["pairs"] == 7
 
 
 def test_compare_ratings_leaves_systems_of_other_tasks_apart(tmp_path: Path) -> None:

@@ -67,6 +67,7 @@ EXPORTS = {
     "SharedTextReplica": "function",
     "textChange": "function",
     "overlapNotice": "function",
+    "ratingStatements": "function",
     "loadYjs": "function",
     "TRANSPORTS": "object",
     "OUTCOME_RUBRIC": "object",
@@ -343,3 +344,19 @@ console.log(JSON.stringify(out));
 """)
     assert _node_json(script) == [
         0, [["editor", 1]], 1, [2], "zero\none\ntwo!?", 2, 6, "zero\none\ntwo!?\nthree"]
+
+
+def test_the_rating_form_asks_cocoas_nine_items_in_a_plan_session() -> None:
+    """A session with an interactive plan gets Cocoa's nine statements, under the study kit's
+    names and words; any other session the three core ones."""
+    script = (
+        f"const {{ ratingStatements }} = await import({json.dumps(MODULE.as_uri())});\n"
+        "const plan = [{render_type: 'editor'}, {render_type: 'plan'}];\n"
+        "console.log(JSON.stringify([ratingStatements(plan), ratingStatements([{render_type: "
+        "'editor'}]), ratingStatements([])]));")
+    nine, three, nothing_shown = _node_json(script)
+    from cogym_lab.records.likert import COCOA_ITEMS, STATEMENTS
+    assert [field for field, _ in nine] == list(COCOA_ITEMS)
+    assert {field: text for field, text in nine} == STATEMENTS
+    assert [field for field, _ in three] == ["useful_outputs", "easy_to_use", "steerable"]
+    assert nothing_shown == three

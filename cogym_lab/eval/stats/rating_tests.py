@@ -1,8 +1,11 @@
 """Ratings compared between two systems, as the Cocoa study does (Feng et al., "Cocoa:
 Co-Planning and Co-Execution with AI Agents", §5.4 and §6.1): two systems run on the same
-instances, each rated item (the study's Likert items, then Co-Gym's outcome rating and
-satisfaction) paired by instance and compared by the Wilcoxon signed-rank test, with a Bonferroni
-correction over the items compared for that pair of systems (:func:`compare_ratings`).
+instances, each rated item (the study's nine Likert items and its general-utility composite,
+then Co-Gym's outcome rating and satisfaction) paired by instance and compared by the Wilcoxon
+signed-rank test, with a Bonferroni correction for that pair of systems (:func:`compare_ratings`)
+within each of two families: the study's hypotheses (steerable, easy to use, the utility
+composite) with Co-Gym's two ratings, and the other Likert items, described as the study
+reports them but corrected among themselves so they do not weaken the hypotheses' tests.
 
 Co-Gym's own two ratings follow the Co-Gym paper under its ``cogym`` protocol: it compares Overall
 Satisfaction by a paired t-test (§5.3: "3.95 vs 3.55, p = 0.012 in pairwise t-test"), and so
@@ -22,10 +25,14 @@ from typing import Any
 
 from scipy import stats
 
+from cogym_lab.records import likert
 from cogym_lab.records.trajectory import SessionRecord
 
-#: The rated items compared: the Cocoa study's Likert items, then Co-Gym's two ratings.
-RATED_ITEMS = ("steerability", "ease_of_use", "utility", "outcome_rating", "satisfaction")
+#: The rated items compared: the Cocoa study's tested items (the utility composite among them),
+#: its other Likert items, then Co-Gym's two ratings.
+TESTED_LIKERT = ("steerable", "easy_to_use", likert.UTILITY)
+OTHER_LIKERT = tuple(item for item in likert.COCOA_ITEMS if item not in TESTED_LIKERT)
+RATED_ITEMS = (*TESTED_LIKERT, *OTHER_LIKERT, "outcome_rating", "satisfaction")
 #: Below this many pairs that differ, no two-sided signed-rank test reaches p < 0.05.
 FEW_PAIRS = 6
 
@@ -94,12 +101,21 @@ def _by_instance(records: Sequence[SessionRecord]) -> dict[str, dict[str, float]
             for instance, items in collected.items()}
 
 
+FAMILIES = ("hypotheses", "other_likert")
+
+
+def family(item: str) -> str:
+    """The Bonferroni family of ``item``: the Cocoa study's other Likert items are corrected
+    among themselves, everything else together."""
+    return "other_likert" if item in OTHER_LIKERT else "hypotheses"
+
+
 def compare_ratings(systems: dict[tuple[str, ...], Sequence[SessionRecord]]
                     ) -> list[dict[str, Any]]:
     """For every two systems of one task (``systems``: system key, its task first -> its
     sessions), each rated item paired by instance and tested (:func:`signed_rank`), with the
-    Bonferroni-corrected p-value over the items tested for that pair of systems. One row per
-    item either system has ratings for."""
+    Bonferroni-corrected p-value over the items tested for that pair of systems in the item's
+    family (:func:`family`). One row per item either system has ratings for."""
     rows: list[dict[str, Any]] = []
     for (key_a, records_a), (key_b, records_b) in combinations(sorted(systems.items()), 2):
         if key_a[0] != key_b[0]:
@@ -117,11 +133,13 @@ def compare_ratings(systems: dict[tuple[str, ...], Sequence[SessionRecord]]
             b = [ratings_b[i][item] for i in shared]
             pair_rows.append(_test_row(key_a, key_b, item, a, b,
                                        rating_test(item, protocol)))
-        tested = sum(1 for row in pair_rows if not math.isnan(row["p_value"]))
+        tested = {name: sum(1 for row in pair_rows if family(row["item"]) == name
+                            and not math.isnan(row["p_value"])) for name in FAMILIES}
         for row in pair_rows:
             p_value = row.pop("p_value")  # moved, to keep the columns in reading order
             row |= {"p_value": p_value, "p_bonferroni": math.nan if math.isnan(p_value)
-                    else min(1.0, p_value * tested), "note": row.pop("note")}
+                    else min(1.0, p_value * tested[family(row["item"])]),
+                    "note": row.pop("note")}
         rows += pair_rows
     return rows
 

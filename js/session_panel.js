@@ -2927,6 +2927,7 @@ class PlanView {
  * @property {number} missed
  * @property {number} wrong
  * @property {KitchenResult | null} result
+ * @property {string[]} movesOnly  the roles that play with moves and interact only (no macros)
  */
 
 /**
@@ -3012,7 +3013,8 @@ function kitchenContent(content) {
     tickSeconds: finite(record.tick_seconds, 0.25), score: finite(record.score, 0),
     done: Boolean(record.done), chefs, items, orders,
     fires: /** @type {[number, number][]} */ (fires), served: finite(record.served, 0),
-    missed: finite(record.missed, 0), wrong: finite(record.wrong, 0), result: kitchenResult(record.result) };
+    missed: finite(record.missed, 0), wrong: finite(record.wrong, 0), result: kitchenResult(record.result),
+    movesOnly: list(record.moves_only).map((role) => asText(role).slice(0, 40)) };
 }
 
 /**
@@ -3772,6 +3774,13 @@ class KitchenView {
       && !kitchen.done && !kitchen.result);
   }
 
+  /** @returns {boolean} the seat's chef may run macro actions (people may not, unless the
+   * kitchen was started with person_macros=true, as the paper's people had none) */
+  macrosAllowed() {
+    const role = this.host.role;
+    return !role || !this.kitchen?.movesOnly.includes(role);
+  }
+
   /** The text parts, the controls and the result: everything but the canvas. */
   refresh() {
     const kitchen = /** @type {KitchenContent} */ (this.kitchen);
@@ -3788,13 +3797,15 @@ class KitchenView {
     this.body.dataset.playing = String(playing);
     this.starter.hidden = !this.waitsForStart();
     this.body.dataset.clock = kitchen.tick > 0 || !playing ? "running" : this.startSent ? "starting" : "waiting";
-    this.controls.hidden = !playing;
+    const macros = this.macrosAllowed();
+    this.controls.hidden = !playing || !macros;
     this.stage.setAttribute("aria-label", playing
       ? "Kitchen: arrow keys move your chef, Space interacts, Escape returns to the notebook"
       : "Kitchen (view only)");
     this.hint.textContent = playing
       ? "Click the kitchen to play: ← ↑ → ↓ move (or WASD), Space or E interacts with what you face, "
-        + "1 2 3 prepare beef, lettuce, bread, F puts out a fire, Esc gives the keys back to the notebook."
+        + (macros ? "1 2 3 prepare beef, lettuce, bread, F puts out a fire, " : "")
+        + "Esc gives the keys back to the notebook."
       : ended ? "" : this.host.readonly ? `Watching: ${this.host.role || "this member"} plays; nothing here acts.`
         : "No chef in this game is yours: you watch the kitchen.";
     this.hint.hidden = !this.hint.textContent;
@@ -3899,7 +3910,8 @@ class KitchenView {
       return;
     }
     const move = MOVE_KEYS[/** @type {keyof typeof MOVE_KEYS} */ (event.key)];
-    const macro = MACRO_BUTTONS.find((spec) => spec.key && spec.key === event.key.toLowerCase());
+    const macro = this.macrosAllowed()
+      ? MACRO_BUTTONS.find((spec) => spec.key && spec.key === event.key.toLowerCase()) : undefined;
     if (move || INTERACT_KEYS.has(event.key) || event.key === "Enter" || macro) event.preventDefault();
     if (!this.canPlay() || event.shiftKey) return;
     if (event.key === "Enter" && this.waitsForStart()) {

@@ -90,7 +90,7 @@ def test_the_team_files_seed_each_run_and_swap_the_partner(tmp_path: Path) -> No
     alone = tomllib.loads(recipe.team_text("kitchen-act", "none", 3))
     assert list(alone["members"]) == ["agent"]
     ready = tomllib.loads(recipe.team_text("kitchen-react", None, 0))
-    assert ready["members"]["user"]["type"] == "kitchen-assembler"  # the ready team's own
+    assert ready["members"]["user"]["type"] == "kitchen-partner"  # the ready team's own
 
 
 def test_the_scripted_lm_answers_each_prompt_in_its_format() -> None:

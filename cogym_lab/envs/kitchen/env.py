@@ -28,7 +28,7 @@ from cogym_lab.envs.kitchen.game import (
     Chef,
     Game,
 )
-from cogym_lab.envs.kitchen.layout import DIRECTIONS, WALL, available_layouts, load_layout
+from cogym_lab.envs.kitchen.layout import DIRECTIONS, WALL, load_layout, paper_order
 
 #: The roles that get chefs when no team was bound (check_env, a bare env in a notebook).
 DEFAULT_CHEF_ROLES = ("agent", "user")
@@ -65,8 +65,13 @@ class KitchenEnv(CoEnv):
         'a tile) and its "legend", "chefs", "items", "orders" and clock', _grid_problem)}
 
     def __init__(self, layout: str = "counter_circuit", ticks: int = 500,
-                 tick_seconds: float = 0.25, roles: Sequence[str] | None = None) -> None:
+                 tick_seconds: float = 0.25, roles: Sequence[str] | None = None,
+                 person_macros: bool = False) -> None:
         super().__init__(roles=roles)
+        if type(person_macros) is not bool:  # not 0 or 1 either: a ValueError like the others
+            raise ValueError(f"person_macros must be true or false, not {person_macros!r}.")
+        # The paper's people played with moves and interact only; macros for them are opt-in.
+        self.person_macros = person_macros
         if not isinstance(ticks, int) or isinstance(ticks, bool) or ticks < 1:
             raise ValueError(f"ticks must be a whole number of at least 1, not {ticks!r}.")
         if isinstance(tick_seconds, bool) or not isinstance(tick_seconds, int | float) \
@@ -84,21 +89,30 @@ class KitchenEnv(CoEnv):
 
     @classmethod
     def instances(cls, protocol: str = DEFAULT_PROTOCOL) -> list[dict[str, Any]]:
-        """One instance per shipped layout."""
-        return [{"layout": name} for name in available_layouts()]
+        """One instance per shipped layout, in the DPT-Agent paper's order: instance 0 is Map 1
+        (New Counter Circuit), instance 1 Map 2 (New Asymmetric Advantages); see
+        :meth:`instance_titles`."""
+        return [{"layout": name} for name in paper_order()]
+
+    @classmethod
+    def instance_titles(cls, protocol: str = DEFAULT_PROTOCOL) -> list[str]:
+        """Each instance's map as the paper names it, in instance order."""
+        return [load_layout(name).map_title for name in paper_order()]
 
     def env_args(self) -> dict[str, Any]:
         args: dict[str, Any] = {"layout": self.layout.name, "ticks": self.ticks,
                                 "tick_seconds": self._tick_seconds}
         if self.roles is not None:  # replay must admit the same roles, no others
             args["roles"] = list(self.roles)
+        if self.person_macros:
+            args["person_macros"] = True
         return args
 
     @property
     def task_description(self) -> str:
         seconds = self._tick_seconds
         return "\n".join([
-            f"Cook burgers together in a busy kitchen ({self.layout.title}). The game runs "
+            f"Cook burgers together in a busy kitchen ({self.layout.map_title}). The game runs "
             f"for {self.ticks} ticks of {seconds:g} seconds each, about "
             f"{self.ticks * seconds / 60:.1f} minutes. {self.layout.description}",
             "",
@@ -129,7 +143,9 @@ class KitchenEnv(CoEnv):
             f"to {MAX_QUEUED} may wait in line). Macro actions do a whole job, one step per "
             "tick, finding the way themselves: PREPARE(food, plate), ASSEMBLE(food), "
             "SERVE(food), PASS_ON(thing, thing_status), PUT_OUT_FIRE(), CLEAN_A_COUNTER(). A "
-            "new macro replaces the running one; MOVE or INTERACT cancels it.",
+            "new macro replaces the running one; MOVE or INTERACT cancels it."
+            + ("" if self.person_macros else " Macro actions are for agents: a person plays "
+               "with MOVE and INTERACT only."),
         ])
 
     # -- state -----------------------------------------------------------------------------
@@ -152,9 +168,19 @@ class KitchenEnv(CoEnv):
             raise RuntimeError("The kitchen has not been reset; call reset() first.")
         return self.game
 
+    def moves_only_roles(self) -> list[str]:
+        """The chefs' roles that play with moves and interact only: people's, unless
+        ``person_macros`` is on."""
+        if self.person_macros:
+            return []
+        people = {member.role for member in self.team if member.kind == "person"}
+        return [role for role in self._chef_roles() if role in people]
+
     def public_components(self) -> list[Component]:
-        return [Component(name=KITCHEN, title=self.layout.title, render_type=KITCHEN,
-                          content=self._game().content(self._tick_seconds))]
+        content = self._game().content(self._tick_seconds)
+        content["moves_only"] = self.moves_only_roles()  # the panel hides these seats' macros
+        return [Component(name=KITCHEN, title=self.layout.map_title, render_type=KITCHEN,
+                          content=content)]
 
     # -- the clock -------------------------------------------------------------------------
 
@@ -228,6 +254,15 @@ class KitchenEnv(CoEnv):
                 raise ActionError(f"Moving {atomic} from {x},{y} walks into a wall.")
         self._game().queue(chef, atomic)
 
+    def _allow_macro(self, role: str, name: str) -> None:
+        """Refuse a person's macro unless ``person_macros`` is on (the paper's people had
+        moves and interact only)."""
+        if role in self.moves_only_roles():
+            raise ActionError(f"{name} is a macro action, and people play with MOVE and INTERACT "
+                              f"only here (arrow keys and Space), as in the DPT-Agent paper. "
+                              f"Start the kitchen with person_macros=true to give people "
+                              f"macro actions.")
+
     def _run(self, role: str, macro: macros.Macro) -> None:
         self._game().set_macro(self._chef(role), macro)
 
@@ -250,6 +285,7 @@ class KitchenEnv(CoEnv):
             name="PREPARE", food="Beef, Lettuce or Bread",
             plate="Put the prepared ingredient on a plate")
     def prepare_food(self, role: str, food: str, plate: bool = False) -> None:
+        self._allow_macro(role, "PREPARE")
         self._chef(role)
         food = _choose(food, tuple(macros.PREPARE_FOODS), "food to prepare")
         self._run(role, macros.Prepare(self._label("PREPARE", food=food, plate=plate),
@@ -258,6 +294,7 @@ class KitchenEnv(CoEnv):
     @action("Assemble a dish on a plate from ingredients that are ready.", private=True,
             food="BeefBurger, LettuceBurger, BeefLettuceBurger or BeefLettuce")
     def assemble(self, role: str, food: str) -> None:
+        self._allow_macro(role, "ASSEMBLE")
         self._chef(role)
         food = _choose(food, macros.ASSEMBLE_FOODS, "dish to assemble")
         self._run(role, macros.Assemble(self._label("ASSEMBLE", food=food), food))
@@ -265,6 +302,7 @@ class KitchenEnv(CoEnv):
     @action("Take an assembled burger to the serving window.", private=True,
             food="BeefBurger, LettuceBurger or BeefLettuceBurger")
     def serve(self, role: str, food: str) -> None:
+        self._allow_macro(role, "SERVE")
         self._chef(role)
         food = _choose(food, macros.SERVE_FOODS, "burger to serve")
         self._run(role, macros.Serve(self._label("SERVE", food=food), food))
@@ -274,6 +312,7 @@ class KitchenEnv(CoEnv):
             thing_status="For Beef or Lettuce, its status (e.g. Well-cooked, Chopped); "
                          "empty for any")
     def pass_on(self, role: str, thing: str, thing_status: str = "") -> None:
+        self._allow_macro(role, "PASS_ON")
         self._chef(role)
         thing = _choose(thing, tuple(macros.PASS_THINGS), "thing to pass on")
         statuses = macros.PASS_THINGS[thing]
@@ -286,11 +325,13 @@ class KitchenEnv(CoEnv):
 
     @action("Fetch the fire extinguisher and put out the nearest fire.", private=True)
     def put_out_fire(self, role: str) -> None:
+        self._allow_macro(role, "PUT_OUT_FIRE")
         self._run(role, macros.PutOutFire(self._label("PUT_OUT_FIRE")))
 
     @action("Take overcooked beef, or else the item on the nearest counter, to the trash can.",
             private=True)
     def clean_a_counter(self, role: str) -> None:
+        self._allow_macro(role, "CLEAN_A_COUNTER")
         self._run(role, macros.CleanACounter(self._label("CLEAN_A_COUNTER")))
 
 

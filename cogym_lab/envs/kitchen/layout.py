@@ -4,6 +4,11 @@ A layout file (``layouts/NAME.toml``; the file's stem is the name the ``layout``
 takes) holds::
 
     title = "New Counter Circuit"              # shown to people
+    paper_map = 1                              # optional: the DPT-Agent paper's map number,
+                                               # which orders the task's instances
+    partner = "assembler"                      # optional: the habit of the rule-based partner
+                                               # the ready teams seat here (assembler, beef or
+                                               # lettuce); it must make every order possible
     description = "A ring of counters ..."     # one or two sentences, for the task description
     grid = '''
     #XBXXLXXOXO#
@@ -113,6 +118,13 @@ class Layout:
     chef_starts: tuple[Pos, ...]
     extinguisher: Pos | None
     orders: OrderSettings
+    paper_map: int | None = None  # the DPT-Agent paper's map number; None for a layout of one's own
+    partner: str = "assembler"  # the ready teams' rule-based partner's habit on this map
+
+    @property
+    def map_title(self) -> str:
+        """The title as the paper names the map ("Map 1 - New Counter Circuit")."""
+        return self.title if self.paper_map is None else f"Map {self.paper_map} - {self.title}"
 
     @property
     def width(self) -> int:
@@ -198,10 +210,21 @@ def _distances_from(start: Pos, floor: frozenset[Pos]) -> dict[Pos, int]:
 
 
 def available_layouts() -> list[str]:
-    """The names of the layouts shipped in ``layouts/``."""
+    """The names of the layouts shipped in ``layouts/``, alphabetically (see
+    :func:`paper_order` for the paper's)."""
     folder = resources.files(__package__).joinpath("layouts")
     return sorted(entry.name.removesuffix(".toml") for entry in folder.iterdir()
                   if entry.name.endswith(".toml"))
+
+
+def paper_order() -> list[str]:
+    """The shipped layouts in the DPT-Agent paper's order (Map 1 first), then any others by
+    name: the kitchen's instances are numbered this way."""
+    def key(name: str) -> tuple[int, str]:
+        number = load_layout(name).paper_map
+        return (number if number is not None else 1_000_000, name)
+
+    return sorted(available_layouts(), key=key)
 
 
 @functools.cache
@@ -239,6 +262,8 @@ def parse_layout(name: str, text: str) -> Layout:
         extinguisher=_pos(data["extinguisher"], "extinguisher", name)
         if "extinguisher" in data else None,
         orders=_orders(_table(data, "orders", name), name),
+        paper_map=_paper_map(data.get("paper_map"), name),
+        partner=_partner(data.get("partner", "assembler"), name),
     )
     _check_places(layout)
     return layout
@@ -281,6 +306,25 @@ def _orders(table: dict[str, Any], name: str) -> OrderSettings:
         raise LayoutError(f"Layout {name!r}: orders.deadlines maps dishes to whole numbers of "
                           f"ticks.")
     return OrderSettings(dishes=dishes, deadlines=dict(deadlines), **numbers)
+
+
+#: The habits of the rule-based partners (cogym_lab.envs.kitchen.policies.partners).
+PARTNER_HABITS = ("assembler", "beef", "lettuce")
+
+
+def _paper_map(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise LayoutError(f"Layout {name!r}: paper_map must be a whole number of at least 1.")
+    return value
+
+
+def _partner(value: Any, name: str) -> str:
+    if value not in PARTNER_HABITS:
+        raise LayoutError(f"Layout {name!r}: partner must be one of "
+                          f"{', '.join(PARTNER_HABITS)}.")
+    return str(value)
 
 
 def _check_places(layout: Layout) -> None:

@@ -313,6 +313,8 @@ class Assemble(Macro):
             if not plate.ingredient_names <= self.recipe:
                 continue
             missing = self.recipe - plate.ingredient_names
+            if not missing:
+                continue  # a dish already made is not a base: taking it would make nothing new
             sources = [(spot, names) for spot, names
                        in self._sources(game, chef, plate, missing) if spot != pos]
             if missing <= {name for _, names in sources for name in names}:

@@ -149,12 +149,9 @@ def test_the_step_budget_stops_a_long_evaluation() -> None:
 HOSTILE = [
     ("[(lambda s: __import__('os').system('id'), ('putout_fire', {}))]", "__import__|attribute"),
     ("[(lambda s: s.__class__, ('putout_fire', {}))]", "attribute"),
-    ("[(lambda s: s['objects'].get(('Beef', 'Fresh'), 0) > 0, ('putout_fire', {}))]",
-     "attribute"),
     ("[(lambda s: open('/etc/passwd'), ('putout_fire', {}))]", "'open'"),
     ("[(lambda s: eval('1'), ('putout_fire', {}))]", "'eval'"),
     ("[(lambda s: __builtins__, ('putout_fire', {}))]", "__builtins__"),
-    ("[(lambda s: [x for x in s], ('putout_fire', {}))]", "comprehension"),
     ("[(lambda s: (lambda: 1)(), ('putout_fire', {}))]", "lambda|calls"),
     ("[(lambda s: 2 ** 99999999, ('putout_fire', {}))]", r"\*\*"),
     ("[(lambda s: s[1:2], ('putout_fire', {}))]", "slice"),

@@ -6,10 +6,12 @@ that never makes it wait.
   ticks (sooner after a failure or a new order) from the recent history, the latest belief
   and the behaviour guideline. A policy that cannot be used is refused with its reason (in
   ``policy_rejections.jsonl``) and the last good one stays.
-* **System 2**: a Theory-of-Mind task updates a belief about the partner from the history every
-  ``belief_every`` ticks, and an asynchronous reflection task rewrites the behaviour guideline
-  every ``guideline_every`` ticks from the history and the belief. ``theory_of_mind=False``
-  leaves the ToM task out (``kitchen-dpt-no-tom``).
+* **System 2** (the paper's Fig. 3): every ``belief_every`` ticks the Theory-of-Mind module
+  updates a belief about the partner from the history, and the asynchronous reflection then
+  analyses that fresh belief, with the history and the score feedback, into a new behaviour
+  guideline: the belief feeds reflection, they do not run side by side.
+  ``theory_of_mind=False`` leaves the ToM module out (``kitchen-dpt-no-tom``); reflection then
+  runs on its own every ``guideline_every`` ticks.
 
 The three run as background asyncio tasks, started by the first ``act`` (or ``start``, when an
 event loop runs) and cancelled in ``end``. A failed or slow LM call costs only its own task's
@@ -99,10 +101,11 @@ class DPTAgent(KitchenAgent):
             return
         self._news = asyncio.Event()  # bound to the loop the game runs on
         loops: list[tuple[str, int, Callable[[int], Awaitable[None]]]] = [
-            ("policy", self.policy_every, self._write_policy),
-            ("guideline", self.guideline_every, self._reflect)]
-        if self.theory_of_mind:
-            loops.append(("belief", self.belief_every, self._infer_belief))
+            ("policy", self.policy_every, self._write_policy)]
+        if self.theory_of_mind:  # ToM, then reflection on its output (the paper's Fig. 3)
+            loops.append(("belief", self.belief_every, self._infer_then_reflect))
+        else:
+            loops.append(("guideline", self.guideline_every, self._reflect))
         self._tasks = [asyncio.create_task(self._every(kind, every, work),
                                            name=f"{self.role}-{kind}")
                        for kind, every, work in loops]
@@ -152,12 +155,20 @@ class DPTAgent(KitchenAgent):
         self.belief = note(reply)
         self.records.latency("belief", time.monotonic() - started, tick, calls=[seconds])
 
+    async def _infer_then_reflect(self, tick: int) -> None:
+        """System 2 with ToM: a new belief, then a reflection that reads it."""
+        await self._infer_belief(tick)
+        try:
+            await self._reflect(tick)
+        except LMError as error:  # the belief stands; the next round reflects again
+            self.lm_failed("guideline", tick, error)
+
     async def _reflect(self, tick: int) -> None:
         """Asynchronous reflection: a new behaviour guideline from the history, the belief and
         the old guideline."""
         started = time.monotonic()
         output = kitchen_prompt("guideline_output", belief_clause=self._belief_clause(
-            ", given what you believe about them"))
+            ", given the belief about them you have just inferred"))
         messages = self.messages(output, extra=self._notes(), scenes=self.reflection_scenes)
         reply, seconds = await self.ask(messages, "guideline")
         self.guideline = note(reply)

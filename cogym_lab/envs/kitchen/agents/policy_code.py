@@ -16,13 +16,20 @@ is evaluated by walking its tree here, with a step budget. Allowed in a precondi
 * the lambda's one parameter, by name; subscripts (``x[...]``);
 * comparisons (``== != < <= > >= in not in is is not``), ``and``/``or``/``not``, ``x if c else
   y``, and arithmetic on numbers (``+ - * / // %``, unary ``-``/``+``);
-* tuple, list and dict displays;
+* tuple, list, set and dict displays;
 * calls of ``len``, ``min``, ``max``, ``sum``, ``any``, ``all``, ``abs``, positional arguments
-  only.
+  only;
+* the dictionary methods the paper's policies use, ``.get(key)``, ``.get(key, default)``,
+  ``.items()``, ``.keys()``, ``.values()``, on a dictionary of the state only (checked when
+  evaluated);
+* list, set and dict comprehensions and generator expressions (``any(n > 0 for n in ...)``),
+  whose loop variables (plain names, or tuples of names) are known inside them only.
 
-Everything else is refused: attribute access, any other name (``__import__``, ``open``,
-dunders), comprehensions, lambdas inside the body, ``**``, slices, f-strings, starred
-arguments, keyword arguments. The text, the node count and the nesting depth are bounded
+Everything else is refused: any other attribute (``__class__``, ``.format``, a method of a
+string or list), any other name (``__import__``, ``open``, ``exec``, ``eval``, dunders), calls
+of anything else, lambdas inside the body (nothing a policy needs, and a way to make
+callables), ``**``, slices, f-strings, starred arguments, keyword arguments, walrus, async
+comprehensions. The text, the node count and the nesting depth are bounded
 before and after parsing. A refused policy raises :class:`PolicyRejected` saying why.
 """
 
@@ -83,11 +90,15 @@ _ARITHMETIC: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
 }
 _JSON_NAMES = {"true": True, "false": False, "null": None}
 _SAFE_CALLS = ("len", "min", "max", "sum", "any", "all", "abs")
+#: Methods a precondition may call, on a dictionary (Mapping) of the state only.
+_DICT_METHODS = ("get", "items", "keys", "values")
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 #: The node types a precondition may contain; anything else is refused.
 _ALLOWED: tuple[type[ast.AST], ...] = (
     ast.Expression, ast.Lambda, ast.arguments, ast.arg, ast.Constant, ast.Name, ast.Load,
     ast.Subscript, ast.Tuple, ast.List, ast.Dict, ast.Compare, ast.BoolOp, ast.And, ast.Or,
     ast.UnaryOp, ast.Not, ast.USub, ast.UAdd, ast.BinOp, ast.IfExp, ast.Call,
+    ast.Set, ast.Attribute, ast.comprehension, ast.Store, *_COMPREHENSIONS,
     *_COMPARE, *_ARITHMETIC,
 )
 _OPENERS, _CLOSERS = "([{", ")]}"
@@ -254,22 +265,59 @@ def _precondition(node: ast.expr, index: int) -> Precondition:
 
 def _check_body(body: ast.expr, param: str, where: str) -> None:
     called = {id(node.func) for node in ast.walk(body) if isinstance(node, ast.Call)}
+    loop_names = _loop_names(body, param, where)
     for node in ast.walk(body):
         if not isinstance(node, _ALLOWED) or isinstance(node, ast.Lambda | ast.arguments
                                                         | ast.arg):
             raise PolicyRejected(f"{where} uses {_describe(node)}, which is not allowed")
-        if isinstance(node, ast.Name) and node.id not in (param, *_JSON_NAMES) \
+        if isinstance(node, ast.Name) and node.id not in (param, *_JSON_NAMES, *loop_names) \
                 and not (node.id in _SAFE_CALLS and id(node) in called):
-            raise PolicyRejected(f"{where} uses the name {node.id[:40]!r}; only {param!r} "
-                                 f"and the functions {', '.join(_SAFE_CALLS)} are known")
+            raise PolicyRejected(f"{where} uses the name {node.id[:40]!r}; only {param!r}, "
+                                 f"loop variables and the functions "
+                                 f"{', '.join(_SAFE_CALLS)} are known")
+        if isinstance(node, ast.Attribute) and (id(node) not in called
+                                                or node.attr not in _DICT_METHODS):
+            raise PolicyRejected(f"{where} uses {_describe(node)}; only the dictionary "
+                                 f"methods {', '.join(_DICT_METHODS)} may be called")
+        if isinstance(node, ast.comprehension) and node.is_async:
+            raise PolicyRejected(f"{where} uses an async comprehension, which is not allowed")
         if isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Name) or node.func.id not in _SAFE_CALLS:
+            if isinstance(node.func, ast.Attribute):
+                pass  # a dictionary method: the Attribute check above vets its name
+            elif not isinstance(node.func, ast.Name) or node.func.id not in _SAFE_CALLS:
                 raise PolicyRejected(f"{where} calls {_callee(node.func)}; only "
-                                     f"{', '.join(_SAFE_CALLS)} may be called")
+                                     f"{', '.join(_SAFE_CALLS)} and the dictionary methods "
+                                     f"{', '.join(_DICT_METHODS)} may be called")
             if node.keywords:
-                raise PolicyRejected(f"{where} passes keyword arguments to {node.func.id}")
+                raise PolicyRejected(f"{where} passes keyword arguments to "
+                                     f"{_callee(node.func)}")
+            if any(isinstance(arg, ast.Starred) for arg in node.args):
+                raise PolicyRejected(f"{where} passes starred arguments (Starred), which is "
+                                     f"not allowed")
         if isinstance(node, ast.Constant):
             _check_constant(node.value, where)
+
+
+def _loop_names(body: ast.expr, param: str, where: str) -> set[str]:
+    """The comprehensions' loop variables: plain names, or (nested) tuples of them, none
+    shadowing the parameter, a known function or JSON's constants, none private."""
+    names: set[str] = set()
+    for node in ast.walk(body):
+        if not isinstance(node, ast.comprehension):
+            continue
+        targets = [node.target]
+        while targets:
+            target = targets.pop()
+            if isinstance(target, ast.Tuple):  # unpacking, nested as deep as the items are
+                targets.extend(target.elts)
+                continue
+            if not isinstance(target, ast.Name):
+                raise PolicyRejected(f"{where}: a loop variable must be a name or a tuple of "
+                                     f"names")
+            if target.id.startswith("_") or target.id in (param, *_SAFE_CALLS, *_JSON_NAMES):
+                raise PolicyRejected(f"{where}: {target.id[:40]!r} cannot name a loop variable")
+            names.add(target.id)
+    return names
 
 
 def _callee(func: ast.expr) -> str:
@@ -283,8 +331,8 @@ def _callee(func: ast.expr) -> str:
 def _describe(node: ast.AST) -> str:
     if isinstance(node, ast.Attribute):
         return f"attribute access (.{node.attr[:40]})"
-    return {"Lambda": "a nested lambda", "ListComp": "a comprehension",
-            "GeneratorExp": "a comprehension", "Pow": "the ** operator",
+    return {"Lambda": "a nested lambda", "Pow": "the ** operator",
+            "NamedExpr": "the := operator", "Starred": "a starred expression",
             "Slice": "a slice", "JoinedStr": "an f-string"}.get(_kind(node), _kind(node))
 
 
@@ -437,7 +485,8 @@ class Precondition:
 
 
 def _truth(value: Any) -> bool:
-    if isinstance(value, bool | int | float | str | list | tuple | dict) or value is None:
+    if isinstance(value, bool | int | float | str | list | tuple | dict | set | frozenset) \
+            or value is None:
         return bool(value)
     raise PolicyRuntimeError(f"a {type(value).__name__} has no truth value here")
 
@@ -464,6 +513,9 @@ class _Walker:
             return self.names[node.id]
         if isinstance(node, ast.Subscript):
             container, key = self.value(node.value), self.value(node.slice)
+            if isinstance(container, list | tuple | str) and not isinstance(key, int):
+                raise PolicyRuntimeError(f"a {type(container).__name__} index must be a whole "
+                                         f"number")
             if not isinstance(container, Mapping | list | tuple | str):
                 raise PolicyRuntimeError(f"cannot index a {type(container).__name__}")
             return container[key]
@@ -471,6 +523,10 @@ class _Walker:
             return tuple(self.value(e) for e in node.elts)
         if isinstance(node, ast.List):
             return [self.value(e) for e in node.elts]
+        if isinstance(node, ast.Set):
+            return {self.value(e) for e in node.elts}
+        if isinstance(node, _COMPREHENSIONS):
+            return self.comprehension(node)
         if isinstance(node, ast.Dict):
             return {self.value(k): self.value(v) for k, v in zip(node.keys, node.values,
                                                                    strict=True) if k is not None}
@@ -510,20 +566,84 @@ class _Walker:
         for op, right_node in zip(node.ops, node.comparators, strict=True):
             right = self.value(right_node)
             if isinstance(op, ast.In | ast.NotIn) and not isinstance(
-                    right, Mapping | list | tuple | str):
+                    right, Mapping | list | tuple | str | set | frozenset):
                 raise PolicyRuntimeError(f"'in' needs a container, not {type(right).__name__}")
             if not _COMPARE[type(op)](left, right):
                 return False
             left = right
         return True
 
+    def comprehension(self, node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp
+                      ) -> Any:
+        """Each loop variable bound in turn (in a scope of the comprehension's own); a
+        generator is read out at once into a list, for any/all/sum/min/max."""
+        results: list[Any] = []
+        outer = dict(self.names)
+        try:
+            self._loop(node, 0, results)
+        finally:
+            self.names = outer
+        if isinstance(node, ast.SetComp):
+            return set(results)
+        if isinstance(node, ast.DictComp):
+            return dict(results)
+        return results
+
+    def _loop(self, node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp,
+              depth: int, results: list[Any]) -> None:
+        if depth == len(node.generators):
+            if isinstance(node, ast.DictComp):
+                results.append((self.value(node.key), self.value(node.value)))
+            else:
+                results.append(self.value(node.elt))
+            return
+        generator = node.generators[depth]
+        iterable = self.value(generator.iter)
+        if not isinstance(iterable, Mapping | list | tuple | str | set | frozenset):
+            raise PolicyRuntimeError(f"cannot loop over a {type(iterable).__name__}")
+        for item in list(iterable):
+            self.spend()
+            self._bind(generator.target, item)
+            if all(_truth(self.value(test)) for test in generator.ifs):
+                self._loop(node, depth + 1, results)
+
+    def _bind(self, target: ast.expr, item: Any) -> None:
+        if isinstance(target, ast.Name):
+            self.names[target.id] = item
+            return
+        assert isinstance(target, ast.Tuple)  # the checker allows names and tuples of names
+        if not isinstance(item, list | tuple) or len(item) != len(target.elts):
+            raise PolicyRuntimeError(f"cannot unpack a {type(item).__name__} into "
+                                     f"{len(target.elts)} names")
+        for name, value in zip(target.elts, item, strict=True):
+            self._bind(name, value)
+
+    def method(self, node: ast.Call, func: ast.Attribute) -> Any:
+        """A dictionary method of the state (the checker allows only :data:`_DICT_METHODS`)."""
+        receiver = self.value(func.value)
+        if not isinstance(receiver, Mapping):
+            raise PolicyRuntimeError(f".{func.attr} is a dictionary method; this is a "
+                                     f"{type(receiver).__name__}")
+        args = [self.value(a) for a in node.args]
+        if func.attr == "get":
+            if not 1 <= len(args) <= 2:
+                raise PolicyRuntimeError(f".get takes 1 or 2 arguments, got {len(args)}")
+            return receiver.get(args[0], args[1] if len(args) == 2 else None)
+        _arity(f".{func.attr}", args, 0)
+        self.spend(len(receiver))
+        if func.attr == "items":
+            return [tuple(pair) for pair in receiver.items()]
+        return list(receiver.keys() if func.attr == "keys" else receiver.values())
+
     def call(self, node: ast.Call) -> Any:
+        if isinstance(node.func, ast.Attribute):
+            return self.method(node, node.func)
         assert isinstance(node.func, ast.Name)  # the checker allows only named safe calls
         args = [self.value(a) for a in node.args]
         name = node.func.id
         if name == "len":
             (arg,) = _arity(name, args, 1)
-            if not isinstance(arg, Mapping | list | tuple | str):
+            if not isinstance(arg, Mapping | list | tuple | str | set | frozenset):
                 raise PolicyRuntimeError(f"len of a {type(arg).__name__}")
             return len(arg)
         if name == "abs":
@@ -551,7 +671,7 @@ def _arity(name: str, args: list[Any], count: int) -> list[Any]:
 def _items(name: str, args: list[Any]) -> list[Any]:
     """The items a min/max/sum/any/all call runs over: one list or tuple, or (min and max)
     several arguments."""
-    if len(args) == 1 and isinstance(args[0], list | tuple):
+    if len(args) == 1 and isinstance(args[0], list | tuple | set | frozenset):
         return list(args[0])
     if len(args) >= 2 and name in ("min", "max"):
         return args

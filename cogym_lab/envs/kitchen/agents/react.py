@@ -6,9 +6,10 @@ LM for a thought and a new list of assigned tasks, then lets the FSM act on them
 act, in turn. The Reflexion agent first reflects on what went wrong (a fire, a missed order, a
 wrong dish) since its last plan, and keeps its last few reflections in later prompts.
 
-The agent waits for its LM at most ``max_wait_seconds`` per call: past that the FSM acts on its
-own and the reply is used when it comes, so a slow or failing LM never stops the chef (a
-failed call is logged and tried again ``retry_ticks`` later).
+As in the paper, the agent blocks for every reply: while its LM thinks, its chef stands idle
+(the latency penalty the paper measures). ``max_wait_seconds`` (a team-file option, off by
+default) caps the wait: past it the FSM acts on its own and the reply is used when it comes. A
+failed call is logged and tried again ``retry_ticks`` later.
 """
 
 from __future__ import annotations
@@ -33,8 +34,15 @@ class ReActAgent(KitchenAgent):
 
     agent_type: ClassVar[str] = "kitchen-react"
 
-    def __init__(self, lm: Any, *, max_wait_seconds: float = 5.0, **options: Any) -> None:
+    def __init__(self, lm: Any, *, max_wait_seconds: float | None = None,
+                 **options: Any) -> None:
         super().__init__(lm, **options)
+        if max_wait_seconds is not None and not (
+                isinstance(max_wait_seconds, int | float) and not isinstance(max_wait_seconds, bool)
+                and max_wait_seconds > 0):
+            raise ValueError(f"max_wait_seconds must be a positive number of seconds (or left "
+                             f"out, to wait for every reply), not {max_wait_seconds!r}.")
+        #: None: block for every reply (the paper's baselines); a number caps each wait.
         self.max_wait_seconds = max_wait_seconds
         self._thinking: asyncio.Task[None] | None = None
         self._waited = False  # waited for the running call already: do not hold the chef again
@@ -64,7 +72,8 @@ class ReActAgent(KitchenAgent):
     # -- reasoning ---------------------------------------------------------------------------
 
     async def _reason(self) -> None:
-        """Start an LM call when the assigned tasks are used up, and wait for it a while."""
+        """Start an LM call when the assigned tasks are used up, and wait for it (until it
+        answers, or at most ``max_wait_seconds``)."""
         if self._thinking is None and not self.fsm.assigned and self.tick >= self._retry_at:
             self._thinking = asyncio.create_task(self._think(self.tick))
             self._waited = False

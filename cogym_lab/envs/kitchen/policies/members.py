@@ -16,7 +16,12 @@ from cogym_lab.core.member import MemberSetup, MemberType
 from cogym_lab.core.messages import EventType
 from cogym_lab.envs.kitchen.policies.fsm import KitchenFSM
 from cogym_lab.envs.kitchen.policies.headless import KITCHEN, KitchenPolicy
-from cogym_lab.envs.kitchen.policies.partners import Assembler, BeefSpecialist, LettuceSpecialist
+from cogym_lab.envs.kitchen.policies.partners import (
+    Assembler,
+    BeefSpecialist,
+    LettuceSpecialist,
+    MapPartner,
+)
 
 
 def clock_infos(notification: Notification) -> list[Mapping[str, Any]]:
@@ -83,9 +88,12 @@ LETTUCE = _type("kitchen-lettuce", LettuceSpecialist,
 ASSEMBLER = _type("kitchen-assembler", Assembler,
                   "Rule-based kitchen partner that assembles and serves burgers from ready "
                   "ingredients; puts out fires.")
+MAP_PARTNER = _type("kitchen-partner", MapPartner,
+                    "Rule-based kitchen partner chosen by the map (its layout's partner): the "
+                    "assembler on Map 1, the lettuce specialist on Map 2.")
 FSM = _type("kitchen-fsm", KitchenFSM,
             "The kitchen FSM agent: puts out fires, serves, assembles, prepares for the most "
             "urgent order; no LM.")
 
-__all__ = ["ASSEMBLER", "BEEF", "FSM", "LETTUCE", "PolicyMember", "clock_infos",
+__all__ = ["ASSEMBLER", "BEEF", "FSM", "LETTUCE", "MAP_PARTNER", "PolicyMember", "clock_infos",
            "kitchen_content"]

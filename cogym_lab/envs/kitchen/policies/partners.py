@@ -12,6 +12,7 @@ import abc
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+from cogym_lab.envs.kitchen.layout import load_layout
 from cogym_lab.envs.kitchen.policies.choices import (
     assemble_choice,
     clean_choice,
@@ -142,4 +143,34 @@ class Assembler(Partner):
                 ("park", park_choice))
 
 
-__all__ = ["Assembler", "BeefSpecialist", "LettuceSpecialist", "Partner"]
+#: The partners by habit, as a layout's ``partner`` names them.
+PARTNERS: dict[str, type[Partner]] = {
+    partner.habit: partner for partner in (Assembler, BeefSpecialist, LettuceSpecialist)}
+
+
+class MapPartner:
+    """The partner the map asks for: the layout's ``partner`` habit (data in the layout file,
+    so each map pairs the agent with a partner that makes every order possible), chosen on the
+    first view, which names the layout."""
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+        self.chosen: Partner | None = None
+
+    @property
+    def state(self) -> str:
+        return self.chosen.state if self.chosen is not None else "idle"
+
+    def note_tick(self, info: Mapping[str, Any]) -> None:
+        if self.chosen is not None:
+            self.chosen.note_tick(info)
+
+    def decide(self, content: Mapping[str, Any]) -> str | None:
+        if self.chosen is None:
+            habit = load_layout(str(content.get("layout"))).partner
+            self.chosen = PARTNERS[habit](self.role)
+        return self.chosen.decide(content)
+
+
+__all__ = ["PARTNERS", "Assembler", "BeefSpecialist", "LettuceSpecialist", "MapPartner",
+           "Partner"]

@@ -3,4 +3,4 @@
 pytest_plugins = ["tests.support.redis_server", "tests.support.buses", "tests.support.lm",
                   "tests.support.data", "tests.support.comms",
                   "tests.support.server_fixtures", "tests.support.ray_cluster",
-                  "tests.support.sampled_task", "tests.support.checkout_members"]
+                  "tests.support.sampled_task"]

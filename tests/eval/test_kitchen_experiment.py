@@ -139,7 +139,7 @@ def test_the_experiment_end_to_end_through_the_cli(tmp_path: Path) -> None:
     assert set(table) == {"kitchen-act", "kitchen-dpt"}
     for row in table.values():
         assert row["runs"] == "2" and row["layout"] == "counter_circuit"
-        assert row["partner"] == "kitchen-assembler" and row["model"] == "scripted-fast"
+        assert row["partner"] == "kitchen-partner" and row["model"] == "scripted-fast"
         assert float(row["ticks"]) == 40
         assert 0 <= float(row["agent_occupancy"]) <= 1
     act, dpt = table["kitchen-act"], table["kitchen-dpt"]

@@ -17,7 +17,7 @@ from cogym_lab.envs.kitchen.agents.policy_code import (
 from cogym_lab.envs.kitchen.policies.situation import game_state
 from tests.envs.kitchen.test_kitchen_partners import fresh
 
-#: A game state as the FSM hands it to preconditions (two LettuceBurger orders, nothing made).
+#: A game state as the FSM hands it to preconditions (LettuceBurger orders only, nothing made).
 STATE: dict[str, Any] = game_state(fresh(seed=0), "agent")
 
 ACCEPTED = {
@@ -28,14 +28,16 @@ ACCEPTED = {
                              "if name == 'Beef') == 0",
     ".keys": "('Beef', 'Fresh') in s['objects'].keys()",
     ".values": "max(s['objects'].values()) >= 0",
-    "list comprehension": "len([o for o in s['orders'] if o['name'] == 'LettuceBurger']) == 2",
+    "list comprehension": "len([o for o in s['orders'] if o['name'] == 'LettuceBurger']) == "
+                          "len(s['orders'])",
     "set comprehension": "{o['name'] for o in s['orders']} == {'LettuceBurger'}",
     "dict comprehension": "{o['name']: o['remain_time'] for o in s['orders']}"
                           "['LettuceBurger'] == 200",
     "generator in any": "any(o['remain_time'] < 300 for o in s['orders'])",
     "generator in all": "all(o['remain_time'] > 0 for o in s['orders'])",
     "generator in min": "min(o['remain_time'] for o in s['orders']) == 200",
-    "nested comprehension": "sum(1 for o in s['orders'] for c in o['name'] if c == 'L') == 2",
+    "nested comprehension": "sum(1 for o in s['orders'] for c in o['name'] if c == 'L') == "
+                            "len(s['orders'])",
     "conditional expression": "(1 if s['time_left'] > 100 else 0) == 1",
     "set display": "s['orders'][0]['name'] in {'LettuceBurger', 'BeefBurger'}",
 }

@@ -29,9 +29,11 @@ from tests.browser.test_tabular_flow import wait_for
 
 TICK_SECONDS = 0.1
 TICKS = 900  # 90 s: time for the FSM agent to serve an order with a person in the way
+# person_macros: this person also starts a macro with a button (paper mode, the default, gives
+# people moves and interact only: tests/browser/test_kitchen_keyboard_play.py plays that way).
 START = ("%load_ext cogym_lab\n"
          f"%cogym new kitchen --team kitchen-fsm --role user --env-arg tick_seconds={TICK_SECONDS}"
-         f" --env-arg ticks={TICKS} --idle-seconds 600")
+         f" --env-arg ticks={TICKS} --env-arg person_macros=true --idle-seconds 600")
 #: Ticks to wait between two actions the person sends: the browser tests' server takes
 #: BROWSER_LIMITS["ws_actions_per_second"] actions a second from one connection.
 PACE = int(1 / BROWSER_LIMITS["ws_actions_per_second"] / TICK_SECONDS) + 1

@@ -100,7 +100,7 @@ def test_the_question_is_answered_with_the_keyboard(page: Page, shots: StepShots
     form = panel.testid("rating-form")
     form.locator('[data-testid="rating-outcome"]').select_option("4")
     form.locator('[data-testid="rating-satisfaction"]').select_option("5")
-    form.locator('[data-testid="rating-utility"]').focus()
+    form.locator('[data-testid="rating-useful-outputs"]').focus()
     # Tab: through both outcomes (focusable, so the keys can scroll them), into the choices.
     _tab_to(page, "pairwise-choice")
     assert _focused_choice(page) == "A" and _checked(panel) == []
@@ -235,7 +235,7 @@ def test_the_answer_is_saved_with_the_session(lab: LabPage, shots: StepShots,
     form = panel.testid("rating-form")
     form.locator('[data-testid="rating-outcome"]').select_option("4")
     form.locator('[data-testid="rating-satisfaction"]').select_option("2")
-    form.locator('[data-testid="rating-utility"]').focus()
+    form.locator('[data-testid="rating-useful-outputs"]').focus()
     _tab_to(lab.page, "pairwise-choice")
     own = "AB"[order.index("own")]
     keyboard.press("ArrowRight")  # picks B

@@ -15,7 +15,7 @@ import string
 from importlib.resources import files
 from typing import Any
 
-from cogym_lab.core.actions import ActionError
+from cogym_lab.core.actions import ActionError, ActionSpec
 from cogym_lab.core.env import ActionOutcome, CoEnv, Deferred, action
 from cogym_lab.core.observation import Component, RenderType
 from cogym_lab.core.plans import PlanBoard, Side
@@ -180,6 +180,42 @@ class Planning(CoEnv):
             items='What it produced as items, e.g. [{"id": "...", "title": "..."}]')
     def complete_step(self, role: str, step: str, text: str = "", items: Any = None) -> None:
         self.plan_board.complete(step, self.side(role), role, text, items)
+
+    @action("Run the task's search from your own plan step while it waits for you: its results "
+            "go into the step's output (completing the step without items keeps them).",
+            step="The step's id", query="What to look for (or the search's params as an "
+            "object)", search="Which search action, e.g. SEARCH_PAPER (empty: the task's first)")
+    def search_in_step(self, role: str, step: str, query: Any,
+                       search: str = "") -> ActionOutcome | None:
+        self.plan_board.check_search(step, self.side(role))
+        spec = self._search_spec(search)
+        first = spec.params[0].name
+        args = spec.bind(query if isinstance(query, dict) else {first: query})
+        outcome = getattr(self, self._handlers[spec.name][1])(role, **args)
+        if outcome is not None and outcome.deferred is not None:
+            raise ActionError(f"{spec.name} answers later, so it cannot run inside a step.")
+        assert spec.searches is not None  # _search_spec picks searches only
+        shown = {c.name: c.content for c in self.private_components(role)}
+        results = shown.get(spec.searches)
+        items = [dict(r) for r in results if isinstance(r, dict)] \
+            if isinstance(results, list) else []
+        label = str(args[first]) if not isinstance(query, dict) else \
+            ", ".join(f"{k}={v}" for k, v in args.items())
+        self.plan_board.record_search(step, f"{spec.name}: {label}", items)
+        return outcome
+
+    def _search_spec(self, name: str) -> ActionSpec:
+        """The task's search action called ``name`` (any case), or its first one."""
+        searches = [s for s in self.action_specs() if s.searches is not None and s.params]
+        if not searches:
+            raise ActionError(f"The {self.name} task has no search to run from a step.")
+        if not name.strip():
+            return searches[0]
+        chosen = next((s for s in searches if s.name == name.strip().upper()), None)
+        if chosen is None:
+            raise ActionError(f"{name.strip()[:60]!r} is not one of the task's searches: "
+                              f"{', '.join(s.name for s in searches)}.")
+        return chosen
 
     @action("Say that a running agent step could not be done; the person is asked to do it.",
             step="The step's id", reason="Why, in a sentence")

@@ -42,6 +42,10 @@ class StepOutput(BaseModel):
     items: tuple[dict[str, Any], ...] = ()
     text: str = ""
     edited: bool = False  # the person curated it after it was produced
+    #: The searches a person ran from their own step (SEARCH_IN_STEP), in order: while the
+    #: step waits, the output holds their results; completing the step keeps them.
+    searches: tuple[str, ...] = ()
+    pending: bool = False  # search results of a step still waiting for its person
 
 
 class PlanStep(BaseModel):
@@ -327,11 +331,41 @@ class PlanBoard:
             raise ActionError(f"Step {step_id} is {step.status.replace('_', ' ')} and "
                               f"assigned to the {step.assignee}: it does not wait for the "
                               f"{side} to complete it.")
-        output = StepOutput(items=_items(items), text=text if isinstance(text, str) else "")
+        found = step.output if step.output is not None and step.output.pending else None
+        output = StepOutput(
+            items=_items(items) if items is not None or found is None else found.items,
+            text=text if isinstance(text, str) else "",
+            searches=found.searches if found is not None else ())
         self._replace(step_id, status="done", output=output, runs=step.runs + 1,
                       completed_by=role)
         self._record(step_id, output)
         self._advance(step_id)
+
+    def check_search(self, step_id: str, side: Side) -> None:
+        """Refuse a search from ``step_id`` unless it is a person step waiting for the person
+        (or a failed step, which is the person's to complete) and ``side`` is the person's."""
+        step = self.step(step_id)
+        waiting = (step.assignee == "person" and step.status == "needs_input") \
+            or step.status == "failed"
+        if side != "person" or not waiting:
+            raise ActionError(f"A search goes into a step that waits for the person: step "
+                              f"{step_id} is {step.status.replace('_', ' ')} and assigned to "
+                              f"the {step.assignee}" + ("" if side == "person" else
+                                                        ", and only the person side searches "
+                                                        "from its steps") + ".")
+
+    def record_search(self, step_id: str, query: str, items: Any) -> None:
+        """Put a search's results (checked by :meth:`check_search`) in the waiting step's
+        output, after the results of its earlier searches in this run (an item already there,
+        by id, is not repeated). The step keeps waiting; completing it keeps them."""
+        step = self.step(step_id)
+        found = step.output if step.output is not None and step.output.pending else \
+            StepOutput(pending=True)
+        known = {item.get("id") for item in found.items if item.get("id") is not None}
+        new = [item for item in _items(items) if item.get("id") is None
+               or item.get("id") not in known]
+        self._replace(step_id, output=found.model_copy(update={
+            "items": found.items + tuple(new), "searches": (*found.searches, query)}))
 
     def fail(self, step_id: str, reason: Any) -> None:
         """The agent could not complete its running step: the person is asked to instead."""

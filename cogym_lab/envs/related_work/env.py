@@ -42,6 +42,7 @@ from cogym_lab.core.progress import ProgressListener, ProgressMeter
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL
 from cogym_lab.datasets import DataItem, DataSample, format_size, is_sample
 from cogym_lab.envs.dataset_env import DatasetEnv
+from cogym_lab.envs.related_work.asking import answer_about_paper, clean_question
 from cogym_lab.envs.related_work.corpus import corpus_files
 from cogym_lab.envs.related_work.data_files import DATA_FILES, SAMPLE
 from cogym_lab.envs.related_work.data_report import corpus_report
@@ -58,6 +59,7 @@ from cogym_lab.envs.related_work.search import BM25PaperIndex, PaperSearch, Titl
 from cogym_lab.lm import LM, LMError, configured_lm
 
 log = logging.getLogger(__name__)
+ANSWERS_KEPT = 20  # answers about papers each member keeps in view, newest first
 
 
 @dataclass
@@ -181,6 +183,7 @@ class RelatedWorkEnv(DatasetEnv):
         self.library = Library()
         self.results: dict[str, list[dict[str, Any]]] = {}
         self.seen: set[str] = set()  # ids shown by any search: only those may be added
+        self.answers: dict[str, list[dict[str, Any]]] = {}  # ASK_PAPER's, by asker, newest first
 
     # -- the view ------------------------------------------------------------------------------
 
@@ -202,7 +205,10 @@ class RelatedWorkEnv(DatasetEnv):
     def private_components(self, role: str) -> list[Component]:
         return [Component(name="search", title="Paper search",
                           render_type=RenderType.SEARCH_RESULTS,
-                          content=self.results.get(role, []))]
+                          content=self.results.get(role, [])),
+                Component(name="paper_answers", title="Answers about papers",
+                          render_type=RenderType.SEARCH_RESULTS,
+                          content=self.answers.get(role, []))]
 
     def outcome(self) -> str | None:
         return self.text.strip() or None
@@ -312,6 +318,47 @@ class RelatedWorkEnv(DatasetEnv):
             return format_action(Action(name="EDITOR_UPDATE", args={"text": text}))
 
         return ActionOutcome(deferred=Deferred(work=write, label="Drafting"))
+
+    # Private, as search results are: reading a paper is the asker's own exploration; what is
+    # worth sharing goes into a library note, a plan step's output or the editor.
+    @action("Ask a question about one paper of the corpus, by its id; the writing assistant "
+            "answers from what the corpus holds about it (title, authors, abstract). Only you "
+            "see the answer.", private=True, id='The paper id, e.g. "1706.03762"',
+            question="What you want to know about the paper")
+    def ask_paper(self, role: str, id: str, question: str) -> ActionOutcome:
+        paper = self._index().get(id.strip()) if id.strip() else None
+        if paper is None:
+            raise ActionError(f"No paper with id {id.strip()[:80]!r} in the corpus: ask about "
+                              f"a paper from a search result or the library, by its id. "
+                              f"Expected form: ASK_PAPER(id=\"...\", question=\"...\")")
+        asked = clean_question(question)
+        lm = self.drafting_lm or configured_lm("the paper reader")
+        if lm is None:
+            raise ActionError("The writing assistant has no language model set up, so it "
+                              "cannot read papers. Set COGYM_MODEL (and OPENAI_API_KEY or "
+                              "OPENAI_BASE_URL) and start a new session.")
+
+        async def read() -> dict[str, Any]:
+            try:
+                answer = await answer_about_paper(lm, paper, asked)
+            except LMError as error:
+                log.warning("asking paper %s for %s failed: %s", paper.id, role, error)
+                raise LMError(f"the writing assistant's language model gave no usable answer "
+                              f"({error.reason}). Try again in a moment.",
+                              reason=error.reason) from error
+            return {"name": "PAPER_ANSWER",
+                    "args": {"id": paper.id, "question": asked, "answer": answer}}
+
+        return ActionOutcome(deferred=Deferred(work=read, label="Reading the paper"))
+
+    @action("Record the writing assistant's answer to a question about a paper.", internal=True,
+            private=True, id="The paper id", question="The question", answer="The answer")
+    def paper_answer(self, role: str, id: str, question: str, answer: str) -> None:
+        paper = self._index().get(id)
+        title = paper.title if paper is not None else id
+        kept = self.answers.setdefault(role, [])
+        kept.insert(0, {"id": id, "title": title, "question": question, "answer": answer})
+        del kept[ANSWERS_KEPT:]
 
     @action("Replace the whole section text in the shared editor.", replaces="editor",
             text="The full text")

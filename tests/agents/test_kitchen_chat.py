@@ -1,6 +1,7 @@
 """Chat during real-time play: a message the person sends mid-game reaches the kitchen agents'
-next prompts (DPT's belief and policy, ReAct's plan, the act agent's move), in a whole session
-against the loopback LM server."""
+next prompts (DPT's belief and policy, ReAct's plan, the act agent's move), and what the agent
+answers in a ``say`` block reaches the person's chat and the log, in a whole session against
+the loopback LM server."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from tests.support.teammates import Recorder
 pytestmark = pytest.mark.usefixtures("no_ambient_lm")
 
 SAID = "I will chop all the lettuce, you cook the beef"
+ANSWER = "OK, I cook the beef."
 #: The person's moves: a few idle notifications, then the message, then nothing.
 PERSON = [None] * 6 + [f'SEND_TEAMMATE_MESSAGE(message="{SAID}")']
 
@@ -35,7 +37,10 @@ def answer(body: dict[str, Any]) -> Reply:
         return Reply('```json\n{"action": "prepare", "args": {"food": "Beef", "plate": false}}'
                      '\n```')
     if HEADINGS["policy"] in prompt or HEADINGS["plan"] in prompt:
-        return Reply("```text\nCook beef as asked.\n```\n\n```json\n[]\n```")
+        # the agent answers the person once, in the first plan that reads their message
+        answered = f"`user`: {SAID}" in prompt and f"you: {ANSWER}" not in prompt
+        say = f"\n\n```say\n{ANSWER}\n```" if answered else ""
+        return Reply(f"```text\nCook beef as asked.\n```\n\n```json\n[]\n```{say}")
     return Reply("```text\nThey chop lettuce, as they said.\n```")
 
 
@@ -94,7 +99,15 @@ async def test_react_and_act_read_the_message_in_their_next_call(tmp_path, kind:
 
 
 @pytest.mark.timeout(60)
-async def test_the_person_sees_their_message_in_the_chat(tmp_path) -> None:
-    _, person = await play(lambda lm: DPTAgent(lm, policy_every=5, belief_every=20), tmp_path)
+@pytest.mark.parametrize("agent_type", [DPTAgent, ReActAgent])
+async def test_the_agents_answer_reaches_the_persons_chat_and_the_log(
+        tmp_path, agent_type: Any) -> None:
+    options = {"policy_every": 5, "belief_every": 20} if agent_type is DPTAgent else {}
+    server, person = await play(lambda lm: agent_type(lm, **options), tmp_path)
     assert person.final is not None
-    assert [(m.sender, m.text) for m in person.final.chat] == [("user", SAID)]
+    chat = [(m.sender, m.text) for m in person.final.chat]
+    assert chat == [("user", SAID), ("agent", ANSWER)]  # once, after the person's message
+    logged = [e for e in read_events(tmp_path) if e.type is EventType.MESSAGE]
+    assert [e.actor for e in logged] == ["user", "agent"]
+    later = prompts(server, "policy" if agent_type is DPTAgent else "plan")[-1]
+    assert "- tick" in later and f"you: {ANSWER}" in later  # the agent sees what it said

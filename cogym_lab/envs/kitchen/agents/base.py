@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from cogym_lab.core import ActionError, Notification, SessionContext
 from cogym_lab.core.actions import ActionSpec
 from cogym_lab.core.grammar import format_action, parse_action
-from cogym_lab.envs.kitchen.agents.chat import ChatHeard
+from cogym_lab.envs.kitchen.agents.chat import ChatHeard, message_action, say_block
 from cogym_lab.envs.kitchen.agents.history import GameHistory
 from cogym_lab.envs.kitchen.agents.policy_code import (
     PolicyRejected,
@@ -64,6 +64,7 @@ class KitchenAgent:
         self.specs: dict[str, ActionSpec] = {}
         self.history = GameHistory()
         self.heard = ChatHeard(chat_kept)
+        self.to_say: list[str] = []  # messages the LM wrote for the teammate, not sent yet
         self.records = AgentRecords(None)
         self.fsm = KitchenFSM("")
         self.thought = ""  # the LM's last thought with its tasks (ReAct, DPT)
@@ -115,6 +116,24 @@ class KitchenAgent:
         if action is not None:
             self._sent_at = self.tick
         return action
+
+    def speak(self) -> str | None:
+        """The next message the LM wrote for the teammate, as an action (sent in place of the
+        chef's next action: one tick's delay), or ``None``. Dropped when the session takes no
+        messages."""
+        if not self.to_say:
+            return None
+        text = self.to_say.pop(0)
+        if self.context is not None and not any(
+                spec.name == "SEND_TEAMMATE_MESSAGE" for spec in self.context.collaboration_specs):
+            return None
+        return message_action(text)
+
+    def heard_from_lm(self, reply: str) -> None:
+        """Keep the ``say`` block of a reply, if any, to send."""
+        said = say_block(reply)
+        if said:
+            self.to_say.append(said)
 
     def system1(self, content: Mapping[str, Any]) -> str | None:
         """The FSM's decision, as System 1 makes it on every notification."""
@@ -223,6 +242,7 @@ class KitchenAgent:
         FSM took the new tasks."""
         started = time.monotonic()
         reply, seconds = await self.ask(messages, "policy")
+        self.heard_from_lm(reply)
         try:
             tasks = self.read_tasks(reply)
         except PolicyRejected as problem:

@@ -3,10 +3,32 @@ they may see, each with the tick it arrived at, the newest few written into ever
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from cogym_lab.core.actions import Action, format_action
+from cogym_lab.core.collaboration import SEND_TEAMMATE_MESSAGE
 from cogym_lab.core.messages import ChatMessage
+
+#: Characters of one message an agent sends: a line of chat, not a report.
+MAX_SAID = 300
+
+_SAY = re.compile(r"```say[ \t]*\n?(.*?)```", re.S | re.I)
+
+
+def say_block(reply: str) -> str | None:
+    """The text of a reply's ``say`` code block (what the agent tells its teammate), cut to
+    :data:`MAX_SAID` characters; ``None`` when it has none or it is empty."""
+    found = _SAY.search(reply)
+    text = " ".join(found.group(1).split())[:MAX_SAID] if found else ""
+    return text or None
+
+
+def message_action(text: str) -> str:
+    """The action that sends ``text`` to every teammate."""
+    return format_action(Action(name=SEND_TEAMMATE_MESSAGE.name, args={"message": text}),
+                         SEND_TEAMMATE_MESSAGE)
 
 
 @dataclass(frozen=True)
@@ -55,4 +77,4 @@ class ChatHeard:
         return "you" if sender == self.role else f"`{sender}`"
 
 
-__all__ = ["ChatHeard", "ChatLine"]
+__all__ = ["MAX_SAID", "ChatHeard", "ChatLine", "message_action", "say_block"]

@@ -1,16 +1,19 @@
 """A person plays the kitchen with the arrows and Space only and chats while playing, in
 JupyterLab in a real browser.
 
-The person (this test, in Chromium) starts a ``kitchen`` session of the ``kitchen-fsm`` team in
-the seat ``user`` (paper mode: a person plays with moves and interact only, so no macro button
+The person (this test, in Chromium) starts a ``kitchen`` session of the ``kitchen-dpt`` team
+(DPT-Agent on the loopback LM) in the seat ``user`` (paper mode: a person plays with moves and interact only, so no macro button
 is shown), walks with an arrow and interacts with Space, then types in the chat: Shift+Enter is
 a new line, Enter sends, Escape leaves the field and gives the keys back to the chef, so the
-next arrow moves it again. The message is in the chat and in the session's log. The window is
+next arrow moves it again. The message is in the chat and in the session's log; DPT's next
+belief and policy prompts hold it, and the agent's answer shows in the person's chat. The window is
 resized and the page reloaded once: the kitchen and the chat come back, and the arrows still
 move the chef.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from playwright.sync_api import Page, expect
 
@@ -20,6 +23,7 @@ from tests.browser.jupyter_lab import JupyterLabServer
 from tests.browser.lab_page import UI_TIMEOUT_MS, LabPage
 from tests.browser.panel_page import SessionPanelPage
 from tests.browser.screenshots import StepShots
+from tests.browser.scripted_lm import ScriptedLM
 from tests.browser.test_lab_kitchen import (
     KEYS,
     PACE,
@@ -35,10 +39,25 @@ from tests.browser.test_tabular_flow import wait_for
 TICK_SECONDS = 0.1
 TICKS = 3000  # 5 minutes: the game outlasts the test; the fixture ends the session
 START = ("%load_ext cogym_lab\n"
-         f"%cogym new kitchen --team kitchen-fsm --role user --env-arg tick_seconds={TICK_SECONDS}"
+         f"%cogym new kitchen --team kitchen-dpt --role user --env-arg tick_seconds={TICK_SECONDS}"
          f" --env-arg ticks={TICKS} --idle-seconds 600")
 BACK = {"up": "down", "down": "up", "left": "right", "right": "left"}
 FIRST, SECOND = "I take the lettuce", "you cook the beef"
+ANSWER = "Deal: I cook the beef."
+
+
+def _prompt(body: dict[str, Any]) -> str:
+    return str(body["messages"][-1]["content"])
+
+
+def dpt_lm(body: dict[str, Any]) -> str:
+    """DPT's LM: no new tasks (the FSM cooks), a belief, and one answer to the person."""
+    prompt = _prompt(body)
+    if "# Code-as-policy" in prompt:
+        answer = FIRST in prompt and f"you: {ANSWER}" not in prompt
+        return "```text\nKeep cooking.\n```\n\n```json\n[]\n```" + (
+            f"\n\n```say\n{ANSWER}\n```" if answer else "")
+    return "```text\nThey said they take the lettuce.\n```"
 
 
 def _messages_of(lab: JupyterLabServer, session: KitchenSession, role: str) -> list[str]:
@@ -63,7 +82,8 @@ def _step_and_back(page: Page, panel: SessionPanelPage, session: KitchenSession)
 
 
 def test_a_person_plays_with_arrows_and_space_and_chats_while_playing(
-        lab: LabPage, shots: StepShots, jupyter_lab: JupyterLabServer) -> None:
+        lab: LabPage, shots: StepShots, jupyter_lab: JupyterLabServer, lm: ScriptedLM) -> None:
+    lm.use(dpt_lm)
     page = lab.page
     notebook = lab.new_notebook_from_launcher()
     lab.type_in_cell(notebook, 0, START)
@@ -119,6 +139,16 @@ def test_a_person_plays_with_arrows_and_space_and_chats_while_playing(
     names = [name for name, _ in session.actions_of("user")]
     assert names.count("MOVE") >= 4 and "INTERACT" in names
     assert set(names) <= {"MOVE", "INTERACT"}  # no macro: arrows and Space only
+
+    # the agent read it: its next policy and belief prompts hold it, and it answered in the chat
+    def read_in(heading: str) -> bool:
+        return any(heading in _prompt(b) and FIRST in _prompt(b) for b in list(lm.bodies))
+
+    wait_for(lambda: read_in("# Code-as-policy"), "a policy prompt with the message")
+    wait_for(lambda: read_in("# Your teammate"), "a belief prompt with the message", 60)
+    expect(panel.chat_message(ANSWER)).to_contain_text("agent")
+    assert _messages_of(jupyter_lab, session, "agent")[0].count(ANSWER) == 1
+    shots.take("3b-the-agent-answered", focus=panel.testid("view-chat"), where="center")
 
     # 4. a narrow window: the kitchen and the chat still fit and play
     page.set_viewport_size({"width": 800, "height": 900})

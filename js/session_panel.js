@@ -5537,7 +5537,7 @@ const TEXT_FIELDS = "input, textarea, select, [contenteditable]";
  * the cell again and started a second session, and Enter in an editor did nothing. The
  * attribute is JupyterLab's documented way to keep its shortcuts out of a region; stopping the
  * key at the panel covers hosts that do not read it. Escape leaves the field (its text kept),
- * so the keyboard can always get back to the notebook.
+ * so the keyboard can always get back to the notebook (in a kitchen being played, to the chef).
  * @param {HTMLElement} root
  */
 function keepKeysInPanel(root) {
@@ -5545,7 +5545,13 @@ function keepKeysInPanel(root) {
   root.addEventListener("keydown", (event) => {
     const target = event.target;
     if (!(target instanceof HTMLElement) || !target.matches(TEXT_FIELDS)) return;
-    if (event.key === "Escape") target.blur();
+    if (event.key === "Escape") {
+      target.blur();
+      // In a kitchen being played, the keys go back to the chef: a person chats and plays on
+      // with the arrows (a second Escape, in the kitchen, gives them to the notebook).
+      const stage = root.querySelector('[data-testid=kitchen][data-playing="true"] [data-testid=kitchen-stage]');
+      if (stage instanceof HTMLElement) stage.focus({ preventScroll: true });
+    }
     event.stopPropagation();
   });
 }

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from cogym_lab.core import ActionError, Notification, SessionContext
 from cogym_lab.core.actions import ActionSpec
 from cogym_lab.core.grammar import format_action, parse_action
+from cogym_lab.envs.kitchen.agents.chat import ChatHeard, message_action, say_block
 from cogym_lab.envs.kitchen.agents.history import GameHistory
 from cogym_lab.envs.kitchen.agents.policy_code import (
     PolicyRejected,
@@ -45,7 +46,7 @@ class KitchenAgent:
     """Base of the kitchen's LM agents (see the module doc).
 
     ``history_scenes``: history lines in a prompt; ``retry_ticks``: ticks to wait before
-    calling an LM that failed again.
+    calling an LM that failed again; ``chat_kept``: chat messages a prompt shows.
     """
 
     agent_type: ClassVar[str] = "kitchen"
@@ -53,7 +54,8 @@ class KitchenAgent:
     #: is asked again ``retry_ticks`` later, so the session plays on (its failures recorded).
     recovers_from_lm_failure: ClassVar[bool] = True
 
-    def __init__(self, lm: LM, *, history_scenes: int = 25, retry_ticks: int = 20) -> None:
+    def __init__(self, lm: LM, *, history_scenes: int = 25, retry_ticks: int = 20,
+                 chat_kept: int = 8) -> None:
         self.lm = lm
         self.history_scenes = history_scenes
         self.retry_ticks = retry_ticks
@@ -61,6 +63,8 @@ class KitchenAgent:
         self.context: SessionContext | None = None
         self.specs: dict[str, ActionSpec] = {}
         self.history = GameHistory()
+        self.heard = ChatHeard(chat_kept)
+        self.to_say: list[str] = []  # messages the LM wrote for the teammate, not sent yet
         self.records = AgentRecords(None)
         self.fsm = KitchenFSM("")
         self.thought = ""  # the LM's last thought with its tasks (ReAct, DPT)
@@ -80,6 +84,7 @@ class KitchenAgent:
     def start(self, context: SessionContext) -> None:
         self.context = context
         self.role = context.role
+        self.heard = ChatHeard(self.heard.kept, role=context.role)
         self.specs = {spec.name: spec for spec in context.action_specs}
         self.fsm = KitchenFSM(context.role)
         self.records = AgentRecords(context.results_dir)
@@ -97,6 +102,7 @@ class KitchenAgent:
             self.history.observe(infos, content)
             self.tick = int(content.get("tick", self.tick))
             self.content = content
+        self.heard.read(notification.chat, self.tick)
         return content
 
     def free(self, content: Mapping[str, Any] | None) -> bool:
@@ -110,6 +116,24 @@ class KitchenAgent:
         if action is not None:
             self._sent_at = self.tick
         return action
+
+    def speak(self) -> str | None:
+        """The next message the LM wrote for the teammate, as an action (sent in place of the
+        chef's next action: one tick's delay), or ``None``. Dropped when the session takes no
+        messages."""
+        if not self.to_say:
+            return None
+        text = self.to_say.pop(0)
+        if self.context is not None and not any(
+                spec.name == "SEND_TEAMMATE_MESSAGE" for spec in self.context.collaboration_specs):
+            return None
+        return message_action(text)
+
+    def heard_from_lm(self, reply: str) -> None:
+        """Keep the ``say`` block of a reply, if any, to send."""
+        said = say_block(reply)
+        if said:
+            self.to_say.append(said)
 
     def system1(self, content: Mapping[str, Any]) -> str | None:
         """The FSM's decision, as System 1 makes it on every notification."""
@@ -153,14 +177,15 @@ class KitchenAgent:
         return "\n\n".join(parts)
 
     def situation(self, extra: str = "", scenes: int | None = None) -> str:
-        """The history and the current state, with ``extra`` sections after them."""
+        """The history, the current state and the chat, with ``extra`` sections after them."""
         content = self.content or {}
         state = game_state(content, self.role) if content else {}
         ticks = int(content.get("ticks", 0))
         return kitchen_prompt(
             "situation", history=self.history.render(self.role, scenes or self.history_scenes),
             tick=self.tick, ticks=ticks, time_left=max(ticks - self.tick, 0),
-            score=content.get("score", 0), role=self.role, state=literal(state), extra=extra)
+            score=content.get("score", 0), role=self.role, state=literal(state),
+            extra="\n\n".join(part for part in (self.heard.section(), extra) if part))
 
     def messages(self, output: str, extra: str = "", assigned: bool = True,
                  scenes: int | None = None) -> Messages:
@@ -217,6 +242,7 @@ class KitchenAgent:
         FSM took the new tasks."""
         started = time.monotonic()
         reply, seconds = await self.ask(messages, "policy")
+        self.heard_from_lm(reply)
         try:
             tasks = self.read_tasks(reply)
         except PolicyRejected as problem:

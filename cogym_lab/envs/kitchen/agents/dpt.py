@@ -80,7 +80,7 @@ class DPTAgent(KitchenAgent):
         self._news.set()
         if content is None:
             return None
-        return self.system1(content)
+        return self.speak() or self.system1(content)
 
     async def end(self, final: Notification) -> None:
         for task in self._tasks:

@@ -57,7 +57,7 @@ class ReActAgent(KitchenAgent):
             return None
         if not situation.busy:
             await self._reason()
-        return self.system1(content)
+        return self.speak() or self.system1(content)
 
     async def end(self, final: Notification) -> None:
         if self._thinking is not None:

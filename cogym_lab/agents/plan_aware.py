@@ -101,6 +101,8 @@ class PlanAwareAgent(LMAgent):
             return self.message(agent_prompt("plan_person_step", number=number,
                                              step_description=busy["description"]))
         if all(s["status"] == "not_run" for s in steps):
+            if plan.get("replan") or plan.get("completions"):
+                return self._wait_for_person()  # an offer is a question: not run over it
             return self._start_when_left_alone(notification)
         return WAIT
 

@@ -169,3 +169,27 @@ def test_a_new_step_is_offered_completions_and_picking_one_sets_its_text(tmp_pat
     assert plan["completions"] is None
     completing = next(a for a in asked if "Offer two or three ways to complete" in a)
     assert '"Check the weather"' in completing
+
+
+class SilentPerson(Person):
+    """Edits step s1, then leaves the offer unanswered through two idle ticks and finishes."""
+
+    def __init__(self) -> None:
+        super().__init__(f'EDIT_STEP(step="s1", description="{NEW_S1}")')
+        self.ticks = 0
+
+    async def act(self, notification: Any) -> str | None:
+        plan = notification.view[PLAN_COMPONENT].content
+        if not self.moved or plan["plan"] is None:
+            return await super().act(notification)
+        if notification.event.type is EventType.TICK and plan["replan"]:
+            self.ticks += 1
+            return "FINISH()" if self.ticks == 2 else None
+        return None
+
+
+def test_an_unanswered_offer_keeps_the_agent_from_running_the_plan(tmp_path) -> None:
+    plan, _, events = run(tmp_path, SilentPerson())
+    assert "OFFER_REPLAN" in _names(events) and "RUN_ALL" not in _names(events)
+    assert plan["replan"] is not None
+    assert all(s["status"] == "not_run" for s in plan["plan"]["steps"])

@@ -2409,6 +2409,89 @@ class PlanStepRow {
   }
 }
 
+/**
+ * One button of an offer the agent made on the plan: its words and the plan action it sends.
+ * @typedef {object} OfferButton
+ * @property {string} label
+ * @property {Action} action
+ */
+
+/**
+ * What the agent offers on the plan (Cocoa §4.1.4), as buttons: replanning the steps after an
+ * edited step (a choice each, and Keep the plan), and completions of a step's text (one each).
+ * @param {Json} content  the plan component's content
+ * @returns {{replan: {after: string, reason: string, buttons: OfferButton[]} | null,
+ *   completions: {step: string, buttons: OfferButton[]} | null}}
+ */
+export function planOffers(content) {
+  const record = content && typeof content === "object" && !Array.isArray(content) ? keyed(content) : {};
+  const offer = record.replan && typeof record.replan === "object" ? keyed(record.replan) : null;
+  const offered = record.completions && typeof record.completions === "object"
+    ? keyed(record.completions) : null;
+  /** @param {Json} value @returns {Json[]} */
+  const list = (value) => (Array.isArray(value) ? value : []);
+  /** @param {Json} steps */
+  const named = (steps) => list(steps).map((step) => asText(keyed(step).description)).join(" → ");
+  const replan = offer && typeof offer.after === "string" ? {
+    after: offer.after, reason: asText(offer.reason),
+    buttons: [...list(offer.choices).map((choice, index) => ({ label: named(choice),
+      action: { name: "ACCEPT_REPLAN", args: { choice: index } } })),
+    { label: "Keep the plan as it is", action: { name: "DISMISS_REPLAN", args: {} } }],
+  } : null;
+  const step = offered && typeof offered.step === "string" ? offered.step : null;
+  const completions = step ? {
+    step, buttons: list(offered?.choices ?? []).map((text, index) => ({ label: asText(text),
+      action: { name: "PICK_COMPLETION", args: { step, choice: index } } })),
+  } : null;
+  return { replan, completions };
+}
+
+/** The agent's offers on the plan (replanning, completions of a step): a button per choice. */
+class PlanOfferView {
+  /** @param {PlanView} plan */
+  constructor(plan) {
+    this.plan = plan;
+    this.json = "";
+    this.replan = h("div", { class: "cogym-plan-offer", testid: "plan-replan-offer", role: "status",
+      hidden: true });
+    this.completions = h("div", { class: "cogym-plan-offer", testid: "plan-completions", role: "status",
+      hidden: true });
+    this.root = h("div", { class: "cogym-plan-offers" }, this.replan, this.completions);
+  }
+
+  /**
+   * @param {Json} content  the plan component's content
+   * @param {(id: string) => number} numberOf  a step's place in the plan, from 1 (0: gone)
+   * @param {boolean} done
+   */
+  render(content, numberOf, done) {
+    const offers = planOffers(content);
+    const json = JSON.stringify([offers, done]);
+    if (json === this.json) return;
+    this.json = json;
+    /** @param {OfferButton[]} buttons @param {string} testid */
+    const buttons = (buttons, testid) => h("div", { class: "cogym-row" }, buttons.map((button) =>
+      h("button", { testid, text: button.label, disabled: done,
+        on: { click: () => this.plan.host.send(button.action) } })));
+    this.replan.hidden = !offers.replan;
+    if (offers.replan) {
+      const number = numberOf(offers.replan.after);
+      this.replan.replaceChildren(
+        h("h5", { text: `Replan the steps after step ${number}?` }),
+        h("p", { class: "cogym-muted", text: offers.replan.reason
+          || "The edit may change the plan's course." }),
+        buttons(offers.replan.buttons, "plan-replan-choice"));
+    }
+    this.completions.hidden = !offers.completions;
+    if (offers.completions) {
+      this.completions.replaceChildren(
+        h("h5", { text: `Complete step ${numberOf(offers.completions.step)} with:` }),
+        buttons([...offers.completions.buttons, { label: "No, thanks",
+          action: { name: "DISMISS_COMPLETIONS", args: {} } }], "plan-completion-choice"));
+    }
+  }
+}
+
 /** The form that adds a step below another: a description, who does it, Add and Cancel. */
 class NewStepForm {
   /** @param {PlanView} plan */
@@ -2675,6 +2758,7 @@ class PlanView {
     this.output = h("details", { class: "cogym-fold cogym-plan-output", testid: "plan-output", hidden: true },
       h("summary", { text: "Plan output" }), this.outputText);
     this.side = new StepOutputView(this);
+    this.offers = new PlanOfferView(this);
     // No plan and no proposal: say so, with a way to write the first step or ask for a plan.
     this.writeFirst = h("button", { class: "cogym-primary", testid: "plan-write-first",
       text: "Write the first step", on: { click: () => this.newStep.open(null, this.firstStep) } });
@@ -2688,7 +2772,7 @@ class PlanView {
       h("div", { class: "cogym-row" }, this.writeFirst, this.askAgent, this.emptyNote), this.firstStep);
     this.main = h("div", { class: "cogym-plan-main" }, this.title,
       h("div", { class: "cogym-row" }, this.runAll, this.runRemaining, this.mode),
-      this.steps, h("div", { class: "cogym-row" }, this.addAtEnd));
+      this.offers.root, this.steps, h("div", { class: "cogym-row" }, this.addAtEnd));
     this.board = h("div", { class: "cogym-plan-board", hidden: true }, this.main, this.side.root);
     this.body = h("div", { class: "cogym-plan-view" }, this.plain, this.empty, this.proposals,
       this.board, this.awaiting, this.output);
@@ -2702,7 +2786,7 @@ class PlanView {
       ? { start: focused.selectionStart, end: focused.selectionEnd } : null;
     const plan = planContent(component.content);
     try {
-      if (plan) this.render(plan);
+      if (plan) this.render(plan, component.content);
       else this.showPlain(plainPlan(component.content));
     } catch (error) {
       this.showPlain(jsonBlock(component.content)); // an unexpected shape still shows as JSON
@@ -2737,8 +2821,11 @@ class PlanView {
     this.output.hidden = true;
   }
 
-  /** @param {PlanContent} plan */
-  render(plan) {
+  /**
+   * @param {PlanContent} plan
+   * @param {Json} content  the component's content as sent: the agent's offers are read from it
+   */
+  render(plan, content) {
     this.plain.hidden = true;
     const done = this.host.done();
     this.renderProposals(plan.proposals, done);
@@ -2761,6 +2848,7 @@ class PlanView {
       : inProgress ? "Running one step." : "";
     this.addAtEnd.disabled = done;
     this.renderSteps(steps, plan, done);
+    this.offers.render(content, (id) => steps.findIndex((s) => s.id === id) + 1, done);
     this.awaiting.hidden = !plan.awaiting_output;
     this.output.hidden = plan.output === null || plan.output === undefined;
     this.outputText.textContent = plan.output || "";

@@ -16,9 +16,14 @@ LM:
 * a person step that needs input, it tells the person about, once per run of the step (waiting
   for the person is not counted as being stuck);
 * when every step is done, it writes the plan output (the last step's output rewritten to
-  answer the request) into the workspace.
+  answer the request) into the workspace;
+* when a teammate rewrites a step so that the plan's course may change, it asks its LM whether
+  the later steps still follow and, if not, offers to replan them (``OFFER_REPLAN``, Cocoa's
+  §4.1.4, rule in :mod:`cogym_lab.agents.replanning`); when a teammate adds a step, it offers
+  two or three completions of its text (``OFFER_COMPLETIONS``).
 
-Edits, reassignments and reruns need nothing special: each decision reads the plan as it is.
+Other edits, reassignments and reruns need nothing special: each decision reads the plan as it
+is.
 """
 
 from __future__ import annotations
@@ -29,6 +34,12 @@ from typing import Any
 
 from cogym_lab.agents.base import WAIT, LMAgent, merge_specs
 from cogym_lab.agents.plan_examples import earlier_plans
+from cogym_lab.agents.replanning import (
+    may_change_course,
+    read_completions,
+    read_replan,
+    steps_text,
+)
 from cogym_lab.agents.templates import agent_prompt
 from cogym_lab.core import Notification
 from cogym_lab.core.messages import EventType
@@ -53,10 +64,15 @@ class PlanAwareAgent(LMAgent):
         self._waiting_for_person = False  # this decision waits for the person, as planned
         self._told: set[tuple[str, int]] = set()  # (step, runs) person steps announced
         self._actions_on: dict[tuple[str, int], int] = {}  # task actions per run of a step
+        self._seen: dict[str, str] = {}  # each step's description when last seen
+        self._edited: dict[str, str] = {}  # steps a teammate rewrote: their text before
+        self._added: list[str] = []  # steps a teammate added, to offer completions for
 
     async def decide(self, notification: Notification) -> str | None:
         self._waiting_for_person = False
         plan = _plan_state(notification)
+        if plan is not None:
+            self._note_teammate_edits(notification, plan)
         if plan is None or any(m.sender != self.role for m in notification.new_messages):
             return await self._converse(notification)
         if plan["plan"] is None:
@@ -68,6 +84,9 @@ class PlanAwareAgent(LMAgent):
                 return self._wait_for_person()  # the person side picks
             return await self._propose(notification, plan)
         steps = plan["plan"]["steps"]
+        offer = await self._offer_after_edits(notification, plan)
+        if offer is not None:
+            return offer
         if plan["awaiting_output"]:
             return await self._write_output(notification, plan)
         busy = next((s for s in steps if s["status"] in ("running", "needs_input")), None)
@@ -82,6 +101,8 @@ class PlanAwareAgent(LMAgent):
             return self.message(agent_prompt("plan_person_step", number=number,
                                              step_description=busy["description"]))
         if all(s["status"] == "not_run" for s in steps):
+            if plan.get("replan") or plan.get("completions"):
+                return self._wait_for_person()  # an offer is a question: not run over it
             return self._start_when_left_alone(notification)
         return WAIT
 
@@ -106,6 +127,62 @@ class PlanAwareAgent(LMAgent):
             self._recent.clear()
             return action
         return super()._guard(action)
+
+    # -- replanning and completions (Cocoa §4.1.4) ---------------------------------------------
+
+    def _note_teammate_edits(self, notification: Notification, plan: Mapping[str, Any]) -> None:
+        """Remember which steps a teammate rewrote or added since the last notification."""
+        steps = (plan["plan"] or {}).get("steps", [])
+        names = {(e.action or "").split("(", 1)[0] for e in
+                 (notification.event, *notification.merged_events)
+                 if e.type is EventType.ACTION and e.actor not in (None, self.role)}
+        for step in steps:
+            old = self._seen.get(step["id"])
+            if old is None and "ADD_STEP" in names and self._seen:
+                self._added.append(step["id"])
+            elif old is not None and old != step["description"] and "EDIT_STEP" in names:
+                self._edited.setdefault(step["id"], old)
+        self._seen = {step["id"]: step["description"] for step in steps}
+
+    async def _offer_after_edits(self, notification: Notification,
+                                 plan: Mapping[str, Any]) -> str | None:
+        """An offer to replan after a course-changing edit, or completions for a new step."""
+        steps = plan["plan"]["steps"]
+        ids = [s["id"] for s in steps]
+        while self._edited:
+            step_id, old = self._edited.popitem()
+            if step_id not in ids or plan.get("replan"):
+                continue
+            position = ids.index(step_id)
+            later = steps[position + 1:]
+            if any(s["status"] in ("running", "needs_input") for s in later):
+                continue  # the later steps are in use: not the moment to replace them
+            new = steps[position]["description"]
+            if not may_change_course(old, new, len(later)):
+                continue
+            instruction = agent_prompt("plan_replan", number=position + 1, old=old, new=new,
+                                       steps=steps_text(steps))
+            choices = await self.ask_field(self.system_prompt(notification), instruction,
+                                           "Replan", "plan:replan", read_replan)
+            if choices is None:
+                continue
+            reason = (f"Step {position + 1} now reads differently, so the steps after it may "
+                      "no longer follow.")
+            return (f'OFFER_REPLAN(step="{step_id}", reason={json.dumps(reason)}, '
+                    f"choices={json.dumps(choices, ensure_ascii=False)})")
+        while self._added:
+            step_id = self._added.pop(0)
+            if step_id not in ids:
+                continue
+            position = ids.index(step_id)
+            instruction = agent_prompt("plan_complete", number=position + 1,
+                                       text=steps[position]["description"],
+                                       steps=steps_text(steps))
+            texts = await self.ask_field(self.system_prompt(notification), instruction,
+                                         "Completions", "plan:complete", read_completions)
+            return (f'OFFER_COMPLETIONS(step="{step_id}", '
+                    f"choices={json.dumps(texts, ensure_ascii=False)})")
+        return None
 
     # -- the moves -----------------------------------------------------------------------------
 
@@ -155,7 +232,9 @@ class PlanAwareAgent(LMAgent):
 
 _PLAN_ACTS = frozenset({
     "PROPOSE_PLANS", "SELECT_PLAN", "ADD_STEP", "EDIT_STEP", "SUGGEST_STEP", "UNDO_SUGGESTION",
-    "DELETE_STEP", "MOVE_STEP", "ASSIGN_STEP", "RUN_STEP", "RUN_ALL", "RUN_REMAINING",
+    "OFFER_REPLAN", "ACCEPT_REPLAN", "DISMISS_REPLAN", "OFFER_COMPLETIONS", "PICK_COMPLETION",
+    "DISMISS_COMPLETIONS", "DELETE_STEP", "MOVE_STEP", "ASSIGN_STEP", "RUN_STEP", "RUN_ALL",
+    "RUN_REMAINING",
     "PAUSE_AFTER_STEP", "COMPLETE_STEP", "FAIL_STEP", "EDIT_STEP_OUTPUT", "WRITE_PLAN_OUTPUT"})
 
 

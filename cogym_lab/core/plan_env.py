@@ -143,6 +143,41 @@ class Planning(CoEnv):
     def undo_suggestion(self, role: str, step: str) -> None:
         self.plan_board.undo_suggestion(step)
 
+    @action("Offer to replan the steps after a step whose edit changed the plan's course: "
+            "one to three alternative rests of the plan, each a list of steps "
+            '{"description": "...", "assignee": "agent" or "person"}; nothing changes until '
+            "the person accepts one.", step="The edited step's id (it stays as it is)",
+            reason="Why the later steps no longer fit, in a sentence",
+            choices="The alternative rests of the plan, as a JSON list of step lists")
+    def offer_replan(self, role: str, step: str, choices: list[Any], reason: str = "") -> None:
+        self.plan_board.offer_replan(step, reason, choices)
+
+    @action("Accept the replanning offer: the steps after the edited step are replaced with "
+            "the chosen rest of the plan.", choice="Which choice, from 0")
+    def accept_replan(self, role: str, choice: int = 0) -> None:
+        self._person_only(role, "accepts a replanning")
+        self.plan_board.accept_replan(choice)
+
+    @action("Turn down the replanning offer; the plan stays as it is.")
+    def dismiss_replan(self, role: str) -> None:
+        self._person_only(role, "dismisses a replanning")
+        self.plan_board.dismiss_replan()
+
+    @action("Offer two or three short completions of a step's text for the person to pick "
+            "from.", step="The step's id", choices="The completions, as a JSON list of texts")
+    def offer_completions(self, role: str, step: str, choices: list[Any]) -> None:
+        self.plan_board.offer_completions(step, choices)
+
+    @action("Make one of the offered completions the step's text (UNDO_SUGGESTION brings the "
+            "old text back).", step="The step's id", choice="Which completion, from 0")
+    def pick_completion(self, role: str, step: str, choice: int) -> None:
+        self._person_only(role, "picks a completion")
+        self.plan_board.pick_completion(step, choice)
+
+    @action("Set the offered completions aside.")
+    def dismiss_completions(self, role: str) -> None:
+        self.plan_board.dismiss_completions()
+
     @action("Delete a step from the plan.", step="The step's id")
     def delete_step(self, role: str, step: str) -> None:
         self.plan_board.delete_step(step)

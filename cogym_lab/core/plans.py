@@ -32,6 +32,8 @@ StepStatus = Literal["not_run", "running", "needs_input", "done", "failed", "sta
 #: Plans an agent may propose at once (the paper's plan selector shows a few).
 MAX_PROPOSALS = 3
 MAX_STEPS = 30
+#: Completions the agent may offer for one step (the paper's autocompletion choices).
+MAX_COMPLETIONS = 3
 
 
 class StepOutput(BaseModel):
@@ -72,6 +74,26 @@ class Plan(BaseModel):
     steps: tuple[PlanStep, ...] = ()
 
 
+class ReplanOffer(BaseModel):
+    """An offer to replan the steps after ``after`` (§4.1.4): one to three alternative rests
+    of the plan to choose from; nothing changes until the person accepts one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    after: str  # the step whose edit changed the plan's course; it stays as it is
+    reason: str = ""  # why the steps after it no longer fit, in a sentence
+    choices: tuple[tuple[PlanStep, ...], ...] = ()  # each: the new steps after ``after``
+
+
+class StepCompletions(BaseModel):
+    """Short completions of a step's text the person may pick one of."""
+
+    model_config = ConfigDict(frozen=True)
+
+    step: str
+    choices: tuple[str, ...] = ()
+
+
 class PlanState(BaseModel):
     """The plan component's content: the proposals, the chosen plan and how it runs."""
 
@@ -88,6 +110,8 @@ class PlanState(BaseModel):
     awaiting_output: bool = False  # every step is done; the plan output is not written yet
     output: str | None = None  # the plan output, as written to the workspace
     next_id: int = Field(default=1, ge=1)
+    replan: ReplanOffer | None = None  # an offer to replan the rest, until accepted or dismissed
+    completions: StepCompletions | None = None  # choices for a step's text, until one is picked
 
 
 def _steps_from(spec: Any, first_id: int) -> tuple[tuple[PlanStep, ...], int]:
@@ -205,7 +229,7 @@ class PlanBoard:
                       for n, step in enumerate(chosen.steps, 1))
         self._set(plan=chosen.model_copy(update={"steps": steps}), proposals=(),
                   continuous=False, pause_after=None, context=(), awaiting_output=False,
-                  output=None, next_id=len(steps) + 1)
+                  output=None, next_id=len(steps) + 1, replan=None, completions=None)
         self._texts.clear()  # a new plan: its step ids name other steps
         self._last_author.clear()
 
@@ -230,7 +254,8 @@ class PlanBoard:
         """A plan whose first step is this one, written by hand rather than proposed."""
         step = PlanStep(id="s1", description=_description(description), assignee=_side(assignee))
         self._set(plan=Plan(title="", steps=(step,)), proposals=(), continuous=False,
-                  pause_after=None, context=(), awaiting_output=False, output=None, next_id=2)
+                  pause_after=None, context=(), awaiting_output=False, output=None, next_id=2,
+                  replan=None, completions=None)
         self._texts.clear()
         self._last_author.clear()
         return step
@@ -259,6 +284,70 @@ class PlanBoard:
         self._replace(step_id, description=step.undo, undo=None)
         self._stale_if_run(step_id)
 
+    def offer_replan(self, after: str, reason: Any, choices: Any) -> None:
+        """Offer to replace the steps after ``after`` with one of ``choices`` (each a list of
+        steps, as a proposal's); a later offer replaces an earlier one."""
+        position = self.index(after)
+        if not isinstance(choices, list) or not 1 <= len(choices) <= MAX_PROPOSALS:
+            raise ActionError(f"Offer 1 to {MAX_PROPOSALS} choices, each a list of steps.")
+        room = MAX_STEPS - position - 1
+        rests, next_id = [], self.state.next_id
+        for raw in choices:
+            steps, next_id = _steps_from(raw, next_id)
+            if len(steps) > room:
+                raise ActionError(f"After step {after} the plan has room for {room} steps.")
+            rests.append(steps)
+        self._later_not_in_progress(position)
+        self._set(replan=ReplanOffer(after=after, reason=reason.strip() if isinstance(
+            reason, str) else "", choices=tuple(rests)), next_id=next_id)
+
+    def accept_replan(self, choice: int) -> None:
+        """Replace the steps after the offer's step with choice ``choice`` (from 0); the step
+        itself and every step before it stay whole."""
+        offer = self.state.replan
+        if offer is None:
+            raise ActionError("There is no replanning offer to accept.")
+        if not 0 <= choice < len(offer.choices):
+            raise ActionError(f"Pick a choice from 0 to {len(offer.choices) - 1}, not {choice}.")
+        position = self.index(offer.after)
+        self._later_not_in_progress(position)
+        kept = list(self.steps[:position + 1])
+        dropped = {s.id for s in self.steps[position + 1:]}
+        # The new steps have not run, so the plan waits for them before its output.
+        self._set_steps(kept + list(offer.choices[choice]), replan=None, awaiting_output=False)
+        self._set(context=tuple(c for c in self.state.context if c["step"] not in dropped),
+                  pause_after=None if self.state.pause_after in dropped
+                  else self.state.pause_after,
+                  completions=None if self.state.completions and
+                  self.state.completions.step in dropped else self.state.completions)
+
+    def dismiss_replan(self) -> None:
+        if self.state.replan is None:
+            raise ActionError("There is no replanning offer to dismiss.")
+        self._set(replan=None)
+
+    def offer_completions(self, step_id: str, choices: Any) -> None:
+        """Offer two or three short texts for a step; picking one makes it the step's text."""
+        self.step(step_id)
+        if not isinstance(choices, list) or not 2 <= len(choices) <= MAX_COMPLETIONS:
+            raise ActionError(f"Offer 2 to {MAX_COMPLETIONS} completions, each a short text.")
+        texts = tuple(_description(choice) for choice in choices)
+        self._set(completions=StepCompletions(step=step_id, choices=texts))
+
+    def pick_completion(self, step_id: str, choice: int) -> None:
+        """Make completion ``choice`` (from 0) the step's text; the old text is kept for undo,
+        as a suggestion's is."""
+        offered = self.state.completions
+        if offered is None or offered.step != step_id:
+            raise ActionError(f"No completions are offered for step {step_id}.")
+        if not 0 <= choice < len(offered.choices):
+            raise ActionError(f"Pick a completion from 0 to {len(offered.choices) - 1}.")
+        self.suggest_step(step_id, offered.choices[choice])
+        self._set(completions=None)
+
+    def dismiss_completions(self) -> None:
+        self._set(completions=None)
+
     def delete_step(self, step_id: str) -> None:
         self._not_running(step_id, "deleted")
         position = self.index(step_id)
@@ -266,6 +355,7 @@ class PlanBoard:
         self._set(context=tuple(c for c in self.state.context if c["step"] != step_id),
                   pause_after=None if self.state.pause_after == step_id
                   else self.state.pause_after)
+        self._forget_offers(step_id)
         self._stale_from(position)
 
     def move_step(self, step_id: str, position: int) -> None:
@@ -477,6 +567,19 @@ class PlanBoard:
         if self.step(step_id).status == "running":
             raise ActionError(f"Step {step_id} is running and cannot be {what} now.")
 
+    def _later_not_in_progress(self, position: int) -> None:
+        busy = [s.id for s in self.steps[position + 1:] if s.status in ("running", "needs_input")]
+        if busy:
+            raise ActionError(f"Step {busy[0]} is in progress; the steps after it cannot be "
+                              "replanned now.")
+
+    def _forget_offers(self, step_id: str) -> None:
+        """Offers about a step that is gone go with it."""
+        if self.state.replan is not None and self.state.replan.after == step_id:
+            self._set(replan=None)
+        if self.state.completions is not None and self.state.completions.step == step_id:
+            self._set(completions=None)
+
     def _next_version(self) -> int:
         self._text_versions += 1
         return self._text_versions
@@ -513,5 +616,6 @@ class PlanBoard:
         self.state = self.state.model_copy(update=changes)
 
 
-__all__ = ["MAX_PROPOSALS", "MAX_STEPS", "SIDES", "Plan", "PlanBoard", "PlanState", "PlanStep",
-           "Side", "StepOutput", "StepStatus", "below"]
+__all__ = ["MAX_COMPLETIONS", "MAX_PROPOSALS", "MAX_STEPS", "SIDES", "Plan", "PlanBoard",
+           "PlanState", "PlanStep", "ReplanOffer", "Side", "StepCompletions", "StepOutput",
+           "StepStatus", "below"]

@@ -163,3 +163,24 @@ async def test_the_user_asks_for_a_suggestion(server) -> None:
     assert session.env.view("user")[PLAN_COMPONENT].content["plan"]["steps"][1][
         "description"] == step.description  # what the user sees next
     await session.close()
+
+
+async def test_the_user_answers_a_replanning_offer_and_picks_a_completion(server) -> None:
+    session = PlannedSession(server)
+    session.act("user", "EDIT_STEP", step="s1", description="Ask a friend who hikes a lot")
+    session.act("agent", "OFFER_REPLAN", step="s1", choices=[
+        ["Add what the friend names"], [{"description": "Say which tips to keep",
+                                         "assignee": "person"}]])
+    server.extend([TASK_ACTION, "Thought: my own pick.\nAction: ACCEPT_REPLAN(choice=1)"])
+    await session.user_moves()
+    context = server.bodies[1]["messages"][0]["content"]
+    assert "ACCEPT_REPLAN" in context and "PICK_COMPLETION" in context  # in plan_moves.md
+    assert [(d, s) for _, d, s in session.steps()] == [
+        ("Ask a friend who hikes a lot", "not_run"), ("Say which tips to keep", "not_run")]
+    added = session.env.plan_board.steps[1].id
+    session.act("agent", "OFFER_COMPLETIONS", step=added,
+                choices=["Say which tips to keep for rain", "Say which tips to keep for cold"])
+    server.extend([TASK_ACTION, f'Action: PICK_COMPLETION(step="{added}", choice=0)'])
+    await session.user_moves()
+    assert session.steps()[1][1] == "Say which tips to keep for rain"
+    await session.close()

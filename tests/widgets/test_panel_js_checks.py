@@ -68,6 +68,7 @@ EXPORTS = {
     "textChange": "function",
     "overlapNotice": "function",
     "ratingStatements": "function",
+    "planOffers": "function",  # the agent's replanning and completion offers, as buttons
     "loadYjs": "function",
     "TRANSPORTS": "object",
     "OUTCOME_RUBRIC": "object",
@@ -360,3 +361,29 @@ def test_the_rating_form_asks_cocoas_nine_items_in_a_plan_session() -> None:
     assert {field: text for field, text in nine} == STATEMENTS
     assert [field for field, _ in three] == ["useful_outputs", "easy_to_use", "steerable"]
     assert nothing_shown == three
+
+
+def test_the_agents_offers_on_the_plan_become_buttons_that_send_the_answers() -> None:
+    """Replanning (Cocoa §4.1.4): a button per choice that accepts it, one that keeps the plan;
+    completions: a button per text that picks it for its step; no offer, no buttons."""
+    content = {"proposals": [], "plan": {"steps": []},
+               "replan": {"after": "s1", "reason": "No papers come now.", "choices": [
+                   [{"description": "Find experts", "assignee": "agent"},
+                    {"description": "Add their items", "assignee": "agent"}],
+                   [{"description": "Ask the person", "assignee": "person"}]]},
+               "completions": {"step": "s4", "choices": ["Check rain", "Check frost"]}}
+    script = (
+        f"const {{ planOffers }} = await import({json.dumps(MODULE.as_uri())});\n"
+        f"const content = {json.dumps(content)};\n"
+        "console.log(JSON.stringify([planOffers(content), planOffers({proposals: [], plan: null,"
+        " replan: null, completions: null}), planOffers('a plan in words')]));")
+    offers, none, plain = _node_json(script)
+    assert offers["replan"]["after"] == "s1" and offers["replan"]["reason"] == "No papers come now."
+    assert [(b["label"], b["action"]) for b in offers["replan"]["buttons"]] == [
+        ("Find experts → Add their items", {"name": "ACCEPT_REPLAN", "args": {"choice": 0}}),
+        ("Ask the person", {"name": "ACCEPT_REPLAN", "args": {"choice": 1}}),
+        ("Keep the plan as it is", {"name": "DISMISS_REPLAN", "args": {}})]
+    assert [(b["label"], b["action"]) for b in offers["completions"]["buttons"]] == [
+        ("Check rain", {"name": "PICK_COMPLETION", "args": {"step": "s4", "choice": 0}}),
+        ("Check frost", {"name": "PICK_COMPLETION", "args": {"step": "s4", "choice": 1}})]
+    assert none == plain == {"replan": None, "completions": None}

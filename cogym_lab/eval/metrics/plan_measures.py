@@ -52,7 +52,9 @@ from cogym_lab.records.trajectory import SessionRecord
 log = logging.getLogger(__name__)
 
 CO_PLANNING = frozenset({"PROPOSE_PLANS", "SELECT_PLAN", "ADD_STEP", "EDIT_STEP", "DELETE_STEP",
-                         "MOVE_STEP", "ASSIGN_STEP", "SUGGEST_STEP", "UNDO_SUGGESTION"})
+                         "MOVE_STEP", "ASSIGN_STEP", "SUGGEST_STEP", "UNDO_SUGGESTION",
+                         "OFFER_REPLAN", "ACCEPT_REPLAN", "DISMISS_REPLAN", "OFFER_COMPLETIONS",
+                         "PICK_COMPLETION", "DISMISS_COMPLETIONS"})
 CO_EXECUTION = frozenset({"RUN_STEP", "RUN_ALL", "RUN_REMAINING", "PAUSE_AFTER_STEP",
                           "COMPLETE_STEP", "FAIL_STEP"})
 CURATION = frozenset({"EDIT_STEP_OUTPUT"})
@@ -177,6 +179,13 @@ def _apply(board: PlanBoard, name: str, args: dict[str, Any], role: str, side: S
                                              args.get("base") or None),
         "SUGGEST_STEP": lambda: board.suggest_step(step, args.get("description")),
         "UNDO_SUGGESTION": lambda: board.undo_suggestion(step),
+        "OFFER_REPLAN": lambda: board.offer_replan(step, args.get("reason", ""),
+                                                   args.get("choices")),
+        "ACCEPT_REPLAN": lambda: board.accept_replan(args.get("choice", 0)),
+        "DISMISS_REPLAN": board.dismiss_replan,
+        "OFFER_COMPLETIONS": lambda: board.offer_completions(step, args.get("choices")),
+        "PICK_COMPLETION": lambda: board.pick_completion(step, args.get("choice", -1)),
+        "DISMISS_COMPLETIONS": board.dismiss_completions,
         "DELETE_STEP": lambda: board.delete_step(step),
         "MOVE_STEP": lambda: board.move_step(step, args.get("position", -1)),
         "ASSIGN_STEP": lambda: board.assign_step(step, args.get("assignee")),

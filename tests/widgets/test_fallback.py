@@ -22,6 +22,7 @@ from IPython.core.formatters import DisplayFormatter
 import cogym_lab
 from cogym_lab.runtime.hosting import SessionHost
 from cogym_lab.widgets import SessionPanel
+from cogym_lab.widgets.study_flow import StudyFlow
 from cogym_lab.widgets.fallback import WIDGET_VIEW_MIME, TextFallback
 from cogym_lab.widgets.trajectory_viewer import TrajectoryViewer
 from tests.support.viewer_sessions import example_session
@@ -80,6 +81,8 @@ def make_each(cls: type, finished_folder: Path) -> Any:
         return SessionPanel.for_server("/", "", "20260101-120000-abc123", "user")
     if cls is TrajectoryViewer:
         return TrajectoryViewer(finished_folder)
+    if cls is StudyFlow:
+        return StudyFlow()
     raise AssertionError(f"no test makes a {cls.__qualname__}: add it to make_each")
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 NOTEBOOK_NAME = "study.ipynb"
 
-CELL = "from cogym_lab.studies.hub.widget import StudyFlow\nStudyFlow()"
+CELL = "from cogym_lab.widgets.study_flow import StudyFlow\nStudyFlow()"
 WORDS = ("# Welcome\n\nRun the cell below (click into it, then press **Shift+Enter**) to see "
          "the study. You can close this tab and come back later: you will find your place.")
 

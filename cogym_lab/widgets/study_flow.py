@@ -15,6 +15,7 @@ import anywidget
 from traitlets import Unicode
 
 from cogym_lab.widgets.assets import STATIC_DIR, panel_css, panel_esm, yjs_esm
+from cogym_lab.widgets.fallback import Fallback, TextFallback
 
 STUDY_ESM_PATH = STATIC_DIR / "study_flow.js"
 STUDY_CSS_PATH = STATIC_DIR / "study_flow.css"
@@ -25,7 +26,7 @@ def study_css() -> str:
     return panel_css() + "\n" + Path(STUDY_CSS_PATH).read_text(encoding="utf-8")
 
 
-class StudyFlow(anywidget.AnyWidget):
+class StudyFlow(TextFallback, anywidget.AnyWidget):
     """Consent, instructions, practice, sessions, questionnaires and thanks, step by step."""
 
     _esm = STUDY_ESM_PATH
@@ -41,6 +42,15 @@ class StudyFlow(anywidget.AnyWidget):
         kwargs.setdefault("panel_module", panel_esm())
         kwargs.setdefault("yjs_module", yjs_esm())
         super().__init__(**kwargs)
+
+    def fallback(self) -> Fallback:
+        """What a participant reads where the study cannot be drawn (a notebook read as a file,
+        a restarted kernel): how to bring it back. Their place in the study is on the server."""
+        words = Fallback("Your study, step by step")
+        words.add("The study shows only while this notebook's kernel runs; your answers so far "
+                  "are kept. To see it again, run:",
+                  "from cogym_lab.widgets.study_flow import StudyFlow\nStudyFlow()")
+        return words
 
 
 __all__ = ["StudyFlow", "study_css"]

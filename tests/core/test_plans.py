@@ -288,7 +288,8 @@ class PlanMachine(RuleBasedStateMachine):
         if not hasattr(self, "team"):
             return
         view = self.team.env.view("agent")
-        assert list(self.team.env.plan_boards) == [c for c in view if c.startswith(PLAN_COMPONENT)]
+        assert list(self.team.env.plan_boards) == [
+            c.name for c in view.components if c.name.startswith(PLAN_COMPONENT)]
         for name, board in self.team.env.plan_boards.items():  # each plan keeps its own rules
             steps = board.steps
             assert len({s.id for s in steps}) == len(steps)

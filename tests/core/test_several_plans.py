@@ -16,8 +16,9 @@ def test_a_second_plan_is_a_component_of_its_own_with_its_own_request() -> None:
     team = Team().planned()
     team.ok("user", "NEW_PLAN", request="Plan the food for the trip")
     view = team.env.view("agent")
-    assert [name for name in view if is_plan_component(name)] == [PLAN_COMPONENT, SECOND]
-    assert view[SECOND].render_type.value == "plan" and view[SECOND].title == "Interactive plan 2"
+    names = [c.name for c in view.components if is_plan_component(c.name)]
+    assert names == [PLAN_COMPONENT, SECOND]
+    assert view[SECOND].render_type == "plan" and view[SECOND].title == "Interactive plan 2"
     assert view[SECOND].content["request"] == "Plan the food for the trip"
     assert view[SECOND].content["plan"] is None  # the first plan is untouched
     assert view[PLAN_COMPONENT].content["plan"]["title"] == "Gear first"

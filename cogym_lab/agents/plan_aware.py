@@ -258,9 +258,11 @@ class PlanAwareAgent(PlanningAgent):
         memory = self._memory(name)
         steps = plan["plan"]["steps"]
         ids = [s["id"] for s in steps]
-        while memory.edited:
+        # While an offer is open, edits wait to be judged: once it is answered, the plan as it
+        # then stands is what they are judged against (an accepted offer removed the steps).
+        while memory.edited and not plan.get("replan"):
             step_id, old = memory.edited.popitem()
-            if step_id not in ids or plan.get("replan"):
+            if step_id not in ids:
                 continue
             position = ids.index(step_id)
             later = steps[position + 1:]

@@ -246,3 +246,27 @@ async def test_an_edit_in_plan_2_is_offered_a_replan_on_plan_2_only() -> None:
     assert boards[SECOND].state.replan.after == "s1"
     assert boards[PLAN_COMPONENT].state.replan is None
     assert boards[PLAN_COMPONENT].steps[0].description == GEAR_PLAN["steps"][0]["description"]
+
+
+async def test_an_edit_made_while_an_offer_is_open_is_judged_once_the_offer_is_answered() -> None:
+    play = TwoPlansPlay()
+    with ScriptedOpenAIServer(responder=play) as server:
+        driven = Driven(server)
+        await picked(driven)
+        for _ in range(2):
+            await driven.agent_moves()  # each plan announced
+        driven.person("EDIT_STEP", step="s1", description=NEW_S1, plan=SECOND)
+        assert (await driven.agent_moves() or "").startswith("OFFER_REPLAN(")
+        driven.person("EDIT_STEP", step="s1", description="Buy dried meals at the outfitter",
+                      plan=SECOND)
+        waited = await driven.agent_moves()  # a question is open: nothing judged over it
+        judged_while_open = sum("changes the plan's course" in b["messages"][-1]["content"]
+                                for b in server.bodies)
+        driven.person("DISMISS_REPLAN", plan=SECOND)
+        again = await driven.agent_moves()
+        asked = [b["messages"][-1]["content"] for b in server.bodies]
+        await driven.close()
+    assert waited == WAIT and judged_while_open == 1
+    assert again is not None and again.startswith("OFFER_REPLAN(") and f'plan="{SECOND}"' in again
+    assert "Buy dried meals at the outfitter" in [a for a in asked
+                                                  if "changes the plan's course" in a][-1]

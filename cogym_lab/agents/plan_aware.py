@@ -198,6 +198,7 @@ class PlanAwareAgent(PlanningAgent):
 
     def _took(self, name: str, action: str) -> str:
         self._last_plan = name
+        self._waiting_for_person = False  # a move, not a wait: the loop guard sees it
         return action
 
     def _tell_person_step(self, name: str, plans: Mapping[str, Any],

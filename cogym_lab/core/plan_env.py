@@ -61,9 +61,6 @@ class Planning(CoEnv):
         super()._reset(seed)  # type: ignore[safe-super]  # the task's own, after this in the MRO
         self.plan_boards = {PLAN_COMPONENT: PlanBoard(self.task_description,
                                                       self.plan_step_guidance)}
-        #: Each open replanning offer's rest of the plan as it stood when the offer was made
-        #: (ids and texts of the steps it would replace): see :meth:`accept_replan`.
-        self._offered_rests: dict[PlanBoard, tuple[tuple[str, str], ...]] = {}
 
     @property
     def plan_board(self) -> PlanBoard:
@@ -209,27 +206,13 @@ class Planning(CoEnv):
             plan=WHICH_PLAN)
     def offer_replan(self, role: str, step: str, choices: list[Any], reason: str = "",
                      plan: str = "") -> None:
-        board = self.board(plan)
-        board.offer_replan(step, reason, choices)
-        self._offered_rests[board] = _rest_after(board, step)
+        self.board(plan).offer_replan(step, reason, choices)
 
     @action("Accept the replanning offer: the steps after the edited step are replaced with "
             "the chosen rest of the plan.", choice="Which choice, from 0", plan=WHICH_PLAN)
     def accept_replan(self, role: str, choice: int = 0, plan: str = "") -> None:
         self._person_only(role, "accepts a replanning")
-        board = self.board(plan)
-        offer = board.state.replan
-        # The offer replaces the steps after its step as they were when it was made. A step
-        # among them that was edited, added, moved or deleted since (a teammate's edit that
-        # crossed the offer) would be dropped unseen: refused instead, so nothing is lost; the
-        # person dismisses the offer, and the agent judges the plan as it now stands.
-        # (A rule of the plan's: it belongs in PlanBoard.accept_replan.)
-        if offer is not None and self._offered_rests.get(board) != _rest_after(board,
-                                                                               offer.after):
-            raise ActionError(f"The steps after {offer.after} changed since this replanning "
-                              "offer was made, so accepting it would drop those changes: "
-                              "dismiss it (DISMISS_REPLAN) and keep the plan as it is now.")
-        board.accept_replan(choice)
+        self.board(plan).accept_replan(choice)
 
     @action("Turn down the replanning offer; the plan stays as it is.", plan=WHICH_PLAN)
     def dismiss_replan(self, role: str, plan: str = "") -> None:
@@ -360,11 +343,6 @@ class Planning(CoEnv):
         checked = board.check_output(text)  # before the workspace changes: all or nothing
         self.put_plan_output(role, checked)
         board.write_output(checked)
-
-
-def _rest_after(board: PlanBoard, step: str) -> tuple[tuple[str, str], ...]:
-    """The ids and texts of the steps after ``step`` (what a replanning offer replaces)."""
-    return tuple((s.id, s.description) for s in board.steps[board.index(step) + 1:])
 
 
 def with_plans(env_class: type[CoEnv]) -> type[CoEnv]:

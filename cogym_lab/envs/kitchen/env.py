@@ -178,11 +178,12 @@ class KitchenEnv(CoEnv):
         return self.game
 
     def moves_only_roles(self) -> list[str]:
-        """The chefs' roles that play with moves and interact only: people's, unless
+        """The chefs' roles that play with moves and interact only: people's and simulated
+        people's (members of kind ``user``, who stand in for a person), unless
         ``person_macros`` is on."""
         if self.person_macros:
             return []
-        people = {member.role for member in self.team if member.kind == "person"}
+        people = {member.role for member in self.team if member.kind in ("person", "user")}
         return [role for role in self._chef_roles() if role in people]
 
     def public_components(self) -> list[Component]:

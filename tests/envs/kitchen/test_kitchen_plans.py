@@ -180,3 +180,32 @@ def test_the_fsm_member_type_follows_plans() -> None:
     env = make_env("kitchen", plans=True)
     member = FSM.build(MemberSetup(role="agent", task=TaskDescription.of(env)))
     assert isinstance(member, PolicyMember) and member.follows_plans
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.usefixtures("no_ambient_lm")
+async def test_dpt_agents_system_1_works_the_plan_and_its_prompts_show_it(tmp_path) -> None:
+    from pydantic import SecretStr
+
+    from cogym_lab.envs.kitchen.agents import DPTAgent
+    from cogym_lab.lm import LMConfig, make_lm
+    from cogym_lab.testing import Reply, ScriptedOpenAIServer
+
+    def answer(body: dict[str, Any]) -> Reply:  # tasks the plan must override: beef
+        return Reply('```text\nCook beef.\n```\n\n```json\n["BeefBurger"]\n```')
+
+    with ScriptedOpenAIServer(responder=answer) as server:
+        lm = make_lm(LMConfig(model="kitchen-lm", base_url=server.base_url,
+                              api_key=SecretStr("sk-test"), backoff=0.01))
+        env = make_env("kitchen", ticks=120, tick_seconds=0.01, plans=True)
+        session = Session(env, {"agent": DPTAgent(lm, policy_every=10, belief_every=1000),
+                                "user": Recorder(list(PLAN_SCRIPT))},
+                          kinds={"agent": "agent", "user": "user"}, results_dir=tmp_path,
+                          session_id="kplan-dpt-" + uuid.uuid4().hex[:6])
+        await session.run()
+    assert steps_of(env)["s1"]["status"] == "done"
+    macros = [a for a in agent_actions(tmp_path) if not a.startswith(("MOVE(", "COMPLETE_STEP("))]
+    assert macros and set(macros) <= {
+        'PREPARE(food="Lettuce")', 'PASS_ON(thing="Lettuce", thing_status="Chopped")'}, macros
+    later = server.chat_requests[-1]["messages"][-1]["content"]
+    assert "## The plan" in later and "cook the beef, assemble and serve" in later

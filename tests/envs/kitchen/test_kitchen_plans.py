@@ -5,12 +5,14 @@ same game and the same plan."""
 
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import Any
 
 import pytest
 from hypothesis import given
 
+from cogym_lab.core.check_env import check_env
 from cogym_lab.core.messages import EventType
 from cogym_lab.envs import make_env
 from cogym_lab.envs.kitchen.plan_bridge import KitchenJob, NotAKitchenJob, read_step
@@ -119,6 +121,8 @@ def test_the_kitchen_takes_a_plan() -> None:
     env.reset(seed=0)
     assert [c.name for c in env.public_components()] == ["kitchen", "interactive_plan"]
     assert "kitchen job" in env.plan_board.content()["guidance"]
+    planned = functools.partial(make_env, "kitchen", plans=True)
+    assert check_env(planned, instance=1, ticks=30) == []  # the CoEnv contract, replay included
 
 
 @pytest.mark.timeout(120)

@@ -10,7 +10,8 @@ import uuid
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cogym_lab.core.check_env import check_env
 from cogym_lab.core.messages import EventType
@@ -213,3 +214,55 @@ async def test_dpt_agents_system_1_works_the_plan_and_its_prompts_show_it(tmp_pa
         'PREPARE(food="Lettuce")', 'PASS_ON(thing="Lettuce", thing_status="Chopped")'}, macros
     later = server.chat_requests[-1]["messages"][-1]["content"]
     assert "## The plan" in later and "cook the beef, assemble and serve" in later
+
+
+# -- any plan, played headless: the chef's actions are always the plan's, never refused ------
+
+STEP_TEXTS = ["prepare lettuce", "cook beef", "chop lettuce twice", "assemble", "serve",
+              "make a LettuceBurger", "pass the plates over", "clean a counter", "sing a song",
+              "keep chopping lettuce"]
+
+
+@settings(max_examples=12, deadline=None)
+@given(steps=st.lists(st.tuples(st.sampled_from(STEP_TEXTS), st.sampled_from(["agent", "person"])),
+                      min_size=1, max_size=5),
+       person_every=st.integers(min_value=5, max_value=60), seed=st.integers(0, 3))
+def test_any_plan_the_chef_works_only_its_steps_and_is_never_refused(
+        steps: list[tuple[str, str]], person_every: int, seed: int) -> None:
+    from cogym_lab.core.messages import TeamMember
+    from cogym_lab.envs.kitchen.policies.plan_follower import PlanFollower
+
+    env = make_env("kitchen", 0, ticks=90, plans=True)
+    env.bind_team([TeamMember(role="agent"), TeamMember(role="user", kind="user")])
+    env.reset(seed=seed)
+    for text, side in steps:
+        assert env.step("user", f'ADD_STEP(description="{text}", assignee="{side}")').error is None
+    assert env.step("user", "RUN_ALL()").error is None
+    follower = PlanFollower("agent")
+    allowed = set()
+    for text, side in steps:
+        if side == "agent":
+            try:
+                job = read_step(text)
+            except NotAKitchenJob:
+                continue
+            allowed.add(job.macro if job.macro != "ORDER" else "ANY")
+    for tick in range(90):
+        content = env.view("agent")["kitchen"].content
+        plan = env.view("agent")["interactive_plan"].content
+        action = follower.decide(content, plan)
+        if action is not None:
+            assert env.step("agent", action).error is None, action
+            name = action.split("(", 1)[0]
+            if name not in ("MOVE", "COMPLETE_STEP", "FAIL_STEP", "PUT_OUT_FIRE"):
+                assert "ANY" in allowed or name in allowed or (
+                    name == "PASS_ON" and "PREPARE" in allowed), (action, steps)
+        if tick % person_every == 0:  # the person completes their step now and then
+            waiting = [s for s in env.plan_board.steps if s.status == "needs_input"]
+            for step in waiting:
+                assert env.step("user", f'COMPLETE_STEP(step="{step.id}")').error is None
+        info = {"tick": tick + 1, **env.advance().info}
+        follower.note_tick(info)
+    for step in env.plan_board.steps:  # agent steps were completed by the agent only
+        if step.status == "done" and step.assignee == "agent":
+            assert step.completed_by == "agent"

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cogym_lab.core.actions import Action, format_action
+from cogym_lab.core.plan_env import PLAN_COMPONENT
 from cogym_lab.envs.kitchen.plan_bridge import KitchenJob, NotAKitchenJob, read_step
 from cogym_lab.envs.kitchen.policies.choices import (
     assemble_choice,
@@ -38,8 +39,8 @@ from cogym_lab.envs.kitchen.policies.situation import (
 )
 from cogym_lab.envs.kitchen.policies.watch import FAILED_MACRO_PAUSE
 
-#: The plan's component in a planned task's view (``core.plan_env.PLAN_COMPONENT``).
-PLAN = "interactive_plan"
+#: The plan's component in a planned task's view.
+PLAN = PLAN_COMPONENT
 IN_PROGRESS = ("running", "needs_input", "failed")
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import os
 import re
@@ -151,16 +152,18 @@ def write_call(path: str | Path, record: dict[str, Any],
     if line["time"] is None:
         line["time"] = datetime.now(UTC).isoformat(timespec="milliseconds")
     line.update({k: v for k, v in record.items() if k not in line})
-    line = redact(clean_messages(line), secrets)
-    data = (_fit(line, max_bytes - 1) if max_bytes else _dumps(line)).encode("utf-8") + b"\n"
-    target = Path(path)
-    if not target.is_absolute():  # one open file per log, however its path is spelt
-        target = target.absolute()
+    data, line = _encoded(line, _usable_secrets(secrets))
+    if max_bytes and len(data) > max_bytes - 1:
+        data = _fit(line, max_bytes - 1).encode("utf-8")
+    data += b"\n"
+    target = os.fspath(path)
+    if not os.path.isabs(target):  # one open file per log, however its path is spelt
+        target = os.path.abspath(target)
     with _write_lock:
         log_file = _open_log(target)
         if max_bytes and log_file.size + len(data) > max_bytes:
             _close_log(target)
-            _rotate(target, backups)
+            _rotate(Path(target), backups)
             log_file = _open_log(target)
         log_file.write(data)
 
@@ -168,12 +171,12 @@ def write_call(path: str | Path, record: dict[str, Any],
 class _OpenLog:
     """A log file open for appending, and how large it is (counted, not asked each time)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: str) -> None:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
         try:
             self.fd = os.open(path, flags, 0o644)
         except FileNotFoundError:  # the first line: make the folder (not checked on every call)
-            path.parent.mkdir(parents=True, exist_ok=True)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
             self.fd = os.open(path, flags, 0o644)
         self.size = os.fstat(self.fd).st_size
 
@@ -190,10 +193,10 @@ class _OpenLog:
             os.close(self.fd)
 
 
-_open_logs: OrderedDict[Path, _OpenLog] = OrderedDict()
+_open_logs: OrderedDict[str, _OpenLog] = OrderedDict()  # by absolute path
 
 
-def _open_log(path: Path) -> _OpenLog:
+def _open_log(path: str) -> _OpenLog:
     """The open file of the log at ``path`` (opened now if need be); under ``_write_lock``."""
     log_file = _open_logs.get(path)
     if log_file is not None:
@@ -206,7 +209,7 @@ def _open_log(path: Path) -> _OpenLog:
     return log_file
 
 
-def _close_log(path: Path) -> None:
+def _close_log(path: str) -> None:
     log_file = _open_logs.pop(path, None)
     if log_file is not None:
         log_file.close()
@@ -221,7 +224,7 @@ def close_logs(path: str | Path | None = None) -> None:
                 log_file.close()
             _open_logs.clear()
         else:
-            _close_log(Path(path))
+            _close_log(os.path.abspath(path))
 
 
 def open_logs() -> int:
@@ -232,6 +235,45 @@ def open_logs() -> int:
 atexit.register(close_logs)
 
 
+def _encoded(line: dict[str, Any], secrets: list[str]) -> tuple[bytes, dict[str, Any]]:
+    """``line`` as UTF-8 JSON, cleaned and redacted; and the line as written.
+
+    What :func:`redact` and :func:`~cogym_lab.core.text.clean` would do, found out from the JSON
+    text first, which is made anyway: walking a whole prompt's strings on every call cost more
+    than the request. A string that needs cleaning makes the text unencodable; a string that
+    holds a secret, ``sk-`` or ``bearer`` (in any case) puts it in the text too, as JSON escapes
+    each character on its own (a secret is looked for in its escaped form as well). Only then
+    is the line walked, as before.
+    """
+    text = _dumps(line)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (or a pair written as two escapes)
+        line = clean_messages(line)
+        text = _dumps(line)
+        data = text.encode("utf-8")
+    if _may_hold_secret(text, secrets):
+        line = redact(line, secrets)
+        data = _dumps(line).encode("utf-8")
+    return data, line
+
+
+def _may_hold_secret(text: str, secrets: list[str]) -> bool:
+    """Whether :func:`redact` could change a value whose JSON is ``text``."""
+    if "sk-" in text:
+        return True
+    for secret in secrets:
+        if secret in text or _escaped(secret) in text:
+            return True
+    return "bearer" in text.lower()
+
+
+@functools.lru_cache(maxsize=64)
+def _escaped(secret: str) -> str:
+    """``secret`` as it reads inside a JSON string."""
+    return json.dumps(secret, ensure_ascii=False)[1:-1]
+
+
 def log_files(path: str | Path) -> list[Path]:
     """The files of the call log at ``path`` that exist, oldest first: the rotated ones
     (``lm_calls.N.jsonl`` ... ``lm_calls.1.jsonl``), then ``path`` itself."""
@@ -240,8 +282,12 @@ def log_files(path: str | Path) -> list[Path]:
     return [p for p in [*rotated, target] if p.is_file()]
 
 
+# One encoder for every line: json.dumps builds one per call when given options.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
 def _dumps(line: dict[str, Any]) -> str:
-    return json.dumps(line, ensure_ascii=False, default=str)
+    return _ENCODER.encode(line)
 
 
 def _fit(line: dict[str, Any], max_bytes: int) -> str:

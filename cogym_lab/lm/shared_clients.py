@@ -67,7 +67,10 @@ class EndpointClient:
             if value := os.environ.get(variable):
                 headers[header] = value
         # The connector's own limit would queue requests the provider limits already let go.
-        connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, ssl=_tls_context())
+        # TLS only where it is used: a loopback or LAN server on http:// needs no CA bundle.
+        tls: ssl.SSLContext | bool = (_tls_context() if self.base_url.lower().startswith("https:")
+                                      else True)
+        connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, ssl=tls)
         self.session = aiohttp.ClientSession(
             connector=connector, headers=headers,
             # No timeout of aiohttp's own: the retry loop's bounds the whole attempt.

@@ -245,3 +245,23 @@ async def test_an_lm_call_cleans_each_long_text_once(server: ScriptedOpenAIServe
     assert len(long_scans) == len(history)  # not 1 + 2 + ... + 11 (and not twice for the log)
     assert [r["messages"] for r in read_calls(tmp_path / "lm_calls.jsonl")][-1] == history
     await lm.aclose()
+
+
+_LOG_TEXT = st.lists(st.sampled_from(["a", " ", "\n", "é", "\ud83d", "\ude00", "\ud800", "\"",
+                                      "\\", "sk-", "SK-", "abcdefghijklmnop", "BeArEr ", "tok",
+                                      "s3cr\"et\\key", "plainkey123", "\u2028", "\x00"]),
+                     max_size=40).map("".join)
+
+
+@settings(max_examples=150)
+@given(st.lists(_LOG_TEXT, max_size=6), _LOG_TEXT,
+       st.lists(st.sampled_from(["s3cr\"et\\key", "plainkey123", "", "tok"]), max_size=2))
+def test_the_call_logs_quick_line_is_what_cleaning_and_redacting_every_string_gives(
+        contents: list[str], completion: str, secrets: list[str]) -> None:
+    """The log looks at a line's JSON before walking it; what it writes must be exactly what
+    the walk (clean, then redact every string, keys included) would write."""
+    record = {"messages": [{"role": "user", "content": c} for c in contents],
+              "completion": completion, "error": None, completion: "a key", "n": 3}
+    usable = calllog._usable_secrets(secrets)
+    data, _line = calllog._encoded(record, usable)
+    assert json.loads(data) == json.loads(calllog._dumps(calllog.redact(clean(record), usable)))

@@ -39,16 +39,30 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
 
 
+class IdleAgent:
+    """An agent that takes every notification and never acts: the session's one agent seat.
+    Defined here, not taken from the test suite, so that the benchmark runs against an
+    installed package."""
+
+    def start(self, context: object) -> None:
+        pass
+
+    async def act(self, notification: object) -> str | None:
+        return None
+
+    def end(self, final: object) -> None:
+        pass
+
+
 async def one_session(seats: int) -> dict[str, float]:
-    from cogym_lab.nodes import Session
     from cogym_lab.bus import MemoryBus
     from cogym_lab.core.messages import StepRequest, step_channel
     from cogym_lab.envs.todo import TodoEnv
-    from tests.support.teammates import Recorder
+    from cogym_lab.nodes import Session
 
     people = [f"p{index:05d}" for index in range(seats)]
     bus = MemoryBus()
-    session = Session(TodoEnv(), {"agent": Recorder([]), **dict.fromkeys(people)},
+    session = Session(TodoEnv(), {"agent": IdleAgent(), **dict.fromkeys(people)},
                       kinds={"agent": "agent", **dict.fromkeys(people, "person")}, bus=bus,
                       session_id="seats")
     for role in people:  # the host holds every seat before the session runs
@@ -104,8 +118,8 @@ def main() -> None:
           f"{'RSS after 50 actions MB':>24} {'peak RSS MB':>12}")
     for seats in args.seats:
         done = subprocess.run([sys.executable, __file__, "--child", str(seats),
-                               "--cap-gb", str(args.cap_gb)], cwd=REPO, capture_output=True,
-                              text=True)
+                               "--cap-gb", str(args.cap_gb)], cwd=REPO, check=False,
+                              capture_output=True, text=True)
         lines = done.stdout.strip().split("\n")
         if done.returncode != 0 or not lines[-1].startswith("{"):
             print(f"{seats:>6} failed: {done.stderr.strip().split(chr(10))[-1][:200]}")

@@ -1,11 +1,12 @@
 """Language models for agents, simulated users and judges.
 
 :func:`make_lm` turns an :class:`LMConfig` into an :class:`LM`: :class:`OpenAILM` for the OpenAI
-API or any OpenAI-compatible server, :class:`LlamaCppLM` for a local GGUF file
-(``provider = "local"``, needs the ``local`` extra). The providers are imported only when first
-used, so importing this package does not load ``openai`` or ``llama_cpp``. OpenAI-compatible LMs
-on one endpoint share a client per event loop (:mod:`cogym_lab.lm.shared_clients`): close an LM
-you made (``await lm.aclose()``) to let go of it.
+API or any OpenAI-compatible server (plain JSON over aiohttp; the ``openai`` package is never
+imported), :class:`LlamaCppLM` for a local GGUF file (``provider = "local"``, needs the ``local``
+extra). The providers are imported only when first used, so importing this package loads
+neither aiohttp nor ``llama_cpp``. OpenAI-compatible LMs on one endpoint share a client per event
+loop (:mod:`cogym_lab.lm.shared_clients`): close an LM you made (``await lm.aclose()``) to let
+go of it.
 
 Every call goes through the process's gate (:mod:`cogym_lab.lm.limits`): provider limits on
 requests in flight and per minute, and a slowdown for everyone after a 429 with ``Retry-After``.

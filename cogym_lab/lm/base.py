@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
-from cogym_lab.core.text import clean, clean_text
+from cogym_lab.core.text import clean_text
 from cogym_lab.errors import CogymError
 from cogym_lab.lm.calllog import call_record, redact, write_call
 from cogym_lab.lm.config import LMConfig
@@ -53,6 +53,7 @@ from cogym_lab.lm.failures import (
 )
 from cogym_lab.lm.limit_rules import limit_key
 from cogym_lab.lm.limits import current_gate
+from cogym_lab.lm.text_memo import clean_messages
 
 log = logging.getLogger(__name__)
 
@@ -249,7 +250,8 @@ class LM(abc.ABC):
         passed (see the module docstring for the rules)."""
         config = self.config
         # A lone surrogate cannot be encoded as UTF-8: the request would fail on every attempt.
-        messages = clean(messages)
+        # Each long text is scanned once in its life, not on every call that resends it.
+        messages = clean_messages(messages)
         max_tokens = config.max_tokens if max_tokens is None else max_tokens
         started = time.monotonic()
         deadline_at = started + config.deadline

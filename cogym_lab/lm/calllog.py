@@ -19,15 +19,27 @@ take it past that size: ``lm_calls.jsonl`` becomes ``lm_calls.1.jsonl``, the ear
 kept, the oldest is deleted. A single line longer than ``max_bytes`` (a huge prompt) is written
 with its longest strings cut in the middle and ``"truncated": true``, so no file ever exceeds the
 cap. :func:`log_files` lists a log's files oldest first and :func:`read_calls` reads them all.
+
+Cost per call. A batch logs a thousand calls a second from one process, so the log keeps each
+file open (at most :data:`MAX_OPEN_LOGS` at once, the least recently written closed first) and
+writes each line with one ``write`` to a descriptor opened for appending, with no buffer of its
+own: a line is in the operating system's hands when :func:`write_call` returns, and a crash of the
+process loses none (a line is never half written by this process). Cleaning and redaction are
+remembered per long string (:mod:`cogym_lab.lm.text_memo`), so a prompt's history is scanned once,
+not on every call that sends it again. One process writes a given log: a file rotated by another
+would go on being written under its new name until this one reopens it (:func:`close_logs`).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import json
 import os
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from datetime import UTC, datetime
@@ -35,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from cogym_lab.core.jsonl import read_jsonl
-from cogym_lab.core.text import clean
+from cogym_lab.lm.text_memo import StringMemo, clean_messages
 
 REDACTED = "[REDACTED]"
 
@@ -47,6 +59,10 @@ _KEY_PATTERN = re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_\-]{16,}")
 _BEARER_PATTERN = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/\-]+=*")
 
 _write_lock = threading.Lock()
+
+#: Log files kept open at once; a batch of 1,000 sessions has 2,000 logs, more than a process
+#: may usually hold open, so the least recently written are closed (and reopened when needed).
+MAX_OPEN_LOGS = 128
 
 #: The notification (its event's seq) the member whose code runs now is deciding on, if any.
 _DECIDING_ON: ContextVar[int | None] = ContextVar("cogym_deciding_on", default=None)
@@ -86,16 +102,31 @@ def _usable_secrets(secrets: Iterable[str | None] | None) -> list[str]:
     return sorted({s for s in secrets or () if isinstance(s, str) and s}, key=len, reverse=True)
 
 
+_redactors: dict[tuple[str, ...], StringMemo] = {}
+
+
+def _redactor(secrets: tuple[str, ...]) -> StringMemo:
+    """Redaction with these secrets, remembered per long string (each LM has its own secrets,
+    the same for every call it makes)."""
+    memo = _redactors.get(secrets)
+    if memo is None:
+        if len(_redactors) >= 64:  # many keys in one process: start again, bounded
+            _redactors.clear()
+        memo = _redactors[secrets] = StringMemo(lambda text: _redact_text(text, list(secrets)))
+    return memo
+
+
 def redact(obj: Any, secrets: Iterable[str | None] | None = ()) -> Any:
     """A copy of ``obj`` with every secret masked in every string, dict keys included.
 
     Dicts, lists and tuples are walked recursively; other values are returned as they are.
     """
     cleaned = _usable_secrets(secrets)
+    text_of = _redactor(tuple(cleaned))
 
     def walk(value: Any) -> Any:
         if isinstance(value, str):
-            return _redact_text(value, cleaned)
+            return text_of(value)
         if isinstance(value, dict):
             return {walk(k) if isinstance(k, str) else k: walk(v) for k, v in value.items()}
         if isinstance(value, list):
@@ -121,19 +152,126 @@ def write_call(path: str | Path, record: dict[str, Any],
     if line["time"] is None:
         line["time"] = datetime.now(UTC).isoformat(timespec="milliseconds")
     line.update({k: v for k, v in record.items() if k not in line})
-    line = redact(clean(line), secrets)
-    data = (_fit(line, max_bytes - 1) if max_bytes else _dumps(line)).encode("utf-8") + b"\n"
-    target = Path(path)
+    data, line = _encoded(line, _usable_secrets(secrets))
+    if max_bytes and len(data) > max_bytes - 1:
+        data = _fit(line, max_bytes - 1).encode("utf-8")
+    data += b"\n"
+    target = os.fspath(path)
+    if not os.path.isabs(target):  # one open file per log, however its path is spelt
+        target = os.path.abspath(target)
     with _write_lock:
-        if max_bytes and _size(target) + len(data) > max_bytes:
-            _rotate(target, backups)
+        log_file = _open_log(target)
+        if max_bytes and log_file.size + len(data) > max_bytes:
+            _close_log(target)
+            _rotate(Path(target), backups)
+            log_file = _open_log(target)
+        log_file.write(data)
+
+
+class _OpenLog:
+    """A log file open for appending, and how large it is (counted, not asked each time)."""
+
+    def __init__(self, path: str) -> None:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
         try:
-            handle = target.open("ab")
+            self.fd = os.open(path, flags, 0o644)
         except FileNotFoundError:  # the first line: make the folder (not checked on every call)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            handle = target.open("ab")
-        with handle:
-            handle.write(data)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            self.fd = os.open(path, flags, 0o644)
+        self.size = os.fstat(self.fd).st_size
+
+    def write(self, data: bytes) -> None:
+        # One write for the whole line: the kernel has it (or none of it) when this returns.
+        view = memoryview(data)
+        while view:
+            written = os.write(self.fd, view)
+            view = view[written:]
+        self.size += len(data)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+_open_logs: OrderedDict[str, _OpenLog] = OrderedDict()  # by absolute path
+
+
+def _open_log(path: str) -> _OpenLog:
+    """The open file of the log at ``path`` (opened now if need be); under ``_write_lock``."""
+    log_file = _open_logs.get(path)
+    if log_file is not None:
+        _open_logs.move_to_end(path)
+        return log_file
+    log_file = _open_logs[path] = _OpenLog(path)
+    while len(_open_logs) > MAX_OPEN_LOGS:
+        _, oldest = _open_logs.popitem(last=False)
+        oldest.close()
+    return log_file
+
+
+def _close_log(path: str) -> None:
+    log_file = _open_logs.pop(path, None)
+    if log_file is not None:
+        log_file.close()
+
+
+def close_logs(path: str | Path | None = None) -> None:
+    """Close the call log at ``path`` (every one, without it). Nothing is lost either way:
+    each line was written when it was logged; the next line opens the file again."""
+    with _write_lock:
+        if path is None:
+            for log_file in _open_logs.values():
+                log_file.close()
+            _open_logs.clear()
+        else:
+            _close_log(os.path.abspath(path))
+
+
+def open_logs() -> int:
+    """How many call logs this process holds open (for tests and diagnostics)."""
+    return len(_open_logs)
+
+
+atexit.register(close_logs)
+
+
+def _encoded(line: dict[str, Any], secrets: list[str]) -> tuple[bytes, dict[str, Any]]:
+    """``line`` as UTF-8 JSON, cleaned and redacted; and the line as written.
+
+    What :func:`redact` and :func:`~cogym_lab.core.text.clean` would do, found out from the JSON
+    text first, which is made anyway: walking a whole prompt's strings on every call cost more
+    than the request. A string that needs cleaning makes the text unencodable; a string that
+    holds a secret, ``sk-`` or ``bearer`` (in any case) puts it in the text too, as JSON escapes
+    each character on its own (a secret is looked for in its escaped form as well). Only then
+    is the line walked, as before.
+    """
+    text = _dumps(line)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (or a pair written as two escapes)
+        line = clean_messages(line)
+        text = _dumps(line)
+        data = text.encode("utf-8")
+    if _may_hold_secret(text, secrets):
+        line = redact(line, secrets)
+        data = _dumps(line).encode("utf-8")
+    return data, line
+
+
+def _may_hold_secret(text: str, secrets: list[str]) -> bool:
+    """Whether :func:`redact` could change a value whose JSON is ``text``."""
+    if "sk-" in text:
+        return True
+    for secret in secrets:
+        if secret in text or _escaped(secret) in text:
+            return True
+    return "bearer" in text.lower()
+
+
+@functools.lru_cache(maxsize=64)
+def _escaped(secret: str) -> str:
+    """``secret`` as it reads inside a JSON string."""
+    return json.dumps(secret, ensure_ascii=False)[1:-1]
 
 
 def log_files(path: str | Path) -> list[Path]:
@@ -144,8 +282,12 @@ def log_files(path: str | Path) -> list[Path]:
     return [p for p in [*rotated, target] if p.is_file()]
 
 
+# One encoder for every line: json.dumps builds one per call when given options.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
 def _dumps(line: dict[str, Any]) -> str:
-    return json.dumps(line, ensure_ascii=False, default=str)
+    return _ENCODER.encode(line)
 
 
 def _fit(line: dict[str, Any], max_bytes: int) -> str:
@@ -177,13 +319,6 @@ def _cut_strings(value: Any, limit: int) -> Any:
     if isinstance(value, list | tuple):
         return [_cut_strings(v, limit) for v in value]
     return value
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except FileNotFoundError:
-        return 0
 
 
 def _rotated(path: Path, number: int) -> Path:

@@ -1,37 +1,40 @@
-"""An LM behind any OpenAI-compatible chat endpoint, through the ``openai`` package.
+"""An LM behind any OpenAI-compatible chat endpoint, spoken to over plain HTTP.
 
 Works with the OpenAI API itself (``base_url`` unset, an API key required) and with other servers
 that speak the same protocol: vLLM, Ollama, the llama.cpp server, LM Studio and the like
 (``base_url`` set; the key may be left out, a placeholder is sent).
 
-The ``openai`` client's own retries are switched off (``max_retries=0``): the retry loop of
+The lean path. A chat completion is one JSON body posted to ``{base_url}/chat/completions`` and
+one JSON reply read back; that is all cogym_lab asks of the endpoint. So the request goes out over
+the loop's shared aiohttp session (:mod:`cogym_lab.lm.shared_clients`), its body encoded once per
+call (retries post the same bytes), and the reply is read as plain JSON. The ``openai`` package
+is not imported: it built hundreds of models cogym_lab never used (a second of start-up in every
+process) and cost about four times the CPU of a bare post per request.
+
+This module makes one attempt and says how it failed; the retry loop of
 :class:`~cogym_lab.lm.base.LM` makes every attempt, so that each is counted, timed and logged in
-one place. This module makes one attempt and says how it failed.
+one place.
 
 Retried: rate limits (429, with the server's ``Retry-After`` or ``retry-after-ms``), timeouts,
 connection errors, 408/409, every 5xx, and replies that cannot be used (a body that is not JSON,
-no choices, no text). Other 4xx (bad request, authentication, not found ...) fail at once.
+no choices, no text). Other statuses (bad request, authentication, not found, a redirect ...)
+fail at once.
 
-Cost. A large batch makes a thousand requests a second from one event loop, so each one's CPU
-time counts. LMs on the same endpoint share one client per event loop
-(:mod:`cogym_lab.lm.shared_clients`), which uses the ``openai`` package's aiohttp transport, and
-each reply is read as plain JSON rather than built into the package's ``ChatCompletion`` model.
-
-Time limits. httpx's timeouts (which the ``openai`` client uses) bound each network operation, not
-the request: its read timeout is the longest gap between two chunks, so a server that sends one
-byte every few seconds would keep a call alive for ever. The base loop's ``asyncio.timeout``
-around each attempt cuts it wherever it is, and the transport closes the connection on
-cancellation.
+Time limits. The base loop's ``asyncio.timeout`` around each attempt bounds the whole request:
+connecting, waiting, and reading a body the server trickles a byte at a time (a per-read
+timeout would never fire on that). Cancelling the attempt closes its connection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import time
+from collections.abc import Mapping
 from typing import Any
 
-import openai
+import aiohttp
 
 from cogym_lab.errors import CogymError
 from cogym_lab.lm.base import (
@@ -44,7 +47,8 @@ from cogym_lab.lm.base import (
     Usage,
 )
 from cogym_lab.lm.config import ENV_API_KEY, LMConfig
-from cogym_lab.lm.shared_clients import ClientKey, forget, hold, release
+from cogym_lab.lm.failures import mark_reply_started
+from cogym_lab.lm.shared_clients import ClientKey, EndpointClient, forget, hold, release
 
 PLACEHOLDER_API_KEY = "not-needed"  # sent to servers other than OpenAI's when no key is set
 RETRYABLE_STATUS = frozenset({408, 409, 429})
@@ -56,7 +60,7 @@ REASON_BUSY = "its server says it is too busy"
 REASON_CONNECTION = "I cannot connect to it"
 REASON_REFUSED = "its server refused my request"
 __all__ = ["REASON_BUSY", "REASON_CONNECTION", "REASON_REFUSED", "REASON_SERVER_ERRORS",
-           "REASON_UNREADABLE", "OpenAILM"]
+           "REASON_UNREADABLE", "OpenAILM", "encode_body"]
 
 
 class _UnusableReplyError(CogymError):  # internal: never leaves this module
@@ -70,12 +74,8 @@ def _as_int(value: Any) -> int:
         return 0
 
 
-def _retry_after(exc: BaseException) -> float | None:
+def _retry_after(headers: Mapping[str, str]) -> float | None:
     """Seconds the server asked us to wait (``Retry-After`` / ``retry-after-ms``), if it did."""
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
     try:
         if (ms := headers.get("retry-after-ms")) is not None:
             return max(float(ms) / 1000.0, 0.0)
@@ -91,35 +91,38 @@ def _retry_after(exc: BaseException) -> float | None:
         return None
 
 
-def _server_text(exc: openai.APIStatusError) -> str:
-    """The error text the server sent, as short as it can be said."""
-    body = exc.body
+def _server_text(status: int, reason: str | None, data: bytes) -> str:
+    """The error text the server sent, as short as it can be said: an OpenAI-style error's
+    ``message``, else the body's start, else the status line."""
+    text = data[:4000].decode("utf-8", "replace").strip()
+    try:
+        body = json.loads(data)
+    except ValueError:
+        body = None
     if isinstance(body, dict):
-        message = body.get("message") or body.get("error") or body
-        return str(message)
-    if body:
-        return str(body)[:500]
-    return exc.message or str(exc)
+        detail = body.get("error", body)
+        if isinstance(detail, dict):
+            return str(detail.get("message") or detail.get("error") or detail)
+        return str(detail)
+    if text:
+        return text[:500]
+    return f"{status} {reason or ''}".strip()
 
 
-def _refusal_behind(exc: BaseException) -> OSError | None:
-    """The connection error behind a reported timeout, if one is.
-
-    The aiohttp transport reports every failed connection, a refused one too, as a connect
-    timeout; the error it started from is in the chain of causes. A real timeout is an
-    ``OSError`` too (``TimeoutError``), so it is not counted."""
-    cause = exc.__cause__
-    while cause is not None:
-        if isinstance(cause, OSError) and not isinstance(cause, TimeoutError):
-            return cause
-        cause = cause.__cause__
-    return None
+def encode_body(body: dict[str, Any]) -> bytes:
+    """``body`` as the UTF-8 JSON a server reads. Prompts are valid Unicode by now (the retry
+    loop cleaned them); a lone surrogate elsewhere (an ``extra`` setting) is sent escaped rather
+    than failing the call."""
+    try:
+        return json.dumps(body, ensure_ascii=False, default=str).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(body, default=str).encode("ascii")
 
 
 #: The chat completions endpoint, under the client's base URL.
 CHAT_PATH = "/chat/completions"
-#: ``config.extra`` entries that are the client's request options, not body fields; by the
-#: option's name.
+#: ``config.extra`` entries that are request options, not body fields (their names as the
+#: ``openai`` package spelt them, so team files written for it keep working).
 _REQUEST_OPTIONS = {"extra_headers": "headers", "extra_query": "params", "timeout": "timeout"}
 
 
@@ -140,12 +143,15 @@ class OpenAILM(LM):
             key = PLACEHOLDER_API_KEY
         self._client_key = ClientKey(base_url=config.base_url, api_key=key,
                                      timeout=config.timeout)
-        self._client: openai.AsyncOpenAI | None = None
+        self._client: EndpointClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._options = self._request_options()
+        # The last call's encoded body: its retries post the same bytes (see _body).
+        self._encoded: tuple[Messages, int | None, list[str] | None, bytes] | None = None
 
     # -- client -----------------------------------------------------------------------------------
 
-    def _client_for_this_loop(self) -> openai.AsyncOpenAI:
+    def _client_for_this_loop(self) -> EndpointClient:
         """This loop's shared client for the endpoint, held from the first call until
         :meth:`aclose`. An LM used from several ``asyncio.run`` calls lets go of the last loop's
         client, whose connections belong to that loop."""
@@ -157,14 +163,26 @@ class OpenAILM(LM):
             self._client_loop = loop
         return self._client
 
-    def _request(self, messages: Messages, max_tokens: int | None,
-                 stop: list[str] | None) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The JSON body of a chat completions request, and the client's request options.
+    def _request_options(self) -> dict[str, Any]:
+        """What ``config.extra`` says about the request itself: ``extra_headers``,
+        ``extra_query`` and ``timeout`` (seconds for the whole request)."""
+        options: dict[str, Any] = {}
+        for name, value in (self.config.extra or {}).items():
+            if name not in _REQUEST_OPTIONS or value is None:
+                continue
+            if name == "timeout":
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    options["timeout"] = aiohttp.ClientTimeout(total=float(value))
+            else:
+                options[_REQUEST_OPTIONS[name]] = dict(value)
+        return options
 
-        ``config.extra`` entries go into the body (``extra_body``'s too), except the client's own
-        ``extra_headers``, ``extra_query`` and ``timeout``, which are request options. The body
-        is posted as it is, not passed through ``chat.completions.create``: its check of every
-        message against the parameter types cost a quarter of a large batch's CPU time.
+    def _request(self, messages: Messages, max_tokens: int | None,
+                 stop: list[str] | None) -> dict[str, Any]:
+        """The JSON body of a chat completions request.
+
+        ``config.extra`` entries go into the body (``extra_body``'s too), except the request
+        options ``extra_headers``, ``extra_query`` and ``timeout``.
         """
         config = self.config
         body: dict[str, Any] = {"model": config.model, "messages": messages,
@@ -175,23 +193,29 @@ class OpenAILM(LM):
             body["stop"] = list(stop)
         if config.seed is not None:  # servers that cannot seed ignore it; the log records it
             body["seed"] = config.seed
-        options: dict[str, Any] = {}
         for name, value in (config.extra or {}).items():
-            if name in _REQUEST_OPTIONS:
-                options[_REQUEST_OPTIONS[name]] = value
-            elif name != "extra_body":
+            if name not in _REQUEST_OPTIONS and name != "extra_body":
                 body[name] = value
         body.update((config.extra or {}).get("extra_body") or {})
-        return body, options
+        return body
+
+    def _body(self, messages: Messages, max_tokens: int | None,
+              stop: list[str] | None) -> bytes:
+        """The encoded body, made once per call. The retry loop passes every attempt of a call
+        the same ``messages`` list (its cleaned copy, new for each call), so the list's identity
+        says whether this is a retry; concurrent calls only re-encode."""
+        cached = self._encoded
+        if cached is not None and cached[0] is messages and cached[1] == max_tokens \
+                and cached[2] == stop:
+            return cached[3]
+        data = encode_body(self._request(messages, max_tokens, stop))
+        self._encoded = (messages, max_tokens, stop, data)
+        return data
 
     @staticmethod
     def _read(reply: Any) -> tuple[str, Usage]:
         """The text and usage of a reply (its JSON, as parsed); :class:`_UnusableReplyError`
         says what is wrong with it."""
-        if isinstance(reply, str | bytes):  # the client hands back bodies not sent as JSON
-            preview = reply[:200] if isinstance(reply, str) else reply[:200].decode(
-                "utf-8", "replace")
-            raise _UnusableReplyError(f"the reply is not JSON: {preview!r}")
         choices = reply.get("choices") if isinstance(reply, dict) else None
         if not isinstance(choices, list):
             raise _UnusableReplyError(f"the reply is not a chat completion: {str(reply)[:200]}")
@@ -219,49 +243,56 @@ class OpenAILM(LM):
     async def _attempt(self, messages: Messages, max_tokens: int | None,
                        stop: list[str] | None) -> tuple[str, Usage]:
         client = self._client_for_this_loop()
-        body, options = self._request(messages, max_tokens, stop)
+        data = self._body(messages, max_tokens, stop)
         try:
-            # options: the client's RequestOptions, a TypedDict its package does not export
-            # cast_to=object: the parsed JSON as it came, not a ChatCompletion built from it.
-            reply = await client.post(  # type: ignore[call-overload]
-                CHAT_PATH, body=body, cast_to=object, options=options)
-            return self._read(reply)
-        except openai.APITimeoutError as exc:
-            refused = _refusal_behind(exc)
-            if refused is None:  # httpx's own timeout: the loop says how long
-                raise TimeoutError from exc
-            raise AttemptFailed(f"connection failed: {type(refused).__name__}: {refused}",
+            async with await client.post(CHAT_PATH, data, **self._options) as response:
+                # Status line and headers have come: a timeout from here on is a trickle.
+                mark_reply_started()
+                payload = await response.read()
+                status = response.status
+                if status < 200 or status >= 300:
+                    raise self._status_failure(status, response.reason, response.headers,
+                                               payload)
+        except aiohttp.ClientConnectorError as exc:
+            raise AttemptFailed(f"connection failed: {type(exc).__name__}: {exc}",
                                 REASON_CONNECTION, kind="connection") from exc
-        except openai.APIStatusError as exc:
-            status = exc.status_code
-            error = f"HTTP {status}: {_server_text(exc)}"
-            if status not in RETRYABLE_STATUS and status < 500:
-                raise AttemptFailed(f"{self.config.describe()} refused the request with {error}",
-                                    REASON_REFUSED, final=True, kind="refused",
-                                    status=status) from exc
-            busy = status == 429
-            raise AttemptFailed(error, REASON_BUSY if busy else REASON_SERVER_ERRORS,
-                                retry_after=_retry_after(exc) if busy else None,
-                                kind="rate_limited" if busy else "server_error",
-                                status=status) from exc
-        except openai.APIConnectionError as exc:
-            cause = exc.__cause__ or exc.__context__
-            raise AttemptFailed(f"connection failed: {exc.message}" + (
-                f" ({type(cause).__name__}: {cause})" if cause else ""),
-                REASON_CONNECTION, kind="connection") from exc
-        except (openai.APIResponseValidationError, ValueError) as exc:
-            # A 2xx body the client could not decode: it raises json.JSONDecodeError for text
-            # that is not JSON, UnicodeDecodeError for bytes that are not UTF-8.
-            raise AttemptFailed(f"unusable reply: {type(exc).__name__}: {exc}",
-                                REASON_UNREADABLE, kind="unreadable") from exc
+        except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError,
+                aiohttp.ClientOSError) as exc:
+            # The connection broke while the request or its reply was under way.
+            raise AttemptFailed(f"connection failed: {type(exc).__name__}: {exc}",
+                                REASON_CONNECTION, kind="connection") from exc
+        except aiohttp.ServerTimeoutError:  # aiohttp's own (connect) timeout
+            raise TimeoutError from None
+        except aiohttp.ClientError as exc:
+            raise AttemptFailed(f"{self.config.describe()} failed: {type(exc).__name__}: {exc}",
+                                DEFAULT_REASON, final=True) from exc
+        try:
+            # A body that is not JSON: ValueError (JSONDecodeError, or UnicodeDecodeError for
+            # bytes that are not UTF-8).
+            return self._read(json.loads(payload))
+        except ValueError as exc:
+            preview = payload[:200].decode("utf-8", "replace")
+            raise AttemptFailed(f"unusable reply: the reply is not JSON ({type(exc).__name__}: "
+                                f"{exc}): {preview!r}", REASON_UNREADABLE,
+                                kind="unreadable") from exc
         except _UnusableReplyError as exc:
             raise AttemptFailed(f"unusable reply: {exc}", REASON_UNREADABLE,
                                 kind="unreadable") from exc
-        except openai.OpenAIError as exc:
-            raise AttemptFailed(f"{self.config.describe()} failed: {type(exc).__name__}: {exc}",
-                                DEFAULT_REASON, final=True) from exc
+
+    def _status_failure(self, status: int, reason: str | None, headers: Mapping[str, str],
+                        payload: bytes) -> AttemptFailed:
+        """How a reply with an error status failed: refused at once, or to be retried."""
+        error = f"HTTP {status}: {_server_text(status, reason, payload)}"
+        if status not in RETRYABLE_STATUS and status < 500:
+            return AttemptFailed(f"{self.config.describe()} refused the request with {error}",
+                                 REASON_REFUSED, final=True, kind="refused", status=status)
+        busy = status == 429
+        return AttemptFailed(error, REASON_BUSY if busy else REASON_SERVER_ERRORS,
+                             retry_after=_retry_after(headers) if busy else None,
+                             kind="rate_limited" if busy else "server_error", status=status)
 
     async def aclose(self) -> None:
+        self._encoded = None
         if self._client_loop is not None:
             loop, self._client, self._client_loop = self._client_loop, None, None
             await release(self._client_key, loop)

@@ -1,8 +1,11 @@
-"""One ``openai`` client per event loop and endpoint, shared by every LM that calls it.
+"""One HTTP client per event loop and endpoint, shared by every LM that calls it.
 
 A batch of 1,000 sessions holds 2,000 LMs on one endpoint. A client of their own would cost
-each of them an HTTP client, an aiohttp session and a connection pool to build, and connections
-that no other LM could reuse. A shared client keeps warm connections for everyone.
+each of them an aiohttp session and a connection pool to build, and connections that no other
+LM could reuse. A shared client keeps warm connections for everyone.
+
+A client is an :class:`EndpointClient`: an ``aiohttp.ClientSession`` with the endpoint's URL and
+headers worked out once, so a call only encodes its body and posts it.
 
 Clients are counted: an LM holds its client from its first call until it is closed
 (:meth:`LM.aclose`), and the last holder closes it. A client belongs to one event loop (its
@@ -14,18 +17,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 import ssl
 import threading
 import weakref
 from dataclasses import dataclass, field
+from typing import Any
 
-import openai
-
-from cogym_lab.lm.failures import mark_reply_started
+import aiohttp
 
 #: Connections one shared client may open at once (aiohttp's own default is 100): the provider
 #: limits (:mod:`cogym_lab.lm.limits`), not the connection pool, say how many requests wait.
 MAX_CONNECTIONS = 10_000
+#: Where requests go when no base URL is set: the OpenAI API.
+OPENAI_API_URL = "https://api.openai.com/v1"
+#: The environment variables the OpenAI API reads an organisation and project from (the
+#: ``openai`` package sends them when set; so does this client).
+ENV_ORGANIZATION = "OPENAI_ORG_ID"
+ENV_PROJECT = "OPENAI_PROJECT_ID"
+USER_AGENT = "cogym_lab"
 
 
 @dataclass(frozen=True)
@@ -37,9 +47,55 @@ class ClientKey:
     timeout: float | None = None
 
 
+class EndpointClient:
+    """An aiohttp session bound to one endpoint and key (made by :func:`hold`).
+
+    ``timeout`` is kept for the record only: the retry loop of :class:`~cogym_lab.lm.base.LM`
+    bounds each attempt as a whole with ``asyncio.timeout``, which also catches a server that
+    trickles its reply (a per-read timeout would not).
+    """
+
+    def __init__(self, key: ClientKey) -> None:
+        base = key.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_API_URL
+        self.base_url = base.rstrip("/")
+        self.timeout = key.timeout
+        # Lower-case names, as HTTP/2 writes them and the openai package sent them.
+        headers = {"authorization": f"Bearer {key.api_key}", "content-type": "application/json",
+                   "accept": "application/json", "user-agent": USER_AGENT}
+        for variable, header in ((ENV_ORGANIZATION, "openai-organization"),
+                                 (ENV_PROJECT, "openai-project")):
+            if value := os.environ.get(variable):
+                headers[header] = value
+        # The connector's own limit would queue requests the provider limits already let go.
+        # TLS only where it is used: a loopback or LAN server on http:// needs no CA bundle.
+        tls: ssl.SSLContext | bool = (_tls_context() if self.base_url.lower().startswith("https:")
+                                      else True)
+        connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, ssl=tls)
+        self.session = aiohttp.ClientSession(
+            connector=connector, headers=headers,
+            # No timeout of aiohttp's own: the retry loop's bounds the whole attempt.
+            timeout=aiohttp.ClientTimeout(total=None),
+            # The JSON is read by the caller; aiohttp's own cookie handling is of no use here.
+            cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=True)
+
+    def url(self, path: str) -> str:
+        """``path`` (``/chat/completions``) under the client's base URL."""
+        return self.base_url + path
+
+    async def post(self, path: str, data: bytes, **options: Any) -> aiohttp.ClientResponse:
+        """Post ``data`` (an encoded JSON body) to ``path``; the response, headers read, body
+        not yet. Redirects are not followed: an API endpoint that redirects is misconfigured,
+        and the ``openai`` package did not follow them either."""
+        return await self.session.post(self.url(path), data=data, allow_redirects=False,
+                                       **options)
+
+    async def close(self) -> None:
+        await self.session.close()
+
+
 @dataclass
 class _Held:
-    client: openai.AsyncOpenAI
+    client: EndpointClient
     holders: int = 0
 
 
@@ -57,38 +113,19 @@ def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
-async def _reply_started(response: object) -> None:
-    mark_reply_started()
-
-
-def _new_client(key: ClientKey) -> openai.AsyncOpenAI:
-    defaults = openai.DEFAULT_CONNECTION_LIMITS
-    limits = type(defaults)(max_connections=MAX_CONNECTIONS,
-                            max_keepalive_connections=defaults.max_keepalive_connections,
-                            keepalive_expiry=defaults.keepalive_expiry)
-    # aiohttp: the transport the openai package offers for many requests at once (its
-    # ``aiohttp`` extra); about half the CPU time per request of its default httpx transport.
-    # The response hook runs once the status line and headers have come, before the body is
-    # read: a timeout after it is a trickle, not a hang (cogym_lab.lm.failures).
-    http_client = openai.DefaultAioHttpClient(verify=_tls_context(), limits=limits,
-                                              event_hooks={"response": [_reply_started]})
-    return openai.AsyncOpenAI(base_url=key.base_url, api_key=key.api_key, timeout=key.timeout,
-                              max_retries=0, http_client=http_client)
-
-
-def hold(key: ClientKey) -> openai.AsyncOpenAI:
+def hold(key: ClientKey) -> EndpointClient:
     """The running loop's client for ``key``, made on first use; the caller now holds it."""
     loop = asyncio.get_running_loop()
     with _lock:
         table = _by_loop.setdefault(loop, {})
         held = table.get(key)
         if held is None:
-            held = table[key] = _Held(_new_client(key))
+            held = table[key] = _Held(EndpointClient(key))
         held.holders += 1
         return held.client
 
 
-def _let_go(key: ClientKey, loop: asyncio.AbstractEventLoop) -> openai.AsyncOpenAI | None:
+def _let_go(key: ClientKey, loop: asyncio.AbstractEventLoop) -> EndpointClient | None:
     """Count one holder less; the client, when that was its last holder."""
     with _lock:
         table = _by_loop.get(loop, {})
@@ -124,4 +161,5 @@ def clients_open() -> int:
         return sum(len(table) for table in _by_loop.values())
 
 
-__all__ = ["MAX_CONNECTIONS", "ClientKey", "clients_open", "forget", "hold", "release"]
+__all__ = ["MAX_CONNECTIONS", "OPENAI_API_URL", "ClientKey", "EndpointClient", "clients_open",
+           "forget", "hold", "release"]

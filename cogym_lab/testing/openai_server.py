@@ -52,6 +52,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
+from urllib.parse import urlsplit
 
 __all__ = ["RecordedRequest", "Reply", "ScriptedOpenAIServer"]
 
@@ -89,6 +90,12 @@ class Reply:
     error: str | None = None
     trickle: float = 0.0
     system_fingerprint: str | None = None
+
+
+def _is_chat(path: str) -> bool:
+    """Whether a request's path (its query aside: an ``extra_query`` adds one) is the chat
+    completions endpoint."""
+    return urlsplit(path).path.rstrip("/").endswith("/chat/completions")
 
 
 @dataclass
@@ -221,7 +228,7 @@ class ScriptedOpenAIServer:
     def chat_requests(self) -> list[RecordedRequest]:
         """The recorded ``POST .../chat/completions`` requests only."""
         with self._lock:
-            return [r for r in self.requests if r.path.rstrip("/").endswith("/chat/completions")]
+            return [r for r in self.requests if _is_chat(r.path)]
 
     @property
     def bodies(self) -> list[Any]:
@@ -389,7 +396,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         request = self._record()
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        if not _is_chat(self.path):
             self._send_error_json(404, f"ScriptedOpenAIServer serves no POST {self.path}; "
                                        "only /v1/chat/completions", "invalid_request_error")
             return

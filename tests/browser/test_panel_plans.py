@@ -64,13 +64,17 @@ def _actions(page: Page) -> list[dict[str, Any]]:
     return [m["action"] for m in page.evaluate("window.sent") if m.get("type") == "action"]
 
 
-def _last_action(page: Page, count: int) -> dict[str, Any]:
-    """The last action sent, once ``count`` actions were sent."""
+def _last_action(page: Page, count: int, plan: str | None = "plan") -> dict[str, Any]:
+    """The last action sent, once ``count`` actions were sent. A plan action names its plan
+    (the component's name, ``plan`` here): checked, then left out of what is returned."""
     page.wait_for_function(f"window.sent.filter((m) => m.type === 'action').length >= {count}",
                            timeout=UI_TIMEOUT_MS)
     actions = _actions(page)
     assert len(actions) == count, actions
-    return actions[-1]
+    action = actions[-1]
+    if plan is not None:
+        assert action["args"].pop("plan", None) == plan, action
+    return action
 
 
 

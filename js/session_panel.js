@@ -2914,8 +2914,8 @@ class PlanView {
     this.askAgent.disabled = done || this.askAgent.dataset.asked === "true";
     if (!this.empty.hidden) this.empty.dataset.state = done ? "ended" : "open";
     this.board.hidden = !plan.plan;
-    this.title.textContent = plan.plan?.title || (plan.proposals.length ? "Plans to choose from"
-      : "No plan yet");
+    this.title.textContent = plan.plan ? plan.plan.title || "Untitled plan"
+      : plan.proposals.length ? "Plans to choose from" : "No plan yet";
     this.request.textContent = plan.request ? `For: ${shorten(plan.request, 240)}` : "";
     this.summary.textContent = planSummary(plan);
     this.toggle.setAttribute("aria-label", `${this.collapsed ? "Expand" : "Collapse"} `
@@ -3114,14 +3114,15 @@ class NewPlanForm {
   }
 
   /**
-   * A plan came: if this form asked for it and the keyboard is still on "+ New plan", the
+   * A plan came: if this form asked for it and the keyboard was still on "+ New plan", the
    * keyboard goes on in the new plan.
-   * @param {PlanView} view
+   * @param {PlanView} view  the new plan, in the page
+   * @param {boolean} keyboardHere  the keyboard was on "+ New plan" before the plan came
    */
-  arrived(view) {
+  arrived(view, keyboardHere) {
     if (!this.asked) return;
     this.asked = false;
-    if (document.activeElement === this.open) view.focusStart();
+    if (keyboardHere) view.focusStart();
   }
 
   /** @param {boolean} done  the session ended: no more plans */
@@ -4538,6 +4539,10 @@ export class WorkspaceView {
   update(components, flashChanges, seq) {
     /** @type {Set<string>} */
     const seen = new Set();
+    // "+ New plan" moves after a new last plan: a move loses the focus, so it is noted first.
+    const keyboardOnNewPlan = document.activeElement === this.newPlan.open;
+    /** @type {PlanView | null} a plan that came with this update */
+    let newPlan = null;
     components.forEach((component, index) => {
       seen.add(component.name);
       let entry = this.entries.get(component.name);
@@ -4552,7 +4557,7 @@ export class WorkspaceView {
       if (!entry) {
         entry = this.create(component, json);
         this.entries.set(component.name, entry);
-        if (entry.view instanceof PlanView && this.entries.size > 1) this.newPlan.arrived(entry.view);
+        if (entry.view instanceof PlanView && this.entries.size > 1) newPlan = entry.view;
       } else if (entry.json !== json) {
         entry.view.update(component);
         entry.json = json;
@@ -4574,6 +4579,8 @@ export class WorkspaceView {
       }
     }
     this.placeNewPlan();
+    if (newPlan) this.newPlan.arrived(newPlan, keyboardOnNewPlan);
+    else if (keyboardOnNewPlan && document.activeElement !== this.newPlan.open) this.newPlan.open.focus();
   }
 
   /** "+ New plan" after the last plan, when the session offers NEW_PLAN and the seat acts. */

@@ -307,7 +307,8 @@ def test_with_no_plan_the_person_writes_one_or_asks_for_one(page: Page,
     new_step.click()
     page.keyboard.press("Enter")
     assert _last_action(page, 2) == {"name": "ADD_STEP", "args": {
-        "description": "Ask what the section\nis for", "assignee": "person", "after": ""}}
+        "description": "Ask what the section\nis for", "assignee": "person", "after": "",
+        "plan": "plan"}}
 
     # The plan comes back: the prompt goes, and the keyboard goes on with the new step.
     _deliver(page, seat.frame(plan_state([step("s1", "Ask what the section\nis for", "person")])))

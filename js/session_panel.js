@@ -2909,6 +2909,8 @@ class PlanView {
     const steps = plan.plan ? plan.plan.steps : [];
     const wasEmpty = !this.empty.hidden;
     const typingFirst = this.empty.contains(document.activeElement);
+    const onPromptButton = document.activeElement === this.writeFirst
+      || document.activeElement === this.askAgent;
     this.empty.hidden = Boolean(plan.plan) || plan.proposals.length > 0;
     this.writeFirst.disabled = done;
     this.askAgent.disabled = done || this.askAgent.dataset.asked === "true";
@@ -2938,6 +2940,10 @@ class PlanView {
     // The first step came back as the plan: the keyboard goes on with it, not to the body.
     if (wasEmpty && typingFirst && plan.plan && steps.length) {
       this.rows.get(steps[0].id)?.description.focus();
+    }
+    // Proposals came while the keyboard was on the prompt's buttons: it goes on to the first.
+    if (wasEmpty && onPromptButton && !plan.plan && plan.proposals.length) {
+      /** @type {HTMLElement | null} */ (this.proposals.querySelector("[data-testid=plan-select]"))?.focus();
     }
   }
 

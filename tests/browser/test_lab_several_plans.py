@@ -37,8 +37,12 @@ SECOND = plan_component(2)
 CAMPING = "Search campsites near the city instead of houses"
 WEATHER = "Check the weather"
 WEATHER_DONE = "Check the weather for each day and pack for rain"
-REQUEST = "Plan the evenings\nwith the kids"
+EVENINGS = "Plan the evenings"
+REQUEST = f"{EVENINGS}\nwith the kids"
 RESTAURANTS = "Find restaurants near the campsite"
+#: What the agent proposes for the second plan (its proposal prompt names the plan's request).
+EVENINGS_PLAN = {"title": "Evenings", "steps": [{"description": RESTAURANTS,
+                                                 "assignee": "agent"}]}
 #: How long an answer to a step prompt waits for the test at most (then it goes anyway).
 HOLD_SECONDS = 120.0
 
@@ -62,6 +66,10 @@ class SeveralPlansAgent(TravelPlanAgent):
 
     def __call__(self, body: dict[str, Any]) -> str:
         asked = body["messages"][-1]["content"]
+        if "propose how the team could go about the task" in asked and EVENINGS in asked:
+            self.asked.append("evenings")
+            return ("Thought: one step is enough.\n"
+                    f"Plans: {json.dumps([EVENINGS_PLAN])}")
         if "Your teammate rewrote step" in asked:
             self.asked.append("replan")
             return ("Thought: campsites change what the later steps work from.\n"
@@ -234,18 +242,18 @@ def _flow(lab: LabPage, page: Page, shots: StepShots, agent: SeveralPlansAgent,
     page.keyboard.press("Enter")
     second = _plan(panel, SECOND)
     expect(second).to_be_visible(timeout=UI_TIMEOUT_MS)
-    expect(_in(second, "plan-request")).to_contain_text("Plan the evenings")
+    expect(_in(second, "plan-request")).to_contain_text(EVENINGS)
     assert session.plan(SECOND)["request"] == REQUEST
-    expect(_in(second, "plan-write-first")).to_be_focused()
-    # its first step, by the keyboard: Enter on "Write the first step", type, Enter
-    page.keyboard.press("Enter")
-    expect(_in(second, "plan-new-step")).to_be_focused()
-    page.keyboard.type(RESTAURANTS)
+    # the agent proposes a plan for it; the keyboard went on into the new plan and on to the
+    # proposal's "Use this plan": Enter picks it
+    use = _in(_in(second, "plan-proposal"), "plan-select")
+    expect(use).to_have_count(1, timeout=UI_TIMEOUT_MS)
+    expect(use).to_be_focused()
     page.keyboard.press("Enter")
     expect(_rows(second)).to_have_count(1, timeout=UI_TIMEOUT_MS)
-    expect(_in(second, "plan-title")).to_have_text("Untitled plan")  # written, not picked
+    expect(_in(second, "plan-title")).to_have_text("Evenings")
     assert [s["description"] for s in session.steps(SECOND)] == [RESTAURANTS]
-    assert [s["description"] for s in session.steps()][0] == CAMPING  # the first is its own
+    assert session.steps()[0]["description"] == CAMPING  # the first plan is its own
     shots.take("3-second-plan-started", focus=panel.root, where="start")
 
     # 5. Run all in each: both show a step running at the same time (the agent's answer for
@@ -262,8 +270,10 @@ def _flow(lab: LabPage, page: Page, shots: StepShots, agent: SeveralPlansAgent,
     expect(_rows(first).nth(0)).to_have_attribute("data-status", "done", timeout=UI_TIMEOUT_MS)
     expect(_rows(first).nth(1)).to_have_attribute("data-status", "needs_input",
                                                   timeout=UI_TIMEOUT_MS)
-    # the second plan runs on its own: its step is still in progress, or done by the agent
-    assert _rows(second).nth(0).get_attribute("data-status") in ("running", "done")
+    # the agent carried out the second plan's step too, in turn with the first's
+    expect(_rows(second).nth(0)).to_have_attribute("data-status", "done", timeout=UI_TIMEOUT_MS)
+    assert {step for step, _, _ in agent.step_calls} == {"s1"}  # each plan's s1, once each
+    assert len(agent.step_calls) == 2
     shots.take("5-first-plan-on-to-the-persons-step", focus=panel.root, where="start")
 
     # 6. fold the second plan with the keyboard: Space folds, Enter unfolds, Space again
@@ -273,7 +283,7 @@ def _flow(lab: LabPage, page: Page, shots: StepShots, agent: SeveralPlansAgent,
     expect(second).to_have_attribute("data-collapsed", "true")
     expect(toggle).to_have_attribute("aria-expanded", "false")
     expect(_rows(second).nth(0)).to_be_hidden()
-    expect(_in(second, "plan-summary")).to_have_text("1 step: step 1 running")
+    expect(_in(second, "plan-summary")).to_have_text("1 step: all done")
     page.keyboard.press("Enter")
     expect(second).to_have_attribute("data-collapsed", "false")
     expect(_rows(second).nth(0)).to_be_visible()
@@ -316,9 +326,11 @@ def _flow(lab: LabPage, page: Page, shots: StepShots, agent: SeveralPlansAgent,
     mine = [action for actor, action in acts if actor == "user"]
     for start in ("EDIT_STEP(", "ACCEPT_REPLAN(", "PICK_COMPLETION(", "RUN_ALL("):
         assert any(a.startswith(start) and f'plan="{PLAN_COMPONENT}"' in a for a in mine), start
-    for start in ("ADD_STEP(", "RUN_ALL("):
+    for start in ("SELECT_PLAN(", "RUN_ALL("):
         assert any(a.startswith(start) and f'plan="{SECOND}"' in a for a in mine), start
     assert any(a.startswith("NEW_PLAN(") and "Plan the evenings" in a for a in mine)
     assert not any("NOT THIS" in a for _, a in acts)  # Escape sent nothing
     assert [a.split("(", 1)[0] for actor, a in acts if actor == "agent"
             and a.startswith("OFFER_")] == ["OFFER_REPLAN", "OFFER_COMPLETIONS"]
+    assert any(a.startswith("PROPOSE_PLANS(") and f'plan="{SECOND}"' in a
+               for actor, a in acts if actor == "agent")

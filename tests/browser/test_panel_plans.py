@@ -520,5 +520,5 @@ def test_each_plan_acts_on_itself_folds_and_a_person_starts_another(
     expect(_plan_view(panel, SECOND)).to_have_attribute("data-collapsed", "true")
     expect(_plan_view(panel, FIRST)).to_have_attribute("data-collapsed", "false")
     expect(_plan_view(panel, THIRD)).to_have_attribute("data-collapsed", "false")
-    assert page.evaluate(f"window.localStorage.getItem('cogym-plan-collapsed:{SESSION}:{SECOND}')") \
-        == "yes"
+    key = f"cogym-plan-collapsed:{SESSION}:{SECOND}"
+    assert page.evaluate("(key) => window.localStorage.getItem(key)", key) == "yes"

@@ -307,9 +307,17 @@ class SessionHandle:
 
     @property
     def plan(self) -> dict[str, Any] | None:
-        """The interactive plan as your seat sees it (docs/plans.md): proposals, steps with
-        their status and output, the plan output; ``None`` in a task made without plans."""
+        """The session's first interactive plan as your seat sees it (docs/plans.md):
+        proposals, steps with their status and output, the plan output; ``None`` in a task made
+        without plans. A session may hold several plans: :attr:`plans` has them all."""
         return _plan_in(self._state(), self._seat())
+
+    @property
+    def plans(self) -> dict[str, dict[str, Any]]:
+        """Every interactive plan of the session by component name (``interactive_plan``,
+        ``interactive_plan_2``, ...), in the order they were started; empty without plans.
+        The name is what plan actions take as ``plan``."""
+        return _plans_in(self._state(), self._seat())
 
     @property
     def result(self) -> dict[str, Any] | None:
@@ -376,16 +384,18 @@ class SessionHandle:
             await asyncio.sleep(poll)
 
     async def wait_for_plan(self, predicate: Callable[[dict[str, Any]], Any],
-                            timeout: float = 600.0) -> dict[str, Any]:
-        """Wait until ``predicate(plan)`` holds for the interactive plan (see :attr:`plan`);
-        returns the plan then. Use with ``await``."""
+                            timeout: float = 600.0, plan: str = "") -> dict[str, Any]:
+        """Wait until ``predicate(plan)`` holds for an interactive plan (see :attr:`plan`):
+        the one named ``plan`` (its component name; empty: the first); returns the plan then.
+        Use with ``await``."""
         seat = self._seat()
 
         def holds(snapshot: dict[str, Any]) -> bool:
-            plan = _plan_in(snapshot.get("state") or {}, seat)
-            return plan is not None and bool(predicate(plan))
+            found = _plan_in(snapshot.get("state") or {}, seat, plan)
+            return found is not None and bool(predicate(found))
 
-        return _plan_in((await self.wait_until(holds, timeout)).get("state") or {}, seat) or {}
+        return _plan_in((await self.wait_until(holds, timeout)).get("state") or {}, seat,
+                        plan) or {}
 
     async def wait(self, timeout: float = 600.0) -> dict[str, Any] | None:
         """Wait for the session to end; returns its result."""
@@ -542,10 +552,19 @@ def _describe(panel: Any, summary: dict[str, Any]) -> None:
         describe(summary)
 
 
-def _plan_in(state: dict[str, Any], seat: str) -> dict[str, Any] | None:
-    """The interactive plan's content in a snapshot's ``state`` as ``seat`` sees it."""
+def _plan_in(state: dict[str, Any], seat: str, name: str = "") -> dict[str, Any] | None:
+    """The content of the interactive plan ``name`` (empty: the first) in a snapshot's
+    ``state`` as ``seat`` sees it."""
     from cogym_lab.core.plan_env import PLAN_COMPONENT
 
+    return _plans_in(state, seat).get(name or PLAN_COMPONENT)
+
+
+def _plans_in(state: dict[str, Any], seat: str) -> dict[str, dict[str, Any]]:
+    """Every interactive plan's content in a snapshot's ``state`` as ``seat`` sees it, by
+    component name, in the view's order."""
+    from cogym_lab.core.plan_env import is_plan_component
+
     view = (state.get("views") or {}).get(seat) or {}
-    return next((c["content"] for c in view.get("components", ())
-                 if c.get("name") == PLAN_COMPONENT), None)
+    return {c["name"]: c["content"] for c in view.get("components", ())
+            if is_plan_component(str(c.get("name", ""))) and isinstance(c.get("content"), dict)}

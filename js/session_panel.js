@@ -468,6 +468,9 @@
  * @property {(component: string) => SharedTextReplica | null} [sharedText]  the panel's replica
  *   of that component's shared text, once the session sent it (never without Yjs)
  * @property {boolean} [liveText]  Yjs is loaded: a shared text becomes editable once it comes
+ * @property {(action: string) => boolean} [offers]  whether the session has that action (the
+ *   workspace offers "+ New plan" only where NEW_PLAN exists)
+ * @property {string} [session]  the session's id: what the plans' folded state is kept under
  */
 
 /**
@@ -478,6 +481,7 @@
  * @property {SendAction} send
  * @property {string} [role]  the seat the panel acts for (watch mode: the member it follows)
  * @property {boolean} [readonly]  watch mode: nothing acts
+ * @property {string} [session]  the session's id: what the plans' folded state is kept under
  */
 
 /**
@@ -711,6 +715,14 @@ function h(tag, attrs = {}, ...children) {
  */
 function setProperty(node, key, value) {
   /** @type {Record<string, unknown>} */ (/** @type {unknown} */ (node))[key] = value;
+}
+
+let lastId = 0;
+
+/** @returns {string} a number no other element of the page got from here (for id attributes) */
+function uniqueId() {
+  lastId += 1;
+  return String(lastId);
 }
 
 /**
@@ -2405,7 +2417,7 @@ class PlanStepRow {
    * @param {Record<string, unknown>} [args]
    */
   send(name, args = {}) {
-    this.plan.host.send({ name, args: { step: this.step.id, ...args } });
+    this.plan.act(name, { step: this.step.id, ...args });
   }
 }
 
@@ -2446,6 +2458,28 @@ export function planOffers(content) {
   return { replan, completions };
 }
 
+/**
+ * How far a plan got, in a line: what a folded plan shows under its title.
+ * @param {{proposals: unknown[], plan: {steps: {status: string}[]} | null}} plan
+ * @returns {string} e.g. "4 steps: 1 done, step 2 running"
+ */
+export function planSummary(plan) {
+  if (!plan.plan) {
+    const count = plan.proposals.length;
+    return count ? `${count} proposed plan${count > 1 ? "s" : ""} to choose from` : "No steps yet";
+  }
+  const steps = plan.plan.steps;
+  const done = steps.filter((s) => s.status === "done").length;
+  const busy = steps.findIndex((s) => s.status === "running" || s.status === "needs_input");
+  const parts = [`${steps.length} step${steps.length === 1 ? "" : "s"}`];
+  const states = [];
+  if (done) states.push(done === steps.length ? "all done" : `${done} done`);
+  if (busy >= 0) {
+    states.push(`step ${busy + 1} ${steps[busy].status === "running" ? "running" : "needs input"}`);
+  }
+  return states.length ? `${parts[0]}: ${states.join(", ")}` : parts[0];
+}
+
 /** The agent's offers on the plan (replanning, completions of a step): a button per choice. */
 class PlanOfferView {
   /** @param {PlanView} plan */
@@ -2472,7 +2506,7 @@ class PlanOfferView {
     /** @param {OfferButton[]} buttons @param {string} testid */
     const buttons = (buttons, testid) => h("div", { class: "cogym-row" }, buttons.map((button) =>
       h("button", { testid, text: button.label, disabled: done,
-        on: { click: () => this.plan.host.send(button.action) } })));
+        on: { click: () => this.plan.act(button.action.name, button.action.args) } })));
     this.replan.hidden = !offers.replan;
     if (offers.replan) {
       const number = numberOf(offers.replan.after);
@@ -2547,8 +2581,8 @@ class NewStepForm {
   submit() {
     const description = this.text.value.trim();
     if (!description || this.plan.host.done()) return;
-    this.plan.host.send({ name: "ADD_STEP", args: { description, assignee: this.assignee.value,
-      after: this.after ? this.after.step.id : "" } });
+    this.plan.act("ADD_STEP", { description, assignee: this.assignee.value,
+      after: this.after ? this.after.step.id : "" });
     this.close();
   }
 }
@@ -2712,7 +2746,7 @@ class StepOutputView {
     this.pendingItems = { from: this.itemsBase, items: JSON.stringify(items) };
     this.itemsBase = JSON.stringify(items);
     const text = this.draft.sent();
-    this.plan.host.send({ name, args: { step: step.id, text, items } });
+    this.plan.act(name, { step: step.id, text, items });
   }
 }
 
@@ -2735,18 +2769,28 @@ class PlanView {
     this.host = host;
     /** @type {Map<string, PlanStepRow>} */
     this.rows = new Map();
+    // Folded or not is the person's layout, kept per session and plan in this browser, so it
+    // survives a reload (and a tab opened later on the same session).
+    this.storageKey = `cogym-plan-collapsed:${host.session || ""}:${this.name}`;
     /** @type {string | null} the step the person chose to inspect */
     this.chosen = null;
     this.plain = h("div", { hidden: true });
     this.proposals = h("div", { class: "cogym-proposals", testid: "plan-proposals", hidden: true });
     this.proposalsJson = "";
     this.title = h("h5", { class: "cogym-plan-title", testid: "plan-title" });
+    this.request = h("div", { class: "cogym-muted cogym-plan-request", testid: "plan-request" });
+    this.summary = h("span", { class: "cogym-muted", testid: "plan-summary", hidden: true });
+    this.content = h("div", { class: "cogym-plan-content", id: `cogym-plan-${uniqueId()}` });
+    this.toggle = h("button", { class: "cogym-icon cogym-plan-toggle", testid: "plan-collapse",
+      "aria-controls": this.content.id, on: { click: () => this.setCollapsed(!this.collapsed) } });
+    this.header = h("div", { class: "cogym-plan-header" }, this.toggle,
+      h("div", { class: "cogym-plan-heading" }, this.title, this.request, this.summary));
     this.runAll = h("button", { testid: "plan-run-all", text: "▶▶ Run all",
       "aria-label": "Run all: the whole plan from its first step",
-      on: { click: () => this.host.send({ name: "RUN_ALL", args: {} }) } });
+      on: { click: () => this.act("RUN_ALL") } });
     this.runRemaining = h("button", { testid: "plan-run-remaining", text: "▶ Run remaining",
       "aria-label": "Run remaining: from the first step not done",
-      on: { click: () => this.host.send({ name: "RUN_REMAINING", args: {} }) } });
+      on: { click: () => this.act("RUN_REMAINING") } });
     this.mode = h("span", { class: "cogym-muted", testid: "plan-mode", "aria-live": "polite" });
     this.steps = h("ol", { class: "cogym-steps", testid: "plan-steps", "aria-label": "The plan's steps" });
     this.newStep = new NewStepForm(this);
@@ -2770,13 +2814,46 @@ class PlanView {
       h("p", { text: "There is no plan yet. Write its first step yourself, or ask the agent to "
         + "propose one." }),
       h("div", { class: "cogym-row" }, this.writeFirst, this.askAgent, this.emptyNote), this.firstStep);
-    this.main = h("div", { class: "cogym-plan-main" }, this.title,
+    this.main = h("div", { class: "cogym-plan-main" },
       h("div", { class: "cogym-row" }, this.runAll, this.runRemaining, this.mode),
       this.offers.root, this.steps, h("div", { class: "cogym-row" }, this.addAtEnd));
     this.board = h("div", { class: "cogym-plan-board", hidden: true }, this.main, this.side.root);
-    this.body = h("div", { class: "cogym-plan-view" }, this.plain, this.empty, this.proposals,
-      this.board, this.awaiting, this.output);
+    this.content.append(this.plain, this.empty, this.proposals, this.board, this.awaiting, this.output);
+    this.body = h("div", { class: "cogym-plan-view", testid: "plan-view", dataset: { plan: this.name } },
+      this.header, this.content);
+    this.collapsed = false;
+    this.setCollapsed(readStored(this.storageKey, "local") === "yes", false);
     this.update(component);
+  }
+
+  /**
+   * Sends a plan action for this plan: every one names its plan (`plan`: the component's
+   * name), so that several plans in one session each get their own.
+   * @param {string} name
+   * @param {Record<string, unknown>} [args]
+   * @returns {boolean} whether it left the panel
+   */
+  act(name, args = {}) {
+    return this.host.send({ name, args: { ...args, plan: this.name } });
+  }
+
+  /**
+   * Folds the plan to its header (its title, what it is for, and a line on how far it got),
+   * or unfolds it. A plain button: Enter and Space work it.
+   * @param {boolean} collapsed
+   * @param {boolean} [remember]  keep the choice for this session and plan in this browser
+   */
+  setCollapsed(collapsed, remember = true) {
+    this.collapsed = collapsed;
+    this.content.hidden = collapsed;
+    this.summary.hidden = !collapsed;
+    this.body.dataset.collapsed = String(collapsed);
+    const what = this.title.textContent || "the plan";
+    this.toggle.textContent = collapsed ? "▸" : "▾";
+    this.toggle.setAttribute("aria-expanded", String(!collapsed));
+    this.toggle.setAttribute("aria-label", `${collapsed ? "Expand" : "Collapse"} ${shorten(what, 60)}`);
+    this.toggle.title = collapsed ? "Expand the plan" : "Collapse the plan";
+    if (remember) writeStored(this.storageKey, collapsed ? "yes" : "", "local");
   }
 
   /** @param {Component} component */
@@ -2832,12 +2909,19 @@ class PlanView {
     const steps = plan.plan ? plan.plan.steps : [];
     const wasEmpty = !this.empty.hidden;
     const typingFirst = this.empty.contains(document.activeElement);
+    const onPromptButton = document.activeElement === this.writeFirst
+      || document.activeElement === this.askAgent;
     this.empty.hidden = Boolean(plan.plan) || plan.proposals.length > 0;
     this.writeFirst.disabled = done;
     this.askAgent.disabled = done || this.askAgent.dataset.asked === "true";
     if (!this.empty.hidden) this.empty.dataset.state = done ? "ended" : "open";
     this.board.hidden = !plan.plan;
-    this.title.textContent = plan.plan?.title || "The plan";
+    this.title.textContent = plan.plan ? plan.plan.title || "Untitled plan"
+      : plan.proposals.length ? "Plans to choose from" : "No plan yet";
+    this.request.textContent = plan.request ? `For: ${shorten(plan.request, 240)}` : "";
+    this.summary.textContent = planSummary(plan);
+    this.toggle.setAttribute("aria-label", `${this.collapsed ? "Expand" : "Collapse"} `
+      + shorten(this.title.textContent, 60));
     const inProgress = steps.find((s) => s.status === "running" || s.status === "needs_input");
     const notDone = steps.filter((s) => s.status !== "done");
     this.runAll.disabled = done || !steps.length || Boolean(inProgress);
@@ -2857,13 +2941,26 @@ class PlanView {
     if (wasEmpty && typingFirst && plan.plan && steps.length) {
       this.rows.get(steps[0].id)?.description.focus();
     }
+    // Proposals came while the keyboard was on the prompt's buttons: it goes on to the first.
+    if (wasEmpty && onPromptButton && !plan.plan && plan.proposals.length) {
+      /** @type {HTMLElement | null} */ (this.proposals.querySelector("[data-testid=plan-select]"))?.focus();
+    }
+  }
+
+  /** The keyboard goes to where a person starts this plan: its first step, or its toggle. */
+  focusStart() {
+    const start = [this.writeFirst, this.askAgent, this.toggle].find((button) =>
+      !button.disabled && button.getClientRects().length > 0);
+    (start || this.toggle).focus();
   }
 
   /** Asks the agent in the chat for plans to choose from; their proposals show here. */
   askForPlan() {
     if (this.host.done()) return;
+    const which = this.name === FIRST_PLAN ? "this task"
+      : `${this.name} (${shorten(this.request.textContent, 120) || "the task"})`;
     const sent = this.host.send({ name: "SEND_TEAMMATE_MESSAGE",
-      args: { message: "Please propose a plan for this task: I will pick one or change it." } });
+      args: { message: `Please propose a plan for ${which}: I will pick one or change it.` } });
     if (!sent) return;
     this.askAgent.dataset.asked = "true";
     this.askAgent.disabled = true;
@@ -2892,7 +2989,7 @@ class PlanView {
             " ", h("span", { text: asText(step.description) })))),
         h("button", { class: "cogym-primary", testid: "plan-select", text: "Use this plan",
           "aria-label": `Use this plan: ${shorten(title, 80)}`, disabled: done,
-          on: { click: () => this.host.send({ name: "SELECT_PLAN", args: { index } }) } }));
+          on: { click: () => this.act("SELECT_PLAN", { index }) } }));
       }));
   }
 
@@ -2955,6 +3052,89 @@ class PlanView {
       .find((row) => row.root === node)).filter((row) => row !== undefined).map((row) => row.step);
     this.pickInspected(ordered.length ? ordered : steps);
     if (focus) (this.side.editable ? this.side.text : this.side.heading).focus();
+  }
+}
+
+/** The first plan's component name (cogym_lab.core.plan_env.PLAN_COMPONENT). */
+const FIRST_PLAN = "interactive_plan";
+
+/**
+ * "+ New plan": starts another plan beside the session's plans (NEW_PLAN). A button opens a
+ * field for what the plan is for; Enter starts it, Shift+Enter is a new line, Escape cancels.
+ * Empty, the new plan answers the task's own request.
+ */
+class NewPlanForm {
+  /** @param {EditorHost} host */
+  constructor(host) {
+    this.host = host;
+    /** whether a plan was asked for and has not come yet: it takes the keyboard when it comes */
+    this.asked = false;
+    this.open = h("button", { testid: "plan-new-plan", text: "+ New plan",
+      "aria-label": "New plan: start another plan beside this one",
+      on: { click: () => this.show() } });
+    this.text = h("textarea", { class: "cogym-step-text", testid: "plan-new-plan-request", rows: 1,
+      "aria-label": "What the new plan is for (Enter starts it, Shift+Enter is a new line, "
+        + "Escape cancels; empty: the task's request)",
+      placeholder: "What the new plan is for (empty: the task's request)",
+      on: { keydown: (event) => this.onKey(/** @type {KeyboardEvent} */ (event)) } });
+    this.start = h("button", { class: "cogym-primary", testid: "plan-new-plan-start",
+      text: "Start plan", on: { click: () => this.submit() } });
+    this.cancel = h("button", { testid: "plan-new-plan-cancel", text: "Cancel",
+      on: { click: () => this.close() } });
+    this.form = h("div", { class: "cogym-row cogym-new-plan-form", hidden: true },
+      this.text, this.start, this.cancel);
+    this.root = h("div", { class: "cogym-new-plan", testid: "plan-new-plan-box" }, this.open, this.form);
+  }
+
+  show() {
+    if (this.host.done()) return;
+    this.form.hidden = false;
+    this.open.hidden = true;
+    this.text.focus();
+  }
+
+  close() {
+    const typing = this.root.contains(document.activeElement);
+    this.form.hidden = true;
+    this.open.hidden = false;
+    this.text.value = "";
+    if (typing) this.open.focus();
+  }
+
+  /** @param {KeyboardEvent} event */
+  onKey(event) {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      this.submit();
+    } else if (event.key === "Escape") {
+      this.close();
+    }
+  }
+
+  submit() {
+    if (this.host.done()) return;
+    const sent = this.host.send({ name: "NEW_PLAN", args: { request: this.text.value.trim() } });
+    if (!sent) return;
+    this.asked = true;
+    this.close();
+  }
+
+  /**
+   * A plan came: if this form asked for it and the keyboard was still on "+ New plan", the
+   * keyboard goes on in the new plan.
+   * @param {PlanView} view  the new plan, in the page
+   * @param {boolean} keyboardHere  the keyboard was on "+ New plan" before the plan came
+   */
+  arrived(view, keyboardHere) {
+    if (!this.asked) return;
+    this.asked = false;
+    if (keyboardHere) view.focusStart();
+  }
+
+  /** @param {boolean} done  the session ended: no more plans */
+  setDone(done) {
+    this.open.disabled = done;
+    if (done && !this.form.hidden) this.close();
   }
 }
 
@@ -4345,6 +4525,16 @@ export class WorkspaceView {
     /** @type {Map<string, ComponentEntry>} */
     this.entries = new Map();
     this.root = h("div", { class: "cogym-workspace", testid: "workspace" });
+    // "+ New plan" sits after the last plan, where the session offers NEW_PLAN.
+    this.newPlan = new NewPlanForm(editorHost);
+  }
+
+  /**
+   * @param {number} index
+   * @returns {Element | null} the workspace's index-th box ("+ New plan" is not one)
+   */
+  boxAt(index) {
+    return [...this.root.children].filter((node) => node !== this.newPlan.root)[index] || null;
   }
 
   /**
@@ -4355,6 +4545,10 @@ export class WorkspaceView {
   update(components, flashChanges, seq) {
     /** @type {Set<string>} */
     const seen = new Set();
+    // "+ New plan" moves after a new last plan: a move loses the focus, so it is noted first.
+    const keyboardOnNewPlan = document.activeElement === this.newPlan.open;
+    /** @type {PlanView | null} a plan that came with this update */
+    let newPlan = null;
     components.forEach((component, index) => {
       seen.add(component.name);
       let entry = this.entries.get(component.name);
@@ -4369,6 +4563,7 @@ export class WorkspaceView {
       if (!entry) {
         entry = this.create(component, json);
         this.entries.set(component.name, entry);
+        if (entry.view instanceof PlanView && this.entries.size > 1) newPlan = entry.view;
       } else if (entry.json !== json) {
         entry.view.update(component);
         entry.json = json;
@@ -4380,8 +4575,8 @@ export class WorkspaceView {
       }
       entry.component = component;
       entry.search?.setDone(this.editorHost.done());
-      const here = this.root.children[index];
-      if (here !== entry.box) this.root.insertBefore(entry.box, here || null);
+      const here = this.boxAt(index);
+      if (here !== entry.box) this.root.insertBefore(entry.box, here);
     });
     for (const [name, entry] of this.entries) {
       if (!seen.has(name)) {
@@ -4389,6 +4584,22 @@ export class WorkspaceView {
         this.entries.delete(name);
       }
     }
+    this.placeNewPlan();
+    if (newPlan) this.newPlan.arrived(newPlan, keyboardOnNewPlan);
+    else if (keyboardOnNewPlan && document.activeElement !== this.newPlan.open) this.newPlan.open.focus();
+  }
+
+  /** "+ New plan" after the last plan, when the session offers NEW_PLAN and the seat acts. */
+  placeNewPlan() {
+    const plans = [...this.entries.values()].filter((entry) => entry.view instanceof PlanView);
+    const last = plans.at(-1);
+    const offered = !this.editorHost.readonly && Boolean(this.editorHost.offers?.("NEW_PLAN"));
+    if (!last || !offered) {
+      this.newPlan.root.remove();
+      return;
+    }
+    if (last.box.nextSibling !== this.newPlan.root) last.box.after(this.newPlan.root);
+    this.newPlan.setDone(this.editorHost.done());
   }
 
   /**
@@ -4415,7 +4626,7 @@ export class WorkspaceView {
     const search = searches.length
       ? new SearchBar(searches, this.editorHost, component.title || component.name) : null;
     const box = h("div", { class: "cogym-box", testid: `view-${component.render_type}`,
-      dataset: { component: component.name } },
+      dataset: { component: component.name, render: component.render_type } },
     h("h4", {}, h("span", { text: component.title || component.name }),
       h("span", { class: "cogym-badge", text: badge })),
     search?.root || null, view.body);
@@ -5598,21 +5809,31 @@ export class SeatCopy {
 // -- the panel ------------------------------------------------------------------------------
 
 /**
+ * @param {"session" | "local"} kind  this tab's storage, or the browser's for the origin
+ * @returns {Storage}
+ */
+function storage(kind) {
+  return kind === "local" ? window.localStorage : window.sessionStorage;
+}
+
+/**
  * @param {string} key
+ * @param {"session" | "local"} [kind]
  * @returns {string | null} what this tab stored under the key (null where storage is refused)
  */
-function readStored(key) {
-  try { return window.sessionStorage.getItem(key); } catch (error) { return null; }
+function readStored(key, kind = "session") {
+  try { return storage(kind).getItem(key); } catch (error) { return null; }
 }
 
 /**
  * @param {string} key
  * @param {string} value  "" removes the key
+ * @param {"session" | "local"} [kind]
  */
-function writeStored(key, value) {
+function writeStored(key, value, kind = "session") {
   try {
-    if (value) window.sessionStorage.setItem(key, value);
-    else window.sessionStorage.removeItem(key);
+    if (value) storage(kind).setItem(key, value);
+    else storage(kind).removeItem(key);
   } catch (error) { /* storage refused (a sandboxed frame): the choice lasts until a reload */ }
 }
 
@@ -5645,7 +5866,8 @@ function keepKeysInPanel(root) {
 }
 
 /** Controls that only change what the panel shows: a watcher may use them. */
-const VIEW_ONLY_CONTROLS = new Set(["editor-preview-toggle", "panel-error-dismiss", "plan-step-inspect"]);
+const VIEW_ONLY_CONTROLS = new Set(["editor-preview-toggle", "panel-error-dismiss", "plan-step-inspect",
+  "plan-collapse"]);
 
 /**
  * Watch mode: every control that would act is disabled. Text fields become read-only and
@@ -5887,6 +6109,8 @@ export class Panel {
       readonly: this.readonly,
       sharedText: (name) => this.texts?.get(name) || null,
       liveText: Boolean(this.texts),
+      offers: (name) => this.actionSpecs().some((spec) => spec.name === name),
+      session: model.get("session_id") || "",
     });
     if (this.readonly) this.workspace.privateBadge = `only ${this.role}`;
     this.setup = new SetupView();

@@ -8,6 +8,7 @@ from typing import Any
 
 from cogym_lab.core import Component, Observation, RenderType
 from cogym_lab.core.messages import ChatMessage
+from cogym_lab.core.plan_env import PLAN_COMPONENT
 
 Renderer = Callable[[Any], str]
 
@@ -129,12 +130,24 @@ RENDERERS: dict[str, Renderer] = {
 }
 
 
+def _plan_heading(component: Component) -> tuple[str, str]:
+    """What a plan's heading adds: the name its actions take as ``plan`` (a session may hold
+    several plans), and, for a plan after the first, what it is for (the first answers the
+    task's request, which the prompt already gives)."""
+    content = component.content if isinstance(component.content, dict) else {}
+    request = content.get("request") if component.name != PLAN_COMPONENT else None
+    purpose = f"For: {str(request)[:300]}\n" if request else ""
+    return f'plan="{component.name}", ', purpose
+
+
 def render_component(component: Component, max_chars: int = 6000) -> str:
     body = RENDERERS.get(component.render_type, _text)(component.content)
     if len(body) > max_chars:  # keep prompts bounded; the head is the most useful part
         body = body[:max_chars] + f"\n... ({len(body) - max_chars} more characters)"
     scope = "only you see this" if component.private else "shared with the team"
-    return f"## {component.title or component.name} ({scope})\n{body}"
+    named, purpose = _plan_heading(component) if component.render_type == RenderType.PLAN \
+        else ("", "")
+    return f"## {component.title or component.name} ({named}{scope})\n{purpose}{body}"
 
 
 def render_observation(observation: Observation) -> str:

@@ -43,7 +43,7 @@ from cogym_lab.core import Action, ActionError, Notification, SessionContext
 from cogym_lab.core.actions import ActionSpec, describe_actions
 from cogym_lab.core.grammar import format_action, parse_action
 from cogym_lab.core.messages import Event, EventType
-from cogym_lab.core.plan_env import PLAN_COMPONENT
+from cogym_lab.core.plan_env import is_plan_component
 from cogym_lab.core.rounds import ROUND_STARTERS
 from cogym_lab.lm import LM, LMError, Messages
 from cogym_lab.prompts import render
@@ -129,8 +129,9 @@ class SimulatedUser:
             return self._record(Move.FINISH, "FINISH()")  # the patience of a person runs out
         self.turns += 1
         context = self._context_prompt(notification)
-        if PLAN_COMPONENT in notification.view and self.persona.proactive_action:
-            context += "\n\n" + _prompt("plan_moves")  # the co-planning moves it may make
+        if self.persona.proactive_action and any(is_plan_component(c.name)
+                                                 for c in notification.view.components):
+            context += "\n\n" + _prompt("plan_moves")  # the co-planning moves, on any plan
         try:
             move = await self._choose(context)
             action = await self._produce(move, context)

@@ -163,7 +163,7 @@ def test_plan_steps_move_up_and_down(page: Page, shots: StepShots) -> None:
     # ↓ on the first step sends MOVE_STEP with its new place; the row moves once the plan
     # comes back, with the focus on the same button.
     control("s1", "plan-step-down").click()
-    assert _last_action(page, 1) == {"name": "MOVE_STEP", "args": {"step": "s1", "position": 1}}
+    assert _last_action(page, 1) == {"name": "MOVE_STEP", "args": {"step": "s1", "position": 1, "plan": "plan"}}
     steps = [steps[1], steps[0], steps[2]]
     _deliver(page, seat.frame(plan_state(steps)))
     expect(rows.nth(1)).to_have_attribute("data-step", "s1")
@@ -174,21 +174,21 @@ def test_plan_steps_move_up_and_down(page: Page, shots: StepShots) -> None:
     description = control("s3", "plan-step-description")
     description.click()
     page.keyboard.press("Alt+ArrowUp")
-    assert _last_action(page, 2) == {"name": "MOVE_STEP", "args": {"step": "s3", "position": 1}}
+    assert _last_action(page, 2) == {"name": "MOVE_STEP", "args": {"step": "s3", "position": 1, "plan": "plan"}}
     steps = [steps[0], steps[2], steps[1]]
     _deliver(page, seat.frame(plan_state(steps)))
     expect(rows.nth(1)).to_have_attribute("data-step", "s3")
     assert focused_testid(page) == "plan-step-description"
     assert page.evaluate("document.activeElement.closest('li').dataset.step") == "s3"
     page.keyboard.press("Alt+ArrowDown")
-    assert _last_action(page, 3) == {"name": "MOVE_STEP", "args": {"step": "s3", "position": 2}}
+    assert _last_action(page, 3) == {"name": "MOVE_STEP", "args": {"step": "s3", "position": 2, "plan": "plan"}}
     steps = [steps[0], steps[2], steps[1]]
     _deliver(page, seat.frame(plan_state(steps)))
     expect(rows.nth(2)).to_have_attribute("data-step", "s3")
 
     # ↑ on a step that becomes the first: the button goes off, the focus moves to ↓.
     control("s1", "plan-step-up").click()
-    assert _last_action(page, 4) == {"name": "MOVE_STEP", "args": {"step": "s1", "position": 0}}
+    assert _last_action(page, 4) == {"name": "MOVE_STEP", "args": {"step": "s1", "position": 0, "plan": "plan"}}
     steps = [steps[1], steps[0], steps[2]]
     _deliver(page, seat.frame(plan_state(steps)))
     expect(rows.nth(0)).to_have_attribute("data-step", "s1")
@@ -307,7 +307,8 @@ def test_with_no_plan_the_person_writes_one_or_asks_for_one(page: Page,
     new_step.click()
     page.keyboard.press("Enter")
     assert _last_action(page, 2) == {"name": "ADD_STEP", "args": {
-        "description": "Ask what the section\nis for", "assignee": "person", "after": ""}}
+        "description": "Ask what the section\nis for", "assignee": "person", "after": "",
+        "plan": "plan"}}
 
     # The plan comes back: the prompt goes, and the keyboard goes on with the new step.
     _deliver(page, seat.frame(plan_state([step("s1", "Ask what the section\nis for", "person")])))

@@ -64,13 +64,17 @@ def _actions(page: Page) -> list[dict[str, Any]]:
     return [m["action"] for m in page.evaluate("window.sent") if m.get("type") == "action"]
 
 
-def _last_action(page: Page, count: int) -> dict[str, Any]:
-    """The last action sent, once ``count`` actions were sent."""
+def _last_action(page: Page, count: int, plan: str | None = "plan") -> dict[str, Any]:
+    """The last action sent, once ``count`` actions were sent. A plan action names its plan
+    (the component's name, ``plan`` here): checked, then left out of what is returned."""
     page.wait_for_function(f"window.sent.filter((m) => m.type === 'action').length >= {count}",
                            timeout=UI_TIMEOUT_MS)
     actions = _actions(page)
     assert len(actions) == count, actions
-    return actions[-1]
+    action = actions[-1]
+    if plan is not None:
+        assert action["args"].pop("plan", None) == plan, action
+    return action
 
 
 
@@ -385,3 +389,136 @@ def test_suggest_asks_for_a_better_step_and_undo_brings_the_old_one_back(page: P
     undo.click()
     assert _last_action(page, 2) == {"name": "UNDO_SUGGESTION", "args": {"step": "s2"}}
     assert_text_stayed_text(page)
+
+
+# -- several plans ------------------------------------------------------------------------------
+
+FIRST, SECOND, THIRD = "interactive_plan", "interactive_plan_2", "interactive_plan_3"
+NEW_PLAN_SPEC = {"name": "NEW_PLAN", "description": "Start another plan.",
+                 "params": [{"name": "request", "type": "string"}]}
+
+
+class PlansSeat:
+    """The frames of a seat whose view is several plans (each a ``plan`` component)."""
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.plans: dict[str, dict[str, Any]] = {}
+        self.versions: dict[str, int] = {}
+
+    def frame(self, plans: dict[str, dict[str, Any]], whole: bool = False) -> dict[str, Any]:
+        self.seq += 1
+        changed = [name for name in plans if whole or plans[name] != self.plans.get(name)]
+        self.plans = {**self.plans, **plans}
+        seq = self.seq
+        self.versions |= dict.fromkeys(changed, seq)
+        return {
+            "session_id": SESSION, "seq": seq, "prev_seq": None if whole else seq - 1,
+            "recipient": "user", "whole": whole,
+            "event": {"seq": seq, "time": 1000.0 + seq, "type": "action", "actor": "agent",
+                      "status": "ok"},
+            "components": [{"name": name, "render_type": "plan",
+                            "title": "Interactive plan" + ("" if n == 1 else f" {n}"),
+                            "content": self.plans[name]}
+                           for n, name in enumerate(self.plans, 1) if name in changed],
+            "versions": dict(self.versions), "messages": [],
+            "pending_confirmations": [], "step_counts": {"agent": seq}, "step_limits": {},
+            "paused": [], "started_at": 1000.0, "time": 1000.0 + seq, "done": False,
+            "end_reason": None,
+            "context": CONTEXT | {"action_specs": [NEW_PLAN_SPEC]} if whole else None,
+        }
+
+
+def _plan_view(panel: SessionPanelPage, name: str) -> Locator:
+    return panel.root.locator(f'[data-testid="plan-view"][data-plan="{name}"]')
+
+
+def test_each_plan_acts_on_itself_folds_and_a_person_starts_another(
+        page: Page, shots: StepShots) -> None:
+    panel = _open(page, LOCAL)
+    seat = PlansSeat()
+    first = plan_state([step("s1", "Search papers"), step("s2", "Pick the relevant ones")],
+                       replan={"after": "s1", "reason": "Experts now.", "choices": [
+                           [{"description": "Ask experts", "assignee": "person"}]]})
+    second = plan_state([step("s1", "Find venues", status="running")],
+                        request=f"Plan the venues {HOSTILE}", continuous=True,
+                        completions={"step": "s1", "choices": ["Find venues near", "Find two"]})
+    _deliver(page, seat.frame({FIRST: first, SECOND: second}, whole=True))
+    one, two = _plan_view(panel, FIRST), _plan_view(panel, SECOND)
+    expect(_in(two, "plan-request")).to_have_text(f"For: Plan the venues {HOSTILE}")
+    assert_text_stayed_text(page)
+
+    # Every control of a plan names its own plan.
+    _in(one, "plan-run-all").click()
+    assert _last_action(page, 1, plan=FIRST) == {"name": "RUN_ALL", "args": {}}
+    _in(one, "plan-replan-choice").nth(0).click()
+    assert _last_action(page, 2, plan=FIRST) == {"name": "ACCEPT_REPLAN", "args": {"choice": 0}}
+    _in(two, "plan-completion-choice").nth(1).click()
+    assert _last_action(page, 3, plan=SECOND) == {"name": "PICK_COMPLETION",
+                                                  "args": {"step": "s1", "choice": 1}}
+    _in(_in(two, "plan-step"), "plan-step-pause").click()
+    assert _last_action(page, 4, plan=SECOND) == {"name": "PAUSE_AFTER_STEP",
+                                                  "args": {"step": "s1"}}
+
+    # Folding, by the keyboard: the toggle is a button (Space folds, Enter unfolds).
+    toggle = _in(two, "plan-collapse")
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    toggle.focus()
+    page.keyboard.press("Space")
+    expect(two).to_have_attribute("data-collapsed", "true")
+    expect(_in(two, "plan-step")).to_be_hidden()
+    expect(_in(two, "plan-summary")).to_have_text("1 step: step 1 running")
+    page.keyboard.press("Enter")
+    expect(two).to_have_attribute("data-collapsed", "false")
+    page.keyboard.press("Space")
+    expect(one).to_have_attribute("data-collapsed", "false")
+    shots.take("second-plan-folded", focus=panel.root, where="start")
+
+    # "+ New plan" after the last plan: Escape cancels and sends nothing, Enter on the button
+    # opens it again, Shift+Enter is a new line, Enter sends NEW_PLAN.
+    new_plan = panel.testid("plan-new-plan")
+    assert panel.root.evaluate("""(root) => root.querySelector(
+        '[data-component=interactive_plan_2]').nextElementSibling.dataset.testid""") == \
+        "plan-new-plan-box"
+    new_plan.click()
+    request = panel.testid("plan-new-plan-request")
+    expect(request).to_be_focused()
+    page.keyboard.type("NOT THIS")
+    page.keyboard.press("Escape")
+    expect(request).to_be_hidden()
+    assert focused_testid(page) == "plan-new-plan"
+    assert len(_actions(page)) == 4
+    page.keyboard.press("Enter")
+    expect(request).to_have_value("")
+    page.keyboard.type(f"Plan the food {HOSTILE}")
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.type("for three days")
+    page.keyboard.press("Enter")
+    assert _last_action(page, 5, plan=None) == {"name": "NEW_PLAN", "args": {
+        "request": f"Plan the food {HOSTILE}\nfor three days"}}
+    expect(request).to_be_hidden()
+
+    # The plan comes mid-session: it gets its view, and the keyboard goes on into it.
+    _deliver(page, seat.frame({THIRD: plan_state(None, request=f"Plan the food {HOSTILE}")}))
+    three = _plan_view(panel, THIRD)
+    expect(three).to_be_visible()
+    expect(_in(three, "plan-write-first")).to_be_focused()
+    expect(_in(three, "plan-title")).to_have_text("No plan yet")
+    assert_text_stayed_text(page)
+    page.keyboard.press("Enter")
+    page.keyboard.type("Buy rice")
+    page.keyboard.press("Enter")
+    assert _last_action(page, 6, plan=THIRD) == {"name": "ADD_STEP", "args": {
+        "description": "Buy rice", "assignee": "agent", "after": ""}}
+
+    # A reload: the folded plan is still folded, the others not.
+    page.reload()
+    page.wait_for_function("window.ready === true", timeout=UI_TIMEOUT_MS)
+    panel = SessionPanelPage.find(page, page.locator("#root"))
+    seat.seq = 0
+    _deliver(page, seat.frame(seat.plans, whole=True))
+    expect(_plan_view(panel, SECOND)).to_have_attribute("data-collapsed", "true")
+    expect(_plan_view(panel, FIRST)).to_have_attribute("data-collapsed", "false")
+    expect(_plan_view(panel, THIRD)).to_have_attribute("data-collapsed", "false")
+    key = f"cogym-plan-collapsed:{SESSION}:{SECOND}"
+    assert page.evaluate("(key) => window.localStorage.getItem(key)", key) == "yes"

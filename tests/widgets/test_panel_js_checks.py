@@ -69,6 +69,7 @@ EXPORTS = {
     "overlapNotice": "function",
     "ratingStatements": "function",
     "planOffers": "function",  # the agent's replanning and completion offers, as buttons
+    "planSummary": "function",  # how far a plan got, in the line a folded plan shows
     "loadYjs": "function",
     "TRANSPORTS": "object",
     "OUTCOME_RUBRIC": "object",
@@ -387,3 +388,26 @@ def test_the_agents_offers_on_the_plan_become_buttons_that_send_the_answers() ->
         ("Check rain", {"name": "PICK_COMPLETION", "args": {"step": "s4", "choice": 0}}),
         ("Check frost", {"name": "PICK_COMPLETION", "args": {"step": "s4", "choice": 1}})]
     assert none == plain == {"replan": None, "completions": None}
+
+
+def test_a_folded_plan_says_in_a_line_how_far_it_got() -> None:
+    """What a collapsed plan shows under its title: proposals, or its steps with how many are
+    done and which one is in progress."""
+    cases = [
+        {"proposals": [], "plan": None},
+        {"proposals": [{}, {}], "plan": None},
+        {"proposals": [{}], "plan": None},
+        {"proposals": [], "plan": {"steps": []}},
+        {"proposals": [], "plan": {"steps": [{"status": "not_run"}]}},
+        {"proposals": [], "plan": {"steps": [{"status": "done"}, {"status": "running"},
+                                             {"status": "not_run"}]}},
+        {"proposals": [], "plan": {"steps": [{"status": "done"}, {"status": "needs_input"}]}},
+        {"proposals": [], "plan": {"steps": [{"status": "done"}, {"status": "done"}]}},
+    ]
+    script = (
+        f"const {{ planSummary }} = await import({json.dumps(MODULE.as_uri())});\n"
+        f"console.log(JSON.stringify({json.dumps(cases)}.map(planSummary)));")
+    assert _node_json(script) == [
+        "No steps yet", "2 proposed plans to choose from", "1 proposed plan to choose from",
+        "0 steps", "1 step", "3 steps: 1 done, step 2 running",
+        "2 steps: 1 done, step 2 needs input", "2 steps: all done"]

@@ -623,7 +623,8 @@ async def test_a_refused_action_is_shown_and_its_chat_message_marked_not_sent(br
 
 
 #: Controls a watcher may still use: they change only what the panel shows.
-VIEW_ONLY_CONTROLS = ["editor-preview-toggle", "panel-error-dismiss"]
+#: A watcher may still fold a plan (plan-collapse): it only changes what the panel shows.
+VIEW_ONLY_CONTROLS = ["editor-preview-toggle", "panel-error-dismiss", "plan-collapse"]
 
 #: Every control of the panel that is not disabled (natively or by aria-disabled), by testid.
 ENABLED_CONTROLS = """(root) => [...root.querySelectorAll('button, select, input, textarea')]

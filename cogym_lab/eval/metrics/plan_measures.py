@@ -7,6 +7,10 @@ order, to a fresh :class:`~cogym_lab.core.plans.PlanBoard` (no task, no task dat
 rules). The final plan is ``session.json``'s ``final_state`` (the component whose render type
 is ``plan``), or the rebuilt one when a file has no final state.
 
+A session may hold several plans (``NEW_PLAN``; each act names its plan in ``plan``). Each is
+rebuilt on a board of its own, its rounds are closed by its own steps only (a round names its
+plan), and the measures below are over all the session's plans together.
+
 The measures (``docs/evaluation.md`` gives them with examples):
 
 * **Output-to-input item ratio, per round.** A round is one run of a step: the step completing
@@ -40,12 +44,13 @@ import logging
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cogym_lab.core.actions import ActionError
 from cogym_lab.core.grammar import parse_canonical
 from cogym_lab.core.messages import Event, EventType
+from cogym_lab.core.plan_env import MAX_PLANS, PLAN_COMPONENT, plan_component
 from cogym_lab.core.plans import PlanBoard, Side
 from cogym_lab.records.trajectory import SessionRecord
 
@@ -54,7 +59,7 @@ log = logging.getLogger(__name__)
 CO_PLANNING = frozenset({"PROPOSE_PLANS", "SELECT_PLAN", "ADD_STEP", "EDIT_STEP", "DELETE_STEP",
                          "MOVE_STEP", "ASSIGN_STEP", "SUGGEST_STEP", "UNDO_SUGGESTION",
                          "OFFER_REPLAN", "ACCEPT_REPLAN", "DISMISS_REPLAN", "OFFER_COMPLETIONS",
-                         "PICK_COMPLETION", "DISMISS_COMPLETIONS"})
+                         "PICK_COMPLETION", "DISMISS_COMPLETIONS", "NEW_PLAN"})
 CO_EXECUTION = frozenset({"RUN_STEP", "RUN_ALL", "RUN_REMAINING", "PAUSE_AFTER_STEP",
                           "COMPLETE_STEP", "FAIL_STEP"})
 CURATION = frozenset({"EDIT_STEP_OUTPUT"})
@@ -83,6 +88,7 @@ class Round:
     seq: int  # the COMPLETE_STEP event
     produced: int
     carried: int | None = None  # None: no later step started from it
+    plan: str = PLAN_COMPONENT  # the plan the step is in (step ids repeat across plans)
 
     @property
     def ratio(self) -> float | None:
@@ -152,11 +158,20 @@ def plan_measures(record: SessionRecord) -> PlanMeasures | None:
     if not is_planned(record):
         return None
     measures = PlanMeasures()
-    board = PlanBoard("")
-    measures.rounds = _rounds(record, board, measures.notes)
+    boards = {PLAN_COMPONENT: PlanBoard("")}
+    measures.rounds = _rounds(record, boards, measures.notes)
     _activity(record, measures)
-    _steps(record, board, measures)
+    _steps(record, boards, measures)
     return measures
+
+
+def plan_of(args: dict[str, Any]) -> str:
+    """The component name of the plan an act names in ``plan`` (its name or its number;
+    empty: the first), as ``core.plan_env`` reads it; an unknown name is kept as it is."""
+    name = str(args.get("plan") or "").strip()
+    if not name:
+        return PLAN_COMPONENT
+    return plan_component(int(name)) if name.isdigit() and 0 < int(name) <= MAX_PLANS else name
 
 
 # -- rounds ------------------------------------------------------------------------------------
@@ -220,12 +235,25 @@ def _key(item: dict[str, Any]) -> str:
     return json.dumps(item, sort_keys=True)
 
 
-def _rounds(record: SessionRecord, board: PlanBoard, notes: list[str]) -> list[Round]:
-    """Replay the plan acts on ``board`` and measure each round (see the module)."""
+def _rounds(record: SessionRecord, boards: dict[str, PlanBoard],
+            notes: list[str]) -> list[Round]:
+    """Replay the plan acts on their plans' ``boards`` (``NEW_PLAN`` adds one) and measure
+    each round (see the module). Each plan's rounds follow its own steps: a step starting in
+    another plan does not close them."""
     side = _side_of(record)
     rounds: list[Round] = []
-    open_rounds: dict[int, tuple[str, Counter[str]]] = {}  # index in rounds -> step, produced
+    # per plan: index in rounds -> step, produced
+    open_rounds: dict[str, dict[int, tuple[str, Counter[str]]]] = {}
     for event, name, args in plan_acts(record):
+        if name == "NEW_PLAN":
+            boards[plan_component(len(boards) + 1)] = PlanBoard("")
+            continue
+        key = plan_of(args)
+        board = boards.get(key)
+        if board is None:  # the log names a plan it never started: stop here
+            notes.append(f"{record.session_id}: event {event.seq} names no plan of the "
+                         f"session ({key[:60]!r})")
+            break
         before = {s.id: s.status for s in board.steps}
         try:
             _apply(board, name, args, event.actor or "", side(event.actor or ""))
@@ -233,17 +261,19 @@ def _rounds(record: SessionRecord, board: PlanBoard, notes: list[str]) -> list[R
             notes.append(f"{record.session_id}: the plan could not be rebuilt past event "
                          f"{event.seq} ({error})")
             break
+        waiting = open_rounds.setdefault(key, {})
         if name == "COMPLETE_STEP":
             step = board.step(str(args["step"]))
             produced = Counter(_key(i) for i in step.output.items) if step.output else Counter()
-            open_rounds[len(rounds)] = (step.id, produced)
-            rounds.append(Round(step=step.id, seq=event.seq, produced=sum(produced.values())))
+            waiting[len(rounds)] = (step.id, produced)
+            rounds.append(Round(step=step.id, seq=event.seq, produced=sum(produced.values()),
+                                plan=key))
         started = [s.id for s in board.steps
                    if s.status in _IN_PROGRESS and before.get(s.id) not in _IN_PROGRESS]
         if started:
-            for index, (step_id, produced) in open_rounds.items():
+            for index, (step_id, produced) in waiting.items():
                 rounds[index] = _close(rounds[index], board, step_id, produced, started[0])
-            open_rounds.clear()
+            waiting.clear()
     return rounds
 
 
@@ -252,12 +282,12 @@ def _close(round_: Round, board: PlanBoard, step_id: str, produced: Counter[str]
     """``round_`` once step ``started`` starts: carried when that step is a later one."""
     order = [s.id for s in board.steps]
     if step_id not in order:  # deleted before anything ran on: nothing of it was carried
-        return Round(round_.step, round_.seq, round_.produced, 0)
+        return replace(round_, carried=0)
     if order.index(started) <= order.index(step_id):  # run again: no next step took it
         return round_
     entry = next((c for c in board.state.context if c["step"] == step_id), None)
     pool = Counter(_key(i) for i in (entry or {}).get("items", []))
-    return Round(round_.step, round_.seq, round_.produced, sum((produced & pool).values()))
+    return replace(round_, carried=sum((produced & pool).values()))
 
 
 # -- activity ----------------------------------------------------------------------------------
@@ -289,24 +319,34 @@ def _action_name(event: Event) -> str | None:
 # -- steps -------------------------------------------------------------------------------------
 
 
-def final_plan(record: SessionRecord) -> dict[str, Any] | None:
-    """The plan component's content in ``final_state`` (any view: the plan is shared)."""
+def final_plans(record: SessionRecord) -> dict[str, dict[str, Any]]:
+    """Every plan component's content in ``final_state`` by name, in the view's order (any
+    view: plans are shared)."""
     views = (record.session.get("final_state") or {}).get("views") or {}
     for view in views.values():
-        for component in (view or {}).get("components") or []:
-            if isinstance(component, dict) and component.get("render_type") == "plan":
-                content = component.get("content")
-                return content if isinstance(content, dict) else None
-    return None
+        found = {str(c.get("name")): c["content"] for c in (view or {}).get("components") or []
+                 if isinstance(c, dict) and c.get("render_type") == "plan"
+                 and isinstance(c.get("content"), dict)}
+        if found:
+            return found
+    return {}
 
 
-def _steps(record: SessionRecord, board: PlanBoard, measures: PlanMeasures) -> None:
-    """Steps by assignee, by who completed them, and reruns, from the final plan."""
-    saved = final_plan(record)
-    if saved is not None:
-        steps = list(((saved.get("plan") or {}).get("steps")) or [])
-    else:  # a file without a final state: the plan as the log rebuilt it
-        steps = [s.model_dump(mode="json") for s in board.steps]
+def final_plan(record: SessionRecord) -> dict[str, Any] | None:
+    """The first plan component's content in ``final_state`` (see :func:`final_plans`)."""
+    return next(iter(final_plans(record).values()), None)
+
+
+def _steps(record: SessionRecord, boards: dict[str, PlanBoard],
+           measures: PlanMeasures) -> None:
+    """Steps by assignee, by who completed them, and reruns, over every plan of the session,
+    from the final plans."""
+    saved = final_plans(record)
+    if saved:
+        steps = [step for plan in saved.values()
+                 for step in ((plan.get("plan") or {}).get("steps")) or []]
+    else:  # a file without a final state: the plans as the log rebuilt them
+        steps = [s.model_dump(mode="json") for board in boards.values() for s in board.steps]
     side = _side_of(record)
     for step in steps:
         assignee = "agent" if step.get("assignee") == "agent" else "person"

@@ -127,8 +127,10 @@ async def measure(sessions: int, latency: float, seconds: float) -> None:
                 await wait_until_up(http, server)
                 await run_load(http, server, base_url, sessions, seconds)
         finally:
-            server.stop()
+            # The LM first: stopped second, it would print a traceback for every request
+            # the stopping server leaves half read.
             served, unanswered = stop_lm()
+            server.stop()
     print(f"LM chat requests served: {served} ({unanswered} without a scripted reply)")
     shutil.rmtree(folder, ignore_errors=True)
 

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from cogym_lab.core.collector import batch_collector
 from cogym_lab.core.loop_lag import LoopLag
 from cogym_lab.core.loop_thread import LoopThread
 
@@ -38,14 +40,22 @@ class SessionsLoop:
                  name: str = "cogym-hosted-sessions") -> None:
         self.thread = LoopThread(name)
         self._server_loop = server_loop
+        self._collector: contextlib.AbstractContextManager[None] | None = None
 
     def start(self) -> None:
+        # Hundreds of sessions in the server's process: the collector's full passes over their
+        # heap would hold the interpreter, and so the server's loop, for up to a second.
+        self._collector = batch_collector()
+        self._collector.__enter__()
         self.thread.start()
 
     async def stop(self) -> None:
         """Stop the loop (tasks left on it are cancelled) and wait for its thread."""
         self.thread.stop()
         await self.thread.join()
+        collector, self._collector = self._collector, None
+        if collector is not None:
+            collector.__exit__(None, None, None)
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from cogym_lab.kernels import CellResult, Happening
-from cogym_lab.server.live_notebooks.link import ServerNotebookLink
 from cogym_lab.server.live_notebooks.server_kernel import ServerKernelExecutor
 from cogym_lab.server.sessions_loop import SessionsLoop
 
@@ -64,7 +63,9 @@ class CrossLoopExecutor:
 class CrossLoopLink:
     """A :class:`~cogym_lab.kernels.NotebookLink` whose work runs on the server's loop."""
 
-    def __init__(self, link: ServerNotebookLink, loops: SessionsLoop) -> None:
+    def __init__(self, link: Any, loops: SessionsLoop) -> None:
+        """``link``: a :class:`~cogym_lab.server.live_notebooks.link.ServerNotebookLink` (which
+        makes this one, so it is not imported here)."""
         self._link = link
         self._loops = loops
         self.executor = CrossLoopExecutor(link.executor, loops)

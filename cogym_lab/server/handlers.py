@@ -526,6 +526,13 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
         # The seat is followed on the sessions' loop, until the socket closes (on_close
         # cancels it there).
         self._seat = self.loops.spawn(self._follow_seat())
+        self._seat.add_done_callback(self._seat_ended)
+
+    def _seat_ended(self, seat: concurrent.futures.Future[None]) -> None:
+        """Say in the server's log why following the seat failed (nobody awaits it)."""
+        if not seat.cancelled() and (error := seat.exception()) is not None:
+            log.error("cogym_lab: following seat %s of session %s failed", self.role,
+                      self.session_id, exc_info=error)
 
     async def _follow_seat(self) -> None:
         """On the sessions' loop: count the panel, subscribe to the seat's feed, forward it to
@@ -535,7 +542,11 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
             if not self.watching:  # a watcher is nobody at a seat: it must not keep it going
                 host.panel_opened(session_id, self.role)
                 counted = True
-            feed = await host.follow(session_id, self.role, watch=self.watching)
+            try:
+                feed = await host.follow(session_id, self.role, watch=self.watching)
+            except HostingError as error:  # gone since the handshake (forgotten, evicted)
+                await self._send(error_frame("refused", error.message))
+                return
             if feed is None:  # ended between the handshake and now
                 await self._send(error_frame("refused", f"Session {session_id!r} has ended."))
                 return

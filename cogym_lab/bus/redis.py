@@ -51,6 +51,18 @@ remembers it: a later publish to such a channel, and a re-publish after a restar
 expiry again (a stream that was deleted and is re-created has none), and the bus drops its own
 re-publish buffers of those channels when they expire.
 
+Trimming
+--------
+Every stream is trimmed as it grows (``XADD ... MAXLEN ~``): to ``stream_maxlen`` entries, and a
+member's notification channel (:func:`~cogym_lab.core.messages.resyncs`) to ``resync_maxlen``
+only. Those carry whole texts (an editor's document in every notification), and no reader needs
+their history: a member, a panel or an outside seat subscribes from the newest entry and is sent
+the whole state when it joins, and one that fell more than ``resync_maxlen`` entries behind sees
+a gap in the notifications' ``seq`` and asks for the whole state (a sync). The re-publish buffer
+of such a channel keeps as few. ``~`` lets Redis trim whole nodes of its stream only: a stream
+of large entries (a node holds at most 4 KB) is trimmed exactly, one of small ones keeps up to a
+node's 100 entries more.
+
 Text
 ----
 A message is encoded as UTF-8, which cannot hold a lone UTF-16 surrogate. The bus applies the
@@ -90,6 +102,7 @@ from cogym_lab.bus.base import (
     claim_marker,
     next_from,
 )
+from cogym_lab.core.messages import resyncs
 from cogym_lab.core.text import clean, clean_text, is_clean
 from cogym_lab.errors import CogymError
 
@@ -420,6 +433,8 @@ class RedisBus(Bus):
 
     ``replay_window``: messages per channel kept for re-publishing after a restart.
     ``stream_maxlen``: approximate length each stream is trimmed to (history depth).
+    ``resync_maxlen``: the same for a member's notification channel, whose readers resync
+    instead of reading history (see "Trimming" above).
     ``publish_timeout``: seconds ``publish`` keeps retrying before raising ``BusError``.
     """
 
@@ -429,12 +444,14 @@ class RedisBus(Bus):
         *,
         replay_window: int = 1024,
         stream_maxlen: int = 10_000,
+        resync_maxlen: int = 32,
         publish_timeout: float = 60.0,
     ) -> None:
         super().__init__()
         self.url = url
         self.replay_window = replay_window
         self.stream_maxlen = stream_maxlen
+        self.resync_maxlen = resync_maxlen
         self.publish_timeout = publish_timeout
         self._client: Redis | None = None  # hooked: refuses a restarted server until synced
         self._admin: Redis | None = None  # hook-less: INFO and re-publish
@@ -448,6 +465,10 @@ class RedisBus(Bus):
         self._reader = _Reader(self)  # started by connect()
 
     # -- connections -------------------------------------------------------------------
+
+    def _maxlen(self, channel: str) -> int:
+        """How many entries ``channel``'s stream keeps, about (see "Trimming" above)."""
+        return self.resync_maxlen if resyncs(channel) else self.stream_maxlen
 
     def _key(self, channel: str) -> str:
         return KEY_PREFIX + channel
@@ -551,7 +572,7 @@ class RedisBus(Bus):
                 await self._admin.xadd(
                     self._key(channel),
                     {"mid": mid, "data": data},
-                    maxlen=self.stream_maxlen,
+                    maxlen=self._maxlen(channel),
                     approximate=True,
                 )
             if expiry is not None:
@@ -595,12 +616,12 @@ class RedisBus(Bus):
             if len(entries) == 1 and not expiring:  # a plain command costs less than a pipeline
                 channel, mid, data = entries[0]
                 await client.xadd(self._key(channel), {"mid": mid, "data": data},
-                                  maxlen=self.stream_maxlen, approximate=True)
+                                  maxlen=self._maxlen(channel), approximate=True)
                 return
             pipeline = client.pipeline(transaction=False)
             for channel, mid, data in entries:
                 pipeline.xadd(self._key(channel), {"mid": mid, "data": data},
-                              maxlen=self.stream_maxlen, approximate=True)
+                              maxlen=self._maxlen(channel), approximate=True)
             for channel in expiring:  # a re-created stream would otherwise live for ever
                 pipeline.pexpire(self._key(channel), self._expiry_ms(channel) or 1)
             await pipeline.execute()
@@ -610,7 +631,10 @@ class RedisBus(Bus):
         async with self._lock:
             await self._retry(add_all, self._deadline(), what, locked=True)
             for channel, mid, data in entries:
-                buffer = self._replay.setdefault(channel, deque(maxlen=self.replay_window))
+                buffer = self._replay.get(channel)
+                if buffer is None:
+                    buffer = self._replay[channel] = deque(maxlen=min(
+                        self.replay_window, self._maxlen(channel)))
                 buffer.append((mid, data))
 
     async def claim_session(self, session_id: str, channels: Sequence[str], *,

@@ -257,6 +257,14 @@ def obs_channel(session_id: str, role: str) -> str:
     return f"{session_id}/{role}/obs"
 
 
+def resyncs(channel: str) -> bool:
+    """Whether ``channel``'s readers need none of its history: a member's notification
+    channel. Its readers subscribe from the newest message and are sent the whole state when
+    they join, and one that misses notifications sees a gap in their ``seq`` and asks for the
+    whole state again (a sync); so a bus may keep only its last few messages."""
+    return channel.endswith("/obs")
+
+
 AgentState = Literal["thinking", "acting", "waiting", "paused", "failed", "finished"]
 WaitingFor = Literal["teammate", "tick"]
 

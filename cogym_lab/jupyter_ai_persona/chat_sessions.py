@@ -2,7 +2,8 @@
 
 A session started from the chat is made as ``POST /cogym/api/sessions`` makes it: the same
 create policy (allow-lists, the administrator's LM), the same quota, and the person as its
-owner, so their notebook's ``%cogym attach`` and the REST API treat it as theirs.
+owner, so their notebook's ``%cogym attach`` and the REST API treat it as theirs. The host is
+reached on the hosted sessions' own loop, as the handlers reach it.
 """
 
 from __future__ import annotations
@@ -61,15 +62,20 @@ class ChatSessions:
         except ValidationError as error:
             raise HostingError(validation_message(error)) from None
         checked = self.parts.policy.check(request)
-        with self.parts.quota.place(self.who):
-            hosted = await self.parts.host.create(
-                checked.request.spec(), access=SessionAccess(owner=self.who),
-                created_in=checked.request.created_in)
-        return self.gate.summary(hosted), list(checked.notes)
 
-    def find(self, session_id: str) -> dict[str, Any]:
+        async def create() -> dict[str, Any]:
+            with self.parts.quota.place(self.who):
+                hosted = await self.parts.host.create(
+                    checked.request.spec(), access=SessionAccess(owner=self.who),
+                    created_in=checked.request.created_in)
+            return self.gate.summary(hosted)
+
+        return await self.parts.loops.run(create()), list(checked.notes)
+
+    async def find(self, session_id: str) -> dict[str, Any]:
         """The summary of a session the person created or holds a seat of (404 otherwise)."""
-        return self.gate.summary(self.gate.entry(session_id))
+        return await self.parts.loops.call(
+            lambda: self.gate.summary(self.gate.entry(session_id)))
 
-    def sessions(self) -> list[dict[str, Any]]:
-        return self.gate.sessions()
+    async def sessions(self) -> list[dict[str, Any]]:
+        return await self.parts.loops.call(self.gate.sessions)

@@ -58,9 +58,9 @@ class CoGymAnswers:
             url = serverapp.connection_url
             http_served = _serves_mcp_over_http()
             if isinstance(command, ListSessions):
-                return replies.listing(sessions.sessions())
+                return replies.listing(await sessions.sessions())
             if isinstance(command, Join):
-                return replies.found(sessions.find(command.session_id), command.seat, url,
+                return replies.found(await sessions.find(command.session_id), command.seat, url,
                                      http_served=http_served)
             assert isinstance(command, Start)
             summary, notes = await sessions.start(command)

@@ -1,4 +1,6 @@
-"""SessionHost: runs sessions inside the Jupyter server's event loop.
+"""SessionHost: runs sessions on one event loop: in a Jupyter server, the hosted sessions' own
+loop on a thread of the server's process (``cogym_lab.server.sessions_loop``), never the
+server's; in a kernel, the kernel's.
 
 Each hosted session has its own bus (in-process unless a Redis URL is given), runs
 ``Session.run()`` as a background task and writes its results under ``results_dir/<session_id>``.
@@ -69,7 +71,7 @@ LAST_WORD_WAIT = 5.0
 
 class SessionHost:
     """Creates, lists, follows, ends, resumes and rates sessions. Use it from one event loop
-    (the server's, or a kernel's)."""
+    (a server's sessions' loop, or a kernel's): its state is not guarded against threads."""
 
     def __init__(self, results_dir: str | Path, redis_url: str | None = None,
                  default_team: str | None = None, *, teams: Mapping[str, str] | None = None,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import IOLoop
@@ -32,8 +34,10 @@ from cogym_lab.server.limits import KIB, ServerLimits
 from cogym_lab.server.live_notebooks import NotebookOpener
 from cogym_lab.server.mcp_handler import SeatMcpHandler
 from cogym_lab.server.quota import ActionRates, SessionQuota
+from cogym_lab.server.sessions_loop import SessionsLoop
 
 _DEFAULTS = ServerLimits()
+T = TypeVar("T")
 
 _ID = r"(?P<session_id>[A-Za-z0-9_.-]+)"
 _ROLE = r"(?P<role>[A-Za-z0-9_.-]+)"
@@ -165,7 +169,8 @@ class CogymLab(ExtensionApp):
 
 
 class CogymLabApp(CogymLab):
-    """Runs collaboration sessions in the server's event loop, for people in the browser."""
+    """Runs collaboration sessions for people in the browser, on an event loop of their own
+    (a thread: :mod:`cogym_lab.server.sessions_loop`), never on the server's."""
 
     name = "cogym_lab"
     load_other_extensions = True
@@ -176,6 +181,11 @@ class CogymLabApp(CogymLab):
 
         for name, path in self.members.items():
             register_member(path, name=name)
+        # The sessions' loop: the host and all it starts live there, the server's loop stays
+        # free for the panels and the REST calls.
+        self.sessions_loop = SessionsLoop(IOLoop.current().asyncio_loop)  # type: ignore[attr-defined]
+        self.sessions_loop.start()
+        IOLoop.current().add_callback(self._note_server_loop)
         # Requests come from others: team names only, never a path to a file.
         self.host = SessionHost(self.results_dir, redis_url=self.redis_url,
                                 default_team=self.default_team, teams=self.teams,
@@ -197,6 +207,7 @@ class CogymLabApp(CogymLab):
             "cogym_lab_quota": SessionQuota(limits, self.host.running),
             "cogym_lab_rates": ActionRates(limits),
             "cogym_lab_loop_lag": self.loop_lag,
+            "cogym_lab_sessions_loop": self.sessions_loop,
             "cogym_lab_mcp_seats": self._mcp_seats(limits),
         })
         IOLoop.current().add_callback(self.loop_lag.start)  # ticks once the server's loop runs
@@ -206,14 +217,21 @@ class CogymLabApp(CogymLab):
         self.kernel_ends: KernelEnds | None = None
         if self.end_with_kernel and self.serverapp is not None:
             self.kernel_ends = KernelEnds(self.host, self.serverapp.kernel_manager)
-            IOLoop.current().add_callback(self.kernel_ends.start)
-        self.host.notebooks = NotebookOpener(self.serverapp)  # sessions in a notebook's kernel
-        stored = self.host.recover()  # sessions an earlier server left: interrupted or finished
+            self.sessions_loop.soon(self.kernel_ends.start)  # it ends sessions: on their loop
+        # Sessions in a notebook's kernel: the notebook is the server's loop's, the session not.
+        self.host.notebooks = NotebookOpener(self.serverapp, self.sessions_loop)
+        # Sessions an earlier server left, interrupted or finished; on the sessions' loop, which
+        # owns the host's registry (and its eviction timers) from here on.
+        stored = self.sessions_loop.spawn(_call(self.host.recover)).result()
         if stored:
             interrupted = sum(entry.status == "interrupted" for entry in stored)
             self.log.info("cogym_lab: %d earlier sessions in %s, %d of them interrupted "
                           "(POST /cogym/api/sessions/<id>/resume)", len(stored),
                           self.results_dir, interrupted)
+
+    def _note_server_loop(self) -> None:
+        """The loop the server runs, once it runs (the WebSockets' and streams' loop)."""
+        self.sessions_loop.server_loop = asyncio.get_running_loop()
 
     def _mcp_seats(self, limits: ServerLimits) -> Any:
         """The MCP endpoints of the sessions' outside seats; ``None`` without the ``mcp``
@@ -253,12 +271,20 @@ class CogymLabApp(CogymLab):
         monitor = getattr(self, "loop_lag", None)
         if monitor is not None:
             await monitor.stop()
+        loops: SessionsLoop | None = getattr(self, "sessions_loop", None)
+        if loops is None:
+            return
         kernel_ends = getattr(self, "kernel_ends", None)
         if kernel_ends is not None:
-            await kernel_ends.stop()
+            await loops.run(kernel_ends.stop())
         seats = getattr(self, "mcp_seats", None)
         if seats is not None:  # their clients' streams end; the sessions are the host's
-            await seats.close()
+            await loops.run(seats.close())
         host = getattr(self, "host", None)
         if host is not None:
-            await host.close()
+            await loops.run(host.close())
+        await loops.stop()
+
+
+async def _call(function: Callable[[], T]) -> T:
+    return function()

@@ -2,6 +2,12 @@
 allowed on the ``cogym`` resource, and reaches sessions through a :class:`Gate` for that user:
 a session is its creator's, and others reach only the seats shared with them.
 
+Hosted sessions live on a loop of their own (:mod:`cogym_lab.server.sessions_loop`): a handler
+reads and checks its request on the server's loop, hands everything that touches the host or a
+session over to the sessions' loop (``self.loops.run`` / ``self.loops.call``) and writes the
+answer back on the server's loop. A seat's WebSocket frames are built on the sessions' loop and
+written on the server's.
+
 Bodies are read within the server's limits before anything else happens (see
 :mod:`cogym_lab.server.limits`): too big is ``413``, not UTF-8, not JSON or nested too deeply is
 ``400``, and a well-formed body is then validated by its pydantic model (``400`` naming the field).
@@ -10,6 +16,7 @@ Bodies are read within the server's limits before anything else happens (see
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import logging
@@ -26,19 +33,19 @@ from tornado.http1connection import HTTP1Connection
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from cogym_lab.bus.base import Subscription
-from cogym_lab.core.loop_lag import LoopLagMonitor
+from cogym_lab.core.loop_lag import LoopLag, LoopLagMonitor
 from cogym_lab.runtime.access import (
     SessionAccess,
     identity_of,
     new_seat_token,
     visible_state,
 )
-from cogym_lab.runtime.feeds import SeatFeed
 from cogym_lab.runtime.hosting import HostingError, SessionHost
 from cogym_lab.runtime.models import (
     ActionBody,
     ActionFrame,
     CreateRequest,
+    PairwiseOffer,
     RatingRequest,
     SeatClaim,
     validation_message,
@@ -48,6 +55,7 @@ from cogym_lab.server.create_policy import CreatePolicy
 from cogym_lab.server.gate import Gate
 from cogym_lab.server.limits import ServerLimits, TokenBucket, drain_ceiling, read_json
 from cogym_lab.server.quota import ActionRates, SessionQuota
+from cogym_lab.server.sessions_loop import SessionsLoop
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +73,7 @@ class ServerParts:
         self.quota: SessionQuota = settings["cogym_lab_quota"]
         self.rates: ActionRates = settings["cogym_lab_rates"]
         self.loop_lag: LoopLagMonitor = settings["cogym_lab_loop_lag"]
+        self.loops: SessionsLoop = settings["cogym_lab_sessions_loop"]
 
 
 class _UsesServerParts:
@@ -79,6 +88,11 @@ class _UsesServerParts:
     @property
     def host(self) -> SessionHost:
         return self.parts.host
+
+    @property
+    def loops(self) -> SessionsLoop:
+        """The sessions' loop, where the host and its sessions are touched."""
+        return self.parts.loops
 
 
 @web.stream_request_body
@@ -190,11 +204,11 @@ class StatusHandler(CogymAPIHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        lag = self.parts.loop_lag.summary()
-        self.send({"sessions_running": self.host.running(),
-                   "loop_lag": {key: (None if isinstance(value, float) and value != value
-                                      else value)  # NaN is not JSON
-                                for key, value in lag.model_dump().items()}})
+        parts = self.parts
+        running = await self.loops.call(self.host.running)
+        self.send({"sessions_running": running,
+                   "loop_lag": _lag_json(parts.loop_lag.summary()),
+                   "sessions_loop_lag": _lag_json(self.loops.lag)})
 
 
 class SessionsHandler(CogymAPIHandler):
@@ -203,7 +217,7 @@ class SessionsHandler(CogymAPIHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        self.send({"sessions": self.gate.sessions()})
+        self.send({"sessions": await self.loops.call(self.gate.sessions)})
 
     @web.authenticated
     @authorized
@@ -216,13 +230,18 @@ class SessionsHandler(CogymAPIHandler):
             access = SessionAccess(owner=who, seat_users=dict(request.seat_users),
                                    seat_tokens={role: digest for role, (_, digest)
                                                 in tokens.items()})
-            with parts.quota.place(who):
-                hosted = await self.host.create(request.spec(), access=access,
-                                               created_in=request.created_in)
+            gate = self.gate
+
+            async def create() -> tuple[str, dict[str, Any]]:
+                with parts.quota.place(who):
+                    hosted = await self.host.create(request.spec(), access=access,
+                                                   created_in=request.created_in)
+                return hosted.session_id, gate.summary(hosted)
+
+            session_id, answer = await self.loops.run(create())
         except HostingError as error:
             return self.error(error.status, error.message)
-        self.set_header("Location", self.request.path.rstrip("/") + "/" + hosted.session_id)
-        answer = self.gate.summary(hosted)
+        self.set_header("Location", self.request.path.rstrip("/") + "/" + session_id)
         if tokens:  # shown this once: the server keeps only their digests
             answer["seat_tokens"] = {role: token for role, (token, _) in tokens.items()}
         if checked.notes:  # settings of the request's that the server did not use
@@ -237,10 +256,11 @@ class SessionHandler(CogymAPIHandler):
     @authorized
     async def get(self, session_id: str) -> None:
         try:
-            self.send(self.gate.snapshot(session_id)
-                      | {"outside_status": self.outside_status(session_id)})
+            answer = await self.loops.call(lambda: self.gate.snapshot(session_id)
+                                           | {"outside_status": self.outside_status(session_id)})
         except HostingError as error:
-            self.error(error.status, error.message)
+            return self.error(error.status, error.message)
+        self.send(answer)
 
     def outside_status(self, session_id: str) -> dict[str, Any]:
         """The outside seats the caller may see (all for the creator, else its own), each
@@ -258,12 +278,16 @@ class SessionHandler(CogymAPIHandler):
     @authorized
     async def delete(self, session_id: str) -> None:
         gate = self.gate
-        try:
+
+        async def end() -> dict[str, Any]:
             gate.owned(session_id, "end")
-            ended = await self.host.end(session_id)
+            return gate.summary(await self.host.end(session_id))
+
+        try:
+            answer = await self.loops.run(end())
         except HostingError as error:
             return self.error(error.status, error.message)
-        self.send(gate.summary(ended))
+        self.send(answer)
 
 
 class ActionsHandler(CogymAPIHandler):
@@ -286,16 +310,20 @@ class ActionsHandler(CogymAPIHandler):
         parts, who = self.parts, self.who
         try:
             body = self.model_body(ActionBody)
-            Gate(self.host, who).seat(session_id, body.role)
+            await self.loops.call(Gate(self.host, who).seat, session_id, body.role)
             if not parts.rates.allow(who, session_id):
                 raise HostingError(rate_message(parts.limits), status=429)
-            submitted = await self.host.submit(session_id, body.role, body.action,
-                                               base=body.base, seen_seq=body.seen_seq)
+
+            async def act() -> tuple[Submitted, Any]:
+                submitted = await self.host.submit(session_id, body.role, body.action,
+                                                   base=body.base, seen_seq=body.seen_seq)
+                return submitted, await submitted.settled(self.answer_wait)
+
+            submitted, settled = await self.loops.run(act())
         except HostingError as error:
             return self.error(error.status, error.message)
         request = submitted.request
         answer: dict[str, Any] = {"request_id": request.id, "role": request.role}
-        settled = await submitted.settled(self.answer_wait)
         if settled is None:
             return self.send(answer | {"status": "pending"}, status=202)
         if not settled.applied:
@@ -317,7 +345,7 @@ class SeatsHandler(CogymAPIHandler):
     async def post(self, session_id: str) -> None:
         try:
             claim = self.model_body(SeatClaim)
-            role = self.host.claim_seat(session_id, claim.token, self.who)
+            role = await self.loops.call(self.host.claim_seat, session_id, claim.token, self.who)
         except HostingError as error:
             return self.error(error.status, error.message)
         self.send({"session_id": session_id, "role": role})
@@ -331,15 +359,20 @@ class ResumeHandler(CogymAPIHandler):
     @authorized
     async def post(self, session_id: str) -> None:
         parts, gate = self.parts, self.gate
-        try:
-            self.refuse_oversized()
+
+        async def resume() -> dict[str, Any]:
             gate.owned(session_id, "resume")
             with parts.quota.place(gate.who):
                 hosted = await self.host.resume(session_id)
+            state = visible_state(hosted.restored_state, gate.seats(hosted))
+            return gate.summary(hosted) | {"state": state}
+
+        try:
+            self.refuse_oversized()
+            answer = await self.loops.run(resume())
         except HostingError as error:
             return self.error(error.status, error.message)
-        state = visible_state(hosted.restored_state, gate.seats(hosted))
-        self.send(gate.summary(hosted) | {"state": state})
+        self.send(answer)
 
 
 class InterruptHandler(CogymAPIHandler):
@@ -352,8 +385,13 @@ class InterruptHandler(CogymAPIHandler):
     async def post(self, session_id: str) -> None:
         try:
             self.refuse_oversized()
-            self.gate.entry(session_id)
-            interrupted = await self.host.interrupt(session_id)
+            gate = self.gate
+
+            async def interrupt() -> bool:
+                gate.entry(session_id)
+                return await self.host.interrupt(session_id)
+
+            interrupted = await self.loops.run(interrupt())
         except HostingError as error:
             return self.error(error.status, error.message)
         self.send({"session_id": session_id, "interrupted": interrupted})
@@ -373,13 +411,17 @@ class RatingHandler(CogymAPIHandler):
         gate = self.gate
         try:
             body = self.model_body(RatingRequest)
-            gate.seat(session_id, body.role)
-            self.host.rate(session_id, body.role, body.outcome_rating, body.satisfaction,
-                           body.comment, likert=body.likert(),
-                           pairwise=body.pairwise, pairwise_order=body.pairwise_order)
+
+            def rate() -> Any:
+                gate.seat(session_id, body.role)
+                self.host.rate(session_id, body.role, body.outcome_rating, body.satisfaction,
+                               body.comment, likert=body.likert(),
+                               pairwise=body.pairwise, pairwise_order=body.pairwise_order)
+                return gate.snapshot(session_id)["ratings"]
+
+            ratings = await self.loops.call(rate)
         except HostingError as error:
             return self.error(error.status, error.message)
-        ratings = gate.snapshot(session_id)["ratings"]
         self.send({"session_id": session_id, "ratings": ratings}, status=201)
 
 
@@ -393,8 +435,13 @@ class PairwiseHandler(CogymAPIHandler):
     async def get(self, session_id: str) -> None:
         role = self.get_query_argument("role", None, strip=False)  # "user\u2028" is no seat
         try:
-            self.gate.seat(session_id, role)
-            offer = await self.host.pairwise_offer(session_id, str(role))
+            gate = self.gate
+
+            async def offer_of() -> PairwiseOffer:
+                gate.seat(session_id, role)
+                return await self.host.pairwise_offer(session_id, str(role))
+
+            offer = await self.loops.run(offer_of())
         except HostingError as error:
             return self.error(error.status, error.message)
         self.send(offer.model_dump(mode="json"))
@@ -417,6 +464,9 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
     frame once the env settles it; an applied one by the seat's notifications. The socket
     stays open through all of them. Opening asks the env for the current state, so a
     reconnecting browser catches up.
+
+    The seat is followed on the sessions' loop (its feed, the panel count, the env's
+    settlements); only the frames' writing happens on the server's loop.
 
     Each open socket counts as a panel of its seat (``SessionHost.panel_opened``): a session
     with person seats whose sockets have all closed goes on, and ends only when no one has been
@@ -449,63 +499,94 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
             raise web.HTTPError(403)
         self.role = self.get_argument("role", "")
         self.watching = self.get_argument("watch", "") in ("1", "true", "yes")
-        try:
-            gate = Gate(self.host, identity_of(self.current_user, self.identity_provider))
+        gate = Gate(self.host, identity_of(self.current_user, self.identity_provider))
+
+        def check() -> None:
             if self.watching:
                 gate.watch(session_id, self.role)
                 self.host.get(session_id)  # 409 until a stored session resumes
             else:
                 gate.seat(session_id, self.role)
                 self.host.check_seat(session_id, self.role)  # 409 until a stored one resumes
+
+        try:
+            await self.loops.call(check)
         except HostingError as error:
             raise web.HTTPError(error.status, error.message) from None
         limits = self.parts.limits
         self.session_id = session_id
         self.bucket = TokenBucket(limits.ws_actions_per_second, limits.ws_action_burst)
-        self._feed: SeatFeed | None = None
-        self._pump: asyncio.Task[None] | None = None
-        self._answers: set[asyncio.Future[None]] = set()  # waiting for the env's settlements
+        self._seat: concurrent.futures.Future[None] | None = None
+        # The env's settlements still awaited, on the sessions' loop.
+        self._answers: set[concurrent.futures.Future[None]] = set()
         await super().get(session_id)
 
     async def open(self, session_id: str) -> None:
         super().open()  # WebSocketMixin: keep-alive pings
-        if not self.watching:  # a watcher is nobody at a seat: it must not keep a session going
-            # Counted before any wait, so that a socket closing meanwhile is uncounted in
-            # on_close.
-            self.host.panel_opened(session_id, self.role)
-            self._panel_counted = True
-        feed = await self.host.follow(session_id, self.role, watch=self.watching)
-        if feed is None:  # ended between the handshake and now
-            await self._send(error_frame("refused", f"Session {session_id!r} has ended."))
-            return
-        if getattr(self, "_closed", False):  # the socket went while the feed was opened
-            await feed.close()
-            return
-        self._feed = feed
-        if feed.current is not None:  # a watcher starts with the member's current state
-            await self._send(feed.current)
-        self._pump = asyncio.create_task(self._forward(feed.updates))
-        self._status_pump = asyncio.create_task(self._forward_statuses(feed.statuses))
-        if self.watching:
-            return
+        # The seat is followed on the sessions' loop, until the socket closes (on_close
+        # cancels it there).
+        self._seat = self.loops.spawn(self._follow_seat())
+        self._seat.add_done_callback(self._seat_ended)
+
+    def _seat_ended(self, seat: concurrent.futures.Future[None]) -> None:
+        """Say in the server's log why following the seat failed (nobody awaits it)."""
+        if not seat.cancelled() and (error := seat.exception()) is not None:
+            log.error("cogym_lab: following seat %s of session %s failed", self.role,
+                      self.session_id, exc_info=error)
+
+    async def _follow_seat(self) -> None:
+        """On the sessions' loop: count the panel, subscribe to the seat's feed, forward it to
+        the socket, and ask the env for the current state; undo it all when cancelled."""
+        host, session_id, counted = self.host, self.session_id, False
         try:
-            await self.host.sync(session_id, self.role)
-        except HostingError as error:
-            await self._send(error_frame("refused", error.message))
-
-    async def _forward(self, subscription: Subscription) -> None:
-        async for message in subscription:
-            try:  # awaited: a browser that reads slowly slows its own feed, not the server
-                await self.write_message(json.dumps(message, default=str))
-            except WebSocketClosedError:
-                return
-
-    async def _forward_statuses(self, statuses: Subscription) -> None:
-        async for status in statuses:
+            if not self.watching:  # a watcher is nobody at a seat: it must not keep it going
+                host.panel_opened(session_id, self.role)
+                counted = True
             try:
-                await self.write_message(json.dumps({"type": "status", **status}, default=str))
+                feed = await host.follow(session_id, self.role, watch=self.watching)
+            except HostingError as error:  # gone since the handshake (forgotten, evicted)
+                await self._send(error_frame("refused", error.message))
+                return
+            if feed is None:  # ended between the handshake and now
+                await self._send(error_frame("refused", f"Session {session_id!r} has ended."))
+                return
+            pumps: list[asyncio.Task[None]] = []
+            try:
+                if feed.current is not None:  # a watcher starts with the member's current state
+                    await self._send(feed.current)
+                pumps = [asyncio.create_task(self._forward(feed.updates)),
+                         asyncio.create_task(self._forward(feed.statuses, {"type": "status"}))]
+                if not self.watching:
+                    try:
+                        await host.sync(session_id, self.role)
+                    except HostingError as error:
+                        await self._send(error_frame("refused", error.message))
+                await asyncio.gather(*pumps)
+                # The session's feed ended (the session is over): the panel stays counted
+                # until its socket closes, as the socket stays open.
+                await asyncio.get_running_loop().create_future()
+            finally:
+                for pump in pumps:
+                    pump.cancel()
+                await asyncio.gather(*pumps, return_exceptions=True)
+                await feed.close()
+        finally:
+            if counted:
+                host.panel_closed(session_id, self.role)
+
+    async def _forward(self, subscription: Subscription,
+                       marks: dict[str, Any] | None = None) -> None:
+        """Forward a subscription's messages (each with ``marks``) to the socket, in order."""
+        async for message in subscription:
+            text = json.dumps(message if marks is None else {**marks, **message}, default=str)
+            try:  # awaited: a browser that reads slowly slows its own feed, not the server
+                await self.loops.to_server(self._write(text))
             except WebSocketClosedError:
                 return
+
+    async def _write(self, text: str) -> None:
+        """On the server's loop: one frame to the browser."""
+        await self.write_message(text)
 
     async def on_message(self, message: str | bytes) -> None:
         try:
@@ -532,7 +613,7 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
         if not self.bucket.take():  # every frame counts, well formed or not
             return error_frame("rate_limited", rate_message(limits), frame_id)
         if isinstance(data, dict) and data.get("type") == "sync":  # a watcher may ask too
-            return await self._sync(frame_id)
+            return await self.loops.run(self._sync(frame_id))
         if self.watching:  # whatever it says: nothing reaches the session from a watcher
             return error_frame("read_only", self.READ_ONLY.format(role=self.role), frame_id)
         if problem is not None:
@@ -544,12 +625,14 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
             return error_frame("bad_message", 'Send {"action": ...}: '
                                + validation_message(error), frame_id)
         try:
-            submitted = await self.host.submit(self.session_id, self.role, frame.action,
-                                               base=frame.base, seen_seq=frame.seen_seq)
+            submitted = await self.loops.run(self.host.submit(
+                self.session_id, self.role, frame.action, base=frame.base,
+                seen_seq=frame.seen_seq))
         except HostingError as error:
             return error_frame("refused", error.message, frame_id)
-        # The answer comes later; meanwhile the socket reads the next frames.
-        answer = asyncio.ensure_future(self._refuse_if_not_applied(submitted, frame_id))
+        # The answer comes later, on the sessions' loop; meanwhile the socket reads the next
+        # frames.
+        answer = self.loops.spawn(self._refuse_if_not_applied(submitted, frame_id))
         self._answers.add(answer)
         answer.add_done_callback(self._answers.discard)
         return None
@@ -563,8 +646,9 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
                                          or "The action was not applied.", frame_id))
 
     async def _sync(self, frame_id: Any) -> dict[str, Any] | None:
-        """Send the whole state again: a watcher's to this socket alone, a seat's by asking the
-        env (its answer reaches every socket of the seat). The answer to send back, if any."""
+        """On the sessions' loop: send the whole state again: a watcher's to this socket
+        alone, a seat's by asking the env (its answer reaches every socket of the seat). The
+        answer to send back, if any."""
         try:
             if self.watching:
                 current = self.host.watched(self.session_id, self.role)
@@ -577,29 +661,19 @@ class SessionWebSocketHandler(_UsesServerParts, ExtensionHandlerMixin, WebSocket
         return None
 
     async def _send(self, data: dict[str, Any]) -> None:
+        """One frame to the browser, from either loop; nothing when the socket has closed."""
+        text = json.dumps(data)
         with contextlib.suppress(WebSocketClosedError):
-            await self.write_message(json.dumps(data))
+            await self.loops.to_server(self._write(text))
 
     def on_close(self) -> None:
-        self._closed = True
-        if getattr(self, "_panel_counted", False):  # once, and only for a socket that opened
-            self._panel_counted = False
-            self.host.panel_closed(self.session_id, self.role)
-        feed = getattr(self, "_feed", None)
-        if feed is not None:
-            closing = asyncio.ensure_future(feed.close())
-            _CLOSING.add(closing)  # held until done: the loop keeps only a weak reference
-            closing.add_done_callback(_CLOSING.discard)
-        for name in ("_pump", "_status_pump"):
-            pump = getattr(self, name, None)
-            if pump is not None:
-                pump.cancel()
+        # The seat's feed and the panel count are undone on the sessions' loop, where they
+        # were made; a future cancelled before its coroutine started never counts the panel.
+        seat = getattr(self, "_seat", None)
+        if seat is not None:
+            seat.cancel()
         for answer in list(getattr(self, "_answers", ())):
             answer.cancel()
-
-
-#: Subscriptions of closed sockets still closing.
-_CLOSING: set[asyncio.Future[Any]] = set()
 
 
 def error_frame(code: str, message: str, frame_id: Any = None) -> dict[str, Any]:
@@ -628,3 +702,8 @@ def _frame_id(data: Any) -> Any:
         return value
     return None
 
+
+def _lag_json(lag: LoopLag) -> dict[str, Any]:
+    """A loop's lag as JSON: NaN (no wake-up yet) is not JSON, ``None`` is."""
+    return {key: (None if isinstance(value, float) and value != value else value)
+            for key, value in lag.model_dump().items()}

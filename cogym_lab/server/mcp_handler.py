@@ -66,24 +66,32 @@ class SeatMcpHandler(CogymAPIHandler):
 
     async def _serve(self, session_id: str, role: str) -> None:
         try:
-            self.gate.outside_seat(session_id, role)
-            hosted = self.host.get(session_id)  # 409 for a session of an earlier server
-            self.refuse_oversized()
             seats = self.seats
-            if seats is None:
-                raise HostingError(NO_SDK, status=501)
-            # A seat served already goes on answering for a while after the end (its client
-            # learns of the end from its tools); a new one is made for a running session only.
-            endpoint = seats.serving(session_id, role)
-            if endpoint is None:
-                if hosted.status != "running" or hosted.bus is None:
-                    end = f" ({hosted.end_reason})" if hosted.end_reason else ""
-                    raise HostingError(f"Session {session_id!r} has ended{end}.", status=409)
-                endpoint = await seats.endpoint(hosted, role)
+            endpoint = await self.loops.run(self._endpoint(seats, session_id, role))
         except HostingError as error:
             return self.error(error.status, error.message)
-        self._exchange = TornadoExchange(self, b"".join(self._chunks))
-        await endpoint.serve(self._exchange)
+        # The endpoint and the seat's bus live on the sessions' loop; the answer's bytes are
+        # written on the server's (asgi_bridge hands them back).
+        self._exchange = TornadoExchange(self, b"".join(self._chunks),
+                                         on_server=self.loops.to_server)
+        await self.loops.run(endpoint.serve(self._exchange))
+
+    async def _endpoint(self, seats: HostedSeats | None, session_id: str, role: str) -> Any:
+        """On the sessions' loop: the seat's MCP endpoint, once the caller may reach it."""
+        self.gate.outside_seat(session_id, role)
+        hosted = self.host.get(session_id)  # 409 for a session of an earlier server
+        self.refuse_oversized()
+        if seats is None:
+            raise HostingError(NO_SDK, status=501)
+        # A seat served already goes on answering for a while after the end (its client
+        # learns of the end from its tools); a new one is made for a running session only.
+        endpoint = seats.serving(session_id, role)
+        if endpoint is None:
+            if hosted.status != "running" or hosted.bus is None:
+                end = f" ({hosted.end_reason})" if hosted.end_reason else ""
+                raise HostingError(f"Session {session_id!r} has ended{end}.", status=409)
+            endpoint = await seats.endpoint(hosted, role)
+        return endpoint
 
     def on_connection_close(self) -> None:
         super().on_connection_close()

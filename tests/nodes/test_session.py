@@ -79,6 +79,32 @@ def test_results_directory_holds_session_events_and_members(tmp_path):
         assert member["end_reason"] == "finished" and member["stats"]["notifications"] > 0
 
 
+def test_session_json_is_written_when_the_session_starts_and_ends_only(tmp_path, monkeypatch):
+    """Not per event: a rewrite of the whole record on every event cost the loop (issue 38).
+    What a session in progress needs of it is its start (``status: running``, which a later
+    server reads as interrupted); everything else waits for the end."""
+    from cogym_lab.nodes import results
+
+    written: list[str] = []
+    real_write = results._write_json
+
+    def counted(path, data):
+        if path.name == results.SESSION_FILE:
+            written.append(data.get("status"))
+        real_write(path, data)
+
+    monkeypatch.setattr(results, "_write_json", counted)
+    session = Session(TodoEnv(), {"agent": ExampleAgent(), "user": ExampleUser()},
+                      kinds=AGENT_AND_USER, results_dir=tmp_path,
+                      config=SessionConfig(idle_seconds=2))
+    result = session.run_sync()
+    assert result.events > 10
+    assert written == ["running", "finished"]
+    meta = read_session(tmp_path)
+    assert meta["status"] == "finished" and meta["ended_at"] >= meta["started_at"]
+    assert meta["final_state"]
+
+
 def test_replay_reproduces_every_state_and_the_final_one_exactly(tmp_path):
     session = Session(TodoEnv(trip="beach", min_items=4, must_have=["hat"]),
                       {"agent": ExampleAgent(), "user": ExampleUser(["hat"], min_items=4)},

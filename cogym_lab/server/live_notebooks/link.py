@@ -281,11 +281,14 @@ class NotebookOpener:
     """Checks a create request's ``notebook`` against a running server and links sessions to
     it. The server extension gives one to the :class:`~cogym_lab.runtime.hosting.SessionHost`."""
 
-    def __init__(self, serverapp: Any) -> None:
+    def __init__(self, serverapp: Any, sessions_loop: Any = None) -> None:
+        """``sessions_loop``: the hosted sessions' own loop
+        (:class:`~cogym_lab.server.sessions_loop.SessionsLoop`), when they do not run on the
+        server's: a link is then used from there (see :mod:`.cross_loop`)."""
         self.serverapp = serverapp
+        self.sessions_loop = sessions_loop
 
-    def link(self, request: Any, person: str, *, cell_timeout: float = 60.0
-             ) -> ServerNotebookLink:
+    def link(self, request: Any, person: str, *, cell_timeout: float = 60.0) -> Any:
         """A link to the notebook that ``request`` (``{"path", "kernel_id"}``) names: through
         its live document, or through its file on a server without a live-document extension.
         Raises :class:`NotebookError` if the kernel is not running here or the notebook does
@@ -314,12 +317,19 @@ class NotebookOpener:
                 raise NotebookError(str(error), status=409) from None
         executor = ServerKernelExecutor(kernels, ref.kernel_id, folder, timeout=cell_timeout)
         watcher = KernelWatcher(kernels, ref.kernel_id, ignore=executor.owns)
-        return ServerNotebookLink(executor, watcher, document, person, anchor_cell=ref.cell_id,
+        link = ServerNotebookLink(executor, watcher, document, person, anchor_cell=ref.cell_id,
                                   publish=self.publish)
+        if self.sessions_loop is None:
+            return link
+        from cogym_lab.server.live_notebooks.cross_loop import CrossLoopLink
+
+        return CrossLoopLink(link, self.sessions_loop)
 
     async def publish(self, session_id: str, status: dict[str, Any]) -> bool:
         """Put ``status`` on the session's status channel, beside the agents' statuses;
         ``False`` when the session has no bus (yet, or any more)."""
+        if self.sessions_loop is not None and not self.sessions_loop.on_sessions_loop():
+            return await self.sessions_loop.run(self.publish(session_id, status))
         host = self.serverapp.web_app.settings.get("cogym_lab_host")
         if host is None:
             return False

@@ -1,0 +1,227 @@
+"""The Jupyter server's event-loop lag and REST latency while it hosts many sessions: the figure
+behind "panels and REST stay responsive however many sessions a server hosts".
+
+Run from the repository root::
+
+    python benchmarks/hosted_loop_lag.py [--sessions 250] [--latency 1.0] [--seconds 60]
+
+It prints figures and checks nothing. What it does:
+
+* A loopback LM (``cogym_lab.testing.ScriptedOpenAIServer``, in a process of its own as a remote
+  LM would be) answers the ``collaborative`` team (LM agent and simulated user) on the ``todo``
+  task with the same script as ``eval_throughput.py``, every reply held back ``--latency``
+  seconds.
+* A real ``jupyter server`` with the cogym_lab extension runs in a child process. The script
+  creates ``--sessions`` sessions through ``POST /cogym/api/sessions`` and keeps that many
+  running: a session that ends (each adds six items and finishes) is replaced by a new one.
+* Once they all run, for ``--seconds`` seconds, it times REST calls as a person's browser would
+  make them: ``GET /cogym/api/status`` and ``GET /cogym/api/sessions/<id>`` of a running
+  session, in turn, ten a second.
+* At the end it reads ``GET /cogym/api/status``: the server loop's lag (its own 100 ms ticker
+  over the last minute: how late a panel's or REST call's handling starts) and the sessions'
+  loop's (where the hosted sessions run, a thread of their own).
+
+Figures: the server loop's lag p50/p99/max, the REST latency p50/p99/max, the sessions' loop lag,
+sessions created and finished, and the server process's CPU time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import aiohttp
+from eval_throughput import lm_server_process  # beside this script
+
+TEAM = "collaborative"
+TASK = "todo"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else float("nan")
+
+
+class Server:
+    """``jupyter server`` with the extension, in a temporary folder, on a free port."""
+
+    def __init__(self, folder: Path, sessions: int) -> None:
+        self.folder = folder
+        self.port = free_port()
+        self.token = uuid.uuid4().hex
+        self.url = f"http://127.0.0.1:{self.port}/"
+        root = folder / "root"
+        root.mkdir()
+        config = folder / "config.json"
+        config.write_text(json.dumps({
+            "ServerApp": {"jpserver_extensions": {"cogym_lab": True}, "root_dir": str(root),
+                          "port": self.port, "ip": "127.0.0.1", "port_retries": 0,
+                          "open_browser": False, "allow_root": True},
+            "IdentityProvider": {"token": self.token},
+            "CogymLabApp": {"results_dir": str(folder / "results"),
+                            "max_sessions": sessions + 50,
+                            "max_sessions_per_user": sessions + 50,
+                            "finished_session_ttl": 0.0}}))
+        env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(folder / "runtime")}
+        self.log = (folder / "server.log").open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "jupyter", "server", f"--config={config}"], env=env,
+            stdout=self.log, stderr=subprocess.STDOUT, cwd=root)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"token {self.token}"}
+
+    def cpu_seconds(self) -> float:
+        """The server process's user + system CPU time so far (from /proc)."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+        self.log.close()
+
+
+async def wait_until_up(http: aiohttp.ClientSession, server: Server) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise RuntimeError("the jupyter server exited; see its log")
+        try:
+            async with http.get(server.url + "cogym/api/status") as answer:
+                if answer.status == 200:
+                    return
+        except aiohttp.ClientError:
+            pass
+        await asyncio.sleep(0.25)
+    raise RuntimeError("the jupyter server did not answer in 120 s")
+
+
+async def measure(sessions: int, latency: float, seconds: float) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="cogym-hosted-lag-"))
+    with lm_server_process(latency) as (base_url, stop_lm):
+        server = Server(folder, sessions)
+        try:
+            async with aiohttp.ClientSession(headers=server.headers) as http:
+                await wait_until_up(http, server)
+                await run_load(http, server, base_url, sessions, seconds)
+        finally:
+            # The LM first: stopped second, it would print a traceback for every request
+            # the stopping server leaves half read.
+            served, unanswered = stop_lm()
+            server.stop()
+    print(f"LM chat requests served: {served} ({unanswered} without a scripted reply)")
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+async def run_load(http: aiohttp.ClientSession, server: Server, base_url: str, sessions: int,
+                   seconds: float) -> None:
+    api = server.url + "cogym/api/"
+    body = {"task": TASK, "team": TEAM, "people": [],
+            "lm": {"model": "scripted", "base_url": base_url, "api_key": "loopback"}}
+    running: set[str] = set()
+    created = failed = 0
+
+    async def create() -> None:
+        nonlocal created, failed
+        async with http.post(api + "sessions", json=body) as answer:
+            data = await answer.json()
+            if answer.status != 201:
+                failed += 1
+                if failed <= 3:
+                    print(f"create refused ({answer.status}): {data.get('message')}")
+                return
+        created += 1
+        running.add(data["session_id"])
+
+    async def keep_running(stop: asyncio.Event) -> None:
+        """Replace the sessions that ended, every two seconds."""
+        while not stop.is_set():
+            async with http.get(api + "sessions") as answer:
+                listed = (await answer.json())["sessions"]
+            now_running = {s["session_id"] for s in listed if s["status"] == "running"}
+            running.intersection_update(now_running)
+            missing = sessions - len(running)
+            for start in range(0, max(0, missing), 25):
+                await asyncio.gather(*(create() for _ in range(min(25, missing - start))))
+            await asyncio.sleep(2.0)
+
+    started = time.monotonic()
+    for start in range(0, sessions, 25):  # in steps, as people would arrive
+        await asyncio.gather(*(create() for _ in range(min(25, sessions - start))))
+    ramp = time.monotonic() - started
+    print(f"{created} sessions created in {ramp:.1f} s ({failed} refused); "
+          f"{TASK} task, {TEAM} team")
+    stop = asyncio.Event()
+    keeper = asyncio.create_task(keep_running(stop))
+    await asyncio.sleep(5)  # the first turns are under way
+    cpu_before = server.cpu_seconds()
+    latencies: list[float] = []
+    probe_until = time.monotonic() + seconds
+    turn = 0
+    while time.monotonic() < probe_until:
+        turn += 1
+        target = "status"
+        if turn % 2 == 0 and running:
+            target = "sessions/" + next(iter(running))
+        begun = time.monotonic()
+        async with http.get(api + target) as answer:
+            await answer.read()
+        latencies.append(time.monotonic() - begun)
+        await asyncio.sleep(max(0.0, 0.1 - (time.monotonic() - begun)))
+    cpu = server.cpu_seconds() - cpu_before
+    async with http.get(api + "status") as answer:
+        status = await answer.json()
+    stop.set()
+    await keeper
+    finished = created - len(running)
+    lag, sessions_lag = status["loop_lag"], status.get("sessions_loop_lag") or {}
+    print(f"{status['sessions_running']} sessions running at the end; {created} created, "
+          f"about {finished} finished over the run")
+    print(f"server loop lag (100 ms ticker, last minute, {lag['samples']} samples): "
+          f"p50 {lag['p50_ms']:.1f} ms, p99 {lag['p99_ms']:.1f} ms, max {lag['max_ms']:.1f} ms")
+    if sessions_lag:
+        print(f"sessions' loop lag (its own thread): p50 {sessions_lag['p50_ms']:.1f} ms, "
+              f"p99 {sessions_lag['p99_ms']:.1f} ms, max {sessions_lag['max_ms']:.1f} ms")
+    print(f"REST latency over {len(latencies)} calls (status and a session's GET): "
+          f"p50 {percentile(latencies, 0.5) * 1000:.1f} ms, "
+          f"p99 {percentile(latencies, 0.99) * 1000:.1f} ms, "
+          f"max {max(latencies) * 1000:.1f} ms")
+    print(f"server process CPU: {cpu:.1f} s over {seconds:.0f} s "
+          f"({cpu / seconds * 100:.0f}% of a core)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=250)
+    parser.add_argument("--latency", type=float, default=1.0, help="seconds per LM reply")
+    parser.add_argument("--seconds", type=float, default=60.0, help="measured window")
+    options = parser.parse_args()
+    print(f"{options.sessions} hosted sessions, {options.latency:g} s per LM reply, "
+          f"{os.cpu_count()} CPUs")
+    asyncio.run(measure(options.sessions, options.latency, options.seconds))
+
+
+if __name__ == "__main__":
+    main()

@@ -45,6 +45,7 @@ from cogym_lab.core import Notification
 from cogym_lab.core.messages import EventType
 from cogym_lab.core.plan_env import PLAN_COMPONENT
 from cogym_lab.core.plans import MAX_PROPOSALS
+from cogym_lab.core.step_outputs import format_words
 
 #: The plan actions the agent takes while it works on a step.
 STEP_ACTS = ("COMPLETE_STEP", "FAIL_STEP")
@@ -215,6 +216,7 @@ class PlanAwareAgent(LMAgent):
         instruction = agent_prompt(
             "plan_step", step_id=step["id"], step_description=step["description"],
             guidance=plan["guidance"] or "(use the actions as they fit)",
+            output_format=format_words(step.get("output_format")),
             context=_context_text(plan), progress=progress, actions=self.actions_text(specs))
         action = await self.ask_action(self.system_prompt(notification), instruction, specs,
                                        "plan:step")
@@ -235,7 +237,8 @@ _PLAN_ACTS = frozenset({
     "OFFER_REPLAN", "ACCEPT_REPLAN", "DISMISS_REPLAN", "OFFER_COMPLETIONS", "PICK_COMPLETION",
     "DISMISS_COMPLETIONS", "DELETE_STEP", "MOVE_STEP", "ASSIGN_STEP", "RUN_STEP", "RUN_ALL",
     "RUN_REMAINING",
-    "PAUSE_AFTER_STEP", "COMPLETE_STEP", "FAIL_STEP", "EDIT_STEP_OUTPUT", "WRITE_PLAN_OUTPUT"})
+    "PAUSE_AFTER_STEP", "COMPLETE_STEP", "FAIL_STEP", "EDIT_STEP_OUTPUT", "WRITE_PLAN_OUTPUT",
+    "SET_STEP_FORMAT"})
 
 
 def _plan_state(notification: Notification) -> dict[str, Any] | None:

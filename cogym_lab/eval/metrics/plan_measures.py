@@ -235,7 +235,8 @@ def _rounds(record: SessionRecord, board: PlanBoard, notes: list[str]) -> list[R
             break
         if name == "COMPLETE_STEP":
             step = board.step(str(args["step"]))
-            produced = Counter(_key(i) for i in step.output.items) if step.output else Counter()
+            produced = Counter(_key(i.as_dict()) for i in step.output.items) if step.output \
+                else Counter()
             open_rounds[len(rounds)] = (step.id, produced)
             rounds.append(Round(step=step.id, seq=event.seq, produced=sum(produced.values())))
         started = [s.id for s in board.steps

@@ -478,6 +478,7 @@
  * What read-only views need from the panel: the action offered on each item of a component.
  * @typedef {object} ViewHost
  * @property {(component: string) => ActionSpec | null} picking
+ * @property {() => ActionSpec[]} [searches]  every search action of the task (EditorHost's)
  * @property {() => boolean} done  whether the session has ended
  * @property {SendAction} send
  * @property {string} [role]  the seat the panel acts for (watch mode: the member it follows)
@@ -4483,7 +4484,7 @@ function actionWords(name) {
 class SearchBar {
   /**
    * @param {ActionSpec[]} specs  the actions that fill the component, at least one
-   * @param {EditorHost} host
+   * @param {ViewHost} host  (an EditorHost is one)
    * @param {string} title  the component's title, for the fields' labels
    * @param {{send?: (action: Action) => void, testid?: string}} [options]  `send`: how the
    *   search goes out (a plan step's box wraps it in SEARCH_IN_STEP; default: the action

@@ -2758,9 +2758,12 @@ export function outputCard(item) {
     case "cell":
       return { kind, title: text(record.source), url, subtitle: text(record.output),
         fields: rest(["source", "output"]) };
-    default:
-      return { kind, title: text(title), url, subtitle: "",
-        fields: rest(titleKey ? [titleKey] : []) };
+    default: { // a record (a table row) or an item of no known kind: titled by its name
+      const named = titleKey || Object.keys(record).find((key) =>
+        ["title", "name", "text", "label"].includes(key.toLowerCase()) && text(record[key]));
+      return { kind, title: titleKey ? text(title) : named ? text(record[named]) : "", url,
+        subtitle: "", fields: rest(named ? [named] : []) };
+    }
   }
 }
 

@@ -405,14 +405,15 @@ def test_a_step_output_item_becomes_a_card_by_its_kind() -> None:
         {"id": "x", "title": "old", "note": "n"},
         {"kind": "planet", "title": "Mars"},
         "a bare string",
+        {"kind": "record", "Name": "Flat <i>2</i>", "Price": 500},
         {"kind": "paper", "title": "made in node: over 1 MB", "url": "javascript:alert(1)"},
     ]
     script = (
         f"const {{ outputCard }} = await import({json.dumps(MODULE.as_uri())});\n"
         f"const items = {json.dumps(items)};\n"
-        "items[8].title = String.fromCharCode(0) + 'x'.repeat(1000000);\n"
+        "items[9].title = String.fromCharCode(0) + 'x'.repeat(1000000);\n"
         "console.log(JSON.stringify(items.map((item) => outputCard(item))));")
-    paper, author, topic, entity, cell, old, unknown, bare, huge = _node_json(script)
+    paper, author, topic, entity, cell, old, unknown, bare, row, huge = _node_json(script)
     assert paper == {"kind": "paper", "title": "Attention", "subtitle": "A, B · 2017",
                      "fields": [["venue", "NeurIPS"], ["id", "1706.03762"]],
                      "url": "https://example.org/p"}
@@ -426,6 +427,8 @@ def test_a_step_output_item_becomes_a_card_by_its_kind() -> None:
                                                                               ["note", "n"]])
     assert (unknown["kind"], unknown["title"]) == ("generic", "Mars")
     assert (bare["kind"], bare["title"]) == ("generic", "a bare string")
+    assert (row["kind"], row["title"], row["fields"]) == ("record", "Flat <i>2</i>",
+                                                          [["Price", "500"]])
     assert len(huge["title"]) == 300 and huge["title"].endswith("…") and huge["url"] is None
 
 

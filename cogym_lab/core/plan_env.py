@@ -290,7 +290,7 @@ class Planning(CoEnv):
             plan=WHICH_PLAN)
     def complete_step(self, role: str, step: str, text: str = "", items: Any = None,
                       plan: str = "") -> None:
-        self.board(plan).complete(step, self.side(role), role, text, items)
+        self.board(plan).complete(step, self.side(role), role, text, self.plan_items(items))
 
     @action("Run the task's search from your own plan step while it waits for you: its results "
             "go into the step's output (completing the step without items keeps them).",
@@ -349,7 +349,7 @@ class Planning(CoEnv):
                              plan: str = "") -> ActionOutcome | None:
         self._person_only(role, "curates step outputs")
         board = self.board(plan)
-        board.edit_output(step, text, items, base or None, author=role)
+        board.edit_output(step, text, self.plan_items(items), base or None, author=role)
         return self._overlap_told(board, f"the output of plan step {step}")
 
     @action("Write the plan's output (the last step's output, rewritten to answer the "

@@ -109,7 +109,9 @@ def _plan(content: Any) -> str:
                      f"{step['description']}")
         output = step.get("output")
         if output:
-            items = "; ".join(str(i.get("title") or i.get("id") or i) for i in output["items"])
+            items = "; ".join((f"{i['kind']}: " if i.get("kind") else "")
+                              + str(i.get("title") or i.get("name") or i.get("text")
+                                    or i.get("id") or i) for i in output["items"])
             lines.append(f"   output: {output['text']}" + (f" [items: {items}]" if items else "")
                          + (" (edited by the person)" if output.get("edited") else ""))
     if content.get("awaiting_output"):

@@ -105,6 +105,8 @@
  * @property {string} sender
  * @property {string} text
  * @property {string | null} [to]
+ * @property {{component: string, text: string, start: number, end: number} | null} [selection]
+ *   the text the sender selected and asks about (cogym_lab.core.messages.TextSelection)
  */
 
 /**
@@ -461,6 +463,8 @@
  *   item of that component, if any
  * @property {(component: string) => ActionSpec[]} [searching]  the actions that fill that
  *   component with their results (searches), if any
+ * @property {() => ActionSpec[]} [searches]  every search action of the task (a person's plan
+ *   step searches with them, SEARCH_IN_STEP)
  * @property {() => boolean} done  whether the session has ended
  * @property {SendAction} send
  * @property {string} [role]  the seat the panel acts for (watch mode: the member it follows)
@@ -477,6 +481,7 @@
  * What read-only views need from the panel: the action offered on each item of a component.
  * @typedef {object} ViewHost
  * @property {(component: string) => ActionSpec | null} picking
+ * @property {() => ActionSpec[]} [searches]  every search action of the task (EditorHost's)
  * @property {() => boolean} done  whether the session has ended
  * @property {SendAction} send
  * @property {string} [role]  the seat the panel acts for (watch mode: the member it follows)
@@ -1900,6 +1905,31 @@ const EDITOR_STATES = {
 };
 
 /**
+ * The text a person selected in a component, as a message's `selection` carries it
+ * (cogym_lab.core.messages.TextSelection): offsets in code points, as the session counts them
+ * (a textarea counts UTF-16 units: an emoji before the selection counts one, not two).
+ * @param {string} component
+ * @param {string} text  the whole text
+ * @param {number} start  the textarea's selectionStart
+ * @param {number} end  its selectionEnd
+ * @returns {{component: string, text: string, start: number, end: number} | null} null when
+ *   nothing but white space is selected
+ */
+export function selectionOf(component, text, start, end) {
+  const from = Math.max(0, Math.min(start, end, text.length));
+  const to = Math.min(Math.max(start, end), text.length);
+  const selected = text.slice(from, to);
+  if (!selected.trim()) return null;
+  const points = (/** @type {string} */ part) => [...part].length;
+  const at = points(text.slice(0, from));
+  return { component, text: selected, start: at, end: at + points(selected) };
+}
+
+/** The key that asks the agent about the selected text (Alt+A; Option+A on a Mac): JupyterLab
+ * binds no Alt+A, and the editor's Ctrl/Cmd+Enter already sends the typing at once. */
+const ASK_KEY = "KeyA";
+
+/**
  * The shared editor: a textarea bound to the panel's replica of the text, with a markdown
  * preview. What the person types reaches the session as they type (see SharedTextReplica);
  * what others change appears without moving the person's caret or selection and without
@@ -1945,10 +1975,83 @@ class EditorView {
       hidden: true }, this.noticeText, h("button", { class: "cogym-dismiss",
       testid: "editor-overlap-dismiss", title: "Dismiss", "aria-label": "Dismiss", text: "×",
       on: { click: () => { this.notice.hidden = true; } } }));
+    // Asking the agent about the selected text (Cocoa §4.1.1): the button (or Alt+A) opens a
+    // field for the request; Enter sends it as a message with the selection attached.
+    this.askButton = h("button", { testid: "editor-ask", text: "Ask the agent about the selection",
+      title: "Ask the agent about the selected text (Alt+A)", disabled: true,
+      "aria-keyshortcuts": "Alt+A", on: { mousedown: (event) => event.preventDefault(),
+        click: () => this.openAsk() } });
+    /** @type {ReturnType<typeof selectionOf>} the selection the open request is about */
+    this.asking = null;
+    this.askQuote = h("blockquote", { class: "cogym-ask-quote", testid: "editor-ask-quote" });
+    this.askInput = /** @type {HTMLInputElement} */ (h("input", { type: "text",
+      testid: "editor-ask-input", placeholder: "What should the agent do with it?",
+      "aria-label": "Your request about the selected text (Enter sends, Escape cancels)",
+      on: { keydown: (event) => this.onAskKey(/** @type {KeyboardEvent} */ (event)) } }));
+    this.askSend = h("button", { class: "cogym-primary", testid: "editor-ask-send", text: "Ask",
+      on: { click: () => this.sendAsk() } });
+    this.askBox = h("div", { class: "cogym-editor-ask", testid: "editor-ask-box", hidden: true },
+      this.askQuote, h("div", { class: "cogym-row" }, this.askInput, this.askSend));
+    for (const event of ["select", "keyup", "mouseup"]) {
+      this.textarea.addEventListener(event, () => this.selectionChanged());
+    }
     this.body = h("div", { class: "cogym-editor" },
-      h("div", { class: "cogym-row" }, this.toggle, this.state), this.notice,
-      this.textarea, this.preview);
+      h("div", { class: "cogym-row" }, this.toggle, this.askButton, this.state), this.notice,
+      this.textarea, this.preview, this.askBox);
     this.update(component);
+  }
+
+  /** @returns {ReturnType<typeof selectionOf>} what is selected in the textarea now */
+  selected() {
+    return selectionOf(this.name, this.textarea.value, this.textarea.selectionStart,
+      this.textarea.selectionEnd);
+  }
+
+  /** The Ask button is open while text is selected (and the session may still be acted in). */
+  selectionChanged() {
+    this.askButton.disabled = !this.selected() || this.host.done() || Boolean(this.host.readonly);
+  }
+
+  /** Opens the request field for the selected text (nothing selected: nothing happens). */
+  openAsk() {
+    const selection = this.selected();
+    if (!selection || this.host.done() || this.host.readonly) return;
+    this.asking = selection;
+    this.askQuote.textContent = shorten(selection.text, 400);
+    this.askBox.hidden = false;
+    this.askInput.focus();
+  }
+
+  /** @param {boolean} [refocus]  the keyboard goes back to the text */
+  closeAsk(refocus = false) {
+    this.asking = null;
+    this.askBox.hidden = true;
+    this.askInput.value = "";
+    if (refocus) this.textarea.focus();
+  }
+
+  /** @param {KeyboardEvent} event  Enter sends, Escape cancels (Shift+Enter does nothing) */
+  onAskKey(event) {
+    if (event.key === "Enter" && !event.isComposing) {
+      event.preventDefault();
+      if (!event.shiftKey) this.sendAsk();
+    } else if (event.key === "Escape") {
+      event.preventDefault();
+      event.stopPropagation();
+      this.closeAsk(true);
+    }
+  }
+
+  /** The request goes to the team as a message with the selection attached. */
+  sendAsk() {
+    const request = this.askInput.value.trim();
+    if (!this.asking || !request || this.host.done() || this.host.readonly) {
+      if (!request) this.askInput.focus();
+      return;
+    }
+    this.host.send({ name: "SEND_TEAMMATE_MESSAGE",
+      args: { message: request, selection: this.asking } });
+    this.closeAsk(true);
   }
 
   /** @returns {ActionSpec | null} the action that replaces this component's whole text */
@@ -2085,11 +2188,18 @@ class EditorView {
     this.notice.hidden = false;
   }
 
-  /** @param {KeyboardEvent} event  Ctrl/Cmd+S (or +Enter) sends the typing at once */
+  /**
+   * Ctrl/Cmd+S (or +Enter) sends the typing at once; Alt+A asks the agent about the selection.
+   * @param {KeyboardEvent} event
+   */
   onKey(event) {
     if ((event.ctrlKey || event.metaKey) && (event.key === "s" || event.key === "Enter")) {
       event.preventDefault();
       this.replica?.flush();
+    } else if (event.altKey && !event.ctrlKey && !event.metaKey && event.code === ASK_KEY) {
+      event.preventDefault(); // on a Mac, Option+A would type "å"
+      this.replica?.flush(); // the agent sees the text as it stands
+      this.openAsk();
     }
   }
 
@@ -2111,7 +2221,8 @@ class EditorView {
 /**
  * What a plan step produced (cogym_lab.core.plans.StepOutput).
  * @typedef {object} PlanStepOutput
- * @property {Json[]} [items]  small records: papers, cells, entities
+ * @property {Json[]} [items]  small records, each with its `kind` (paper, author, topic, entity,
+ *   cell, record, text; none in old logs): shown as cards by kind (outputCard)
  * @property {string} [text]
  * @property {boolean} [edited]  the person curated it
  */
@@ -2127,6 +2238,8 @@ class EditorView {
  * @property {number} [runs]
  * @property {string | null} [completed_by]
  * @property {string | null} [undo]  the description a suggestion replaced, until kept or undone
+ * @property {string | null} [output_format]  what it should produce: paper_list, author_list,
+ *   topic_list, entity_list, cell_list, table, text (null: anything)
  */
 
 /**
@@ -2295,13 +2408,22 @@ class PlanStepRow {
       on: { click: () => this.move(1) } });
     this.edited = h("span", { class: "cogym-badge", testid: "plan-step-edited", text: "edited",
       hidden: true });
+    // Search inside the person's own step (Cocoa §4.2.2): the task's search box, whose search
+    // goes out as SEARCH_IN_STEP, so its results become the step's output. Shown while the
+    // step waits for the person.
+    const searches = plan.host.searches?.() || [];
+    this.search = searches.length ? new SearchBar(searches, plan.host, "this step", {
+      testid: "plan-step-", send: (action) => this.searchInStep(action) }) : null;
+    this.searchRow = h("div", { class: "cogym-step-search", testid: "plan-step-search",
+      hidden: true }, this.search?.root ?? null);
     this.root = h("li", { class: "cogym-step", testid: "plan-step",
       on: { keydown: (event) => this.onRowKey(/** @type {KeyboardEvent} */ (event)) } },
       h("div", { class: "cogym-step-line" }, this.status,
         h("span", { class: "cogym-step-number", "aria-hidden": "true" }), this.assign,
         this.description, this.edited),
       h("div", { class: "cogym-step-buttons" }, this.run, this.pause, this.inspect, this.suggest,
-        this.undo, this.moveUp, this.moveDown, this.remove, this.addBelow));
+        this.undo, this.moveUp, this.moveDown, this.remove, this.addBelow),
+      this.searchRow);
     /** @type {number} how many steps the plan has, for the last step's ↓ */
     this.count = 0;
   }
@@ -2365,6 +2487,27 @@ class PlanStepRow {
       ? `Step ${number} needs your input: open it` : `Show the output of step ${number}`);
     this.edited.hidden = !step.output?.edited;
     this.description.readOnly = state.done;
+    const searchable = (waiting || step.status === "failed") && !state.done && !this.plan.host.readonly;
+    this.searchRow.hidden = !this.search || !searchable;
+    if (this.search) {
+      this.search.root.setAttribute("aria-label", `Search for step ${number} (its results become `
+        + "the step's output)");
+      this.search.setDone(state.done);
+    }
+  }
+
+  /**
+   * The step's search box searched: the search goes out inside SEARCH_IN_STEP (a search of one
+   * field as its text, else its fields as an object), and the step's output opens beside the
+   * plan to show the results as cards.
+   * @param {Action} action  the task's search, as the box made it
+   */
+  searchInStep(action) {
+    const args = action.args || {};
+    const values = Object.values(args);
+    const query = values.length === 1 && typeof values[0] === "string" ? values[0] : args;
+    this.send("SEARCH_IN_STEP", { query, search: action.name });
+    this.plan.inspect(this.step.id);
   }
 
   /** @param {KeyboardEvent} event  Enter or Ctrl/Cmd+S saves, Shift+Enter is a new line */
@@ -2588,6 +2731,92 @@ class NewStepForm {
 }
 
 /**
+ * The kinds a step's output item may have (cogym_lab.core.step_outputs.ITEM_KINDS), and the
+ * output formats a step may ask for, with their words for the format picker.
+ */
+const ITEM_KINDS = ["paper", "author", "topic", "entity", "cell", "record", "text"];
+const OUTPUT_FORMATS = /** @type {const} */ ([
+  ["", "Any output"], ["paper_list", "Papers"], ["author_list", "Authors"],
+  ["topic_list", "Topics"], ["entity_list", "Entities (phrases, questions)"],
+  ["cell_list", "Notebook cells"], ["table", "A table"], ["text", "A paragraph of text"]]);
+/** Field values a card shows at most, in characters: a 1 MB field must not fill the panel. */
+const CARD_FIELD_CHARS = 300;
+
+/**
+ * A step's output item as a card (Cocoa §4.2.3): its kind, a title, a line under the title and
+ * labelled fields, every value plain text (the DOM shows it as text, never as HTML). A paper
+ * shows its title, authors and year; an author their name, affiliation and papers; a topic its
+ * name and description; an entity (a phrase, a question) its text; a cell its source and
+ * output; a record (a table row) its fields. An item without a known kind (an old log's) is a
+ * generic card: its title and its other fields.
+ * @param {Json} item
+ * @returns {{kind: string, title: string, subtitle: string, fields: [string, string][],
+ *   url: string | null}}
+ */
+export function outputCard(item) {
+  if (item === null || typeof item !== "object" || Array.isArray(item)) {
+    return { kind: "generic", title: shorten(asText(item), CARD_FIELD_CHARS), subtitle: "",
+      fields: [], url: null };
+  }
+  const record = keyed(item);
+  const kind = typeof record.kind === "string" && ITEM_KINDS.includes(record.kind) ? record.kind
+    : "generic";
+  /** @param {Json | undefined} value */
+  const text = (value) => shorten(Array.isArray(value) ? value.map(asText).join(", ")
+    : asText(value), CARD_FIELD_CHARS);
+  /** @param {string[]} keys @returns {[string, string][]} the keys that have a value */
+  const some = (keys) => /** @type {[string, string][]} */ (keys
+    .filter((key) => record[key] !== undefined && record[key] !== null && record[key] !== "")
+    .map((key) => [key, text(record[key])]));
+  const [titleKey, title] = recordTitle(record);
+  /** @param {string[]} shown @returns {[string, string][]} the fields not shown otherwise */
+  const rest = (shown) => some(Object.keys(record).filter((key) => key !== "kind"
+    && key !== "url" && !shown.includes(key)));
+  const url = safeUrl(record.url);
+  switch (kind) {
+    case "paper":
+      return { kind, title: text(record.title ?? record.id), url,
+        subtitle: [text(record.authors), text(record.year)].filter(Boolean).join(" · "),
+        fields: some(["venue", "snippet", "abstract", "id"]) };
+    case "author":
+      return { kind, title: text(record.name ?? record.id), url,
+        subtitle: text(record.affiliation),
+        fields: some(["papers", "paper_count", "h_index", "id"]) };
+    case "topic":
+      return { kind, title: text(record.topic ?? record.name ?? record.title), url,
+        subtitle: text(record.description), fields: rest(["topic", "name", "title", "description"]) };
+    case "entity":
+    case "text":
+      return { kind, title: text(record.text ?? record.title ?? record.label), url, subtitle: "",
+        fields: rest(["text", "title", "label"]) };
+    case "cell":
+      return { kind, title: text(record.source), url, subtitle: text(record.output),
+        fields: rest(["source", "output"]) };
+    default: { // a record (a table row) or an item of no known kind: titled by its name
+      const named = titleKey || Object.keys(record).find((key) =>
+        ["title", "name", "text", "label"].includes(key.toLowerCase()) && text(record[key]));
+      return { kind, title: titleKey ? text(title) : named ? text(record[named]) : "", url,
+        subtitle: "", fields: rest(named ? [named] : []) };
+    }
+  }
+}
+
+/**
+ * @param {ReturnType<typeof outputCard>} card
+ * @returns {HTMLElement} the card's body: text nodes only
+ */
+function cardBody(card) {
+  const title = card.kind === "cell" ? h("pre", { class: "cogym-card-code", text: card.title })
+    : card.url ? link(card.url, card.title) : h("strong", { text: card.title || "(untitled)" });
+  return h("div", { class: "cogym-card-body" },
+    h("span", { class: "cogym-badge cogym-card-kind", text: card.kind === "generic" ? "item" : card.kind }),
+    h("div", { class: "cogym-card-title", testid: "step-output-card-title" }, title),
+    card.subtitle ? h("div", { class: "cogym-muted", testid: "step-output-card-subtitle",
+      text: card.subtitle }) : null,
+    card.fields.map(([key, value]) => h("div", { class: "cogym-field" }, `${key}: ${value}`)));
+}
+
+/**
  * The side area of the plan: one step's output, to inspect and curate. Its items show as a list
  * with a remove button each and a field to add one; its text in a textarea. A person step that
  * needs input (or a failed step) is completed from here; a done step's output is saved from here.
@@ -2622,6 +2851,10 @@ class StepOutputView {
       text: "Complete step", on: { click: () => this.submit("COMPLETE_STEP") } });
     this.save = h("button", { class: "cogym-primary", testid: "step-output-save",
       text: "Save output", on: { click: () => this.submit("EDIT_STEP_OUTPUT") } });
+    this.format = /** @type {HTMLSelectElement} */ (h("select", { testid: "step-output-format",
+      "aria-label": "What the step should produce (its output format)",
+      on: { change: () => this.setFormat() } },
+    OUTPUT_FORMATS.map(([value, words]) => h("option", { value, text: words }))));
     this.empty = muted("Choose a step's Output to see what it produced.");
     this.adder = h("div", { class: "cogym-row" }, this.itemInput, this.addItem);
     // The items and the text: hidden for a step with no output that does not wait for anyone here.
@@ -2630,7 +2863,8 @@ class StepOutputView {
       h("label", { class: "cogym-field", text: "Text" }), this.text,
       h("div", { class: "cogym-row" }, this.complete, this.save));
     this.editor = h("div", { class: "cogym-output-editor" },
-      h("div", { class: "cogym-row" }, this.heading, this.edited), this.state, this.fields);
+      h("div", { class: "cogym-row" }, this.heading, this.edited), this.state,
+      h("label", { class: "cogym-row cogym-field" }, "Produces ", this.format), this.fields);
     this.root = h("section", { class: "cogym-step-output", testid: "step-output",
       "aria-label": "The step's output" }, this.empty, this.editor);
   }
@@ -2663,6 +2897,8 @@ class StepOutputView {
       : step.output ? `Done by ${step.completed_by || "?"}${(step.runs || 0) > 1 ? `, run ${step.runs} times` : ""}.`
         : "No output yet.";
     this.edited.hidden = !output.edited;
+    if (document.activeElement !== this.format) this.format.value = step.output_format || "";
+    this.format.disabled = done;
     this.draft.take(asText(output.text));
     this.takeItems(Array.isArray(output.items) ? output.items : []);
     const editable = !done && (waiting || curable);
@@ -2687,6 +2923,13 @@ class StepOutputView {
     return (step.assignee === "person" && step.status === "needs_input") || step.status === "failed";
   }
 
+  /** Sends SET_STEP_FORMAT with the format picked (empty: any output). */
+  setFormat() {
+    const step = this.step;
+    if (!step || this.plan.host.done() || this.format.value === (step.output_format || "")) return;
+    this.plan.host.send({ name: "SET_STEP_FORMAT", args: { step: step.id, format: this.format.value } });
+  }
+
   /** @param {Json[]} remote  the session's items now */
   takeItems(remote) {
     const json = JSON.stringify(remote);
@@ -2697,18 +2940,16 @@ class StepOutputView {
     this.itemsBase = json;
   }
 
+  /** The items as cards by kind (see outputCard), each with its remove button. */
   drawItems() {
     this.list.replaceChildren(...this.items.map((item, index) => {
-      const [, title] = item && typeof item === "object" ? recordTitle(keyed(item)) : [null, asText(item)];
-      const fields = item && typeof item === "object" ? Object.entries(keyed(item))
-        .filter(([key]) => !["title", "name", "text", "label"].includes(key)) : [];
+      const card = outputCard(item);
       const remove = h("button", { class: "cogym-icon cogym-danger", testid: "step-output-item-remove",
-        text: "✕", title: "Remove this item", "aria-label": `Remove item: ${shorten(title, 60)}`,
+        text: "✕", title: "Remove this item", "aria-label": `Remove item: ${shorten(card.title, 60)}`,
         disabled: !this.editable, on: { click: () => this.removeItem(index) } });
-      return h("li", { class: "cogym-output-item", testid: "step-output-item" },
-        h("span", { class: "cogym-output-item-text" }, h("span", { text: title }),
-          fields.map(([key, value]) => h("span", { class: "cogym-field" }, ` ${key}: ${shorten(value, 120)}`))),
-        remove);
+      return h("li", { class: `cogym-output-item cogym-card cogym-card-${card.kind}`,
+        testid: "step-output-item", dataset: { kind: card.kind } },
+      h("span", { class: "cogym-output-item-text" }, cardBody(card)), remove);
     }));
     if (!this.items.length) this.list.append(h("li", { class: "cogym-muted", text: "No items." }));
   }
@@ -4426,22 +4667,28 @@ function actionWords(name) {
 class SearchBar {
   /**
    * @param {ActionSpec[]} specs  the actions that fill the component, at least one
-   * @param {EditorHost} host
+   * @param {ViewHost} host  (an EditorHost is one)
    * @param {string} title  the component's title, for the fields' labels
+   * @param {{send?: (action: Action) => void, testid?: string}} [options]  `send`: how the
+   *   search goes out (a plan step's box wraps it in SEARCH_IN_STEP; default: the action
+   *   itself); `testid`: a prefix for the box's test ids, so two boxes can be told apart
    */
-  constructor(specs, host, title) {
+  constructor(specs, host, title, options = {}) {
     this.specs = specs;
     this.host = host;
     this.title = title;
+    this.sender = options.send || ((/** @type {Action} */ action) => this.host.send(action));
+    const id = options.testid || "";
+    this.testid = id;
     this.fields = h("div", { class: "cogym-search-fields" });
-    this.tool = /** @type {HTMLSelectElement} */ (h("select", { testid: "search-tool",
+    this.tool = /** @type {HTMLSelectElement} */ (h("select", { testid: `${id}search-tool`,
       "aria-label": `What to search in ${title}`, hidden: specs.length < 2,
       on: { change: () => this.fill() } },
     specs.map((spec) => h("option", { value: spec.name, text: actionWords(spec.name) }))));
-    this.submit = h("button", { class: "cogym-primary", testid: "search-submit", text: "Search",
+    this.submit = h("button", { class: "cogym-primary", testid: `${id}search-submit`, text: "Search",
       on: { click: () => this.search() } });
-    this.hint = h("div", { class: "cogym-muted", testid: "search-hint" });
-    this.root = h("div", { class: "cogym-search", testid: "search-box", role: "search" },
+    this.hint = h("div", { class: "cogym-muted", testid: `${id}search-hint` });
+    this.root = h("div", { class: "cogym-search", testid: `${id}search-box`, role: "search" },
       h("div", { class: "cogym-row" }, this.tool, this.fields, this.submit), this.hint);
     this.fill();
   }
@@ -4460,7 +4707,7 @@ class SearchBar {
     this.fields.replaceChildren(...(spec.params || []).map((param) => {
       const words = param.description || param.name;
       const input = /** @type {HTMLInputElement} */ (h("input", { type: "search",
-        testid: "search-field", placeholder: words, "aria-label": `${actionWords(spec.name)}: `
+        testid: `${this.testid}search-field`, placeholder: words, "aria-label": `${actionWords(spec.name)}: `
           + `${words} (Enter searches, Escape clears)`,
         dataset: { param: param.name, type: param.type }, enterkeyhint: "search",
         on: { keydown: (event) => this.onKey(/** @type {KeyboardEvent} */ (event)) } }));
@@ -4509,7 +4756,7 @@ class SearchBar {
       return;
     }
     this.hint.textContent = spec.description || "";
-    this.host.send({ name: spec.name, args: readArgs(this.fields) });
+    this.sender({ name: spec.name, args: readArgs(this.fields) });
   }
 }
 
@@ -5277,8 +5524,11 @@ class ChatView {
       seq: String(message.seq) };
     const text = h("div", { class: "cogym-message-text" });
     text.innerHTML = renderMarkdown(message.text); // escaped first: no HTML of the sender's
+    const selection = message.selection && typeof message.selection === "object" ? message.selection : null;
+    const quote = selection ? h("blockquote", { class: "cogym-ask-quote", testid: "chat-selection",
+      text: `On the selection in ${asText(selection.component)}: “${shorten(selection.text, 300)}”` }) : null;
     return h("div", { class: "cogym-message", testid: "chat-message", dataset },
-      h("div", { class: "cogym-message-meta", text: `${message.sender}${to} · ${time}` }), text);
+      h("div", { class: "cogym-message-meta", text: `${message.sender}${to} · ${time}` }), quote, text);
   }
 
   /**
@@ -6103,6 +6353,8 @@ export class Panel {
         || null,
       searching: (name) => this.actionSpecs().filter((spec) => spec.searches === name
         && !spec.internal),
+      searches: () => this.actionSpecs().filter((spec) => spec.searches && !spec.internal
+        && (spec.params || []).length),
       done: () => this.done,
       send,
       role: this.role,

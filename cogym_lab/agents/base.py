@@ -144,7 +144,8 @@ class LMAgent(abc.ABC):
                 "collaboration_note" if self.collaborates else "autonomous_note"),
             task_description=self.context.task_description,
             scratchpad=self.scratchpad.render() if self.use_scratchpad else "(not used)",
-            observation=show.render_observation(notification.view),
+            observation=show.render_observation(notification.view, whole=show.selected_components(
+                notification.chat, self.chat_window) if self.collaborates else ()),
             chat=show.render_chat(notification.chat, self.role, self.chat_window)
             if self.collaborates else "(you work alone)",
             action_history="\n".join(step.render() for step in self.history) or "(none yet)",

@@ -67,6 +67,7 @@ from cogym_lab.core.plan_env import (
     plan_component,
 )
 from cogym_lab.core.plans import MAX_PROPOSALS
+from cogym_lab.core.step_outputs import format_words
 
 #: The plan actions the agent takes while it works on a step.
 STEP_ACTS = ("COMPLETE_STEP", "FAIL_STEP")
@@ -326,6 +327,7 @@ class PlanAwareAgent(PlanningAgent):
             "plan_step", step_id=step["id"], step_description=step["description"],
             plan=_plan_words(name, plan),
             guidance=plan["guidance"] or "(use the actions as they fit)",
+            output_format=format_words(step.get("output_format")),
             context=_context_text(plan), progress=progress, actions=self.actions_text(specs))
         action = await self.ask_action(self.system_prompt(notification), instruction, specs,
                                        "plan:step")

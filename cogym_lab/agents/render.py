@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from cogym_lab.core import Component, Observation, RenderType
@@ -105,11 +105,14 @@ def _plan(content: Any) -> str:
     lines.append(f"The plan: {plan.get('title') or '(untitled)'} ({mode})")
     for number, step in enumerate(plan.get("steps", []), 1):
         status = step["status"].replace("_", " ")
-        lines.append(f"{number}. [{step['id']}, {step['assignee']}, {status}] "
+        shape = f", makes {step['output_format']}" if step.get("output_format") else ""
+        lines.append(f"{number}. [{step['id']}, {step['assignee']}, {status}{shape}] "
                      f"{step['description']}")
         output = step.get("output")
         if output:
-            items = "; ".join(str(i.get("title") or i.get("id") or i) for i in output["items"])
+            items = "; ".join((f"{i['kind']}: " if i.get("kind") else "")
+                              + str(i.get("title") or i.get("name") or i.get("text")
+                                    or i.get("id") or i) for i in output["items"])
             lines.append(f"   output: {output['text']}" + (f" [items: {items}]" if items else "")
                          + (" (edited by the person)" if output.get("edited") else ""))
     if content.get("awaiting_output"):
@@ -150,8 +153,29 @@ def render_component(component: Component, max_chars: int = 6000) -> str:
     return f"## {component.title or component.name} ({named}{scope})\n{purpose}{body}"
 
 
-def render_observation(observation: Observation) -> str:
-    return "\n\n".join(render_component(c) for c in observation.components) or "(nothing)"
+#: How much of a component a member asked about with a selection the prompt shows: the whole
+#: document is the selection's context (Cocoa §4.1.1), within a bound that keeps prompts sane.
+WHOLE_CHARS = 60_000
+#: How much of a selected text a chat line quotes (the document holds all of it).
+QUOTE_CHARS = 2000
+
+
+def render_observation(observation: Observation, whole: Collection[str] = ()) -> str:
+    """The view as prompt text; the components named in ``whole`` (those a teammate selected
+    text in, :func:`selected_components`) are shown up to :data:`WHOLE_CHARS`."""
+    return "\n\n".join(render_component(c, WHOLE_CHARS) if c.name in whole
+                       else render_component(c) for c in observation.components) or "(nothing)"
+
+
+def selected_components(messages: Sequence[ChatMessage], window: int) -> set[str]:
+    """The components the chat's last ``window`` messages selected text in."""
+    return {m.selection.component for m in list(messages)[-window:] if m.selection is not None}
+
+
+def _quoted(text: str) -> str:
+    shown = text if len(text) <= QUOTE_CHARS else \
+        text[:QUOTE_CHARS] + f"… ({len(text) - QUOTE_CHARS} more characters)"
+    return json.dumps(shown, ensure_ascii=False)
 
 
 def render_chat(messages: Sequence[ChatMessage], me: str, window: int) -> str:
@@ -164,4 +188,10 @@ def render_chat(messages: Sequence[ChatMessage], me: str, window: int) -> str:
         sender = "you" if m.sender == me else m.sender
         to = f" to {'you' if m.to == me else m.to}" if m.to else ""
         lines.append(f"[{sender}{to}] {m.text}")
+        if m.selection is not None:
+            who = "you" if m.sender == me else m.sender
+            lines.append(f"  ({who} selected this text in {m.selection.component}, characters "
+                         f"{m.selection.start} to {m.selection.end}: "
+                         f"{_quoted(m.selection.text)}; the whole {m.selection.component} is in "
+                         "your view above, and the message is about the selection in it)")
     return "\n".join(lines)

@@ -12,6 +12,10 @@ SEND_TEAMMATE_MESSAGE = ActionSpec(
         ParamSpec(name="message", description="What to say."),
         ParamSpec(name="to", required=False, default=None,
                   description="The role of one teammate; leave out to tell everyone."),
+        ParamSpec(name="selection", type="object", required=False, default=None,
+                  description='Text you selected in a shared component and ask about: '
+                              '{"component": "...", "text": "...", "start": 0, "end": 0} '
+                              "(offsets in the component's text); leave out otherwise."),
     ),
 )
 WAIT_TEAMMATE_CONTINUE = ActionSpec(

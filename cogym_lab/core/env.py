@@ -363,6 +363,14 @@ class CoEnv(abc.ABC):
         findings), for a task made with plans (``docs/plans.md``); raise :class:`ActionError`
         to refuse it. By default the output stays in the plan."""
 
+    def plan_items(self, items: Any) -> Any:
+        """A plan step's output items as a member gave them (``COMPLETE_STEP``,
+        ``EDIT_STEP_OUTPUT``), filled in from the task's records: a task whose items name
+        records by id (papers) adds the fields the member left out, so the panel's cards show
+        them. Called live and on replay alike: it must give the same items each time, and
+        change nothing but the items. Unchanged by default."""
+        return items
+
     def work_failed(self, role: str) -> None:  # noqa: B027 - optional hook
         """The :class:`Deferred` work that ``role``'s action started failed: release what the
         action held for it (a cell marked as running), so ``role`` can try again. Called when

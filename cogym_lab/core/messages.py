@@ -6,7 +6,7 @@ import uuid
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cogym_lab.core.actions import ActionSpec
 from cogym_lab.core.observation import Component, Observation
@@ -109,12 +109,35 @@ class Event(BaseModel):
         return self.action == action
 
 
+class TextSelection(BaseModel):
+    """Text a member selected in a shared component and sent a message about (Cocoa §4.1.1:
+    invoking the agent on highlighted text, with the whole document as its context).
+
+    ``start`` and ``end`` are offsets in the component's text as it stood when the message was
+    sent, counted in code points (Python's string indices), ``end`` after the last one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    component: str = Field(min_length=1, max_length=200)
+    text: str = Field(min_length=1)
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _in_order(self) -> TextSelection:
+        if self.end < self.start:
+            raise ValueError("a selection's end comes after its start")
+        return self
+
+
 class ChatMessage(BaseModel):
     seq: int  # the event that sent it
     time: float
     sender: str
     text: str
     to: str | None = None  # None: everyone
+    #: The text the sender selected and asks about, if the message was sent on a selection.
+    selection: TextSelection | None = None
 
     def visible_to(self, role: str) -> bool:
         return self.to is None or role in (self.to, self.sender)

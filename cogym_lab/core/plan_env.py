@@ -19,6 +19,8 @@ from cogym_lab.core.actions import ActionError, ActionSpec
 from cogym_lab.core.env import ActionOutcome, CoEnv, Deferred, action
 from cogym_lab.core.observation import Component, RenderType
 from cogym_lab.core.plans import PlanBoard, Side
+from cogym_lab.core.step_outputs import OUTPUT_FORMATS
+from cogym_lab.core.step_outputs import output_format as step_format
 
 #: The first plan's component name (not "plan": the travel task's editor has that one). A
 #: session may hold several plans (Cocoa's document holds several, each run on its own): the
@@ -141,10 +143,22 @@ class Planning(CoEnv):
 
     @action("Add a step to the plan.", description="What the step does",
             assignee="Who does it: agent or person", after="The step it goes after (empty: at "
-            "the end)", plan=WHICH_PLAN)
+            "the end)", plan=WHICH_PLAN, output_format=f"What it should produce: one of "
+            f"{', '.join(OUTPUT_FORMATS)} (empty: whatever fits)")
     def add_step(self, role: str, description: str, assignee: str = "agent",
-                 after: str = "", plan: str = "") -> None:
-        self.board(plan).add_step(description, assignee, after or None)
+                 after: str = "", plan: str = "", output_format: str = "") -> None:
+        board = self.board(plan)
+        shape = step_format(output_format)  # checked before the step is added: all or nothing
+        added = board.add_step(description, assignee, after or None)
+        if shape is not None:
+            board.set_format(added.id, shape)
+
+    @action("Say what a step should produce: a list of papers, authors, topics, entities or "
+            "cells, a table, or a paragraph of text. The agent is told with the step; a done "
+            "step becomes stale.", step="The step's id",
+            format=f"One of {', '.join(OUTPUT_FORMATS)}; empty clears it", plan=WHICH_PLAN)
+    def set_step_format(self, role: str, step: str, format: str, plan: str = "") -> None:
+        self.board(plan).set_format(step, format)
 
     @action("Rewrite a step's description.", step="The step's id, e.g. s2",
             description="The new description", base="The description you edited, if you "
@@ -276,7 +290,7 @@ class Planning(CoEnv):
             plan=WHICH_PLAN)
     def complete_step(self, role: str, step: str, text: str = "", items: Any = None,
                       plan: str = "") -> None:
-        self.board(plan).complete(step, self.side(role), role, text, items)
+        self.board(plan).complete(step, self.side(role), role, text, self.plan_items(items))
 
     @action("Run the task's search from your own plan step while it waits for you: its results "
             "go into the step's output (completing the step without items keeps them).",
@@ -295,11 +309,14 @@ class Planning(CoEnv):
         assert spec.searches is not None  # _search_spec picks searches only
         shown = {c.name: c.content for c in self.private_components(role)}
         results = shown.get(spec.searches)
-        items = [dict(r) for r in results if isinstance(r, dict)] \
-            if isinstance(results, list) else []
+        # A list of results (papers...), or a titled table whose rows are the results.
+        table = isinstance(results, dict) and isinstance(results.get("rows"), list)
+        rows = results["rows"] if isinstance(results, dict) and table else results
+        items = [dict(r) for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
         label = str(args[first]) if not isinstance(query, dict) else \
             ", ".join(f"{k}={v}" for k, v in args.items())
-        self.board(plan).record_search(step, f"{spec.name}: {label}", items)
+        self.board(plan).record_search(step, f"{spec.name}: {label}", items,
+                                       kind="record" if table else None)
         return outcome
 
     def _search_spec(self, name: str) -> ActionSpec:
@@ -332,7 +349,7 @@ class Planning(CoEnv):
                              plan: str = "") -> ActionOutcome | None:
         self._person_only(role, "curates step outputs")
         board = self.board(plan)
-        board.edit_output(step, text, items, base or None, author=role)
+        board.edit_output(step, text, self.plan_items(items), base or None, author=role)
         return self._overlap_told(board, f"the output of plan step {step}")
 
     @action("Write the plan's output (the last step's output, rewritten to answer the "

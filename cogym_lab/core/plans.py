@@ -25,6 +25,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from cogym_lab.core.actions import ActionError
 from cogym_lab.core.concurrent_edits import Overlap, merge
 from cogym_lab.core.shared_text import SharedText
+from cogym_lab.core.step_outputs import (
+    ItemKind,
+    OutputFormat,
+    OutputItem,
+    output_format,
+    output_items,
+)
 
 Side = Literal["agent", "person"]
 SIDES: tuple[Side, ...] = ("agent", "person")
@@ -37,11 +44,12 @@ MAX_COMPLETIONS = 3
 
 
 class StepOutput(BaseModel):
-    """What a step produced: items (papers, cells, entities: each a small dict) and text."""
+    """What a step produced: items (papers, authors, cells, entities: each with its kind, see
+    :mod:`cogym_lab.core.step_outputs`) and text."""
 
     model_config = ConfigDict(frozen=True)
 
-    items: tuple[dict[str, Any], ...] = ()
+    items: tuple[OutputItem, ...] = ()
     text: str = ""
     edited: bool = False  # the person curated it after it was produced
     #: The searches a person ran from their own step (SEARCH_IN_STEP), in order: while the
@@ -63,6 +71,9 @@ class PlanStep(BaseModel):
     runs: int = 0  # times it was completed; more than one means reruns
     completed_by: str | None = None  # the role that completed it last
     undo: str | None = None  # the description a SUGGEST_STEP replaced, until kept or undone
+    #: What the step should produce (a list of papers, authors, ..., a table, a paragraph):
+    #: set by anyone, given to the agent with the step; ``None``: whatever fits.
+    output_format: OutputFormat | None = None
 
 
 class Plan(BaseModel):
@@ -128,8 +139,9 @@ def _steps_from(spec: Any, first_id: int) -> tuple[tuple[PlanStep, ...], int]:
         description, assignee = (raw, "agent") if isinstance(raw, str) else (
             (raw.get("description"), raw.get("assignee", "agent")) if isinstance(raw, dict)
             else (None, None))
+        shape = output_format(raw.get("output_format")) if isinstance(raw, dict) else None
         steps.append(PlanStep(id=f"s{next_id}", description=_description(description),
-                              assignee=_side(assignee)))
+                              assignee=_side(assignee), output_format=shape))
         next_id += 1
     return tuple(steps), next_id
 
@@ -144,15 +156,6 @@ def _side(assignee: Any) -> Side:
     if assignee not in SIDES:
         raise ActionError(f"A step is assigned to 'agent' or 'person', not {assignee!r}.")
     return "agent" if assignee == "agent" else "person"
-
-
-def _items(items: Any) -> tuple[dict[str, Any], ...]:
-    if items is None:
-        return ()
-    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
-        raise ActionError('A step\'s items are a list of objects, e.g. [{"id": "...", '
-                          '"title": "..."}].')
-    return tuple(dict(item) for item in items)
 
 
 def below(existing: str, output: str) -> str:
@@ -389,6 +392,15 @@ class PlanBoard:
             status = "running" if side == "agent" else "needs_input"
         self._replace(step_id, assignee=side, status=status)
 
+    def set_format(self, step_id: str, value: Any) -> None:
+        """Say what a step should produce (an output format; empty: none). A done step was
+        made for another format: it becomes stale, as an edited one does."""
+        shape = output_format(value)
+        if self.step(step_id).output_format == shape:
+            return
+        self._replace(step_id, output_format=shape)
+        self._stale_if_run(step_id)
+
     # -- co-execution ------------------------------------------------------------------------
 
     def run_step(self, step_id: str) -> PlanStep:
@@ -433,7 +445,8 @@ class PlanBoard:
                               f"{side} to complete it.")
         found = step.output if step.output is not None and step.output.pending else None
         output = StepOutput(
-            items=_items(items) if items is not None or found is None else found.items,
+            items=output_items(items, step.output_format)
+            if items is not None or found is None else found.items,
             text=text if isinstance(text, str) else "",
             searches=found.searches if found is not None else ())
         self._replace(step_id, status="done", output=output, runs=step.runs + 1,
@@ -454,16 +467,18 @@ class PlanBoard:
                                                         ", and only the person side searches "
                                                         "from its steps") + ".")
 
-    def record_search(self, step_id: str, query: str, items: Any) -> None:
+    def record_search(self, step_id: str, query: str, items: Any,
+                      kind: ItemKind | None = None) -> None:
         """Put a search's results (checked by :meth:`check_search`) in the waiting step's
         output, after the results of its earlier searches in this run (an item already there,
-        by id, is not repeated). The step keeps waiting; completing it keeps them."""
+        by id, is not repeated). Each result gets its kind as a step's items do (``kind`` for
+        those whose fields do not tell). The step keeps waiting; completing it keeps them."""
         step = self.step(step_id)
         found = step.output if step.output is not None and step.output.pending else \
             StepOutput(pending=True)
-        known = {item.get("id") for item in found.items if item.get("id") is not None}
-        new = [item for item in _items(items) if item.get("id") is None
-               or item.get("id") not in known]
+        known = {item.field("id") for item in found.items if item.field("id") is not None}
+        new = [item for item in output_items(items, step.output_format, kind)
+               if item.field("id") is None or item.field("id") not in known]
         self._replace(step_id, output=found.model_copy(update={
             "items": found.items + tuple(new), "searches": (*found.searches, query)}))
 
@@ -487,8 +502,8 @@ class PlanBoard:
         new_text = step.output.text if not isinstance(text, str) else self._merged(
             f"{step_id}/output", step.output.text, text, base, author)
         output = StepOutput(
-            items=_items(items) if items is not None else step.output.items,
-            text=new_text, edited=True)
+            items=output_items(items, step.output_format) if items is not None
+            else step.output.items, text=new_text, edited=True)
         self._replace(step_id, output=output)
         self._record(step_id, output)
         self._stale_from(self.index(step_id) + 1)
@@ -614,7 +629,7 @@ class PlanBoard:
         """Put ``output`` in the context pool, in plan order, replacing the step's older one."""
         entries = {c["step"]: c for c in self.state.context}
         entries[step_id] = {"step": step_id, "description": self.step(step_id).description,
-                            "items": [dict(i) for i in output.items], "text": output.text}
+                            "items": [i.as_dict() for i in output.items], "text": output.text}
         order = [s.id for s in self.steps]
         self._set(context=tuple(entries[i] for i in order if i in entries))
 

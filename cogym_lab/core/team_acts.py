@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pydantic import ValidationError
+
 import cogym_lab.core.collaboration as acts
 from cogym_lab.core.actions import Action, ActionError
 from cogym_lab.core.grammar import format_action
-from cogym_lab.core.messages import ChatMessage, EventType, TeamMember
+from cogym_lab.core.messages import ChatMessage, EventType, TeamMember, TextSelection
 from cogym_lab.core.transition import Emitter, StepContext, Transition
 
 
@@ -36,9 +38,10 @@ class TeamActs:
         if to is not None and (to not in self._roles or to == member.role):
             others = [role for role in self._roles if role != member.role]
             raise ActionError(f"Cannot message {to!r}; teammates are {', '.join(others)}.")
+        selection = read_selection(action.args.get("selection"))
         # The message takes the seq that emit is about to give its event.
         self.chat.append(ChatMessage(seq=emitter.seq + 1, time=now, sender=member.role,
-                                     text=action.args["message"], to=to))
+                                     text=action.args["message"], to=to, selection=selection))
         # The sender hears back too: its next act must see its own message (Listing 1).
         recipients = [to, member.role] if to else emitter.team_roles()
         return emitter.emit(step, now, EventType.MESSAGE, member.role, recipients,
@@ -70,4 +73,17 @@ class TeamActs:
                                   action=format_action(action), info={"agents": targets})
 
 
-__all__ = ["TeamActs"]
+def read_selection(raw: object) -> TextSelection | None:
+    """A message's ``selection`` (see :class:`TextSelection`), or a refusal that says its form."""
+    if raw is None:
+        return None
+    try:
+        return TextSelection.model_validate(raw)
+    except ValidationError as error:
+        problem = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'selection'}: {e['msg']}"
+                            for e in error.errors()[:3])
+        raise ActionError('A selection is {"component": "...", "text": "...", "start": 0, '
+                          f'"end": 0}} with end not before start ({problem}).') from None
+
+
+__all__ = ["TeamActs", "read_selection"]

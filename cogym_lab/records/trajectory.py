@@ -25,6 +25,7 @@ from cogym_lab.core.jsonl import read_jsonl_or_empty
 from cogym_lab.core.messages import ChatMessage, Event, EventType, TeamMember
 from cogym_lab.core.outcome_class import OutcomeClass, outcome_class
 from cogym_lab.core.protocol import ScoringProtocol, get_protocol, recorded_protocol
+from cogym_lab.core.team_acts import read_selection
 from cogym_lab.lm.calllog import log_files
 from cogym_lab.lm.failures import LMFailure
 from cogym_lab.nodes.results import EVENTS_FILE, SESSION_FILE
@@ -307,8 +308,13 @@ class SessionRecord:
                 args = parse_canonical(event.action).args
             except ActionError:
                 continue
+            try:
+                selection = read_selection(args.get("selection"))
+            except ActionError:  # a log the rules would have refused: the message without it
+                selection = None
             chat.append(ChatMessage(seq=event.seq, time=event.time, sender=event.actor,
-                                    text=str(args.get("message", "")), to=args.get("to")))
+                                    text=str(args.get("message", "")), to=args.get("to"),
+                                    selection=selection))
         return chat
 
     def actions_by(self, role: str) -> list[Event]:

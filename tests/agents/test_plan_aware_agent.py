@@ -29,7 +29,7 @@ pytestmark = pytest.mark.usefixtures("no_ambient_lm")
 PLANS = [{"title": "Gear, then the person's must-haves", "steps": [
     {"description": "Add the basic camping gear", "assignee": "agent"},
     {"description": "Name what must not be forgotten", "assignee": "agent"},
-    {"description": "Add the must-haves", "assignee": "agent"}]}]
+    {"description": "Add the must-haves", "assignee": "agent", "output_format": "entity_list"}]}]
 
 
 class PlanRolePlay:
@@ -115,6 +115,12 @@ def test_the_plan_aware_agent_plans_runs_asks_and_writes_the_output(tmp_path) ->
               if "You are carrying out step s3" in b["messages"][-1]["content"])
     assert "Add the must-haves" in s3 and "the rain jacket" in s3
     assert "Add, check or remove checklist items" in s3
+    # ... and what the step should produce: its output format, in words (Cocoa §4.2.3)
+    assert "What this step should produce (its output format): a list of short phrases" in s3
+    s1 = next(b["messages"][-1]["content"] for b in bodies
+              if "You are carrying out step s1" in b["messages"][-1]["content"])
+    assert "(its output format): (no format set" in s1
+    assert plan["plan"]["steps"][2]["output_format"] == "entity_list"
 
 
 def test_a_later_session_proposes_with_the_earlier_plans_as_examples(tmp_path) -> None:

@@ -295,7 +295,7 @@ def test_parse_canonical_raises_only_action_error(text: str) -> None:
     ("ADD_ITEM(text='tent')", "ADD_ITEM", {"text": "tent"}),
     ("ADD_ITEM(text='it\\'s')", "ADD_ITEM", {"text": "it's"}),
     ("SEND_TEAMMATE_MESSAGE(message='hi, there', to='user')", "SEND_TEAMMATE_MESSAGE",
-     {"message": "hi, there", "to": "user"}),
+     {"message": "hi, there", "to": "user", "selection": None}),
     # an unquoted value for a single-param action
     ("ADD_ITEM(sleeping bag)", "ADD_ITEM", {"text": "sleeping bag"}),
     ("ADD_ITEM(text=sleeping bag)", "ADD_ITEM", {"text": "sleeping bag"}),
@@ -356,7 +356,7 @@ def test_structured_actions_are_bound_to_the_spec() -> None:
     assert action == Action(name="FINISH", args={})
     action, _ = parse_action({"name": "SEND_TEAMMATE_MESSAGE", "args": {"message": "hi"}},
                              ALL_SPECS)
-    assert action.args == {"message": "hi", "to": None}
+    assert action.args == {"message": "hi", "to": None, "selection": None}
 
 
 @pytest.mark.parametrize("raw", [

@@ -70,6 +70,8 @@ EXPORTS = {
     "ratingStatements": "function",
     "planOffers": "function",  # the agent's replanning and completion offers, as buttons
     "planSummary": "function",  # how far a plan got, in the line a folded plan shows
+    "outputCard": "function",  # a step's output item as a card by its kind
+    "selectionOf": "function",  # the selected text a message to the agent carries
     "loadYjs": "function",
     "TRANSPORTS": "object",
     "OUTCOME_RUBRIC": "object",
@@ -411,3 +413,60 @@ def test_a_folded_plan_says_in_a_line_how_far_it_got() -> None:
         "No steps yet", "2 proposed plans to choose from", "1 proposed plan to choose from",
         "0 steps", "1 step", "3 steps: 1 done, step 2 running",
         "2 steps: 1 done, step 2 needs input", "2 steps: all done"]
+
+
+def test_a_step_output_item_becomes_a_card_by_its_kind() -> None:
+    """Cocoa §4.2.3: a paper card (title, authors, year), an author card (name, affiliation,
+    papers), a topic, an entity, a cell; an item without a kind (an old log's) or with an
+    unknown one is a generic card; markup stays text; a 1 MB field is cut for the card."""
+    items = [
+        {"kind": "paper", "id": "1706.03762", "title": "Attention", "authors": ["A", "B"],
+         "year": 2017, "url": "https://example.org/p", "venue": "NeurIPS"},
+        {"kind": "author", "name": "Ada", "affiliation": "Somewhere", "papers": 12},
+        {"kind": "topic", "topic": "machine translation", "description": "MT"},
+        {"kind": "entity", "text": "<b>which metric?</b>"},
+        {"kind": "cell", "source": "df.describe()", "output": "count 3"},
+        {"id": "x", "title": "old", "note": "n"},
+        {"kind": "planet", "title": "Mars"},
+        "a bare string",
+        {"kind": "record", "Name": "Flat <i>2</i>", "Price": 500},
+        {"kind": "paper", "title": "made in node: over 1 MB", "url": "javascript:alert(1)"},
+    ]
+    script = (
+        f"const {{ outputCard }} = await import({json.dumps(MODULE.as_uri())});\n"
+        f"const items = {json.dumps(items)};\n"
+        "items[9].title = String.fromCharCode(0) + 'x'.repeat(1000000);\n"
+        "console.log(JSON.stringify(items.map((item) => outputCard(item))));")
+    paper, author, topic, entity, cell, old, unknown, bare, row, huge = _node_json(script)
+    assert paper == {"kind": "paper", "title": "Attention", "subtitle": "A, B · 2017",
+                     "fields": [["venue", "NeurIPS"], ["id", "1706.03762"]],
+                     "url": "https://example.org/p"}
+    assert (author["title"], author["subtitle"], author["fields"]) == (
+        "Ada", "Somewhere", [["papers", "12"]])
+    assert (topic["kind"], topic["title"], topic["subtitle"]) == (
+        "topic", "machine translation", "MT")
+    assert (entity["kind"], entity["title"]) == ("entity", "<b>which metric?</b>")  # as text
+    assert (cell["title"], cell["subtitle"]) == ("df.describe()", "count 3")
+    assert (old["kind"], old["title"], old["fields"]) == ("generic", "old", [["id", "x"],
+                                                                              ["note", "n"]])
+    assert (unknown["kind"], unknown["title"]) == ("generic", "Mars")
+    assert (bare["kind"], bare["title"]) == ("generic", "a bare string")
+    assert (row["kind"], row["title"], row["fields"]) == ("record", "Flat <i>2</i>",
+                                                          [["Price", "500"]])
+    assert len(huge["title"]) == 300 and huge["title"].endswith("…") and huge["url"] is None
+
+
+def test_a_selection_is_counted_in_code_points_and_empty_ones_are_none() -> None:
+    """The textarea counts UTF-16 units; the session counts code points: an emoji before the
+    selection moves it by one, not two. Nothing but white space selected is no selection."""
+    script = (
+        f"const {{ selectionOf }} = await import({json.dumps(MODULE.as_uri())});\n"
+        "const text = '🙂 ab <i>cd</i>\\u2028ef';\n"
+        "console.log(JSON.stringify([selectionOf('editor', text, 3, 15),"
+        " selectionOf('editor', text, 15, 3), selectionOf('editor', text, 2, 3),"
+        " selectionOf('editor', text, 0, 999)]));")
+    forward, backward, blank, everything = _node_json(script)
+    assert forward == backward == {"component": "editor", "text": "ab <i>cd</i>", "start": 2,
+                                   "end": 14}
+    assert blank is None
+    assert everything["start"] == 0 and everything["text"] == "🙂 ab <i>cd</i>\u2028ef"

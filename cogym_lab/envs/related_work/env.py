@@ -252,6 +252,25 @@ class RelatedWorkEnv(DatasetEnv):
         """A finished interactive plan's output goes below the text: nothing is erased."""
         self.text = below(self.text, text)
 
+    def plan_items(self, items: Any) -> Any:
+        """A step's items that name a corpus paper by id get the paper's title, authors, year
+        and url where the member left them out (and kind ``paper``), so a step completed with
+        ``[{"id": "1706.03762"}]`` shows a whole paper card."""
+        if not isinstance(items, list):
+            return items
+        filled = []
+        for item in items:
+            paper = self._index().get(item["id"].strip()) if isinstance(item, dict) \
+                and isinstance(item.get("id"), str) else None
+            if paper is None or item.get("kind") not in (None, "", "paper"):
+                filled.append(item)
+                continue
+            known = {"kind": "paper", "title": paper.title, "authors": paper.short_authors(),
+                     "year": paper.year, "url": paper.url}
+            filled.append({**{k: v for k, v in known.items() if v not in (None, "")},
+                           **{k: v for k, v in item.items() if v not in (None, "")}})
+        return filled
+
     @action("Search papers by topic, title or keywords (top 10). Only you see the results.",
             private=True, searches="search", query="What to look for")
     def search_paper(self, role: str, query: str) -> None:

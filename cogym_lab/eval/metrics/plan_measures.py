@@ -264,7 +264,8 @@ def _rounds(record: SessionRecord, boards: dict[str, PlanBoard],
         waiting = open_rounds.setdefault(key, {})
         if name == "COMPLETE_STEP":
             step = board.step(str(args["step"]))
-            produced = Counter(_key(i) for i in step.output.items) if step.output else Counter()
+            produced = Counter(_key(i.as_dict()) for i in step.output.items) if step.output \
+                else Counter()
             waiting[len(rounds)] = (step.id, produced)
             rounds.append(Round(step=step.id, seq=event.seq, produced=sum(produced.values()),
                                 plan=key))

@@ -140,11 +140,16 @@ def test_two_searches_add_up_and_items_given_on_completion_replace_them(on_the_s
     output = env.plan_board.step("s1").output
     first = [hit.paper.id for hit in env.search.search(QUERY, k=10)]
     second = [hit.paper.id for hit in env.search.search("machine translation", k=10)]
-    assert [i["id"] for i in output.items] == first + [i for i in second if i not in first]
+    assert {i.kind for i in output.items} == {"paper"}  # search rows: title, authors, year
+    assert [i.field("id") for i in output.items] == first + [i for i in second if i not in first]
     assert output.pending and env.plan_board.step("s1").status == "needs_input"
     assert env.results["user"][0]["id"] == second[0]  # the person's own results, as a search
     done = coordinator.handle("user", {"name": "COMPLETE_STEP", "args": {
         "step": "s1", "text": "one", "items": [{"id": first[0]}]}}, 7.0)
     assert done.events[0].status == "ok"
     output = env.plan_board.step("s1").output
-    assert output.items == ({"id": first[0]},) and len(output.searches) == 2
+    paper = env.search.get(first[0])
+    # the item named the paper by id: the task filled in the rest, for the paper card
+    assert [i.as_dict() for i in output.items] == [{
+        "kind": "paper", "title": paper.title, "authors": paper.short_authors(),
+        "year": paper.year, "url": paper.url, "id": first[0]}] and len(output.searches) == 2

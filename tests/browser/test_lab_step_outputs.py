@@ -52,11 +52,19 @@ class AskedAgent(TravelPlanAgent):
         # the act prompt, not the scratchpad's (which comes first and holds the chat too)
         if "selected this text in plan" in whole and "You are carrying out step" not in whole \
                 and "update your scratchpad" not in asked:
-            with self._asked_lock:
-                first = not self.asked
-                self.asked.append(body)
-            if first:
-                return f'Thought: answer it.\nAction: SEND_TEAMMATE_MESSAGE(message="{ANSWER}")'
+            # The plan-aware agent answers a message by situational planning: it decides to
+            # send a message (2), then writes it.
+            if "Decision: <1, 2 or 3>" in asked:
+                with self._asked_lock:
+                    answered = bool(self.asked)
+                if not answered:
+                    return "Thought: the person asked about their selection.\nDecision: 2"
+            elif "Message: <the message text" in asked:
+                with self._asked_lock:
+                    first = not self.asked
+                    self.asked.append(body)
+                if first:
+                    return f"Thought: answer it.\nMessage: {ANSWER}"
         return super().__call__(body)
 
 

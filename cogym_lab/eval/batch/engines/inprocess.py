@@ -41,6 +41,7 @@ class InProcess:
         self.gate = None  # this process's own gate
         #: How late the sessions' loop woke during the last :meth:`run` (``None`` before one).
         self.lag: LoopLag | None = None
+        self.lags: list[LoopLag] | None = None  # one loop: its lag is ``lag``
 
     def describe(self) -> dict[str, Any]:
         return {"engine": "inprocess", "concurrency": self.concurrency}

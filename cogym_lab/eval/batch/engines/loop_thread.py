@@ -58,7 +58,7 @@ class LoopThread:
 
     async def _serve(self) -> None:
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
-        self._loop.set_exception_handler(_quiet_when_disk_full)
+        self._loop.set_exception_handler(quiet_when_disk_full)
         self._monitor.start()
         self._ready.set()
         try:
@@ -118,7 +118,7 @@ class LoopThread:
             raise
 
 
-def _quiet_when_disk_full(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+def quiet_when_disk_full(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     """The loop's handler of errors nobody awaited: a full disk's are not shown. The batch stops
     on the first one with a line that says so (:mod:`cogym_lab.eval.batch.disk`); the sessions
     it cancels then fail to write their last files too, each in a task nobody awaits any more,
@@ -141,4 +141,4 @@ def _copy_outcome(task: asyncio.Task[T], outcome: asyncio.Future[T]) -> None:
         outcome.set_result(task.result())
 
 
-__all__ = ["LAG_WINDOW", "LoopThread"]
+__all__ = ["LAG_WINDOW", "LoopThread", "quiet_when_disk_full"]

@@ -353,3 +353,7 @@ def test_ray_start_is_tried_again_on_a_busy_machine_then_says_what_to_do():
         with_start_retries("start", wrong_address, budget=60, sleep=waits.append)
     assert waits == []
     assert is_busy(TimeoutError()) and not is_busy(PermissionError("no token"))
+    # what `ray start` said on this machine while other work kept its two cores busy
+    assert is_busy(Exception("The current node timed out during startup. This could happen "
+                             "because some of the raylet failed to startup or the GCS has "
+                             "become overloaded."))

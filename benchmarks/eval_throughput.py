@@ -79,7 +79,8 @@ import tracemalloc
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from loop_lag import ticker  # this folder is on the path when the script runs
+from bench_tasks import many_todo_instances  # this folder is on the path when the script runs
+from loop_lag import ticker
 
 #: Prompts the scripted server had no reply for, in the server's process (sent back at the end).
 UNANSWERED: list[str] = []
@@ -148,33 +149,6 @@ def lm_server_process(latency: float) -> Iterator[tuple[str, Callable[[], tuple[
         process.join(timeout=30)
         if process.is_alive():
             process.kill()
-
-
-#: How many instances :func:`many_todo_instances`'s task has, for the worker processes too (a
-#: spawned worker reads it from the environment it inherits).
-INSTANCES_VARIABLE = "COGYM_BENCH_INSTANCES"
-
-
-def many_todo_instances(count: int) -> type:
-    """The todo task with ``count`` instances (all the camping trip), so a batch can be long.
-    Its class is defined at the top of this script, so it reaches worker processes."""
-    os.environ[INSTANCES_VARIABLE] = str(count)
-    from cogym_lab.envs.todo.env import TodoEnv
-
-    global ManyTodo
-
-    class ManyTodo(TodoEnv):  # type: ignore[no-redef]
-        @classmethod
-        def instances(cls, protocol: str = "cogym") -> list[dict[str, Any]]:
-            return [TodoEnv.instances(protocol)[0]] * int(os.environ[INSTANCES_VARIABLE])
-
-    ManyTodo.__qualname__ = "ManyTodo"  # pickled by this name, found by it in a worker
-    return ManyTodo
-
-
-ManyTodo: type | None = None
-if os.environ.get(INSTANCES_VARIABLE):  # a worker process importing this script
-    many_todo_instances(int(os.environ[INSTANCES_VARIABLE]))
 
 
 def percentile(values: list[float], share: float) -> float:

@@ -163,7 +163,7 @@ class LMAgent(abc.ABC):
 
     async def collaborative_step(self, notification: Notification) -> str:
         """One ReAct step over the task actions and the collaboration acts together (the
-        collaborative agent's every step; the plan-aware agent's answers to messages)."""
+        collaborative agent's every step)."""
         specs = merge_specs(self.task_specs, self.collaboration_specs)
         instruction = agent_prompt("act", actions=self.actions_text(specs),
                                    action_guidance=agent_prompt("act_collaborative_guidance"))

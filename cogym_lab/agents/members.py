@@ -20,5 +20,6 @@ COLLABORATIVE_PLANNING = MemberType(
     summary="Collaborative Agent with Situational Planning: decide the kind of step, then act.")
 PLAN_AWARE = MemberType(
     name="plan-aware", kind="agent", build=lm_builder(PlanAwareAgent),
-    summary="Plan-aware agent: proposes interactive plans, carries out its steps, asks for the "
-            "person's steps, and writes the plan output (a task made with plans).")
+    summary="Plan-aware agent: the situational-planning agent that also proposes interactive "
+            "plans, carries out its steps in every plan, asks for the person's steps, and "
+            "writes each plan's output (a task made with plans).")

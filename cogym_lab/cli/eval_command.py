@@ -9,7 +9,12 @@ import click
 from rich.console import Console
 
 from cogym_lab.cli.audit_command import audit_command, validation_sheet_command
-from cogym_lab.cli.options import env_args, lm_settings, load_team_option
+from cogym_lab.cli.options import (
+    env_args,
+    lm_options_saying,
+    lm_settings,
+    load_team_option,
+)
 from cogym_lab.core.outcome_class import CLASS_WORDS
 from cogym_lab.core.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 
@@ -49,11 +54,10 @@ def _prices(values: tuple[str, ...]) -> dict[str, tuple[float, float]]:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Run folder: one directory per instance plus run.json. Run again with the "
                    "same folder to resume.")
-@click.option("--model", "models", multiple=True, metavar="[ROLE=]MODEL",
-              help="Model for every LM (members and the task's tools), or for ROLE "
-                   "(repeatable; 'tools' for the task's drafting assistant, judges, parsers).")
-@click.option("--base-url", "base_urls", multiple=True, metavar="[ROLE=]URL",
-              help="OpenAI-compatible endpoint for every LM, or for ROLE ('tools' too).")
+@lm_options_saying(
+    "Model for every LM (members and the task's tools), or for ROLE (repeatable; 'tools' for "
+    "the task's drafting assistant, judges, parsers).",
+    "OpenAI-compatible endpoint for every LM, or for ROLE ('tools' too).")
 @click.option("--env-arg", multiple=True, metavar="KEY=VALUE",
               help="Argument for every instance of the task.")
 @click.option("--idle-seconds", type=click.FloatRange(min=0.01), default=None,
@@ -336,10 +340,9 @@ def _export_inspect(dirs: tuple[Path, ...], out: Path) -> None:
               help="Gradings of each outcome and reruns of each session.")
 @click.option("--no-judge", is_flag=True, help="Do not re-grade the outcomes.")
 @click.option("--no-agent", is_flag=True, help="Do not rerun the sessions.")
-@click.option("--model", "models", multiple=True, metavar="[ROLE=]MODEL",
-              help="Model instead of the one the sessions recorded, for every LM or ROLE.")
-@click.option("--base-url", "base_urls", multiple=True, metavar="[ROLE=]URL",
-              help="Endpoint instead of the one the sessions recorded, for every LM or ROLE.")
+@lm_options_saying(
+    "Model instead of the one the sessions recorded, for every LM or ROLE.",
+    "Endpoint instead of the one the sessions recorded, for every LM or ROLE.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
               help="Gradings and reruns at the same time.")
 @click.option("--idle-seconds", type=click.FloatRange(min=0.01), default=None,
@@ -387,11 +390,10 @@ def noise_command(run_dir: Path, repeats: int, no_judge: bool, no_agent: bool,
 @click.option("--no-judges", is_flag=True,
               help="Re-grade with the deterministic graders only (no LM): compare only the "
                    "scores they give.")
-@click.option("--model", "models", multiple=True, metavar="[ROLE=]MODEL",
-              help="Model of the task's judge instead of the one the sessions recorded "
-                   "(ROLE: '*' or 'tools').")
-@click.option("--base-url", "base_urls", multiple=True, metavar="[ROLE=]URL",
-              help="Endpoint of the task's judge instead of the one the sessions recorded.")
+@lm_options_saying(
+    "Model of the task's judge instead of the one the sessions recorded (ROLE: '*' or "
+    "'tools').",
+    "Endpoint of the task's judge instead of the one the sessions recorded.")
 def regrade_command(run_dir: Path, no_judges: bool, models: tuple[str, ...],
                     base_urls: tuple[str, ...]) -> None:
     """Re-grade the stored outcomes of RUN_DIR with today's graders and write the difference

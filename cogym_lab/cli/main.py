@@ -152,11 +152,16 @@ def teams() -> None:
 
 @main.command()
 def tasks() -> None:
-    """List the tasks this installation can run."""
+    """List the tasks this installation can run, with the names of their instances where they
+    have names (``--instance N``)."""
     from cogym_lab.envs import available_envs
+    from cogym_lab.envs.registry import task_class
 
     for name in available_envs():
-        console.print(name)
+        console.print(name, markup=False)
+        titles = getattr(task_class(name), "instance_titles", None)
+        for number, title in enumerate(titles() if callable(titles) else []):
+            console.print(f"  --instance {number}: {title}", markup=False, highlight=False)
 
 
 @main.command("replay")

@@ -125,13 +125,25 @@ def task_options(func: Command) -> Command:
                         help="Task to run (see `tasks`).")(func)
 
 
-def lm_options(func: Command) -> Command:
-    func = click.option("--base-url", "base_urls", multiple=True, metavar="[ROLE=]URL",
-                        help="OpenAI-compatible endpoint for every LM, or for ROLE ('tools': "
-                             "the task's drafting assistant, judges and parsers).")(func)
-    return click.option("--model", "models", multiple=True, metavar="[ROLE=]MODEL",
-                        help="Model for every LM (members and the task's tools), or for ROLE "
-                             "(repeatable; 'tools' for the task's tools).")(func)
+def lm_options_saying(model_help: str, base_url_help: str) -> Callable[[Command], Command]:
+    """The ``--model [ROLE=]MODEL`` and ``--base-url [ROLE=]URL`` options (read by
+    :func:`lm_settings`), with the command's own words for what they set."""
+
+    def add(func: Command) -> Command:
+        func = click.option("--base-url", "base_urls", multiple=True, metavar="[ROLE=]URL",
+                            help=base_url_help)(func)
+        return click.option("--model", "models", multiple=True, metavar="[ROLE=]MODEL",
+                            help=model_help)(func)
+
+    return add
+
+
+#: The LM options of the commands that run sessions.
+lm_options = lm_options_saying(
+    "Model for every LM (members and the task's tools), or for ROLE (repeatable; 'tools' for "
+    "the task's tools).",
+    "OpenAI-compatible endpoint for every LM, or for ROLE ('tools': the task's drafting "
+    "assistant, judges and parsers).")
 
 
 def protocol_option(func: Command) -> Command:

@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cogym_lab.cli.options import env_args, lm_settings
+from cogym_lab.cli.options import env_args, lm_options_saying, lm_settings
 
 console = Console()
 
@@ -27,11 +27,10 @@ console = Console()
                    "rule, and the team's own member keeps the person's seat: rule-based where "
                    "the team has one (no LM for the person), else the team's LM simulated "
                    "user (give it a model).")
-@click.option("--model", "models", multiple=True, metavar="[ROLE=]MODEL",
-              help="Model for every LM (the simulated user, agents, the task's tools), or "
-                   "for ROLE (repeatable).")
-@click.option("--base-url", "base_urls", multiple=True, metavar="[ROLE=]URL",
-              help="OpenAI-compatible endpoint for every LM, or for ROLE.")
+@lm_options_saying(
+    "Model for every LM (the simulated user, agents, the task's tools), or for ROLE "
+    "(repeatable).",
+    "OpenAI-compatible endpoint for every LM, or for ROLE.")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
               metavar="SECONDS", help="Cap every session at SECONDS (a quick pilot run).")
 @click.option("--env-arg", multiple=True, metavar="KEY=VALUE",

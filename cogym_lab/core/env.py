@@ -423,6 +423,13 @@ class CoEnv(abc.ABC):
         Data-backed tasks override this; the default is one instance with default arguments."""
         return [{}]
 
+    @classmethod
+    def instance_titles(cls, protocol: str = DEFAULT_PROTOCOL) -> list[str]:
+        """What each numbered instance is called, in instance order, for a task whose few
+        instances have names (a map of a paper): ``cogym-lab tasks`` lists them. Empty (the
+        default) for a task whose instances are only numbered, such as a data set's items."""
+        return []
+
     # -- the API -----------------------------------------------------------------------------
 
     def bind_team(self, team: Sequence[TeamMember]) -> None:

@@ -83,6 +83,8 @@ class ReplanOffer(BaseModel):
     after: str  # the step whose edit changed the plan's course; it stays as it is
     reason: str = ""  # why the steps after it no longer fit, in a sentence
     choices: tuple[tuple[PlanStep, ...], ...] = ()  # each: the new steps after ``after``
+    #: The steps the offer replaces, (id, description) each, as they were when it was made.
+    replaces: tuple[tuple[str, str], ...] = ()
 
 
 class StepCompletions(BaseModel):
@@ -299,7 +301,8 @@ class PlanBoard:
             rests.append(steps)
         self._later_not_in_progress(position)
         self._set(replan=ReplanOffer(after=after, reason=reason.strip() if isinstance(
-            reason, str) else "", choices=tuple(rests)), next_id=next_id)
+            reason, str) else "", choices=tuple(rests), replaces=self._rest_after(position)),
+            next_id=next_id)
 
     def accept_replan(self, choice: int) -> None:
         """Replace the steps after the offer's step with choice ``choice`` (from 0); the step
@@ -310,6 +313,13 @@ class PlanBoard:
         if not 0 <= choice < len(offer.choices):
             raise ActionError(f"Pick a choice from 0 to {len(offer.choices) - 1}, not {choice}.")
         position = self.index(offer.after)
+        # A step the offer would replace that was edited, added, moved or deleted since (a
+        # teammate's edit crossing the offer) would be dropped unseen: refused instead, so
+        # nothing is lost; the person dismisses the offer and the agent judges the plan anew.
+        if self._rest_after(position) != offer.replaces:
+            raise ActionError(f"The steps after {offer.after} changed since this replanning "
+                              "offer was made, so accepting it would drop those changes: "
+                              "dismiss it (DISMISS_REPLAN) and keep the plan as it is now.")
         self._later_not_in_progress(position)
         kept = list(self.steps[:position + 1])
         dropped = {s.id for s in self.steps[position + 1:]}
@@ -572,6 +582,10 @@ class PlanBoard:
         if busy:
             raise ActionError(f"Step {busy[0]} is in progress; the steps after it cannot be "
                               "replanned now.")
+
+    def _rest_after(self, position: int) -> tuple[tuple[str, str], ...]:
+        """The ids and texts of the steps after ``position``: what a replanning replaces."""
+        return tuple((s.id, s.description) for s in self.steps[position + 1:])
 
     def _forget_offers(self, step_id: str) -> None:
         """Offers about a step that is gone go with it."""

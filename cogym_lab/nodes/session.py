@@ -538,12 +538,9 @@ class Session:
     def _on_reported_lm_failure(self, role: str, reported: dict[str, Any]) -> None:
         """A member in another process (``cogym-lab node agent|user``) reported that its LM
         failed past its retries: the same as a local member's failure. Only for a member this
-        process does not hold, or an outside agent it launched (a ``SeatDriver``, whose agent
-        stopped): a local member's LM is watched directly, once."""
-        teammate = self.members.get(role)
-        # a SeatDriver (an outside agent) has no LM watched here: its own report is the only word
-        if role not in self.members or (teammate is not None
-                                        and not isinstance(teammate, SeatDriver)):
+        process does not hold: a local member's LM is watched directly, once, and an outside
+        agent it launched (a ``SeatDriver``) fails by raising ``SeatDriverFailed``."""
+        if role not in self.members or self.members[role] is not None:
             return
         kinds = {member.role: member.kind for member in self.team}
         side: FailingSide = "user" if kinds.get(role) == "user" else "agent"

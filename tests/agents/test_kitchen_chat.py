@@ -111,3 +111,31 @@ async def test_the_agents_answer_reaches_the_persons_chat_and_the_log(
     assert [e.actor for e in logged] == ["user", "agent"]
     later = prompts(server, "policy" if agent_type is DPTAgent else "plan")[-1]
     assert "- tick" in later and f"you: {ANSWER}" in later  # the agent sees what it said
+
+
+def answer_moves_with_a_say(body: dict[str, Any]) -> Reply:
+    """The act agent's LM: a macro, and once it has read the person's message, an answer."""
+    prompt = body["messages"][-1]["content"]
+    answered = f"`user`: {SAID}" in prompt and f"you: {ANSWER}" not in prompt
+    say = f"\n\n```say\n{ANSWER}\n```" if answered else ""
+    return Reply('```json\n{"action": "prepare", "args": {"food": "Beef", "plate": false}}\n```'
+                 + say)
+
+
+@pytest.mark.timeout(60)
+async def test_the_act_agent_talks_back_too(tmp_path) -> None:
+    with ScriptedOpenAIServer(responder=answer_moves_with_a_say) as server:
+        lm = make_lm(LMConfig(model="kitchen-lm", base_url=server.base_url,
+                              api_key=SecretStr("sk-test"), backoff=0.01))
+        person = Recorder(list(PERSON))
+        session = Session(make_env("kitchen", ticks=80, tick_seconds=0.02),
+                          {"agent": ActAgent(lm), "user": person},
+                          kinds={"agent": "agent", "user": "user"}, results_dir=tmp_path,
+                          session_id="chat-act-" + uuid.uuid4().hex[:6])
+        await session.run()
+    assert person.final is not None
+    assert [(m.sender, m.text) for m in person.final.chat] == [("user", SAID), ("agent", ANSWER)]
+    actions = [str(e.action) for e in read_events(tmp_path)
+               if e.type is EventType.ACTION and e.actor == "agent"]
+    assert 'PREPARE(food="Beef")' in actions  # the move beside the say block was still taken
+    assert f"you: {ANSWER}" in prompts(server, "move")[-1]

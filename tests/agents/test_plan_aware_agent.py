@@ -52,7 +52,8 @@ class PlanRolePlay:
             items = [{"id": "tent"}] if step == "s1" else [{"id": "rain jacket"}]
             return (f'Thought: done.\nAction: COMPLETE_STEP(step="{step}", text="added", '
                     f"items={json.dumps(items)})")
-        return "Thought: nothing to add.\nAction: WAIT_TEAMMATE_CONTINUE()"
+        # The situational planning step (and any other prompt) hears: wait.
+        return "Thought: nothing to add.\nDecision: 3\nAction: WAIT_TEAMMATE_CONTINUE()"
 
 
 class Person:

@@ -52,7 +52,8 @@ class ReplanRolePlay:
             return f"Thought: no papers come any more.\nReplan: {json.dumps(CHOICES)}"
         if "Offer two or three ways to complete" in asked:
             return f"Thought: the weather.\nCompletions: {json.dumps(COMPLETIONS)}"
-        return "Thought: nothing to add.\nAction: WAIT_TEAMMATE_CONTINUE()"
+        # The situational planning step (and any other prompt) hears: wait.
+        return "Thought: nothing to add.\nDecision: 3\nAction: WAIT_TEAMMATE_CONTINUE()"
 
 
 class Person:

@@ -63,6 +63,14 @@ def test_tasks_lists_the_example_task():
     assert result.exit_code == 0 and "todo" in result.output.split()
 
 
+def test_tasks_names_the_kitchen_maps_as_the_paper_does_in_its_order():
+    lines = CliRunner().invoke(main, ["tasks"]).output.splitlines()
+    at = lines.index("kitchen")
+    assert lines[at + 1:at + 3] == ["  --instance 0: Map 1 - New Counter Circuit",
+                                    "  --instance 1: Map 2 - New Asymmetric Advantages"]
+    assert lines[at + 3] == "related_work"  # numbered-only instances are not listed
+
+
 def test_bad_arguments_get_clear_errors(tmp_path):
     runner = CliRunner()
     cases = {

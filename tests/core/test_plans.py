@@ -242,7 +242,7 @@ def test_with_plans_keeps_the_tasks_own_actions_and_replays_from_its_env_args() 
 PLAN_ACTS = ["PROPOSE_PLANS", "SELECT_PLAN", "ADD_STEP", "EDIT_STEP", "SUGGEST_STEP",
              "UNDO_SUGGESTION", "DELETE_STEP", "MOVE_STEP", "ASSIGN_STEP", "RUN_STEP", "RUN_ALL",
              "RUN_REMAINING", "PAUSE_AFTER_STEP", "COMPLETE_STEP", "FAIL_STEP",
-             "EDIT_STEP_OUTPUT", "WRITE_PLAN_OUTPUT"]
+             "EDIT_STEP_OUTPUT", "WRITE_PLAN_OUTPUT", "NEW_PLAN"]
 step_ids = st.sampled_from(["s1", "s2", "s3", "s4", "s5", "s9", "", "S1"])
 plans_arg = st.one_of(st.just(THREE_STEPS), st.lists(st.fixed_dictionaries({
     "title": hostile_text, "steps": st.lists(st.fixed_dictionaries({
@@ -252,6 +252,8 @@ args = st.fixed_dictionaries({}, optional={
     "step": step_ids, "plans": plans_arg, "index": st.integers(-1, 3), "position": st.integers(-1, 5),
     "description": hostile_text, "assignee": st.sampled_from(["agent", "person", "nobody"]),
     "text": hostile_text, "base": hostile_text, "reason": hostile_text, "after": step_ids,
+    "request": hostile_text,
+    "plan": st.sampled_from(["", "1", "2", "interactive_plan_2", "interactive_plan_5", "0"]),
     "items": st.one_of(st.none(), st.lists(st.dictionaries(st.sampled_from(["id", "title"]),
                                                            hostile_text, max_size=2),
                                            max_size=3), hostile_text)})
@@ -285,15 +287,19 @@ class PlanMachine(RuleBasedStateMachine):
     def the_plan_keeps_its_rules(self) -> None:
         if not hasattr(self, "team"):
             return
-        steps = self.team.env.plan_board.steps
-        assert len({s.id for s in steps}) == len(steps)
-        busy = [i for i, s in enumerate(steps) if s.status in ("running", "needs_input")]
-        assert len(busy) <= 1
-        for i in busy:  # never out of order
-            assert all(s.status == "done" for s in steps[:i])
-            assert steps[i].status == ("running" if steps[i].assignee == "agent"
-                                       else "needs_input")
-        json.dumps(self.team.env.view("agent")[PLAN_COMPONENT].content)  # plain JSON on the wire
+        view = self.team.env.view("agent")
+        assert list(self.team.env.plan_boards) == [
+            c.name for c in view.components if c.name.startswith(PLAN_COMPONENT)]
+        for name, board in self.team.env.plan_boards.items():  # each plan keeps its own rules
+            steps = board.steps
+            assert len({s.id for s in steps}) == len(steps)
+            busy = [i for i, s in enumerate(steps) if s.status in ("running", "needs_input")]
+            assert len(busy) <= 1
+            for i in busy:  # never out of order
+                assert all(s.status == "done" for s in steps[:i])
+                assert steps[i].status == ("running" if steps[i].assignee == "agent"
+                                           else "needs_input")
+            json.dumps(view[name].content)  # plain JSON on the wire
 
     @invariant()
     def the_log_replays_to_the_same_state(self) -> None:

@@ -36,7 +36,8 @@ class RelatedWorkPlanPlay(RelatedWorkRolePlay):
         first = body["messages"][0]["content"]
         if first.startswith(("You write the Related Work sections", "You grade Related Work")):
             return super().__call__(body)
-        return "Thought: nothing to add.\nAction: WAIT_TEAMMATE_CONTINUE()"
+        # The situational planning step (and any other prompt) hears: wait.
+        return "Thought: nothing to add.\nDecision: 3\nAction: WAIT_TEAMMATE_CONTINUE()"
 
     def step(self, body: dict[str, Any], asked: str) -> str:
         step = asked.split("You are carrying out step ", 1)[1].split(" ", 1)[0]

@@ -60,6 +60,15 @@ class KitchenEnv(CoEnv):
             return float(ticks) * float(tick_seconds) / 60 + 0.5
         return cls.typical_minutes
     default_team = "kitchen-fsm"
+    #: With plans (``make_env("kitchen", plans=True)``): a step is a kitchen job, and the agent
+    #: steps are the rule-based chef's task list (``plan_bridge``, ``policies.plan_follower``).
+    plan_step_guidance = (
+        "Each step names one kitchen job (plan_bridge.WHAT_A_STEP_MAY_SAY): prepare, cook or "
+        "chop Beef, Lettuce or Bread; assemble, serve or make a dish; pass a thing over; put "
+        "out fires; clean a counter ('twice' or a number: more than once; 'keep ...': until "
+        "the step is completed). The agent's chef works the agent steps in order and completes "
+        "each when its job is done; a step naming no kitchen job is failed for the person. "
+        "Person steps are the person's share: complete them when done.")
     content_shapes: ClassVar[Mapping[str, ContentShape]] = {KITCHEN: ContentShape(
         'the game\'s state: an object with a non-empty "grid" (a list of strings, one character '
         'a tile) and its "legend", "chefs", "items", "orders" and clock', _grid_problem)}
@@ -169,11 +178,12 @@ class KitchenEnv(CoEnv):
         return self.game
 
     def moves_only_roles(self) -> list[str]:
-        """The chefs' roles that play with moves and interact only: people's, unless
+        """The chefs' roles that play with moves and interact only: people's and simulated
+        people's (members of kind ``user``, who stand in for a person), unless
         ``person_macros`` is on."""
         if self.person_macros:
             return []
-        people = {member.role for member in self.team if member.kind == "person"}
+        people = {member.role for member in self.team if member.kind in ("person", "user")}
         return [role for role in self._chef_roles() if role in people]
 
     def public_components(self) -> list[Component]:

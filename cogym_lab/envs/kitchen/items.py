@@ -137,9 +137,10 @@ class Item:
         ``progress`` is how far the item is through its current stage, 0 to 1: beef through
         cooking (In-progress), then towards overcooking (Well-cooked), then towards catching
         fire (Overcooked); lettuce through chopping; the extinguisher through putting out the
-        fire it last sprayed.
+        fire it last sprayed. ``id`` is the thing's own number, the same while it lasts (what a
+        player watching the kitchen sees: which beef is which), so a member can follow one.
         """
-        view: dict[str, Any] = {"name": self.name, "status": self.status,
+        view: dict[str, Any] = {"id": self.uid, "name": self.name, "status": self.status,
                                 "progress": round(self.progress, 3)}
         if self.is_plate:
             view["contents"] = [item.to_view() for item in self.contents]

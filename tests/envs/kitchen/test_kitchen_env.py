@@ -92,7 +92,7 @@ def test_the_view_is_the_contract_content():
     assert [chef["role"] for chef in shown["chefs"]] == ["agent", "user"]
     assert shown["chefs"][0] == {"role": "agent", "pos": [1, 1], "facing": "down",
                                  "holding": None, "macro": None, "queued": 0}
-    assert shown["items"] == [{"pos": [11, 1], "item": {"name": "FireExtinguisher",
+    assert shown["items"] == [{"pos": [11, 1], "item": {"id": 1, "name": "FireExtinguisher",
                                                         "status": "", "progress": 0.0}}]
     assert [set(order) for order in shown["orders"]] == [
         {"id", "dish", "remaining", "total", "reward"}] * env.layout.orders.first

@@ -88,3 +88,12 @@ def test_with_person_macros_a_person_may_run_a_macro() -> None:
 def test_person_macros_must_be_true_or_false() -> None:
     with pytest.raises(ValueError, match="person_macros"):
         KitchenEnv(person_macros="yes")  # type: ignore[arg-type]
+
+
+def test_a_simulated_persons_macro_is_refused_as_a_persons_is() -> None:
+    env = KitchenEnv()
+    env.bind_team([TeamMember(role="agent"), TeamMember(role="sim", kind="user")])
+    env.reset(seed=0)
+    assert "MOVE and INTERACT" in (env.step("sim", 'PREPARE(food="Beef")').error or "")
+    assert env.view("sim")["kitchen"].content["moves_only"] == ["sim"]
+    assert env.step("sim", "INTERACT()").error is None

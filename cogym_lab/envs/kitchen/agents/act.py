@@ -1,6 +1,11 @@
 """``kitchen-act``: the LM as System 1 (the paper's "Act"). Each decision is one LM call that
 returns one macro action; while the call runs the chef does nothing, which is the point of the
 baseline: its latency shows as idle time in the game.
+
+It talks as the other kitchen agents do (``chat.py``): the reply may add a ``say`` block, sent
+as a chat message in place of the chef's next action. The paper's Act did not talk (no agent
+of the paper did); chat is ours, for every agent alike, so that the baselines stay comparable
+with DPT-Agent in sessions with chat.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from typing import Any, ClassVar
 from cogym_lab.core import ActionError, Notification
 from cogym_lab.core.grammar import format_action, parse_action
 from cogym_lab.envs.kitchen.agents.base import KitchenAgent
+from cogym_lab.envs.kitchen.agents.chat import without_say
 from cogym_lab.envs.kitchen.agents.policy_code import PolicyRejected, read_macro
 from cogym_lab.envs.kitchen.agents.prompting import kitchen_prompt
 from cogym_lab.envs.kitchen.policies.situation import MACROS, Situation
@@ -29,7 +35,12 @@ class ActAgent(KitchenAgent):
 
     async def act(self, notification: Notification) -> str | None:
         content = self.observe(notification)
-        if content is None or not self.free(content) or self.tick < self._retry_at:
+        if content is None or not self.free(content):
+            return None
+        said = self.speak()
+        if said is not None:
+            return self.sent(said)
+        if self.tick < self._retry_at:
             return None
         situation = Situation.read(content, self.role)
         if situation.me is None or situation.busy:
@@ -43,6 +54,8 @@ class ActAgent(KitchenAgent):
             self.lm_failed("macro", tick, error)
             self._retry_at = tick + self.retry_ticks
             return None
+        self.heard_from_lm(reply)
+        reply = without_say(reply)
         try:
             action = self._checked(reply)
         except PolicyRejected as problem:

@@ -35,7 +35,13 @@ from cogym_lab.envs.kitchen.agents.prompting import (
 )
 from cogym_lab.envs.kitchen.agents.records import AgentRecords
 from cogym_lab.envs.kitchen.policies.fsm import ActionTask, AssignedTask, KitchenFSM
-from cogym_lab.envs.kitchen.policies.members import clock_infos, kitchen_content
+from cogym_lab.envs.kitchen.policies.members import clock_infos, kitchen_content, plan_content
+from cogym_lab.envs.kitchen.policies.plan_follower import (
+    PlanFollower,
+    is_plan_action,
+    plan_is_on,
+    plan_section,
+)
 from cogym_lab.envs.kitchen.policies.situation import game_state
 from cogym_lab.lm import LM, LMError, Messages
 
@@ -67,6 +73,9 @@ class KitchenAgent:
         self.to_say: list[str] = []  # messages the LM wrote for the teammate, not sent yet
         self.records = AgentRecords(None)
         self.fsm = KitchenFSM("")
+        #: In a planned kitchen, the plan's agent steps come before the FSM's own choices.
+        self.follower = PlanFollower("")
+        self.plan: Mapping[str, Any] | None = None
         self.thought = ""  # the LM's last thought with its tasks (ReAct, DPT)
         self.tick = 0
         self.content: Mapping[str, Any] | None = None
@@ -87,6 +96,7 @@ class KitchenAgent:
         self.heard = ChatHeard(self.heard.kept, role=context.role)
         self.specs = {spec.name: spec for spec in context.action_specs}
         self.fsm = KitchenFSM(context.role)
+        self.follower = PlanFollower(context.role)
         self.records = AgentRecords(context.results_dir)
         if context.results_dir:
             self.lm.log_to(Path(context.results_dir) / "lm_calls.jsonl")
@@ -98,6 +108,8 @@ class KitchenAgent:
         infos = clock_infos(notification)
         for info in infos:
             self.fsm.note_tick(info)
+            self.follower.note_tick(info)
+        self.plan = plan_content(notification) or self.plan
         if content is not None:
             self.history.observe(infos, content)
             self.tick = int(content.get("tick", self.tick))
@@ -136,7 +148,14 @@ class KitchenAgent:
             self.to_say.append(said)
 
     def system1(self, content: Mapping[str, Any]) -> str | None:
-        """The FSM's decision, as System 1 makes it on every notification."""
+        """The FSM's decision, as System 1 makes it on every notification; in a planned
+        kitchen, while a plan is on, the plan's agent steps instead (the LM's assigned tasks
+        wait until the plan is done)."""
+        if plan_is_on(self.plan):
+            action = self.follower.decide(content, self.plan)
+            if is_plan_action(action):
+                return action
+            return self.sent(action) if self.free(content) else None
         if not self.free(content):
             return None
         return self.sent(self.fsm.decide(content))
@@ -185,7 +204,8 @@ class KitchenAgent:
             "situation", history=self.history.render(self.role, scenes or self.history_scenes),
             tick=self.tick, ticks=ticks, time_left=max(ticks - self.tick, 0),
             score=content.get("score", 0), role=self.role, state=literal(state),
-            extra="\n\n".join(part for part in (self.heard.section(), extra) if part))
+            extra="\n\n".join(part for part in (plan_section(self.plan), self.heard.section(),
+                                                  extra) if part))
 
     def messages(self, output: str, extra: str = "", assigned: bool = True,
                  scenes: int | None = None) -> Messages:

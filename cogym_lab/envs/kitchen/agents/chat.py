@@ -25,6 +25,11 @@ def say_block(reply: str) -> str | None:
     return text or None
 
 
+def without_say(reply: str) -> str:
+    """``reply`` with its ``say`` blocks taken out (what is left is the agent's move)."""
+    return _SAY.sub("", reply)
+
+
 def message_action(text: str) -> str:
     """The action that sends ``text`` to every teammate."""
     return format_action(Action(name=SEND_TEAMMATE_MESSAGE.name, args={"message": text}),
@@ -77,4 +82,5 @@ class ChatHeard:
         return "you" if sender == self.role else f"`{sender}`"
 
 
-__all__ = ["MAX_SAID", "ChatHeard", "ChatLine", "message_action", "say_block"]
+__all__ = ["MAX_SAID", "ChatHeard", "ChatLine", "message_action", "say_block",
+           "without_say"]

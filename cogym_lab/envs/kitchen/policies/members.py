@@ -22,6 +22,12 @@ from cogym_lab.envs.kitchen.policies.partners import (
     LettuceSpecialist,
     MapPartner,
 )
+from cogym_lab.envs.kitchen.policies.plan_follower import (
+    PLAN,
+    PlanFollower,
+    is_plan_action,
+    plan_is_on,
+)
 
 
 def clock_infos(notification: Notification) -> list[Mapping[str, Any]]:
@@ -38,12 +44,26 @@ def kitchen_content(notification: Notification) -> Mapping[str, Any] | None:
     return content if isinstance(content, Mapping) else None
 
 
-class PolicyMember:
-    """A member that plays the kitchen by a rule-based policy, built for its role at start."""
+def plan_content(notification: Notification) -> Mapping[str, Any] | None:
+    """The interactive plan's content in a planned kitchen (``None`` without a plan)."""
+    if PLAN not in notification.view:
+        return None
+    content = notification.view[PLAN].content
+    return content if isinstance(content, Mapping) else None
 
-    def __init__(self, make_policy: Callable[..., KitchenPolicy], **options: Any) -> None:
+
+class PolicyMember:
+    """A member that plays the kitchen by a rule-based policy, built for its role at start.
+
+    With ``follows_plans`` (the FSM chef), a planned kitchen's plan comes first: while a plan
+    is picked and not finished, the chef works its agent steps (:mod:`.plan_follower`)."""
+
+    def __init__(self, make_policy: Callable[..., KitchenPolicy], follows_plans: bool = False,
+                 **options: Any) -> None:
         self.make_policy = make_policy
         self.options = options
+        self.follows_plans = follows_plans
+        self.follower: PlanFollower | None = None
         self.policy: KitchenPolicy | None = None
         self.role = ""
         self._sent_at = -1  # the tick of the last action sent: one per tick at most
@@ -52,6 +72,7 @@ class PolicyMember:
     def start(self, context: SessionContext) -> None:
         self.role = context.role
         self.policy = self.make_policy(context.role, **self.options)
+        self.follower = PlanFollower(context.role) if self.follows_plans else None
         self._sent_at = -1
 
     async def act(self, notification: Notification) -> str | None:
@@ -59,9 +80,14 @@ class PolicyMember:
             return None
         for info in clock_infos(notification):
             self.policy.note_tick(info)
+            if self.follower is not None:
+                self.follower.note_tick(info)
         content = kitchen_content(notification)
         if content is None or content.get("done"):
             return None
+        plan = plan_content(notification)
+        if self.follower is not None and plan_is_on(plan):
+            return self._follow(content, plan)
         tick = int(content.get("tick", 0))
         if tick <= self._sent_at:
             return None  # the world has not moved since the last action: it shows it next tick
@@ -70,13 +96,27 @@ class PolicyMember:
             self._sent_at = tick
         return action
 
+    def _follow(self, content: Mapping[str, Any], plan: Mapping[str, Any] | None) -> str | None:
+        """The plan's next action: a plan action at any time, a chef's once a tick."""
+        assert self.follower is not None
+        tick = int(content.get("tick", 0))
+        if tick <= self._sent_at:
+            # the chef's last action shows next tick; a step it finished may be completed now
+            action = self.follower.decide(content, plan)
+            return action if is_plan_action(action) else None
+        action = self.follower.decide(content, plan)
+        if action is not None and not is_plan_action(action):
+            self._sent_at = tick
+        return action
+
     def end(self, final: Notification) -> None:
         self.final = final
 
 
-def _type(name: str, policy: Callable[..., KitchenPolicy], summary: str) -> MemberType:
+def _type(name: str, policy: Callable[..., KitchenPolicy], summary: str,
+          follows_plans: bool = False) -> MemberType:
     def build(setup: MemberSetup) -> PolicyMember:
-        return PolicyMember(policy, **setup.options)
+        return PolicyMember(policy, follows_plans, **setup.options)
 
     return MemberType(name=name, kind="agent", uses_lm=False, build=build, summary=summary)
 
@@ -93,7 +133,8 @@ MAP_PARTNER = _type("kitchen-partner", MapPartner,
                     "assembler on Map 1, the lettuce specialist on Map 2.")
 FSM = _type("kitchen-fsm", KitchenFSM,
             "The kitchen FSM agent: puts out fires, serves, assembles, prepares for the most "
-            "urgent order; no LM.")
+            "urgent order; no LM. In a planned kitchen it works the plan's agent steps.",
+            follows_plans=True)
 
 __all__ = ["ASSEMBLER", "BEEF", "FSM", "LETTUCE", "MAP_PARTNER", "PolicyMember", "clock_infos",
-           "kitchen_content"]
+           "kitchen_content", "plan_content"]

@@ -13,5 +13,6 @@ REACT = _HERE / "kitchen-react.toml"
 REFLEXION = _HERE / "kitchen-reflexion.toml"
 DPT = _HERE / "kitchen-dpt.toml"
 DPT_NO_TOM = _HERE / "kitchen-dpt-no-tom.toml"
+DPT_LM_PARTNER = _HERE / "kitchen-dpt-lm-partner.toml"
 
-__all__ = ["ACT", "DPT", "DPT_NO_TOM", "FSM", "REACT", "REFLEXION"]
+__all__ = ["ACT", "DPT", "DPT_LM_PARTNER", "DPT_NO_TOM", "FSM", "REACT", "REFLEXION"]

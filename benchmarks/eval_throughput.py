@@ -3,7 +3,8 @@ LM reply held back one second, and the peak memory of each level.
 
 Run from the repository root::
 
-    python benchmarks/eval_throughput.py [--levels 1 8 64] [--latency 1.0] [--waves 2]
+    python benchmarks/eval_throughput.py [--levels 1 8 64] [--latency 1.0 3.0] [--waves 2]
+        [--workers N] [--ray-nodes]
     python benchmarks/eval_throughput.py --manifest [--manifest-sizes 100 1000]
 
 It prints a table and checks nothing. With ``--manifest`` it measures only what recording the
@@ -45,7 +46,17 @@ measures:
   sessions run in the actors' processes.
 * "CPU s" is the CPU time the child used during the batch (its event loop; the LM server's
   process is not counted): when it nears the wall time, the level is bound by the processor,
-  not by the LM's latency.
+  not by the LM's latency. "wkrs CPU s" is the CPU time of the engine's worker processes
+  (above 250 sessions at once the in-process engine spreads them over worker processes, one
+  per 250 up to the cores less one; ``--workers N`` sets their number, 0 keeps one loop), and
+  "CPU/call ms" both together per LM call: the framework's cost of a call, from which the
+  cores a level needs follow (calls per second x CPU per call).
+* "x ref" is a level's mean session time over the first level's at the same latency (run
+  level 1 first: its sessions are LM-bound); the target is at most 1.2.
+* With worker processes, a second table gives each worker's loop lag (what ``run.json``
+  records as the invocation's ``loop_lags``); "sessions p99/max" is then the worst of them.
+* ``--latency 1 3`` runs every level at each latency; ``--levels`` and ``--ray-nodes`` (none:
+  no Ray rows) choose a subset that fits the time at hand.
 """
 
 from __future__ import annotations
@@ -68,7 +79,8 @@ import tracemalloc
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from loop_lag import ticker  # this folder is on the path when the script runs
+from bench_tasks import many_todo_instances  # this folder is on the path when the script runs
+from loop_lag import ticker
 
 #: Prompts the scripted server had no reply for, in the server's process (sent back at the end).
 UNANSWERED: list[str] = []
@@ -139,22 +151,16 @@ def lm_server_process(latency: float) -> Iterator[tuple[str, Callable[[], tuple[
             process.kill()
 
 
-def many_todo_instances(count: int) -> type:
-    """The todo task with ``count`` instances (all the camping trip), so a batch can be long."""
-    from cogym_lab.envs.todo.env import TodoEnv
-
-    class ManyTodo(TodoEnv):
-        @classmethod
-        def instances(cls, protocol: str = "cogym") -> list[dict[str, Any]]:
-            return [TodoEnv.instances(protocol)[0]] * count
-
-    return ManyTodo
-
-
 def percentile(values: list[float], share: float) -> float:
     """The value below which ``share`` of ``values`` lie (NaN for none)."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else float("nan")
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's ended children (user and system)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def peak_rss_mib() -> float:
@@ -169,6 +175,7 @@ def measure_batch(label: Any, latency: float, trace: bool,
             tempfile.TemporaryDirectory(prefix="cogym-eval-bench-") as out:
         before = peak_rss_mib()
         cpu_before = time.process_time()
+        children_before = _children_cpu()
         if trace:
             tracemalloc.start()
         started = time.perf_counter()
@@ -186,16 +193,23 @@ def measure_batch(label: Any, latency: float, trace: bool,
         summary = asyncio.run(batch_with_ticker())
         wall = time.perf_counter() - started
         cpu = time.process_time() - cpu_before
+        # the worker processes', once they have ended (the LM server's process has not yet)
+        workers_cpu = _children_cpu() - children_before
         traced = tracemalloc.get_traced_memory()[1] / 2**20 if trace else None
         calls, unanswered = stop_server()
     durations = [s.duration for s in summary.sessions if s.duration is not None]
     # The in-process engine's own loop, where the sessions ran (none on Ray: the actors ran them)
     sessions_lag = getattr(summary.invocations[-1], "loop_lag", None)
+    loop_lags = getattr(summary.invocations[-1], "loop_lags", None) or []
+    workers = summary.invocations[-1].engine.get("workers", 0)
     ran = len(summary.sessions)
     return {"concurrency": label, "sessions": ran, "wall": wall,
             "per_minute": ran / wall * 60, "finished": summary.counts.finished,
             "failed": summary.counts.failed, "calls": calls,
-            "unanswered": unanswered, "cpu": cpu,
+            "unanswered": unanswered, "cpu": cpu, "workers_cpu": workers_cpu,
+            "cpu_per_call_ms": (cpu + workers_cpu) / calls * 1e3 if calls else float("nan"),
+            "workers": workers, "latency": latency,
+            "loop_lags": [lag.model_dump() for lag in loop_lags],
             "session_mean": sum(durations) / len(durations) if durations else float("nan"),
             "peak_rss": peak_rss_mib(), "batch_rss": peak_rss_mib() - before,
             "traced": traced, "lag_p50": percentile(lags, 0.50), "lag_p99": percentile(lags, 0.99),
@@ -210,15 +224,17 @@ BATCH_OPTIONS: dict[str, Any] = {
     "idle_seconds": 30.0, "timeout": 600.0, "progress": False}
 
 
-def run_level(concurrency: int, sessions: int, latency: float, trace: bool) -> dict[str, Any]:
-    """One in-process level, in this process: start the server, run the batch, measure."""
+def run_level(concurrency: int, sessions: int, latency: float, trace: bool,
+              workers: int | None = None) -> dict[str, Any]:
+    """One in-process level, in this process: start the server, run the batch, measure.
+    ``workers``: the engine's worker processes (``None``: as it chooses; 0: one loop here)."""
     from cogym_lab.envs import register_env
     from cogym_lab.eval.batch.runner import arun
 
     register_env("todo_bench", many_todo_instances(sessions))
     return measure_batch(concurrency, latency, trace, lambda base_url, out: arun(
         "todo_bench", "collaborative", None, out=out, concurrency=concurrency,
-        base_urls=base_url, **BATCH_OPTIONS))
+        base_urls=base_url, workers=workers, **BATCH_OPTIONS))
 
 
 def run_ray_level(nodes: int, sessions: int, per_actor: int, latency: float) -> dict[str, Any]:
@@ -345,7 +361,11 @@ def main() -> None:
     parser.add_argument("--ray-sessions", type=int, default=600)
     parser.add_argument("--ray-sessions-per-actor", type=int, default=300)
     parser.add_argument("--ray-child", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--latency", type=float, default=1.0, help="seconds per LM reply")
+    parser.add_argument("--latency", type=float, nargs="+", default=[1.0],
+                        help="seconds per LM reply; several run every level at each")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="worker processes of the in-process engine (default: as it "
+                             "chooses; 0: every session on one loop in the level's process)")
     parser.add_argument("--waves", type=int, default=2, help="sessions = waves x concurrency")
     parser.add_argument("--min-sessions", type=int, default=3)
     parser.add_argument("--tracemalloc", action="store_true")
@@ -359,48 +379,69 @@ def main() -> None:
         return
     if args.ray_child is not None:
         print(json.dumps(run_ray_level(args.ray_child, args.ray_sessions,
-                                       args.ray_sessions_per_actor, args.latency)))
+                                       args.ray_sessions_per_actor, args.latency[0])))
         return
     if args.child is not None:
         sessions = max(args.waves * args.child, args.min_sessions)
-        print(json.dumps(run_level(args.child, sessions, args.latency, args.tracemalloc)))
+        print(json.dumps(run_level(args.child, sessions, args.latency[0], args.tracemalloc,
+                                   args.workers)))
         return
 
     import cogym_lab
 
     print(f"cogym_lab {cogym_lab.__version__}, Python {platform.python_version()}, "
           f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs")
-    print(f"todo task, collaborative team, {args.latency:g} s per LM reply, "
-          f"{args.waves} waves per level; Ray rows: {args.ray_sessions} sessions, "
-          f"nodes x sessions per actor\n")
+    latencies = ", ".join(f"{latency:g}" for latency in args.latency)
+    chosen = "as the engine chooses" if args.workers is None else str(args.workers)
+    print(f"todo task, collaborative team, {latencies} s per LM reply, "
+          f"{args.waves} waves per level, worker processes: {chosen}; Ray rows: "
+          f"{args.ray_sessions} sessions, nodes x sessions per actor\n")
     rows = []
-    for level in args.levels:
-        command = [sys.executable, __file__, "--child", str(level), "--latency",
-                   str(args.latency), "--waves", str(args.waves), "--min-sessions",
-                   str(args.min_sessions), *(["--tracemalloc"] if args.tracemalloc else [])]
-        rows.extend(_child_row(command, f"level {level}"))
-    for nodes in args.ray_nodes:
-        command = [sys.executable, __file__, "--ray-child", str(nodes), "--latency",
-                   str(args.latency), "--ray-sessions", str(args.ray_sessions),
-                   "--ray-sessions-per-actor", str(args.ray_sessions_per_actor)]
-        rows.extend(_child_row(command, f"Ray with {nodes} nodes"))
-    header = (f"{'concurrency':>11} {'sessions':>8} {'failed':>6} {'wall s':>7} "
+    for latency in args.latency:
+        for level in args.levels:
+            command = [sys.executable, __file__, "--child", str(level), "--latency",
+                       str(latency), "--waves", str(args.waves), "--min-sessions",
+                       str(args.min_sessions), *(["--tracemalloc"] if args.tracemalloc else []),
+                       *([] if args.workers is None else ["--workers", str(args.workers)])]
+            rows.extend(_child_row(command, f"level {level} at {latency:g} s"))
+        for nodes in args.ray_nodes:
+            command = [sys.executable, __file__, "--ray-child", str(nodes), "--latency",
+                       str(latency), "--ray-sessions", str(args.ray_sessions),
+                       "--ray-sessions-per-actor", str(args.ray_sessions_per_actor)]
+            rows.extend(_child_row(command, f"Ray with {nodes} nodes at {latency:g} s"))
+    header = (f"{'LM s':>4} {'workers':>7} {'concurrency':>11} {'sessions':>8} "
+              f"{'failed':>6} {'wall s':>7} "
               f"{'sessions/min':>12} {'mean session s':>14} {'LM calls':>8} {'unanswered':>10} "
-              f"{'CPU s':>6} "
+              f"{'CPU s':>6} {'wkrs CPU s':>10} {'CPU/call ms':>11} {'x ref':>5} "
               f"{'peak RSS MiB':>12} {'batch +MiB':>10} {'lag p50 ms':>10} {'lag p99 ms':>10} "
               f"{'lag max ms':>10} {'sessions p99':>12} {'sessions max':>12}"
               + (f" {'traced MiB':>10}" if args.tracemalloc else ""))
     print(header)
     print("-" * len(header))
+    reference: dict[float, float] = {}
+    for r in rows:  # the first level of each latency is the others' reference (run 1 first)
+        reference.setdefault(r.get("latency", 0.0), r["session_mean"])
     for r in rows:
-        print(f"{r['concurrency']!s:>11} {r['sessions']:>8} {r['failed']:>6} {r['wall']:>7.1f} "
+        ratio = r["session_mean"] / reference[r.get("latency", 0.0)]
+        print(f"{r.get('latency', float('nan')):>4g} {r.get('workers', 0):>7} "
+              f"{r['concurrency']!s:>11} {r['sessions']:>8} {r['failed']:>6} {r['wall']:>7.1f} "
               f"{r['per_minute']:>12.1f} {r['session_mean']:>14.1f} {r['calls']:>8} "
-              f"{r['unanswered']:>10} {r['cpu']:>6.1f} "
+              f"{r['unanswered']:>10} {r['cpu']:>6.1f} {r.get('workers_cpu', 0.0):>10.1f} "
+              f"{r.get('cpu_per_call_ms', float('nan')):>11.2f} {ratio:>5.2f} "
               f"{r['peak_rss']:>12.0f} {r['batch_rss']:>10.0f} {r['lag_p50'] * 1e3:>10.1f} "
               f"{r['lag_p99'] * 1e3:>10.1f} {r['lag_max'] * 1e3:>10.1f} "
               f"{r.get('sessions_lag_p99', float('nan')) * 1e3:>12.1f} "
               f"{r.get('sessions_lag_max', float('nan')) * 1e3:>12.1f}"
               + (f" {r['traced']:>10.1f}" if args.tracemalloc else ""))
+    per_loop = [(r, index, lag) for r in rows
+                for index, lag in enumerate(r.get("loop_lags") or [])]
+    if per_loop:
+        print("\neach worker process's loop (the in-process engine on worker processes):")
+        print(f"{'LM s':>4} {'concurrency':>11} {'worker':>6} {'lag p50 ms':>10} "
+              f"{'lag p99 ms':>10} {'lag max ms':>10}")
+        for r, index, lag in per_loop:
+            print(f"{r['latency']:>4g} {r['concurrency']!s:>11} {index:>6} {lag['p50_ms']:>10.1f} "
+                  f"{lag['p99_ms']:>10.1f} {lag['max_ms']:>10.1f}")
     if any(r["unanswered"] for r in rows):
         print("\nThe scripted LM had no reply for some prompts (the 'unanswered' column): those "
               "rows measure retries, not sessions. Teach respond() the new prompt.")

@@ -90,6 +90,11 @@ def _prices(values: tuple[str, ...]) -> dict[str, tuple[float, float]]:
               show_default=True,
               help="Where the sessions run: in this process, or on a Ray cluster (the ray "
                    "extra; see docs/evaluation-runs.md). Results are written here either way.")
+@click.option("--workers", type=click.IntRange(min=0), default=None, metavar="N",
+              help="With --engine inprocess: run the sessions in N worker processes of this "
+                   "machine, each with its own event loop; 0 keeps them on one loop in this "
+                   "process. Default: one loop up to 250 sessions at once (--concurrency), "
+                   "above that one process per 250, up to the cores less one.")
 @click.option("--address", default=None, metavar="ADDRESS",
               help="With --engine ray: the cluster, 'auto' (one running on this machine), "
                    "HOST:PORT (the head, from a node of the cluster) or ray://HOST:PORT (Ray "
@@ -120,7 +125,8 @@ def run_command(task: str, team: str, instances: str, concurrency: int, out: Pat
                 idle_seconds: float | None, timeout: float, agent_step_limit: int | None,
                 prices: tuple[str, ...], protocol: str, trials: int,
                 interaction: str | None, max_in_flight: tuple[str, ...], rpm: tuple[str, ...],
-                engine: str, address: str | None, sessions_per_actor: int | None,
+                engine: str, workers: int | None, address: str | None,
+                sessions_per_actor: int | None,
                 actors_per_node: int | None, storage: str | None, allow_sample: bool,
                 retry_failed: bool, user_traits: str, no_progress: bool) -> None:
     """Run TEAM on many instances of TASK at once and write their results under OUT."""
@@ -151,7 +157,7 @@ def run_command(task: str, team: str, instances: str, concurrency: int, out: Pat
                       interaction=interaction, limits=None if limits.is_empty else limits,
                       engine=engine, address=address, sessions_per_actor=sessions_per_actor,
                       actors_per_node=actors_per_node, storage=storage,
-                      allow_sample=allow_sample, retry_failed=retry_failed)
+                      allow_sample=allow_sample, retry_failed=retry_failed, workers=workers)
     except (LMNotConfigured, EngineError, ImportError, DiskFull) as error:
         raise click.ClickException(str(error)) from None
     except ValueError as error:

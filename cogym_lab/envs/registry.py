@@ -32,6 +32,13 @@ def register_env(name: str, factory: EnvFactory) -> None:
     _registered[name] = factory
 
 
+def registered_env(name: str) -> EnvFactory | None:
+    """The factory registered as ``name`` in this process with :func:`register_env` (``None``
+    for a built-in task, an installed package's, or an unknown name): what a fresh process
+    would not find by the name alone."""
+    return _registered.get(name)
+
+
 def available_envs() -> list[str]:
     names = set(_BUILTIN) | set(_registered)
     names |= {ep.name for ep in installed_entry_points("cogym_lab.envs")}

@@ -138,6 +138,9 @@ class Invocation(BaseModel):
     #: Ray, whose actors run them, and older runs). A p99 of seconds means the sessions' own
     #: timers ran that late: the process was short of CPU for that many sessions at once.
     loop_lag: LoopLag | None = None
+    #: With the in-process engine on worker processes, each worker's loop lag (``loop_lag`` is
+    #: then the worst of them); none otherwise.
+    loop_lags: list[LoopLag] | None = None
     #: The versions that decide a score when it started (``Provenance.versions``): a run
     #: resumed after an update shows where its sessions' graders or prompts changed.
     versions: dict[str, str | None] = Field(default_factory=dict)

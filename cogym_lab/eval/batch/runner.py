@@ -47,6 +47,12 @@ from cogym_lab.errors import CogymError
 from cogym_lab.eval.batch.disk import DiskReserve, disk_full, disk_full_cause, write_or_release
 from cogym_lab.eval.batch.engines import RayOptions, Workers, check_engine
 from cogym_lab.eval.batch.engines.inprocess import InProcess
+from cogym_lab.eval.batch.engines.processes import (
+    ProcessWorkers,
+    portable_task,
+    smallest_limit,
+    worker_count,
+)
 from cogym_lab.eval.batch.instance_spec import InstanceSpec, parse_instances
 from cogym_lab.eval.batch.limits import batch_limits
 from cogym_lab.eval.batch.manifest import (
@@ -134,7 +140,7 @@ def run(task: str, team: str | Path | TeamConfig = "collaborative",
         engine: str = "inprocess", address: str | None = None,
         sessions_per_actor: int | None = None, actors_per_node: int | None = None,
         storage: str | Path | None = None, allow_sample: bool = False,
-        retry_failed: bool = False) -> RunSummary:
+        retry_failed: bool = False, workers: int | None = None) -> RunSummary:
     """Run ``team`` on ``instances`` of ``task`` and write every session under ``out``.
 
     ``instances`` is a spec such as ``"0:102"`` or ``"0,3,5"``, a list, or ``None`` for all.
@@ -169,6 +175,12 @@ call may serve several teams); ``lm_arguments`` gives any other LM setting by ro
     (``max_in_flight``, ``requests_per_minute``); they hold for every LM call of this process
     while the run lasts (docs/evaluation-runs.md, "Provider limits").
 
+    ``workers`` spreads the in-process engine's sessions over that many worker processes of
+    this machine, each with its own event loop (:mod:`cogym_lab.eval.batch.engines.processes`);
+    ``0`` keeps them all on one loop in this process. ``None`` (the default) chooses: one loop
+    up to 250 sessions at once, above that one process per 250, up to the cores less one.
+    Tasks registered with ``register_env`` reach the workers if their factory pickles.
+
     ``engine="ray"`` runs the sessions on a Ray cluster (the ``ray`` extra) instead of in this
     process: ``address`` names the cluster (``None``: as ``ray.init()`` finds one, ``"auto"``,
     ``"HOST:PORT"`` or ``"ray://HOST:PORT"``), ``actors_per_node`` actors (1) start on each node,
@@ -201,7 +213,8 @@ call may serve several teams); ``lm_arguments`` gives any other LM setting by ro
                      protocol=protocol, progress=progress, trials=trials, rerun=rerun,
                      interaction=interaction, limits=limits, engine=engine, address=address,
                      sessions_per_actor=sessions_per_actor, actors_per_node=actors_per_node,
-                     storage=storage, allow_sample=allow_sample, retry_failed=retry_failed)
+                     storage=storage, allow_sample=allow_sample, retry_failed=retry_failed,
+                     workers=workers)
     return run_to_end(coroutine)
 
 
@@ -222,7 +235,7 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
                engine: str = "inprocess", address: str | None = None,
                sessions_per_actor: int | None = None, actors_per_node: int | None = None,
                storage: str | Path | None = None, allow_sample: bool = False,
-               retry_failed: bool = False) -> RunSummary:
+               retry_failed: bool = False, workers: int | None = None) -> RunSummary:
     """:func:`run` for async code."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
@@ -231,6 +244,8 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
     engine_name = check_engine(engine)
     ray_options = _ray_options(engine_name, address, sessions_per_actor, actors_per_node,
                                storage)
+    if workers is not None and (engine_name == "ray" or workers < 0):
+        raise ValueError("workers: a number from 0, for engine='inprocess'")
     chosen = check_interaction(interaction) if interaction is not None else None
     redo = _rerun_keys(rerun)
     if retry_failed:
@@ -265,8 +280,9 @@ async def arun(task: str, team: str | Path | TeamConfig = "collaborative",
                   {*((n, t) for n in numbers for t in range(trials)), *redo})
     if ray_options is not None:
         ray_options = dataclasses.replace(ray_options, limits=provider_limits)
-    async with _workers(batch, concurrency, ray_options) as workers:
-        return await _run_batch(batch, workers, keys, redo, provider_limits, progress,
+    async with _workers(batch, concurrency, ray_options, workers,
+                        provider_limits) as engine_workers:
+        return await _run_batch(batch, engine_workers, keys, redo, provider_limits, progress,
                                 label=f"{task} · {team_config.name}"
                                 + (f" · {trials} trials" if trials > 1 else ""))
 
@@ -324,6 +340,7 @@ async def _run_batch(batch: _Batch, workers: Workers, keys: list[SessionKey],
         session_log.close()
         invocation.ended_at = time.time()
         invocation.loop_lag = workers.lag
+        invocation.loop_lags = workers.lags
         requested = set(keys)
         invocation.interrupted = any(s.status == "pending" for s in summary.sessions
                                      if s.key in requested)
@@ -369,10 +386,17 @@ async def _run_session(batch: _Batch, number: int, trial: int = 0) -> SessionEnt
 
 
 @contextlib.asynccontextmanager
-async def _workers(batch: _Batch, concurrency: int,
-                   ray_options: RayOptions | None) -> AsyncIterator[Workers]:
+async def _workers(batch: _Batch, concurrency: int, ray_options: RayOptions | None,
+                   processes: int | None = None,
+                   limits: ProviderLimits | None = None) -> AsyncIterator[Workers]:
     """The engine that runs the batch's sessions, for the ``async with`` block."""
     if ray_options is None:
+        count, factory = _process_count(batch.task, concurrency, processes, limits)
+        if count:
+            yield ProcessWorkers(plan=batch.plan, out=batch.out, meter=batch.meter,
+                                 concurrency=concurrency, workers=count, limits=limits,
+                                 task_factory=factory)
+            return
         # _run_session looked up on each call (a benchmark replaces it)
         yield InProcess(lambda key: _run_session(batch, *key), concurrency)
         return
@@ -381,6 +405,31 @@ async def _workers(batch: _Batch, concurrency: int,
 
     async with ray_workers(batch.plan, batch.out, ray_options, batch.meter) as workers:
         yield workers
+
+
+def _process_count(task: str, concurrency: int, asked: int | None,
+                   limits: ProviderLimits | None) -> tuple[int, Any]:
+    """How many worker processes the in-process engine runs on (0: one loop here), and the
+    task's factory to send them when it was registered at run time.
+
+    Asked for (``asked``), a count is kept unless a provider limit is smaller (each worker gets
+    a share of it) or the task cannot reach a worker: both are refused. Chosen here, the count
+    drops to what the limits allow, and to none for a task that cannot reach a worker."""
+    count = worker_count(concurrency) if asked is None else asked
+    smallest = smallest_limit(limits)
+    if count and smallest is not None and smallest < count:
+        if asked is not None:
+            raise ValueError(f"a provider limit of {smallest} cannot be shared by {count} "
+                             "worker processes (each gets a share of it); ask for fewer "
+                             "workers, or run on Ray, whose workers share one gate")
+        count = smallest if smallest > 1 else 0
+    try:
+        factory = portable_task(task) if count else None
+    except ValueError:
+        if asked is not None:
+            raise
+        return 0, None  # one loop here, where the task is known
+    return count, factory
 
 
 def _ray_options(engine: str, address: str | None, sessions_per_actor: int | None,

@@ -7,7 +7,9 @@ says when each ended (:class:`Workers`).
 
 * ``inprocess`` (:mod:`.inprocess`): every session in this process, at most ``concurrency`` at
   a time, on an event loop of their own on a thread (the caller's loop stays responsive). Needs
-  nothing beyond cogym_lab.
+  nothing beyond cogym_lab. Above the sessions one loop carries (250 at once), or when asked
+  (``workers=N``), the same engine spreads them over worker processes of this machine, each
+  with its own loop (:mod:`.processes`).
 * ``ray`` (:mod:`.ray_engine`): sessions in Ray actors across a cluster, each actor hosting many
   at once on its own event loop; their folders travel back to this process, which writes them.
   Needs the ``ray`` extra (``pip install 'cogym_lab[ray]'``); ``ray`` is imported only then.
@@ -53,6 +55,10 @@ class Workers(Protocol):
     #: (``None``: not watched from this process).
     @property
     def lag(self) -> LoopLag | None: ...
+
+    #: With several loops (worker processes), each one's lag; ``None`` otherwise.
+    @property
+    def lags(self) -> list[LoopLag] | None: ...
 
     def describe(self) -> dict[str, Any]:
         """What ran the sessions, for the invocation's record in ``run.json``."""

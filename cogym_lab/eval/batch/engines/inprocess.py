@@ -41,6 +41,7 @@ class InProcess:
         self.gate = None  # this process's own gate
         #: How late the sessions' loop woke during the last :meth:`run` (``None`` before one).
         self.lag: LoopLag | None = None
+        self.lags: list[LoopLag] | None = None  # one loop: its lag is ``lag``
 
     def describe(self) -> dict[str, Any]:
         return {"engine": "inprocess", "concurrency": self.concurrency}
@@ -80,7 +81,8 @@ class InProcess:
             log.warning("the sessions' event loop woke up to %.1f s late (p99 %.1f s): this "
                         "process was short of CPU for %d sessions at once, and their own timers "
                         "(idle limits, a simulated user's pauses) ran that late; run fewer at "
-                        "once, or on Ray, if timing matters to what you measure",
+                        "once, on worker processes (--workers N), or on Ray, if timing "
+                        "matters to what you measure",
                         self.lag.max_ms / 1000, self.lag.p99_ms / 1000, self.concurrency)
 
     async def _run_all(self, keys: Sequence[SessionKey], ended: Ended) -> None:

@@ -26,13 +26,13 @@ log = logging.getLogger(__name__)
 
 class LoopThread(_LoopThread):
     """:class:`cogym_lab.core.loop_thread.LoopThread` whose loop does not show the errors of a
-    full disk (:func:`_quiet_when_disk_full`)."""
+    full disk (:func:`quiet_when_disk_full`)."""
 
     def __init__(self, name: str = "cogym-sessions") -> None:
-        super().__init__(name, exception_handler=_quiet_when_disk_full)
+        super().__init__(name, exception_handler=quiet_when_disk_full)
 
 
-def _quiet_when_disk_full(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+def quiet_when_disk_full(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     """The loop's handler of errors nobody awaited: a full disk's are not shown. The batch stops
     on the first one with a line that says so (:mod:`cogym_lab.eval.batch.disk`); the sessions
     it cancels then fail to write their last files too, each in a task nobody awaits any more,
@@ -43,4 +43,4 @@ def _quiet_when_disk_full(loop: asyncio.AbstractEventLoop, context: dict[str, An
     loop.default_exception_handler(context)
 
 
-__all__ = ["LAG_WINDOW", "LoopThread"]
+__all__ = ["LAG_WINDOW", "LoopThread", "quiet_when_disk_full"]

@@ -43,6 +43,7 @@ from typing import Any
 from cogym_lab.core.loop_lag import LoopLag
 from cogym_lab.errors import CogymError
 from cogym_lab.eval.batch.engines import Ended, EngineError, RayOptions
+from cogym_lab.eval.batch.engines.ray_start import with_start_retries
 from cogym_lab.eval.batch.engines.ray_worker import ENTRY, FILES, INCOMING, SessionHost
 from cogym_lab.eval.batch.engines.shipping import (
     clear_incoming,
@@ -87,21 +88,28 @@ def forwarded_environment() -> dict[str, str]:
 def _connect(address: str | None) -> bool:
     """Join the cluster; ``True`` when this call did (and so leaves it at the end).
 
-    Through Ray Client (``ray://``) it tries up to ``CLIENT_TRIES`` times: the client proxy can
-    fail to start the server it runs for each new driver ("Initialization failure from
-    server"), and another try gets another server."""
+    On a busy machine the start is tried again with back-off, then fails with what to do
+    (:mod:`.ray_start`)."""
     ray = _ray()
     if ray.is_initialized():
         return False
+    return with_start_retries("start or join the cluster", lambda: _join(address))
+
+
+def _join(address: str | None) -> bool:
+    """``ray.init``; through Ray Client (``ray://``) up to ``CLIENT_TRIES`` times: the client
+    proxy can fail to start the server it runs for each new driver ("Initialization failure
+    from server"), and another try gets another server."""
+    ray = _ray()
     tries = CLIENT_TRIES if (address or "").startswith("ray://") else 1
     for attempt in range(1, tries + 1):
         try:
             ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
             return True
-        except ConnectionError as error:
+        except Exception as error:
             with contextlib.suppress(Exception):
                 ray.shutdown()
-            if attempt == tries:
+            if attempt == tries or not isinstance(error, ConnectionError):
                 raise
             log.warning("could not connect to %s (%s); trying again", address,
                         _first_line(error))
@@ -136,7 +144,8 @@ async def ray_workers(plan: BatchPlan, out: Path, options: RayOptions,
     started: list[Any] = []
     gate: Any = None
     try:
-        gate_name, gate = _start_gate(options.limits)
+        gate_name, gate = with_start_retries("start the provider gate's actor",
+                                             lambda: _start_gate(options.limits))
         host = ray.remote(SessionHost)
         environment = forwarded_environment()
 
@@ -205,6 +214,7 @@ class RayWorkers:
     replaced: Counter[int] = field(default_factory=Counter)
     #: The actors' loops are not watched from here (the driver's own lag is the caller's).
     lag: LoopLag | None = None
+    lags: list[LoopLag] | None = None
 
     @property
     def concurrency(self) -> int:

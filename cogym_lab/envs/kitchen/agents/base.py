@@ -150,7 +150,11 @@ class KitchenAgent:
     def system1(self, content: Mapping[str, Any]) -> str | None:
         """The FSM's decision, as System 1 makes it on every notification; in a planned
         kitchen, while a plan is on, the plan's agent steps instead (the LM's assigned tasks
-        wait until the plan is done)."""
+        wait until the plan is done); with neither a plan nor proposals, the rule's divisions
+        of labour are proposed first."""
+        proposal = self.follower.propose(content, self.plan)
+        if proposal is not None:
+            return proposal
         if plan_is_on(self.plan):
             action = self.follower.decide(content, self.plan)
             if is_plan_action(action):

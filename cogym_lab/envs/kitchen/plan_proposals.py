@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from cogym_lab.envs.kitchen.plan_bridge import NotAKitchenJob, read_step
 from cogym_lab.envs.kitchen.policies.situation import (
     BOARD,
     PAN,
@@ -118,4 +119,49 @@ def propose(content: Mapping[str, Any], role: str) -> list[dict[str, Any]]:
     return plans
 
 
-__all__ = ["DIVISIONS", "JOBS", "MAX_PROPOSALS", "UNITS", "can_do", "division_steps", "propose"]
+#: Steps a written proposal may have: a division of labour, not a whole game's script.
+MAX_WRITTEN_STEPS = 12
+
+
+def checked_proposals(plans: Any) -> list[dict[str, Any]] | None:
+    """Proposals an LM wrote, as ``PROPOSE_PLANS`` takes them, when they are usable: one to
+    three plans, each with a title and steps on both sides, every step one that
+    ``read_step`` reads as a kitchen job; ``None`` otherwise (the rule's are used then)."""
+    if not isinstance(plans, list) or not 1 <= len(plans) <= MAX_PROPOSALS:
+        return None
+    usable = []
+    for plan in plans:
+        steps = plan.get("steps") if isinstance(plan, dict) else None
+        title = plan.get("title") if isinstance(plan, dict) else None
+        if not isinstance(title, str) or not title.strip() or not isinstance(steps, list) \
+                or not 1 <= len(steps) <= MAX_WRITTEN_STEPS:
+            return None
+        kept = []
+        for step in steps:
+            text = step.get("description") if isinstance(step, dict) else None
+            side = step.get("assignee") if isinstance(step, dict) else None
+            if side not in ("agent", "person") or not isinstance(text, str):
+                return None
+            try:
+                read_step(text)
+            except NotAKitchenJob:
+                return None
+            kept.append({"description": " ".join(text.split())[:200], "assignee": side})
+        if {step["assignee"] for step in kept} != {"agent", "person"}:
+            return None
+        usable.append({"title": " ".join(title.split())[:120], "steps": kept})
+    return usable
+
+
+def reach_section(content: Mapping[str, Any], role: str) -> str:
+    """What each side reaches, in words, for a prompt that asks for divisions of labour."""
+    situation = Situation.read(content, role)
+    lines = []
+    for side in ("agent", "person"):
+        jobs = [job for job in JOBS if can_do(situation, job, side)]
+        lines.append(f"- {side}: can {', '.join(jobs) if jobs else 'do none of the jobs'}")
+    return "\n".join(lines)
+
+
+__all__ = ["DIVISIONS", "JOBS", "MAX_PROPOSALS", "MAX_WRITTEN_STEPS", "UNITS", "can_do",
+           "checked_proposals", "division_steps", "propose", "reach_section"]

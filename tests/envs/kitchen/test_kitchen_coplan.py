@@ -6,22 +6,26 @@ each side works its share; the log replays to the same game and plan."""
 from __future__ import annotations
 
 import copy
+import json
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cogym_lab.core import Notification, SessionContext
 from cogym_lab.core.messages import EventType, TeamMember
 from cogym_lab.envs import make_env
 from cogym_lab.envs.kitchen.plan_bridge import read_step
-from cogym_lab.envs.kitchen.plan_proposals import propose
+from cogym_lab.envs.kitchen.plan_proposals import checked_proposals, propose
 from cogym_lab.envs.kitchen.policies.fsm import KitchenFSM
 from cogym_lab.envs.kitchen.policies.members import PolicyMember
 from cogym_lab.envs.kitchen.policies.plan_follower import PlanFollower
 from cogym_lab.nodes import Session, replay
 from cogym_lab.nodes.results import read_events
+from tests.support.hostile import hostile_text
 
 MAPS = (0, 1)  # Map 1 (New Counter Circuit) and Map 2 (New Asymmetric Advantages)
 
@@ -195,3 +199,91 @@ async def test_dpt_agents_rule_based_half_proposes_too(tmp_path) -> None:
     assert person.seen_proposals  # Map 2's division of labour, from System 1's rule
     assert env.plan_board.steps[0].assignee == "person"  # the person took the beef
     assert replay(tmp_path).final_state_checked
+
+
+# -- DPT's LM writes the proposals; an unusable answer gives the rule's ------------------------
+
+WRITTEN = [{"title": "You do the beef, I do the rest", "steps": [
+    {"description": "cook beef 2 times", "assignee": "person"},
+    {"description": "chop lettuce 2 times", "assignee": "agent"},
+    {"description": "assemble 2 burgers", "assignee": "agent"},
+    {"description": "serve 2 burgers", "assignee": "agent"}]}]
+
+
+@pytest.mark.parametrize("plans", [
+    [], [{"title": "x", "steps": [{"description": "write a poem", "assignee": "agent"},
+                                  {"description": "serve", "assignee": "person"}]}],
+    [{"title": "one side", "steps": [{"description": "serve", "assignee": "agent"}]}],
+    [{"title": "", "steps": WRITTEN[0]["steps"]}], "not a list", WRITTEN * 4,
+    [{"title": "bad side", "steps": [{"description": "serve", "assignee": "chef"},
+                                     {"description": "assemble", "assignee": "person"}]}],
+])
+def test_written_proposals_that_are_not_kitchen_divisions_are_refused(plans: Any) -> None:
+    assert checked_proposals(plans) is None
+
+
+def test_written_proposals_that_are_kitchen_divisions_are_kept() -> None:
+    assert checked_proposals(WRITTEN) == WRITTEN
+
+
+@given(st.recursive(st.none() | st.booleans() | st.integers() | hostile_text,
+                    lambda inner: st.lists(inner, max_size=4)
+                    | st.dictionaries(st.sampled_from(["title", "steps", "description",
+                                                       "assignee"]) | hostile_text, inner,
+                                      max_size=4), max_leaves=20))
+def test_any_answer_is_usable_proposals_or_none(plans: Any) -> None:
+    checked = checked_proposals(plans)
+    if checked is not None:
+        for plan in checked:
+            assert {s["assignee"] for s in plan["steps"]} == {"agent", "person"}
+            for step in plan["steps"]:
+                read_step(step["description"])
+
+
+async def dpt_session(tmp_path, answer: str) -> tuple[Any, Coplanner, Any]:
+    from pydantic import SecretStr
+
+    from cogym_lab.envs.kitchen.agents import DPTAgent
+    from cogym_lab.lm import LMConfig, make_lm
+    from cogym_lab.testing import Reply, ScriptedOpenAIServer
+
+    def respond(body: dict[str, Any]) -> Reply:
+        prompt = str(body["messages"][-1]["content"])
+        return Reply(answer if "# Propose a division of labour" in prompt
+                     else "```text\nKeep cooking.\n```\n\n```json\n[]\n```")
+
+    with ScriptedOpenAIServer(responder=respond) as server:
+        lm = make_lm(LMConfig(model="kitchen-lm", base_url=server.base_url,
+                              api_key=SecretStr("sk-test"), backoff=0.01))
+        env = make_env("kitchen", 0, ticks=80, tick_seconds=0.01, plans=True)
+        person = Coplanner(pick=0, take="s4")
+        session = Session(env, {"agent": DPTAgent(lm, policy_every=10, belief_every=1000),
+                                "user": person},
+                          kinds={"agent": "agent", "user": "user"}, results_dir=tmp_path,
+                          session_id="kcoplan-dptlm-" + uuid.uuid4().hex[:6])
+        await session.run()
+    return env, person, server
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.usefixtures("no_ambient_lm")
+async def test_dpts_lm_writes_the_proposals_from_the_maps_reach(tmp_path) -> None:
+    env, person, server = await dpt_session(tmp_path, f"```json\n{json.dumps(WRITTEN)}\n```")
+    assert [p["title"] for p in person.seen_proposals] == [WRITTEN[0]["title"]]
+    asked = [str(b["messages"][-1]["content"]) for b in server.chat_requests
+             if "# Propose a division of labour" in str(b["messages"][-1]["content"])]
+    assert len(asked) == 1 and "- agent: can beef, lettuce, assemble, serve" in asked[0]
+    assert env.plan_board.steps[3].assignee == "person"  # the person took the serving
+    assert replay(tmp_path).final_state_checked
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.usefixtures("no_ambient_lm")
+async def test_an_unusable_answer_gives_the_rules_proposals(tmp_path) -> None:
+    _, person, _ = await dpt_session(tmp_path, "```json\n[{\"title\": \"poems\", \"steps\": "
+                                               "[\"write a poem\"]}]\n```")
+    assert [p["title"] for p in person.seen_proposals] == [
+        p["title"] for p in proposals_of(0)]
+    rejected = (tmp_path / "kcoplan").parent  # the agent's records hold the refusal
+    assert any("proposals" in line for path in rejected.rglob("policy_rejections.jsonl")
+               for line in path.read_text().splitlines())

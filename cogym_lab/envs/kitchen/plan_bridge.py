@@ -71,8 +71,8 @@ class KitchenJob:
         what = {"PUT_OUT_FIRE": "put out fires", "CLEAN_A_COUNTER": "clean a counter",
                 "ORDER": "make and serve"}.get(self.macro, self.macro.lower().replace("_", " "))
         food = f" {self.food}" if self.food else (" whatever the orders need"
-                                                  if self.macro in ("PREPARE", "ASSEMBLE",
-                                                                    "SERVE", "ORDER") else "")
+                                                  if self.macro in ("PREPARE", "ASSEMBLE", "SERVE",
+                                                                    "ORDER", "PASS_ON") else "")
         times = " (until the step is completed)" if self.standing else (
             f" x{self.count}" if self.count > 1 else "")
         return f"{what}{food}{times}"
@@ -109,6 +109,8 @@ def _job(macro: str, words: str) -> KitchenJob | None:
         return KitchenJob(macro, count=count, standing=standing)
     if macro == "PASS_ON":
         thing = dish or food or ("Plate" if re.search(r"\bplates?\b", words) else "")
+        if not thing and re.search(r"\b(?:burgers?|dish\w*)\b", words):
+            return KitchenJob(macro, "", count, standing)  # a made burger the orders want
         return KitchenJob(macro, thing, count, standing) if thing else None
     if macro in ("SERVE", "ASSEMBLE", "ORDER"):
         if macro == "ORDER" and not dish and not re.search(r"\b(?:orders?|burgers?|dish\w*)\b",

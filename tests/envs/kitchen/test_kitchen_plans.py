@@ -42,6 +42,7 @@ from tests.support.teammates import Recorder
     ("make a BeefLettuceBurger", KitchenJob("ORDER", "BeefLettuceBurger")),
     ("hand over the plates", KitchenJob("PASS_ON", "Plate")),
     ("pass the cooked beef over", KitchenJob("PASS_ON", "Beef")),
+    ("pass the burgers over 2 times", KitchenJob("PASS_ON", "", 2)),
     ("put out the fire", KitchenJob("PUT_OUT_FIRE")),
     ("clean a counter", KitchenJob("CLEAN_A_COUNTER")),
     ("keep chopping lettuce", KitchenJob("PREPARE", "Lettuce", standing=True)),

@@ -76,6 +76,10 @@ class KitchenAgent:
         #: In a planned kitchen, the plan's agent steps come before the FSM's own choices.
         self.follower = PlanFollower("")
         self.plan: Mapping[str, Any] | None = None
+        #: Divisions of labour the LM wrote for a planned kitchen (DPT), proposed in place of
+        #: the rule's; ``proposing`` while that LM call runs.
+        self.written_proposals: list[dict[str, Any]] | None = None
+        self.proposing = False
         self.thought = ""  # the LM's last thought with its tasks (ReAct, DPT)
         self.tick = 0
         self.content: Mapping[str, Any] | None = None
@@ -150,7 +154,12 @@ class KitchenAgent:
     def system1(self, content: Mapping[str, Any]) -> str | None:
         """The FSM's decision, as System 1 makes it on every notification; in a planned
         kitchen, while a plan is on, the plan's agent steps instead (the LM's assigned tasks
-        wait until the plan is done)."""
+        wait until the plan is done); with neither a plan nor proposals, the rule's divisions
+        of labour are proposed first."""
+        if not self.proposing:  # while its LM writes proposals, the FSM plays on
+            proposal = self.follower.propose(content, self.plan, self.written_proposals)
+            if proposal is not None:
+                return proposal
         if plan_is_on(self.plan):
             action = self.follower.decide(content, self.plan)
             if is_plan_action(action):

@@ -6,6 +6,10 @@ that never makes it wait.
   ticks (sooner after a failure or a new order) from the recent history, the latest belief
   and the behaviour guideline. A policy that cannot be used is refused with its reason (in
   ``policy_rejections.jsonl``) and the last good one stays.
+* In a planned kitchen with neither a plan nor proposals, its LM writes one to three
+  divisions of labour (``prompts/proposals_output.md``) in a background task; System 1
+  proposes them (or the rule's, ``plan_proposals``, when the answer is unusable or the LM
+  fails) and plays on meanwhile. ``propose_with_lm=False`` proposes the rule's at once.
 * **System 2** (the paper's Fig. 3): every ``belief_every`` ticks the Theory-of-Mind module
   updates a belief about the partner from the history, and the asynchronous reflection then
   analyses that fresh belief, with the history and the score feedback, into a new behaviour
@@ -22,14 +26,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, ClassVar
 
 from cogym_lab.core import Notification, SessionContext
 from cogym_lab.envs.kitchen.agents.base import KitchenAgent
+from cogym_lab.envs.kitchen.agents.policy_code import PolicyRejected, extract_tasks_text
 from cogym_lab.envs.kitchen.agents.prompting import kitchen_prompt, note
+from cogym_lab.envs.kitchen.plan_proposals import checked_proposals, propose, reach_section
+from cogym_lab.envs.kitchen.policies.plan_follower import wants_proposals
 from cogym_lab.lm import LMError
 
 log = logging.getLogger(__name__)
@@ -45,7 +53,8 @@ class DPTAgent(KitchenAgent):
 
     def __init__(self, lm: Any, *, theory_of_mind: bool = True, policy_every: int = 40,
                  belief_every: int = 120, guideline_every: int = 120, policy_scenes: int = 12,
-                 reflection_scenes: int = 40, **options: Any) -> None:
+                 reflection_scenes: int = 40, propose_with_lm: bool = True,
+                 **options: Any) -> None:
         super().__init__(lm, **options)
         self.theory_of_mind = theory_of_mind
         self.policy_every = policy_every
@@ -60,6 +69,10 @@ class DPTAgent(KitchenAgent):
         self._news = asyncio.Event()
         self._urgent = False
         self._seen_events = 0
+        #: Whether System 2's LM writes the plan proposals of a planned kitchen (else the
+        #: rule's, ``plan_proposals``, are proposed at once).
+        self.propose_with_lm = propose_with_lm
+        self._proposal_task: asyncio.Task[None] | None = None
 
     # -- the member interface ------------------------------------------------------------------
 
@@ -80,6 +93,7 @@ class DPTAgent(KitchenAgent):
         self._news.set()
         if content is None:
             return None
+        self._ask_for_proposals(content)
         return self.speak() or self.system1(content)
 
     async def end(self, final: Notification) -> None:
@@ -95,6 +109,43 @@ class DPTAgent(KitchenAgent):
                 "policies": self.policies}
 
     # -- the background tasks ------------------------------------------------------------------
+
+    def _ask_for_proposals(self, content: Mapping[str, Any]) -> None:
+        """In a planned kitchen with neither a plan nor proposals, have the LM write the
+        divisions of labour in a background task (System 1 plays on meanwhile and proposes
+        them when they come; the rule's when the answer is unusable or the LM fails)."""
+        if not self.propose_with_lm or self._proposal_task is not None \
+                or self.follower.proposed or not wants_proposals(self.plan):
+            return
+        self.proposing = True
+        self._proposal_task = asyncio.create_task(self._write_proposals(content),
+                                                  name=f"{self.role}-proposals")
+        self._tasks.append(self._proposal_task)
+
+    async def _write_proposals(self, content: Mapping[str, Any]) -> None:
+        started, tick = time.monotonic(), self.tick
+        example = propose(content, self.role)
+        output = kitchen_prompt("proposals_output", partner=self.partner,
+                                reach=reach_section(content, self.role),
+                                example=json.dumps(example, indent=1))
+        try:
+            reply, seconds = await self.ask(self.messages(output, assigned=False, scenes=1),
+                                            "proposals")
+        except LMError as error:
+            self.lm_failed("proposals", tick, error)
+        else:
+            try:
+                written = checked_proposals(json.loads(extract_tasks_text(reply)))
+            except (ValueError, PolicyRejected):
+                written = None
+            if written is None:
+                self.reject(tick, "the proposals are not plans whose steps are kitchen jobs on "
+                            "both sides; the rule's are proposed", reply, kind="proposals")
+            self.written_proposals = written
+            self.records.latency("proposals", time.monotonic() - started, tick,
+                                 calls=[seconds], accepted=written is not None)
+        finally:
+            self.proposing = False
 
     def _start_background(self) -> None:
         if self._tasks:

@@ -86,6 +86,10 @@ class PolicyMember:
         if content is None or content.get("done"):
             return None
         plan = plan_content(notification)
+        if self.follower is not None:
+            proposal = self.follower.propose(content, plan)
+            if proposal is not None:
+                return proposal  # a plan action: it takes no tick of the chef's
         if self.follower is not None and plan_is_on(plan):
             return self._follow(content, plan)
         tick = int(content.get("tick", 0))

@@ -21,6 +21,7 @@ from typing import Any
 from cogym_lab.core.actions import Action, format_action
 from cogym_lab.core.plan_env import PLAN_COMPONENT
 from cogym_lab.envs.kitchen.plan_bridge import KitchenJob, NotAKitchenJob, read_step
+from cogym_lab.envs.kitchen.plan_proposals import propose as proposals_for
 from cogym_lab.envs.kitchen.policies.choices import (
     assemble_choice,
     fire_choice,
@@ -30,6 +31,7 @@ from cogym_lab.envs.kitchen.policies.choices import (
     serve_choice,
 )
 from cogym_lab.envs.kitchen.policies.situation import (
+    CENTER,
     MACROS,
     READY_STATUS,
     TOOL_OF,
@@ -59,7 +61,14 @@ def plan_is_on(plan: Mapping[str, Any] | None) -> bool:
 
 def is_plan_action(action: str | None) -> bool:
     """Whether ``action`` is a plan action (which is no chef's action: any time, no tick)."""
-    return action is not None and action.startswith(("COMPLETE_STEP(", "FAIL_STEP("))
+    return action is not None and action.startswith(("COMPLETE_STEP(", "FAIL_STEP(",
+                                                     "PROPOSE_PLANS("))
+
+
+def wants_proposals(plan: Mapping[str, Any] | None) -> bool:
+    """Whether a planned kitchen's (first) plan has neither a plan nor proposals: the agent
+    side then proposes divisions of labour for the person to pick from."""
+    return isinstance(plan, Mapping) and plan.get("plan") is None and not plan.get("proposals")
 
 
 def plan_section(plan: Mapping[str, Any] | None) -> str:
@@ -93,6 +102,7 @@ class PlanFollower:
         self.tick = 0
         self.rest_until = -1  # after a job's macro failed, the tick until which it rests
         self.sent: str | None = None  # the last macro sent under the plan
+        self.proposed = False  # proposals are made once a session: a refusal is not retried
 
     # -- what happened ---------------------------------------------------------------------
 
@@ -122,6 +132,20 @@ class PlanFollower:
 
     # -- deciding ----------------------------------------------------------------------------
 
+    def propose(self, content: Mapping[str, Any], plan: Mapping[str, Any] | None,
+                plans: list[dict[str, Any]] | None = None) -> str | None:
+        """``PROPOSE_PLANS`` with divisions of labour (``plans``, or the rule's from
+        :func:`~cogym_lab.envs.kitchen.plan_proposals.propose`) when the plan has neither a
+        plan nor proposals and this chef has not proposed yet; else ``None``. Pure reading of
+        the view: it never waits for anything, so the clock never waits for it."""
+        if self.proposed or not wants_proposals(plan):
+            return None
+        offered = plans if plans else proposals_for(content, self.role)
+        if not offered:
+            return None
+        self.proposed = True
+        return step_action("PROPOSE_PLANS", plans=offered)
+
     def decide(self, content: Mapping[str, Any], plan: Mapping[str, Any] | None) -> str | None:
         """The chef's next action under the plan: ``COMPLETE_STEP`` or ``FAIL_STEP`` for an
         agent step, a macro for the current job, or ``None`` (busy, or nothing to do now)."""
@@ -145,7 +169,8 @@ class PlanFollower:
                     self.state = "plan_fail"
                     return step_action("FAIL_STEP", step=key[0], reason=str(refusal)[:300])
                 break  # the steps after it wait for it, as the plan's do
-            if not job.standing and self.done.get(key, 0) >= job.count:
+            if not job.standing and (self.done.get(key, 0) >= job.count
+                                     or nothing_to_pass(situation, job)):
                 if running and key not in self.told:
                     self.told.add(key)  # a view that has not caught up must not send it twice
                     self.state = "plan_complete"
@@ -211,12 +236,35 @@ def job_action(situation: Situation, job: KitchenJob) -> str | None:
         return serve_choice(situation, wanted) or hand_over_choice(situation) \
             or assemble_choice(situation, wanted) or prepare_choice(situation, wanted)
     if job.macro == "PASS_ON":
-        return macro("PASS_ON", thing=job.food)
+        if not job.food:
+            return pass_burger(situation)
+        status = READY_STATUS.get(job.food, "")
+        # only a ready one: raw lettuce or beef on the other side helps nobody
+        return macro("PASS_ON", thing=job.food, **({"thing_status": status} if status else {}))
     if job.macro == "PUT_OUT_FIRE":
         return macro("PUT_OUT_FIRE") if situation.fires else None
     if job.macro == "CLEAN_A_COUNTER":
         return macro("CLEAN_A_COUNTER")
     return None
+
+
+def pass_burger(situation: Situation) -> str | None:
+    """A ``PASS_ON`` of a made burger an order wants that my chef holds or that lies on my
+    side (not on a center counter already), or ``None``."""
+    mine = situation.holding(situation.me)
+    for dish in situation.order_dishes():
+        here = [p for p in situation.lying(dish) if p.kind != CENTER and situation.reaches(p.pos)]
+        if mine == (dish, "") or here:
+            return macro("PASS_ON", thing=dish)
+    return None
+
+
+def nothing_to_pass(situation: Situation, job: KitchenJob) -> bool:
+    """Whether a step passing burgers over is done early: my chef is free and no made burger
+    is left on its side (an assembled one may have been put down on a center counter
+    already, so the passes do not always add up to the step's count)."""
+    return job.macro == "PASS_ON" and not job.food and not situation.busy \
+        and pass_burger(situation) is None
 
 
 def make_room(situation: Situation, food: str) -> str | None:
@@ -234,5 +282,5 @@ def make_room(situation: Situation, food: str) -> str | None:
     return None
 
 
-__all__ = ["PLAN", "PlanFollower", "is_plan_action", "job_action", "plan_is_on", "plan_section",
-           "plan_steps"]
+__all__ = ["PLAN", "PlanFollower", "is_plan_action", "job_action", "pass_burger", "plan_is_on",
+           "plan_section", "plan_steps", "wants_proposals"]

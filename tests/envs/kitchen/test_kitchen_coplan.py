@@ -1,0 +1,289 @@
+"""Co-planning the kitchen: the rule-based chef proposes divisions of labour
+(``plan_proposals``), the person picks one and edits it, and the chef works only its agent
+steps; every proposal on both maps is a plan the bridge reads and that serves an order when
+each side works its share; the log replays to the same game and plan."""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cogym_lab.core import Notification, SessionContext
+from cogym_lab.core.messages import EventType, TeamMember
+from cogym_lab.envs import make_env
+from cogym_lab.envs.kitchen.plan_bridge import read_step
+from cogym_lab.envs.kitchen.plan_proposals import checked_proposals, propose
+from cogym_lab.envs.kitchen.policies.fsm import KitchenFSM
+from cogym_lab.envs.kitchen.policies.members import PolicyMember
+from cogym_lab.envs.kitchen.policies.plan_follower import PlanFollower
+from cogym_lab.nodes import Session, replay
+from cogym_lab.nodes.results import read_events
+from tests.support.hostile import hostile_text
+
+MAPS = (0, 1)  # Map 1 (New Counter Circuit) and Map 2 (New Asymmetric Advantages)
+
+
+def planned_kitchen(instance: int, ticks: int = 400) -> Any:
+    """A planned kitchen with the agent and a person whose macros are allowed (the simulated
+    person here works its share with the chef's own job macros)."""
+    env = make_env("kitchen", instance, ticks=ticks, plans=True, person_macros=True)
+    env.bind_team([TeamMember(role="agent"), TeamMember(role="user", kind="user")])
+    env.reset(seed=0)
+    return env
+
+
+def proposals_of(instance: int) -> list[dict[str, Any]]:
+    env = planned_kitchen(instance)
+    return propose(env.view("agent")["kitchen"].content, "agent")
+
+
+@pytest.mark.parametrize("instance", MAPS)
+def test_every_proposal_is_a_division_of_labour_the_bridge_reads(instance: int) -> None:
+    plans = proposals_of(instance)
+    assert 1 <= len(plans) <= 3
+    for plan in plans:
+        sides = {step["assignee"] for step in plan["steps"]}
+        assert sides == {"agent", "person"}, plan  # both sides have a share
+        jobs = [read_step(step["description"]) for step in plan["steps"]]  # none refused
+        macros = {job.macro for job in jobs}
+        assert {"PREPARE", "ASSEMBLE", "SERVE"} <= macros
+        assert {job.food for job in jobs if job.macro == "PREPARE"} == {"Beef", "Lettuce"}
+        assert plan["title"]
+
+
+def test_a_split_kitchen_passes_things_over_and_gives_each_job_to_the_side_that_reaches_it(
+        ) -> None:
+    (plan,) = proposals_of(1)  # Map 2: the agent's left side has the beef and the plates
+    who = {step["description"]: step["assignee"] for step in plan["steps"]}
+    assert who["cook beef 2 times"] == "agent" and who["chop lettuce 2 times"] == "person"
+    assert who["serve 2 burgers"] == "person"  # the windows are on the right
+    assert who["pass the chopped lettuce over 2 times"] == "person"
+    assert who["pass the burgers over 2 times"] == "agent"
+
+
+def test_no_partner_no_proposal() -> None:
+    env = make_env("kitchen", 0, plans=True)
+    env.bind_team([TeamMember(role="agent")])
+    env.reset(seed=0)
+    assert propose(env.view("agent")["kitchen"].content, "agent") == []
+
+
+FLIP = {"agent": "person", "person": "agent"}
+
+
+def as_the_person_sees_it(plan: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan with its sides swapped, so a second plan follower works the person's share
+    (a person step that waits for its person counts as running for it)."""
+    flipped = copy.deepcopy(dict(plan))
+    for step in flipped["plan"]["steps"]:
+        step["assignee"] = FLIP[step["assignee"]]
+        step["status"] = {"needs_input": "running", "running": "needs_input"}.get(
+            step["status"], step["status"])
+    return flipped
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("instance", MAPS)
+def test_each_proposal_serves_an_order_when_each_side_works_its_share(instance: int) -> None:
+    for index in range(len(proposals_of(instance))):
+        env = planned_kitchen(instance)
+        agent, person = PlanFollower("agent"), PlanFollower("user")
+        offer = agent.propose(env.view("agent")["kitchen"].content,
+                              env.view("agent")["interactive_plan"].content)
+        assert offer is not None and env.step("agent", offer).error is None
+        assert agent.propose(env.view("agent")["kitchen"].content,
+                             env.view("agent")["interactive_plan"].content) is None  # once
+        assert env.step("user", f"SELECT_PLAN(index={index})").error is None
+        assert env.step("user", "RUN_ALL()").error is None
+        served: list[str] = []
+        for tick in range(400):
+            for role, follower in (("agent", agent), ("user", person)):
+                view = env.view(role)
+                plan = view["interactive_plan"].content
+                action = follower.decide(view["kitchen"].content, plan if role == "agent"
+                                         else as_the_person_sees_it(plan))
+                if action is not None:
+                    assert env.step(role, action).error is None, (role, action)
+            info = {"tick": tick + 1, **env.advance().info}
+            agent.note_tick(info)
+            person.note_tick(info)
+            served += [h["dish"] for h in info.get("happened", []) if h.get("kind") == "served"]
+        assert served, (instance, index)  # an order was completed between the two sides
+        for step in env.plan_board.steps:  # each side completed only its own steps
+            if step.status == "done":
+                assert step.completed_by == ("agent" if step.assignee == "agent" else "user")
+
+
+class Coplanner:
+    """A simulated person who waits for the chef's proposals, picks one, gives themselves one
+    of its agent steps, and runs the plan; then leaves their own steps waiting."""
+
+    def __init__(self, pick: int, take: str) -> None:
+        self.pick, self.take = pick, take
+        self.script: list[str] = []
+        self.seen_proposals: list[Any] = []
+
+    def start(self, context: SessionContext) -> None:
+        pass
+
+    async def act(self, notification: Notification) -> str | None:
+        plan = notification.view["interactive_plan"].content
+        if not self.seen_proposals and plan.get("proposals"):
+            self.seen_proposals = list(plan["proposals"])
+            self.script = [f"SELECT_PLAN(index={self.pick})",
+                           f'ASSIGN_STEP(step="{self.take}", assignee="person")', "RUN_ALL()"]
+        return self.script.pop(0) if self.script else None
+
+    def end(self, final: Notification) -> None:
+        pass
+
+
+@pytest.mark.timeout(180)
+async def test_the_chef_proposes_the_person_picks_and_edits_and_the_chef_works_its_rest(
+        tmp_path) -> None:
+    env = make_env("kitchen", 0, ticks=200, tick_seconds=0.01, plans=True)
+    person = Coplanner(pick=1, take="s2")  # "I prepare the beef and lettuce; ...": the
+    # person takes the lettuce (s2) for themselves
+    session = Session(env, {"agent": PolicyMember(KitchenFSM, follows_plans=True),
+                            "user": person},
+                      kinds={"agent": "agent", "user": "user"}, results_dir=tmp_path,
+                      session_id="kcoplan-" + uuid.uuid4().hex[:6])
+    assert (await session.run()).end_reason == "time_up"
+    assert [p["title"] for p in person.seen_proposals][1] == \
+        "I prepare the beef and lettuce; you assemble and serve"
+    steps = {step.id: step for step in env.plan_board.steps}
+    assert steps["s1"].description == "cook beef 2 times" and steps["s1"].status == "done"
+    assert steps["s1"].completed_by == "agent"
+    assert steps["s2"].assignee == "person" and steps["s2"].status == "needs_input"
+    assert all(step.status != "done" for step in list(steps.values())[1:])
+    events = [e for e in read_events(tmp_path) if e.type is EventType.ACTION]
+    proposed = [e for e in events if str(e.action).startswith("PROPOSE_PLANS(")]
+    assert len(proposed) == 1 and proposed[0].actor == "agent"
+    run_at = next(n for n, e in enumerate(events) if str(e.action).startswith("RUN_ALL("))
+    after = [str(e.action) for e in events[run_at:] if e.actor == "agent"]
+    macros = [a for a in after if not a.startswith(("MOVE(", "COMPLETE_STEP("))]
+    # beef work only: no lettuce once the person took it, no assembling or serving
+    assert 'PREPARE(food="Beef")' in macros and all(
+        "Lettuce" not in a and not a.startswith(("ASSEMBLE(", "SERVE(")) for a in macros), after
+    assert [a for a in after if a.startswith("COMPLETE_STEP(")] == [
+        'COMPLETE_STEP(step="s1", text="The chef did it: prepare Beef x2.")']
+    assert replay(tmp_path).final_state_checked  # the log replays to the same game and plan
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.usefixtures("no_ambient_lm")
+async def test_dpt_agents_rule_based_half_proposes_too(tmp_path) -> None:
+    from pydantic import SecretStr
+
+    from cogym_lab.envs.kitchen.agents import DPTAgent
+    from cogym_lab.lm import LMConfig, make_lm
+    from cogym_lab.testing import Reply, ScriptedOpenAIServer
+
+    with ScriptedOpenAIServer(responder=lambda body: Reply("```json\n[]\n```")) as server:
+        lm = make_lm(LMConfig(model="kitchen-lm", base_url=server.base_url,
+                              api_key=SecretStr("sk-test"), backoff=0.01))
+        env = make_env("kitchen", 1, ticks=120, tick_seconds=0.01, plans=True)
+        person = Coplanner(pick=0, take="s1")
+        session = Session(env, {"agent": DPTAgent(lm, policy_every=10, belief_every=1000),
+                                "user": person},
+                          kinds={"agent": "agent", "user": "user"}, results_dir=tmp_path,
+                          session_id="kcoplan-dpt-" + uuid.uuid4().hex[:6])
+        await session.run()
+    assert person.seen_proposals  # Map 2's division of labour, from System 1's rule
+    assert env.plan_board.steps[0].assignee == "person"  # the person took the beef
+    assert replay(tmp_path).final_state_checked
+
+
+# -- DPT's LM writes the proposals; an unusable answer gives the rule's ------------------------
+
+WRITTEN = [{"title": "You do the beef, I do the rest", "steps": [
+    {"description": "cook beef 2 times", "assignee": "person"},
+    {"description": "chop lettuce 2 times", "assignee": "agent"},
+    {"description": "assemble 2 burgers", "assignee": "agent"},
+    {"description": "serve 2 burgers", "assignee": "agent"}]}]
+
+
+@pytest.mark.parametrize("plans", [
+    [], [{"title": "x", "steps": [{"description": "write a poem", "assignee": "agent"},
+                                  {"description": "serve", "assignee": "person"}]}],
+    [{"title": "one side", "steps": [{"description": "serve", "assignee": "agent"}]}],
+    [{"title": "", "steps": WRITTEN[0]["steps"]}], "not a list", WRITTEN * 4,
+    [{"title": "bad side", "steps": [{"description": "serve", "assignee": "chef"},
+                                     {"description": "assemble", "assignee": "person"}]}],
+])
+def test_written_proposals_that_are_not_kitchen_divisions_are_refused(plans: Any) -> None:
+    assert checked_proposals(plans) is None
+
+
+def test_written_proposals_that_are_kitchen_divisions_are_kept() -> None:
+    assert checked_proposals(WRITTEN) == WRITTEN
+
+
+@given(st.recursive(st.none() | st.booleans() | st.integers() | hostile_text,
+                    lambda inner: st.lists(inner, max_size=4)
+                    | st.dictionaries(st.sampled_from(["title", "steps", "description",
+                                                       "assignee"]) | hostile_text, inner,
+                                      max_size=4), max_leaves=20))
+def test_any_answer_is_usable_proposals_or_none(plans: Any) -> None:
+    checked = checked_proposals(plans)
+    if checked is not None:
+        for plan in checked:
+            assert {s["assignee"] for s in plan["steps"]} == {"agent", "person"}
+            for step in plan["steps"]:
+                read_step(step["description"])
+
+
+async def dpt_session(tmp_path, answer: str) -> tuple[Any, Coplanner, Any]:
+    from pydantic import SecretStr
+
+    from cogym_lab.envs.kitchen.agents import DPTAgent
+    from cogym_lab.lm import LMConfig, make_lm
+    from cogym_lab.testing import Reply, ScriptedOpenAIServer
+
+    def respond(body: dict[str, Any]) -> Reply:
+        prompt = str(body["messages"][-1]["content"])
+        return Reply(answer if "# Propose a division of labour" in prompt
+                     else "```text\nKeep cooking.\n```\n\n```json\n[]\n```")
+
+    with ScriptedOpenAIServer(responder=respond) as server:
+        lm = make_lm(LMConfig(model="kitchen-lm", base_url=server.base_url,
+                              api_key=SecretStr("sk-test"), backoff=0.01))
+        env = make_env("kitchen", 0, ticks=80, tick_seconds=0.01, plans=True)
+        person = Coplanner(pick=0, take="s4")
+        session = Session(env, {"agent": DPTAgent(lm, policy_every=10, belief_every=1000),
+                                "user": person},
+                          kinds={"agent": "agent", "user": "user"}, results_dir=tmp_path,
+                          session_id="kcoplan-dptlm-" + uuid.uuid4().hex[:6])
+        await session.run()
+    return env, person, server
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.usefixtures("no_ambient_lm")
+async def test_dpts_lm_writes_the_proposals_from_the_maps_reach(tmp_path) -> None:
+    env, person, server = await dpt_session(tmp_path, f"```json\n{json.dumps(WRITTEN)}\n```")
+    assert [p["title"] for p in person.seen_proposals] == [WRITTEN[0]["title"]]
+    asked = [str(b["messages"][-1]["content"]) for b in server.chat_requests
+             if "# Propose a division of labour" in str(b["messages"][-1]["content"])]
+    assert len(asked) == 1 and "- agent: can beef, lettuce, assemble, serve" in asked[0]
+    assert env.plan_board.steps[3].assignee == "person"  # the person took the serving
+    assert replay(tmp_path).final_state_checked
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.usefixtures("no_ambient_lm")
+async def test_an_unusable_answer_gives_the_rules_proposals(tmp_path) -> None:
+    _, person, _ = await dpt_session(tmp_path, "```json\n[{\"title\": \"poems\", \"steps\": "
+                                               "[\"write a poem\"]}]\n```")
+    assert [p["title"] for p in person.seen_proposals] == [
+        p["title"] for p in proposals_of(0)]
+    rejected = (tmp_path / "kcoplan").parent  # the agent's records hold the refusal
+    assert any("proposals" in line for path in rejected.rglob("policy_rejections.jsonl")
+               for line in path.read_text().splitlines())

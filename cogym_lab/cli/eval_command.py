@@ -94,7 +94,7 @@ def _prices(values: tuple[str, ...]) -> dict[str, tuple[float, float]]:
               help="With --engine inprocess: run the sessions in N worker processes of this "
                    "machine, each with its own event loop; 0 keeps them on one loop in this "
                    "process. Default: one loop up to 250 sessions at once (--concurrency), "
-                   "above that one process per 250, up to the cores less one.")
+                   "above that one process per 250, up to the cores.")
 @click.option("--address", default=None, metavar="ADDRESS",
               help="With --engine ray: the cluster, 'auto' (one running on this machine), "
                    "HOST:PORT (the head, from a node of the cluster) or ray://HOST:PORT (Ray "

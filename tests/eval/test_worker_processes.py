@@ -296,9 +296,9 @@ def test_one_loop_up_to_its_load_then_one_process_per_loop_up_to_the_cores_less_
     assert worker_count(SESSIONS_PER_LOOP, cores=16) == 0
     assert worker_count(SESSIONS_PER_LOOP + 1, cores=16) == 2
     assert worker_count(1000, cores=16) == 4
-    assert worker_count(1000, cores=3) == 2  # the cores less one
-    assert worker_count(1000, cores=2) == 1  # at least one: the caller's loop is freed
-    assert worker_count(1000, cores=1) == 1
+    assert worker_count(1000, cores=3) == 3  # up to the cores: the caller only collects
+    assert worker_count(1000, cores=2) == 2
+    assert worker_count(1000, cores=1) == 1  # at least one: the caller's loop is freed
 
 
 def test_each_worker_gets_its_share_of_the_provider_limits(tmp_path):

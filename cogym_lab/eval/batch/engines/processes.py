@@ -70,11 +70,13 @@ def usable_cores() -> int:
 def worker_count(concurrency: int, cores: int | None = None) -> int:
     """How many worker processes a batch of ``concurrency`` sessions at once runs on by default:
     none (one loop, in this process) up to :data:`SESSIONS_PER_LOOP`; above it, one per
-    :data:`SESSIONS_PER_LOOP`, up to the cores less one, at least one."""
+    :data:`SESSIONS_PER_LOOP`, up to the cores, at least one. (This process only collects
+    entries, a few ms of lag at p99: on 2 cores, 2 workers ran 1,000 sessions 1.3 times faster
+    than 1, docs/evaluation-runs.md.)"""
     if concurrency <= SESSIONS_PER_LOOP:
         return 0
     cores = usable_cores() if cores is None else cores
-    return max(1, min(math.ceil(concurrency / SESSIONS_PER_LOOP), cores - 1))
+    return max(1, min(math.ceil(concurrency / SESSIONS_PER_LOOP), cores))
 
 
 def smallest_limit(limits: ProviderLimits | None) -> int | None:

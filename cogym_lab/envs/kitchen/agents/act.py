@@ -13,13 +13,12 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
-from cogym_lab.core import ActionError, Notification
-from cogym_lab.core.grammar import format_action, parse_action
+from cogym_lab.core import Notification
 from cogym_lab.envs.kitchen.agents.base import KitchenAgent
 from cogym_lab.envs.kitchen.agents.chat import without_say
-from cogym_lab.envs.kitchen.agents.policy_code import PolicyRejected, read_macro
+from cogym_lab.envs.kitchen.agents.policy_code import PolicyRejected, checked_macro
 from cogym_lab.envs.kitchen.agents.prompting import kitchen_prompt
-from cogym_lab.envs.kitchen.policies.situation import MACROS, Situation
+from cogym_lab.envs.kitchen.policies.situation import Situation
 from cogym_lab.lm import LMError
 
 
@@ -57,7 +56,7 @@ class ActAgent(KitchenAgent):
         self.heard_from_lm(reply)
         reply = without_say(reply)
         try:
-            action = self._checked(reply)
+            action = checked_macro(reply, self.specs)
         except PolicyRejected as problem:
             self.reject(tick, problem.reason, reply, kind="macro")
             self.records.latency("macro", time.monotonic() - started, tick, calls=[seconds],
@@ -66,19 +65,6 @@ class ActAgent(KitchenAgent):
         self.records.latency("macro", time.monotonic() - started, tick, calls=[seconds])
         self.last_action = action
         return self.sent(action)
-
-    def _checked(self, reply: str) -> str:
-        """The reply's macro, checked against the env's own specs when it has them."""
-        action = read_macro(reply)
-        if not self.specs:
-            return action
-        try:
-            parsed, spec = parse_action(action, self.specs)
-        except ActionError as error:
-            raise PolicyRejected(f"the action is not one of this task's: {error}") from None
-        if parsed.name not in MACROS:
-            raise PolicyRejected(f"{parsed.name} is not a macro action")
-        return format_action(parsed, spec)
 
     def _recent(self) -> str:
         if self.last_action is None:

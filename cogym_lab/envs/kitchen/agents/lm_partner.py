@@ -19,15 +19,15 @@ import time
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from cogym_lab.core import ActionError, Notification
-from cogym_lab.core.grammar import format_action, parse_action
+from cogym_lab.core import Notification
+from cogym_lab.core.grammar import parse_action
 from cogym_lab.core.member import MemberType, lm_builder
 from cogym_lab.envs.kitchen.agents.base import KitchenAgent
 from cogym_lab.envs.kitchen.agents.chat import without_say
-from cogym_lab.envs.kitchen.agents.policy_code import PolicyRejected, read_macro
+from cogym_lab.envs.kitchen.agents.policy_code import PolicyRejected, checked_macro
 from cogym_lab.envs.kitchen.agents.prompting import kitchen_prompt
 from cogym_lab.envs.kitchen.keys import KeyPresser
-from cogym_lab.envs.kitchen.policies.situation import MACROS, Situation
+from cogym_lab.envs.kitchen.policies.situation import Situation
 from cogym_lab.lm import LMError
 
 #: Ready-made preferences by name; any other text is taken as a preference as written.
@@ -125,7 +125,7 @@ class LMPartner(KitchenAgent):
             if len(self.to_say) > before:
                 self._said_at = tick
         try:
-            action = self._checked(without_say(reply))
+            action = checked_macro(without_say(reply), self.specs)
         except PolicyRejected as problem:
             self.reject(tick, problem.reason, reply, kind="job")
             self.records.latency("job", time.monotonic() - started, tick, calls=[seconds],
@@ -143,19 +143,6 @@ class LMPartner(KitchenAgent):
         self.keys = KeyPresser(parsed, self.role)
         key = self.keys.press(content)
         return self.sent(key) if key is not None else None
-
-    def _checked(self, reply: str) -> str:
-        """The reply's macro action, checked against the task's action specs."""
-        action = read_macro(reply)
-        if not self.specs:
-            return action
-        try:
-            parsed, spec = parse_action(action, self.specs)
-        except ActionError as error:
-            raise PolicyRejected(f"the job is not one of this task's actions: {error}") from None
-        if parsed.name not in MACROS:
-            raise PolicyRejected(f"{parsed.name} is not a job (a macro action)")
-        return format_action(parsed, spec)
 
     def mind(self) -> dict[str, Any]:
         """What it ended with, and its hidden preferences (the experimenter's record: what the

@@ -43,9 +43,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cogym_lab.core.actions import ActionError, ActionSpec
+from cogym_lab.core.grammar import format_action, parse_action
 from cogym_lab.core.text import is_clean
 from cogym_lab.envs.kitchen.policies.fsm import ActionTask, AssignedTask, OrderTask, always
-from cogym_lab.envs.kitchen.policies.situation import BURGERS, FOODS, STATUSES, THINGS, macro
+from cogym_lab.envs.kitchen.policies.situation import (
+    BURGERS,
+    FOODS,
+    MACROS,
+    STATUSES,
+    THINGS,
+    macro,
+)
 from cogym_lab.errors import CogymError
 
 #: Characters of policy text read at most (a policy is a short list).
@@ -147,6 +156,21 @@ def read_macro(reply: str) -> str:
             text = text[start:]
     tree = _parse(text, "the action")
     return _action(tree.body, "the action")
+
+
+def checked_macro(reply: str, specs: Mapping[str, ActionSpec]) -> str:
+    """The reply's macro action (:func:`read_macro`), checked against the env's own action
+    specs when there are any. Raises :class:`PolicyRejected` saying why it is not one."""
+    action = read_macro(reply)
+    if not specs:
+        return action
+    try:
+        parsed, spec = parse_action(action, specs)
+    except ActionError as error:
+        raise PolicyRejected(f"the action is not one of this task's: {error}") from None
+    if parsed.name not in MACROS:
+        raise PolicyRejected(f"{parsed.name} is not a macro action (a job)")
+    return format_action(parsed, spec)
 
 
 def compile_precondition(text: str) -> Precondition:

@@ -1,8 +1,8 @@
 """Versions of the code and prompts that decide a score: short hashes, computed once per process.
 
 A *version* is the first 12 hex digits of a SHA-256 over named sources, each fed as its name and
-its bytes. A source is a module (``cogym_lab.envs.todo.env``: its ``.py`` file) or a prompt file
-of a package (``cogym_lab.users:prompts/answer.md``). The same sources give the same version on
+its bytes. A source is a module (``cogym_lab.envs.todo.env``: its ``.py`` file; a task defined in
+a script: the script's file) or a prompt file of a package (``cogym_lab.users:prompts/answer.md``). The same sources give the same version on
 any machine; a changed byte in any of them gives another.
 
 * A task's **grader** is the task package's ``grader`` module (the env's own module when the task
@@ -19,6 +19,7 @@ import ast
 import functools
 import hashlib
 import importlib.util
+import sys
 from importlib.resources import files
 from pathlib import Path
 
@@ -53,10 +54,22 @@ def _source_bytes(source: str) -> bytes:
     if colon:
         path = files(package).joinpath(resource)
         return path.read_bytes() if path.is_file() else b""
-    spec = importlib.util.find_spec(source)
+    origin = _source_file(source)
+    return origin.read_bytes() if origin is not None else b""
+
+
+def _source_file(module: str) -> Path | None:
+    """The file ``module`` was (or would be) loaded from, or ``None``. A script's own module
+    (``__main__``, where a task class may be defined) has no spec to find: its file is read
+    from the running module instead."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):  # ValueError: a module without a spec, e.g. __main__
+        loaded = getattr(sys.modules.get(module), "__file__", None)
+        return Path(loaded) if isinstance(loaded, str) and Path(loaded).is_file() else None
     if spec is None or spec.origin is None or not Path(spec.origin).is_file():
-        return b""
-    return Path(spec.origin).read_bytes()
+        return None
+    return Path(spec.origin)
 
 
 @functools.cache
@@ -87,10 +100,10 @@ def user_prompt_version() -> str:
 
 def _imported_modules(module: str, package: str) -> list[str]:
     """The modules of ``package`` that ``module``'s source imports (at any depth of its code)."""
-    spec = importlib.util.find_spec(module)
-    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+    origin = _source_file(module)
+    if origin is None or origin.suffix != ".py":
         return []
-    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    tree = ast.parse(origin.read_text(encoding="utf-8"))
     found = []
     for node in ast.walk(tree):
         names: list[str] = []
@@ -108,7 +121,7 @@ def _module_exists(name: str) -> bool:
     try:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):  # a class imported from a module is not one
-        return False
+        return name in sys.modules and _source_file(name) is not None
 
 
 @functools.cache

@@ -163,3 +163,34 @@ def test_a_run_on_the_sample_records_the_samples_checksums(sampled_task: Path) -
                      _json(out / "000" / "session.json")["provenance"]):
         assert recorded["data"] == "sample" and recorded["data_files"] == expected
         assert recorded["custom"]["team"] == ["'sampled-example' is not a ready team"]
+
+
+def test_a_task_defined_in_a_script_is_versioned_by_the_script(tmp_path: Path) -> None:
+    """A task class in a script's ``__main__`` (as a benchmark or a notebook-exported script
+    defines one) has no module spec: its grader version comes from the script's own bytes,
+    where it used to crash the batch runner."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "my_task.py"
+    source = (
+        "from cogym_lab.envs import register_env\n"
+        "from cogym_lab.envs.todo import TodoEnv\n"
+        "from cogym_lab.provenance.versions import grader_sources, grader_version\n"
+        "class MyTodo(TodoEnv):\n"
+        "    name = 'my_todo'\n"
+        "register_env('my_todo', MyTodo)\n"
+        "print(grader_sources('my_todo'), grader_version('my_todo'))\n")
+
+    def version() -> str:
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              check=False, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    script.write_text(source, encoding="utf-8")
+    first = version()
+    assert first.startswith("('__main__',) ") and len(first.split()[-1]) == 12
+    assert version() == first  # the same script, the same version
+    script.write_text(source + "# a changed byte\n", encoding="utf-8")
+    assert version().split()[-1] != first.split()[-1]

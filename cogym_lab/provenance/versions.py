@@ -2,7 +2,8 @@
 
 A *version* is the first 12 hex digits of a SHA-256 over named sources, each fed as its name and
 its bytes. A source is a module (``cogym_lab.envs.todo.env``: its ``.py`` file; a task defined in
-a script: the script's file) or a prompt file of a package (``cogym_lab.users:prompts/answer.md``). The same sources give the same version on
+a script: the script's file) or a prompt file of a package
+(``cogym_lab.users:prompts/answer.md``). The same sources give the same version on
 any machine; a changed byte in any of them gives another.
 
 * A task's **grader** is the task package's ``grader`` module (the env's own module when the task

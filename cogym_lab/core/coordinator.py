@@ -265,6 +265,19 @@ class Coordinator:
             return False
         return parsed.name == acts.WAIT_TEAMMATE_CONTINUE.name
 
+    def starts_play(self, raw: RawAction | None) -> bool:
+        """Whether ``raw`` plays the task, so that a clock waiting for a person starts when a
+        person sends it: the explicit start (``WAIT_TEAMMATE_CONTINUE``, the panel's Start) or
+        a task action the env calls play (:meth:`CoEnv.starts_play`), refused or not. Chat
+        and the other collaboration acts do not, nor does what does not parse."""
+        try:
+            parsed, _ = parse_action(_admit_action(raw), self._all_specs)
+        except ActionError:
+            return False
+        if parsed.name == acts.WAIT_TEAMMATE_CONTINUE.name:
+            return True
+        return parsed.name in self._task_specs and self.env.starts_play(parsed)
+
     def _act(self, step: StepContext, raw: RawAction, now: float) -> Transition:
         role = step.role
         assert role is not None

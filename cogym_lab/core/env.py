@@ -301,6 +301,14 @@ class CoEnv(abc.ABC):
         by default nothing moves by itself, as in a task without a clock."""
         return TickResult()
 
+    def starts_play(self, action: Action) -> bool:
+        """Whether ``action``, one of this task's own actions, is playing the task: a clocked
+        task's clock that waits for a person starts at the person's first action that plays
+        (or the explicit start, a ``WAIT_TEAMMATE_CONTINUE``; chat never does). By default
+        every task action plays; a task with actions that only prepare the play (the plan
+        actions of :class:`~cogym_lab.core.plan_env.Planning`) says which do not."""
+        return True
+
     # -- what subclasses provide -------------------------------------------------------------
 
     @property

@@ -15,7 +15,7 @@ import string
 from importlib.resources import files
 from typing import Any
 
-from cogym_lab.core.actions import ActionError, ActionSpec
+from cogym_lab.core.actions import Action, ActionError, ActionSpec
 from cogym_lab.core.env import ActionOutcome, CoEnv, Deferred, action
 from cogym_lab.core.observation import Component, RenderType
 from cogym_lab.core.plans import PlanBoard, Side
@@ -91,6 +91,11 @@ class Planning(CoEnv):
 
     def env_args(self) -> dict[str, Any]:
         return {**super().env_args(), "plans": True}
+
+    def starts_play(self, action: Action) -> bool:
+        """Co-planning is not playing: a plan action never starts a clock that waits for a
+        person, so a person can pick and edit a plan before a real-time game starts."""
+        return action.name not in Planning._specs and super().starts_play(action)
 
     # -- who is who --------------------------------------------------------------------------
 

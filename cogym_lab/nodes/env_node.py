@@ -153,7 +153,7 @@ class EnvNode:
         self._deferred: set[asyncio.Task[None]] = set()
         self.restored = restored
         self.clock: TickClock | None = None  # a clocked env's schedule, once it runs
-        self.person_acted = False  # a person sent an action: a clock waiting for them starts
+        self.person_played = False  # a person played (CoEnv.starts_play): a waiting clock starts
         self.announce_after = announce_after
         self._announce_at: float | None = None  # when typing news is due (monotonic)
         self._end_on_stop = True
@@ -291,16 +291,17 @@ class EnvNode:
             await self._announce_if_due()
 
     def clock_waits_for_a_person(self) -> bool:
-        """Whether a clocked env's clock waits for a person's first action (the panel's Start
-        button, or any key they play with): a real-time game with a person in it must not run
-        while they find the panel. Without a person (agents, simulated users) the clock starts
-        with the session; a game that ticked already (a resumed one) goes on at once."""
-        return (not self.person_acted and self.coordinator.clock_ticks == 0
+        """Whether a clocked env's clock waits for a person's first play (the panel's Start
+        button, or any key they play with; not chat or co-planning: ``Coordinator.starts_play``):
+        a real-time game with a person in it must not run while they find the panel or plan.
+        Without a person (agents, simulated users) the clock starts with the session; a game
+        that ticked already (a resumed one) goes on at once."""
+        return (not self.person_played and self.coordinator.clock_ticks == 0
                 and any(member.kind == "person" for member in self.coordinator.members.values()))
 
     async def _wait_for_a_person(self, subscription: Any) -> None:
-        """Apply steps as they come, without ticks, until a person acts."""
-        while not (self.coordinator.done or self._stop_reason or self.person_acted):
+        """Apply steps as they come, without ticks, until a person plays."""
+        while not (self.coordinator.done or self._stop_reason or self.person_played):
             wait = None if self._announce_at is None \
                 else max(0.0, self._announce_at - time.monotonic())
             message = await subscription.get(wait)
@@ -342,8 +343,8 @@ class EnvNode:
         now = time.time()
         if request.kind == "action":
             member = self.coordinator.members.get(request.role)
-            self.person_acted = self.person_acted or (member is not None
-                                                      and member.kind == "person")
+            if not self.person_played and member is not None and member.kind == "person":
+                self.person_played = self.coordinator.starts_play(request.action)
             try:
                 transition = self.coordinator.handle(request.role, request.action, now,
                                                      request_id=request.id, base=request.base,

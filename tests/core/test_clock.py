@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from cogym_lab.core import Notification, SessionContext
 from cogym_lab.core.coordinator import Coordinator, Transition
 from cogym_lab.core.messages import EventType, TeamMember
+from cogym_lab.core.plan_env import with_plans
 from cogym_lab.nodes import Session, SessionConfig, replay
 from cogym_lab.nodes.restore import replay_events
 from cogym_lab.nodes.results import ResultsWriter, read_events, read_session
@@ -266,6 +267,22 @@ async def test_a_game_with_a_person_starts_its_clock_when_the_person_first_acts(
     assert ticks[0].seq > pressed.seq  # no tick before the person pressed Start
     assert pressed.time - start.time >= delay * 0.9
     assert replay(tmp_path).final_state_checked
+
+
+@given(text=hostile_text)
+@settings(max_examples=60, deadline=None)
+def test_only_playing_starts_a_clock_that_waits_for_a_person(text: str) -> None:
+    """The task's own actions (refused or not) and the explicit start play; chat, plan actions
+    and what does not parse do not, whatever the text says."""
+    c = Coordinator(with_plans(Track)(), TEAM, session_id="clock", step_limits={})
+    for raw in ("PUSH(step=1)", "PUSH(step=7)", {"name": "PUSH", "args": {"step": -1}},
+                "WAIT_TEAMMATE_CONTINUE()"):
+        assert c.starts_play(raw), raw
+    for raw in ({"name": "SEND_TEAMMATE_MESSAGE", "args": {"message": text}},
+                {"name": "ADD_STEP", "args": {"description": text}}, "SELECT_PLAN(index=0)",
+                "RUN_ALL()", 'ASSIGN_STEP(step="s1", assignee="person")', "FINISH()", text,
+                None, {"name": text}, 'SEND_TEAMMATE_MESSAGE(message="PUSH(step=1)")'):
+        assert not c.starts_play(raw), raw
 
 
 @pytest.mark.timeout(60)

@@ -4,11 +4,12 @@ browser.
 The person (this test, in Chromium) starts a planned ``kitchen`` session (``plans=true``) of
 the ``kitchen-fsm`` team in the seat ``user`` (paper mode: moves and interact only). The chef
 proposes divisions of labour before the clock starts; the person picks the first with the
-keyboard (Enter on its "Use this plan"; as the person's first action, it starts the clock)
-and runs it (Enter on "Run all"), then plays with the
-arrows and Space while the chef works its agent steps, and sees the chef's first step done in
-the plan. Escape in a step's description leaves it as it was; the window is resized and the
-page reloaded: the plan comes back with the chef's step done, and the arrows move the chef.
+keyboard (Enter on its "Use this plan") and runs it (Enter on "Run all"): co-planning does
+not start the clock, and the chef makes no move meanwhile. Their first arrow key starts it;
+they play with the arrows and Space while the chef works its agent steps, and see the chef's
+first step done in the plan. Escape in a step's description leaves it as it was; the window
+is resized and the page reloaded: the plan comes back with the chef's step done, and the
+arrows move the chef.
 """
 
 from __future__ import annotations
@@ -86,13 +87,19 @@ def test_a_person_co_plans_the_kitchen_with_the_chef_and_plays(
     assert focused_testid(page) != "plan-step-description"
     shots.take("2-picked-and-running", focus=panel.root, where="start")
 
-    # 4. picking the plan was the person's first action, so it started the clock (the Start
-    # button is gone); the person plays with the arrows and Space while the chef cooks
-    expect(panel.testid("kitchen-starter")).to_be_hidden()
-    _wait_tick(page, 3)
+    # 4. co-planning is not playing: the clock is still at tick 0 (Start still shows) and the
+    # chef has made no move; the person's first arrow key starts the clock, and they play with
+    # the arrows and Space while the chef cooks
+    expect(panel.testid("kitchen-starter")).to_be_visible()
+    chef_at = session.chef("agent")["pos"]
+    page.wait_for_timeout(TICK_SECONDS * 1000 * 10)  # ten ticks, had the clock started
+    assert session.kitchen()["tick"] == 0 and session.chef("agent")["pos"] == chef_at
+    assert [name for name, _ in session.actions_of("agent")] == ["PROPOSE_PLANS"]
     panel.testid("kitchen-stage").click()
     assert _in_kitchen(page)
     _step_and_back(page, panel, session)
+    expect(panel.testid("kitchen-starter")).to_be_hidden()
+    _wait_tick(page, 3)
     page.keyboard.press("Space")
     wait_for(lambda: ("INTERACT", "ok") in session.actions_of("user"), "INTERACT in the log")
 

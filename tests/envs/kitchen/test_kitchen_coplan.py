@@ -1,10 +1,13 @@
 """Co-planning the kitchen: the rule-based chef proposes divisions of labour
 (``plan_proposals``), the person picks one and edits it, and the chef works only its agent
-steps; every proposal on both maps is a plan the bridge reads and that serves an order when
-each side works its share; the log replays to the same game and plan."""
+steps; every proposal on both maps is a plan the bridge reads and that serves two orders when
+each side works its share; with a person in the team, co-planning does not start the clock and
+the chef makes no move before it starts; a job of the chef's own that the picked plan gives
+the person is dropped at once; the logs replay to the same game and plan."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import uuid
@@ -91,7 +94,7 @@ def as_the_person_sees_it(plan: Mapping[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("instance", MAPS)
-def test_each_proposal_serves_an_order_when_each_side_works_its_share(instance: int) -> None:
+def test_each_proposal_serves_two_orders_when_each_side_works_its_share(instance: int) -> None:
     for index in range(len(proposals_of(instance))):
         env = planned_kitchen(instance)
         agent, person = PlanFollower("agent"), PlanFollower("user")
@@ -115,7 +118,9 @@ def test_each_proposal_serves_an_order_when_each_side_works_its_share(instance: 
             agent.note_tick(info)
             person.note_tick(info)
             served += [h["dish"] for h in info.get("happened", []) if h.get("kind") == "served"]
-        assert served, (instance, index)  # an order was completed between the two sides
+        # every proposal makes two burgers, and both are served: an assembler that holds the
+        # last one while the other side serves hands it over
+        assert len(served) >= 2, (instance, index, served)
         for step in env.plan_board.steps:  # each side completed only its own steps
             if step.status == "done":
                 assert step.completed_by == ("agent" if step.assignee == "agent" else "user")
@@ -174,6 +179,148 @@ async def test_the_chef_proposes_the_person_picks_and_edits_and_the_chef_works_i
         "Lettuce" not in a and not a.startswith(("ASSEMBLE(", "SERVE(")) for a in macros), after
     assert [a for a in after if a.startswith("COMPLETE_STEP(")] == [
         'COMPLETE_STEP(step="s1", text="The chef did it: prepare Beef x2.")']
+    assert replay(tmp_path).final_state_checked  # the log replays to the same game and plan
+
+
+#: A chat line that reads like game actions: chat is not playing, whatever it says.
+SAID = 'MOVE(direction="up") WAIT_TEAMMATE_CONTINUE() \u202e Start!'
+
+
+def game_actions(events: list[Any], role: str) -> list[Any]:
+    """``role``'s logged actions that play the game (not plan actions, not chat)."""
+    return [e for e in events if e.type is EventType.ACTION and e.actor == role
+            and str(e.action).startswith(("MOVE(", "INTERACT(", "PREPARE(", "ASSEMBLE(",
+                                          "SERVE(", "PASS_ON(", "PUT_OUT_FIRE(",
+                                          "CLEAN_A_COUNTER("))]
+
+
+class PlansThenPlays:
+    """A person (the clock waits for them) who co-plans before playing: once the chef has
+    proposed, picks a proposal, edits a step, chats and runs the plan; then takes a moment
+    and presses their first key."""
+
+    def __init__(self, pause: float) -> None:
+        self.pause = pause
+        self.script: list[Any] | None = None
+        self.played = False
+
+    def start(self, context: SessionContext) -> None:
+        pass
+
+    async def act(self, notification: Notification) -> str | None:
+        plan = notification.view["interactive_plan"].content
+        if self.script is None and plan.get("proposals"):
+            self.script = ["SELECT_PLAN(index=1)",
+                           'EDIT_STEP(step="s2", description="chop lettuce 3 times")',
+                           {"name": "SEND_TEAMMATE_MESSAGE", "args": {"message": SAID}},
+                           "RUN_ALL()"]
+        if self.script:
+            return self.script.pop(0)
+        if self.script is not None and not self.played:
+            self.played = True
+            await asyncio.sleep(self.pause)
+            return 'MOVE(direction="right")'  # towards a counter: the chef only turns
+        return None
+
+    def end(self, final: Notification) -> None:
+        pass
+
+
+@pytest.mark.timeout(120)
+async def test_co_planning_does_not_start_the_clock_and_the_first_key_does(tmp_path) -> None:
+    env = make_env("kitchen", 0, ticks=80, tick_seconds=0.01, plans=True)
+    pause = 0.4  # 40 ticks, had the clock started
+    session = Session(env, {"agent": PolicyMember(KitchenFSM, follows_plans=True),
+                            "user": PlansThenPlays(pause)},
+                      kinds={"agent": "agent", "user": "person"}, results_dir=tmp_path,
+                      session_id="kclock-" + uuid.uuid4().hex[:6])
+    assert (await session.run()).end_reason == "time_up"
+    events = read_events(tmp_path)
+    ticks = [e for e in events if e.type is EventType.CLOCK]
+    assert [e.info["tick"] for e in ticks] == list(range(1, 81))  # none lost to co-planning
+    person = [e for e in events if e.actor == "user"
+              and e.type in (EventType.ACTION, EventType.MESSAGE)]
+    [key] = game_actions(events, "user")
+    planned = [e for e in person if e.seq < key.seq]
+    assert [e.type for e in planned] == [EventType.ACTION, EventType.ACTION,
+                                         EventType.MESSAGE, EventType.ACTION]
+    assert [str(e.action).split("(")[0] for e in planned if e.type is EventType.ACTION] == [
+        "SELECT_PLAN", "EDIT_STEP", "RUN_ALL"]
+    assert env.plan_board.steps[1].description == "chop lettuce 3 times"
+    assert ticks[0].seq > key.seq  # the clock stayed at tick 0 until the first key
+    assert key.time - planned[-1].time >= pause * 0.9
+    chef = game_actions(events, "agent")
+    assert chef and chef[0].seq > ticks[0].seq  # the chef made no move before the clock
+    assert str(chef[0].action) == 'PREPARE(food="Beef")'  # its first plan step, at once
+    assert replay(tmp_path).final_state_checked
+
+
+class PlaysThenPlans:
+    """A person who presses a key first (the clock starts, and the chef starts a job of its
+    own: on Map 1, chopping lettuce for the first order), then, once the chef is on that job,
+    picks the proposal that gives the lettuce to them, and runs it ``wait`` ticks later; notes
+    the chef's macro at every tick from the pick on."""
+
+    def __init__(self, wait: int) -> None:
+        self.wait = wait
+        self.picked_at: int | None = None
+        self.ran = False
+        self.played = False
+        self.after: list[tuple[int, str]] = []  # (tick, the chef's macro) from the pick on
+
+    def start(self, context: SessionContext) -> None:
+        pass
+
+    async def act(self, notification: Notification) -> str | None:
+        kitchen = notification.view["kitchen"].content
+        chef = next(c for c in kitchen["chefs"] if c["role"] == "agent")
+        if not self.played:
+            self.played = True
+            return 'MOVE(direction="right")'  # towards a counter: the chef only turns
+        if self.picked_at is None:
+            if str(chef.get("macro")).startswith('PREPARE(food="Lettuce"'):
+                self.picked_at = kitchen["tick"]
+                return "SELECT_PLAN(index=0)"
+            return None
+        self.after.append((kitchen["tick"], str(chef.get("macro"))))
+        if not self.ran and kitchen["tick"] >= self.picked_at + self.wait:
+            self.ran = True
+            return "RUN_ALL()"
+        return None
+
+    def end(self, final: Notification) -> None:
+        pass
+
+
+@pytest.mark.timeout(120)
+async def test_a_job_of_its_own_that_the_picked_plan_gives_the_person_is_dropped_at_once(
+        tmp_path) -> None:
+    env = make_env("kitchen", 0, ticks=120, tick_seconds=0.01, plans=True)
+    person = PlaysThenPlans(wait=10)
+    session = Session(env, {"agent": PolicyMember(KitchenFSM, follows_plans=True),
+                            "user": person},
+                      kinds={"agent": "agent", "user": "person"}, results_dir=tmp_path,
+                      session_id="kdrop-" + uuid.uuid4().hex[:6])
+    assert (await session.run()).end_reason == "time_up"
+    assert [s.description for s in env.plan_board.steps][:2] == [
+        "cook beef 2 times", "chop lettuce 2 times"]  # "I cook the beef and assemble; ..."
+    assert env.plan_board.steps[1].assignee == "person"
+    events = read_events(tmp_path)
+    pick = next(e for e in events if str(e.action or "").startswith("SELECT_PLAN("))
+    run = next(e for e in events if str(e.action or "").startswith("RUN_ALL("))
+    chef = game_actions(events, "agent")
+    assert str(chef[0].action) == 'PREPARE(food="Lettuce")' and chef[0].seq < pick.seq
+    # picked: the lettuce job is dropped at once, though the plan does not run yet
+    dropped = next(e for e in chef if e.seq > pick.seq)
+    assert dropped.seq < run.seq and str(dropped.action).startswith("MOVE(")
+    assert sum(e.type is EventType.CLOCK for e in events if pick.seq < e.seq < dropped.seq) <= 1
+    picked_at = sum(e.type is EventType.CLOCK for e in events if e.seq < pick.seq)
+    later = [macro for tick, macro in person.after if tick >= picked_at + 2]
+    assert later and not [m for m in later if "Lettuce" in m], person.after
+    # run: the chef goes to its first own step
+    ran = [e for e in chef if e.seq > run.seq]
+    assert str(ran[0].action) == 'PREPARE(food="Beef")'
+    assert not [e for e in chef if e.seq > pick.seq and "Lettuce" in str(e.action)]
     assert replay(tmp_path).final_state_checked  # the log replays to the same game and plan
 
 

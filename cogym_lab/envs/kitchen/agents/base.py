@@ -38,6 +38,7 @@ from cogym_lab.envs.kitchen.policies.fsm import ActionTask, AssignedTask, Kitche
 from cogym_lab.envs.kitchen.policies.members import clock_infos, kitchen_content, plan_content
 from cogym_lab.envs.kitchen.policies.plan_follower import (
     PlanFollower,
+    before_the_clock,
     is_plan_action,
     plan_is_on,
     plan_section,
@@ -160,6 +161,8 @@ class KitchenAgent:
             proposal = self.follower.propose(content, self.plan, self.written_proposals)
             if proposal is not None:
                 return proposal
+        if before_the_clock(content, self.plan):
+            return None  # the division of labour may still change: no move yet
         if plan_is_on(self.plan):
             action = self.follower.decide(content, self.plan)
             if is_plan_action(action):

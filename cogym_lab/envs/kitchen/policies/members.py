@@ -25,6 +25,7 @@ from cogym_lab.envs.kitchen.policies.partners import (
 from cogym_lab.envs.kitchen.policies.plan_follower import (
     PLAN,
     PlanFollower,
+    before_the_clock,
     is_plan_action,
     plan_is_on,
 )
@@ -90,6 +91,8 @@ class PolicyMember:
             proposal = self.follower.propose(content, plan)
             if proposal is not None:
                 return proposal  # a plan action: it takes no tick of the chef's
+            if before_the_clock(content, plan):
+                return None  # the division of labour may still change: no move yet
         if self.follower is not None and plan_is_on(plan):
             return self._follow(content, plan)
         tick = int(content.get("tick", 0))

@@ -11,6 +11,11 @@ cooking does not wait). A step that names no kitchen job is failed with ``FAIL_S
 reason, so the person is asked to do it. Person steps are the person's share: the chef leaves
 them alone. Before a plan is picked, when it is paused or stopped, the chef only waits; once
 every step is done, the plan is over and the chef plays by its own rules again.
+
+A macro of the chef's own from before the pick is dropped as soon as a plan is picked (the
+plan may give that job to the person), and a burger the chef assembled is put down for the
+other side when no agent step left serves. Before a planned kitchen's clock starts, the chef
+makes no game move at all (:func:`before_the_clock`).
 """
 
 from __future__ import annotations
@@ -32,13 +37,18 @@ from cogym_lab.envs.kitchen.policies.choices import (
 )
 from cogym_lab.envs.kitchen.policies.situation import (
     CENTER,
+    DIRECTIONS,
+    FLOOR,
     MACROS,
     READY_STATUS,
     TOOL_OF,
     Situation,
+    chef_pos,
     macro,
+    macro_food,
     macro_name,
 )
+from cogym_lab.envs.kitchen.policies.situation import step as next_tile
 from cogym_lab.envs.kitchen.policies.watch import FAILED_MACRO_PAUSE
 
 #: The plan's component in a planned task's view.
@@ -63,6 +73,13 @@ def is_plan_action(action: str | None) -> bool:
     """Whether ``action`` is a plan action (which is no chef's action: any time, no tick)."""
     return action is not None and action.startswith(("COMPLETE_STEP(", "FAIL_STEP(",
                                                      "PROPOSE_PLANS("))
+
+
+def before_the_clock(content: Mapping[str, Any], plan: Mapping[str, Any] | None) -> bool:
+    """Whether a planned kitchen's clock has not started yet (tick 0): the chef then makes no
+    game move, as the person may still pick or change the division of labour (a clock with a
+    person in the team waits for their first game action; co-planning does not start it)."""
+    return plan is not None and int(content.get("tick", 0) or 0) == 0
 
 
 def wants_proposals(plan: Mapping[str, Any] | None) -> bool:
@@ -181,6 +198,10 @@ class PlanFollower:
                 continue  # done ahead of its turn: on to the next agent step
             return self._work(situation, key, job)
         self.state = "plan_waits"
+        if not situation.busy and not serves_any(steps):
+            handed = pass_held_burger(situation)  # held, the burger would never be served
+            if handed is not None:
+                return self._send(handed)
         return self._idle(situation)
 
     def _work(self, situation: Situation, key: tuple[str, int, str], job: KitchenJob
@@ -195,16 +216,25 @@ class PlanFollower:
         action = job_action(situation, job) if self.tick > self.rest_until else None
         if action is None:
             self.state = "plan_waits"
-            return park_choice(situation)
+            return park_choice(situation) or self._drop(situation)
         self.working = (key, job)
         self.state = "plan"
         return self._send(action)
 
     def _mine(self, situation: Situation) -> bool:
-        """Whether the macro my chef runs was sent under the plan (one from before the plan,
-        by the chef's own rules, gives way to the plan's job)."""
-        running = situation.running(situation.me)[0]
-        return running is None or running == macro_name(self.sent)
+        """Whether the macro my chef runs was sent under the plan (the same macro on the same
+        food): one from before the plan, by the chef's own rules, is dropped at once, since the
+        plan may give that job to the person."""
+        running = situation.running(situation.me)
+        return running[0] is None or running == (macro_name(self.sent), macro_food(self.sent))
+
+    def _drop(self, situation: Situation) -> str | None:
+        """A turn in place that stops a macro of my chef's own from before the plan (any atomic
+        action cancels a macro; turning to a counter moves nothing), or ``None``."""
+        if self._mine(situation):
+            return None
+        self.sent = None
+        return turn_in_place(situation)
 
     def _send(self, action: str | None) -> str | None:
         if action is not None and macro_name(action) in MACROS:
@@ -212,8 +242,10 @@ class PlanFollower:
         return action
 
     def _idle(self, situation: Situation) -> str | None:
-        if situation.me is None or situation.done or situation.busy:
+        if situation.me is None or situation.done:
             return None
+        if situation.busy:  # the plan's macro goes on; one of my own is dropped
+            return self._drop(situation)
         return self._send(fire_choice(situation)) or park_choice(situation)
 
 
@@ -245,6 +277,40 @@ def job_action(situation: Situation, job: KitchenJob) -> str | None:
         return macro("PUT_OUT_FIRE") if situation.fires else None
     if job.macro == "CLEAN_A_COUNTER":
         return macro("CLEAN_A_COUNTER")
+    return None
+
+
+def serves_any(steps: list[Mapping[str, Any]]) -> bool:
+    """Whether an agent step not done yet serves dishes (a serve or a whole-dish step)."""
+    for step in steps:
+        if step.get("assignee") != "agent" or step.get("status") == "done":
+            continue
+        try:
+            if read_step(str(step.get("description", ""))).macro in ("SERVE", "ORDER"):
+                return True
+        except NotAKitchenJob:
+            continue
+    return False
+
+
+def pass_held_burger(situation: Situation) -> str | None:
+    """A ``PASS_ON`` of a made burger an order wants that my chef holds (an assembling step
+    ends with the burger in hand), so the side that serves can take it; else ``None``."""
+    held = situation.holding(situation.me)
+    if held is not None and held[0] in situation.order_dishes():
+        return macro("PASS_ON", thing=held[0])
+    return None
+
+
+def turn_in_place(situation: Situation) -> str | None:
+    """A ``MOVE`` towards a tile next to my chef that is not floor or wall: the chef only
+    turns to face it (``None`` when there is none)."""
+    mine = chef_pos(situation.me)
+    if mine is None:
+        return None
+    for direction in DIRECTIONS:
+        if situation.tiles.get(next_tile(mine, direction)) not in (None, FLOOR, "wall"):
+            return format_action(Action(name="MOVE", args={"direction": direction}))
     return None
 
 
@@ -282,5 +348,6 @@ def make_room(situation: Situation, food: str) -> str | None:
     return None
 
 
-__all__ = ["PLAN", "PlanFollower", "is_plan_action", "job_action", "pass_burger", "plan_is_on",
-           "plan_section", "plan_steps", "wants_proposals"]
+__all__ = ["PLAN", "PlanFollower", "before_the_clock", "is_plan_action", "job_action",
+           "pass_burger", "pass_held_burger", "plan_is_on", "plan_section", "plan_steps",
+           "serves_any", "turn_in_place", "wants_proposals"]

@@ -227,14 +227,28 @@ class PlansThenPlays:
 
 
 @pytest.mark.timeout(120)
-async def test_co_planning_does_not_start_the_clock_and_the_first_key_does(tmp_path) -> None:
+@pytest.mark.usefixtures("no_ambient_lm")
+@pytest.mark.parametrize("chef", ["kitchen-fsm", "kitchen-dpt"])
+async def test_co_planning_does_not_start_the_clock_and_the_first_key_does(
+        tmp_path, chef: str) -> None:
+    from pydantic import SecretStr
+
+    from cogym_lab.envs.kitchen.agents import DPTAgent
+    from cogym_lab.lm import LMConfig, make_lm
+    from cogym_lab.testing import Reply, ScriptedOpenAIServer
+
     env = make_env("kitchen", 0, ticks=80, tick_seconds=0.01, plans=True)
     pause = 0.4  # 40 ticks, had the clock started
-    session = Session(env, {"agent": PolicyMember(KitchenFSM, follows_plans=True),
-                            "user": PlansThenPlays(pause)},
-                      kinds={"agent": "agent", "user": "person"}, results_dir=tmp_path,
-                      session_id="kclock-" + uuid.uuid4().hex[:6])
-    assert (await session.run()).end_reason == "time_up"
+    # DPT's LM writes no usable proposals and no tasks: its System 1 proposes the rule's
+    with ScriptedOpenAIServer(responder=lambda body: Reply("```json\n[]\n```")) as server:
+        agent: Any = PolicyMember(KitchenFSM, follows_plans=True) if chef == "kitchen-fsm" \
+            else DPTAgent(make_lm(LMConfig(model="kitchen-lm", base_url=server.base_url,
+                                           api_key=SecretStr("sk-test"), backoff=0.01)),
+                          policy_every=10, belief_every=1000)
+        session = Session(env, {"agent": agent, "user": PlansThenPlays(pause)},
+                          kinds={"agent": "agent", "user": "person"}, results_dir=tmp_path,
+                          session_id="kclock-" + uuid.uuid4().hex[:6])
+        assert (await session.run()).end_reason == "time_up"
     events = read_events(tmp_path)
     ticks = [e for e in events if e.type is EventType.CLOCK]
     assert [e.info["tick"] for e in ticks] == list(range(1, 81))  # none lost to co-planning

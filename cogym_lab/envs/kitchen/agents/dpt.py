@@ -37,7 +37,7 @@ from cogym_lab.envs.kitchen.agents.base import KitchenAgent
 from cogym_lab.envs.kitchen.agents.policy_code import PolicyRejected, extract_tasks_text
 from cogym_lab.envs.kitchen.agents.prompting import kitchen_prompt, note
 from cogym_lab.envs.kitchen.plan_proposals import checked_proposals, propose, reach_section
-from cogym_lab.envs.kitchen.policies.plan_follower import wants_proposals
+from cogym_lab.envs.kitchen.policies.plan_follower import before_the_clock, wants_proposals
 from cogym_lab.lm import LMError
 
 log = logging.getLogger(__name__)
@@ -94,7 +94,17 @@ class DPTAgent(KitchenAgent):
         if content is None:
             return None
         self._ask_for_proposals(content)
+        if self._proposal_task is not None and self.proposing and self._clock_waits(content):
+            # no tick to keep up with yet, and none comes to wake System 1 when they are
+            # written: the person waits for the proposals before they start the game
+            await asyncio.shield(self._proposal_task)
         return self.speak() or self.system1(content)
+
+    def _clock_waits(self, content: Mapping[str, Any]) -> bool:
+        """Whether the game's clock waits for a person (one is in the team, and it has not
+        started): until then nothing happens that would wake System 1 again."""
+        team = self.context.team if self.context is not None else []
+        return before_the_clock(content, self.plan) and any(m.kind == "person" for m in team)
 
     async def end(self, final: Notification) -> None:
         for task in self._tasks:

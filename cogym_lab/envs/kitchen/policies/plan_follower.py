@@ -231,8 +231,8 @@ class PlanFollower:
     def _drop(self, situation: Situation) -> str | None:
         """A turn in place that stops a macro of my chef's own from before the plan (any atomic
         action cancels a macro; turning to a counter moves nothing), or ``None``."""
-        if self._mine(situation):
-            return None
+        if self._mine(situation) or situation.running(situation.me)[0] == "PUT_OUT_FIRE":
+            return None  # a fire is fought under any plan
         self.sent = None
         return turn_in_place(situation)
 

@@ -17,6 +17,7 @@ from cogym_lab.envs.travel_planning import TravelPlanningEnv
 from cogym_lab.nodes.session import Session, SessionConfig
 from tests.support.notified import notified
 from tests.support.panel_replica import PanelReplica
+from tests.support.teammates import Quiet
 
 # -- the envs mark their whole-text actions ----------------------------------------------------
 
@@ -145,15 +146,12 @@ def test_a_confirmed_update_is_merged_at_acceptance_and_replays_from_the_log() -
 
 # -- a whole session: the agent thinks on an old view while the person edits ------------------
 
-class PersonAtKeyboard:
+class PersonAtKeyboard(Quiet):
     """A member of the human side that edits the text once, as soon as the session starts."""
 
     def __init__(self, edited: asyncio.Event) -> None:
         self.edited = edited
         self.sent = False
-
-    def start(self, context) -> None:
-        pass
 
     async def act(self, notification: Notification):
         if not self.sent:
@@ -165,30 +163,34 @@ class PersonAtKeyboard:
             return {"name": "FINISH", "args": {}}
         return None
 
-    def end(self, final) -> None:
-        pass
 
+class QuickAgent(Quiet):
+    """Rewrites the text at once, then waits."""
 
-class SlowAgent:
-    """Reads the text, thinks until the person's edit has landed, then rewrites its old copy."""
-
-    def __init__(self, edited: asyncio.Event) -> None:
-        self.edited = edited
+    def __init__(self) -> None:
         self.done = False
-
-    def start(self, context) -> None:
-        pass
 
     async def act(self, notification: Notification):
         if self.done:
             return None
         self.done = True
-        assert notification.view["editor"].content == BASE
-        await asyncio.wait_for(self.edited.wait(), 30)
+        await self.before_rewriting(notification)
         return _update(AGENT_TEXT)
 
-    def end(self, final) -> None:
-        pass
+    async def before_rewriting(self, notification: Notification) -> None:
+        """What it does between reading the text and rewriting its copy: nothing."""
+
+
+class SlowAgent(QuickAgent):
+    """Reads the text, thinks until the person's edit has landed, then rewrites its old copy."""
+
+    def __init__(self, edited: asyncio.Event) -> None:
+        super().__init__()
+        self.edited = edited
+
+    async def before_rewriting(self, notification: Notification) -> None:
+        assert notification.view["editor"].content == BASE
+        await asyncio.wait_for(self.edited.wait(), 30)
 
 
 async def test_a_session_keeps_both_edits_and_its_log_replays_to_the_same_text(tmp_path) -> None:
@@ -208,25 +210,6 @@ async def test_a_session_keeps_both_edits_and_its_log_replays_to_the_same_text(t
         fresh.replay(event)
     assert fresh.env.text == BOTH
     assert fresh.snapshot()["views"] == session.coordinator.snapshot()["views"]
-
-
-class QuickAgent:
-    """Rewrites the text at once, then waits."""
-
-    def __init__(self) -> None:
-        self.done = False
-
-    def start(self, context) -> None:
-        pass
-
-    async def act(self, notification: Notification):
-        if self.done:
-            return None
-        self.done = True
-        return _update(AGENT_TEXT)
-
-    def end(self, final) -> None:
-        pass
 
 
 async def test_a_person_save_sent_with_its_base_over_the_bus_is_merged() -> None:

@@ -128,8 +128,11 @@ def two_cell_session(notebook: str, kernel_id: str) -> dict[str, Any]:
             "env_args": {"query": "What do the numbers say?"}}
 
 
-async def until(check: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    """Poll ``check`` (sync or async) every 50 ms until it gives something truthy: that."""
+async def until(check: Callable[[], Any], what: str, timeout: float = 30.0, *,
+                detail: Callable[[], Any] | None = None, every: float = 0.05) -> Any:
+    """Poll ``check`` (sync or async) every ``every`` seconds until it gives something truthy:
+    that. On a time-out the failure says ``what`` it waited for, and ``detail()`` (sync or
+    async) where given."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()
@@ -137,5 +140,9 @@ async def until(check: Callable[[], Any], what: str, timeout: float = 30.0) -> A
             value = await value
         if value:
             return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.05)
+        if time.monotonic() > deadline:
+            state = detail() if detail else None
+            if asyncio.iscoroutine(state):
+                state = await state
+            raise AssertionError(f"timed out waiting for {what}" + (f"; {state}" if state else ""))
+        await asyncio.sleep(every)

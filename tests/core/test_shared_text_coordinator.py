@@ -9,7 +9,7 @@ import json
 
 from cogym_lab.bus import MemoryBus
 from cogym_lab.core import CoEnv, Component, Notification, RenderType, action
-from cogym_lab.core.coordinator import Coordinator
+from cogym_lab.core.coordinator import Coordinator, Transition
 from cogym_lab.core.messages import EventType, StepRequest, TeamMember, obs_channel, step_channel
 from cogym_lab.envs.related_work import RelatedWorkEnv
 from cogym_lab.envs.tabular_analysis import TabularAnalysisEnv
@@ -252,13 +252,20 @@ def _days() -> tuple[Coordinator, list]:
     return coordinator, log
 
 
-def test_an_overlapping_edit_keeps_whole_lines_and_the_actor_is_told() -> None:
-    coordinator, log = _days()
+def _overlapping_edits(coordinator: Coordinator) -> tuple[Transition, Transition]:
+    """On the same version of :data:`DAYS`, the person deletes day 2 and then the agent
+    rewrites it: the person's transition and the agent's."""
     seen = coordinator.seq
     deleted = coordinator.handle("person", _update("Day 1: beach\nDay 3: fly home\n"), 3.0,
                                  seen_seq=seen)
     agent = coordinator.handle("agent", _update(
         "Day 1: beach\nDay 2: Getty museum at dawn\nDay 3: fly home\n"), 4.0, seen_seq=seen)
+    return deleted, agent
+
+
+def test_an_overlapping_edit_keeps_whole_lines_and_the_actor_is_told() -> None:
+    coordinator, log = _days()
+    deleted, agent = _overlapping_edits(coordinator)
     log += deleted.events + agent.events
     merged = "Day 1: beach\nDay 2: Getty museum at dawn\nDay 3: fly home\n"
     assert coordinator.env.text == merged  # once "Day 1: beach\nDay  at dawn3: fly home"
@@ -366,11 +373,7 @@ def test_the_agents_prompt_says_where_its_edit_overlapped_and_to_check_it() -> N
     from cogym_lab.agents.base import _describe
 
     coordinator, _ = _days()
-    seen = coordinator.seq
-    person = coordinator.handle("person", _update("Day 1: beach\nDay 3: fly home\n"), 3.0,
-                                seen_seq=seen)
-    agent = coordinator.handle("agent", _update(
-        "Day 1: beach\nDay 2: Getty museum at dawn\nDay 3: fly home\n"), 4.0, seen_seq=seen)
+    person, agent = _overlapping_edits(coordinator)
     told = _describe(agent.events[0], "agent")
     assert "overlapped person's edit" in told and "lines 2" in told and "Check them" in told
     assert _describe(person.events[0], "agent").startswith("person did EDITOR_UPDATE")

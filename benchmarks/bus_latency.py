@@ -41,13 +41,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from _common import timed_main, usable_cpus  # beside this script
+
 import cogym_lab
-from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.bus import Bus, MemoryBus
 from cogym_lab.core import CoEnv, Component, Notification, RenderType, SessionContext, action
 from cogym_lab.core.coordinator import Coordinator
 from cogym_lab.core.messages import StepRequest, TeamMember, obs_channel, step_channel
 from cogym_lab.envs.todo.env import TodoEnv
+from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.nodes.env_node import EnvNode
 from cogym_lab.testing import RedisServer
 
@@ -343,10 +345,7 @@ def environment_info(redis: RedisServer | None) -> list[tuple[str, str]]:
     import pydantic
     import redis as redis_py
 
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count() or 0
+    usable = usable_cpus()
     rows = [
         ("python", f"{platform.python_version()} ({platform.python_implementation()})"),
         ("platform", platform.platform()),
@@ -421,21 +420,19 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    began = time.perf_counter()
-    redis: RedisServer | None = None
-    try:
-        if any(kind.startswith("redis") for kind in args.buses):
-            redis = RedisServer().start()
-        print_table("Environment", ["item", "value"], environment_info(redis))
-        asyncio.run(amain(args, redis.url if redis else None))
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return 130
-    finally:
-        if redis is not None:
-            redis.stop()
-    print(f"total benchmark time: {time.perf_counter() - began:.1f} s")
-    return 0
+
+    def run() -> None:
+        redis: RedisServer | None = None
+        try:
+            if any(kind.startswith("redis") for kind in args.buses):
+                redis = RedisServer().start()
+            print_table("Environment", ["item", "value"], environment_info(redis))
+            asyncio.run(amain(args, redis.url if redis else None))
+        finally:
+            if redis is not None:
+                redis.stop()
+
+    return timed_main(run)
 
 
 if __name__ == "__main__":

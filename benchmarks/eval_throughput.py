@@ -79,6 +79,7 @@ import tracemalloc
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from _common import percentile  # beside this script
 from bench_tasks import many_todo_instances  # this folder is on the path when the script runs
 from loop_lag import ticker
 
@@ -149,12 +150,6 @@ def lm_server_process(latency: float) -> Iterator[tuple[str, Callable[[], tuple[
         process.join(timeout=30)
         if process.is_alive():
             process.kill()
-
-
-def percentile(values: list[float], share: float) -> float:
-    """The value below which ``share`` of ``values`` lie (NaN for none)."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else float("nan")
 
 
 def _children_cpu() -> float:

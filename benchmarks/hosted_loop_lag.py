@@ -29,78 +29,33 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import aiohttp
+from _common import JupyterServer, percentile  # beside this script
 from eval_throughput import lm_server_process  # beside this script
 
 TEAM = "collaborative"
 TASK = "todo"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else float("nan")
-
-
-class Server:
+class Server(JupyterServer):
     """``jupyter server`` with the extension, in a temporary folder, on a free port."""
 
     def __init__(self, folder: Path, sessions: int) -> None:
-        self.folder = folder
-        self.port = free_port()
-        self.token = uuid.uuid4().hex
-        self.url = f"http://127.0.0.1:{self.port}/"
-        root = folder / "root"
-        root.mkdir()
-        config = folder / "config.json"
-        config.write_text(json.dumps({
-            "ServerApp": {"jpserver_extensions": {"cogym_lab": True}, "root_dir": str(root),
-                          "port": self.port, "ip": "127.0.0.1", "port_retries": 0,
-                          "open_browser": False, "allow_root": True},
-            "IdentityProvider": {"token": self.token},
-            "CogymLabApp": {"results_dir": str(folder / "results"),
-                            "max_sessions": sessions + 50,
-                            "max_sessions_per_user": sessions + 50,
-                            "finished_session_ttl": 0.0}}))
-        env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(folder / "runtime")}
-        self.log = (folder / "server.log").open("wb")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "jupyter", "server", f"--config={config}"], env=env,
-            stdout=self.log, stderr=subprocess.STDOUT, cwd=root)
-
-    @property
-    def headers(self) -> dict[str, str]:
-        return {"Authorization": f"token {self.token}"}
+        super().__init__(folder, {"results_dir": str(folder / "results"),
+                                  "max_sessions": sessions + 50,
+                                  "max_sessions_per_user": sessions + 50,
+                                  "finished_session_ttl": 0.0}, stop_wait=60)
 
     def cpu_seconds(self) -> float:
         """The server process's user + system CPU time so far (from /proc)."""
         fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(10)
-        self.log.close()
 
 
 async def wait_until_up(http: aiohttp.ClientSession, server: Server) -> None:

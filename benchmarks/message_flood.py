@@ -35,19 +35,16 @@ import argparse
 import asyncio
 import json
 import os
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _common import JupyterServer  # beside this script
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
@@ -69,34 +66,15 @@ class Tally:
     last_frame_at: float = field(default_factory=time.monotonic)
 
 
-class Server:
+class Server(JupyterServer):
     """``jupyter server`` with the cogym_lab extension, in a temporary folder."""
 
     def __init__(self, folder: Path, settings: dict[str, Any]) -> None:
-        self.folder = folder
-        self.port = _free_port()
-        self.token = uuid.uuid4().hex
         self.results = folder / "results"
-        root = folder / "root"
-        root.mkdir()
-        config = folder / "config.json"
-        config.write_text(json.dumps({
-            "ServerApp": {"jpserver_extensions": {"cogym_lab": True}, "root_dir": str(root),
-                          "port": self.port, "ip": "127.0.0.1", "port_retries": 0,
-                          "open_browser": False, "allow_root": True},
-            "IdentityProvider": {"token": self.token},
-            "CogymLabApp": {"results_dir": str(self.results), **settings}}))
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            [str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
-            "JUPYTER_RUNTIME_DIR": str(folder / "runtime")}
-        self.log = (folder / "server.log").open("wb")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "jupyter", "server", f"--config={config}"], env=env,
-            cwd=REPO_ROOT, stdout=self.log, stderr=subprocess.STDOUT)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/"
+        super().__init__(folder, {"results_dir": str(self.results), **settings},
+                         env={"PYTHONPATH": os.pathsep.join(
+                             [str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])},
+                         cwd=REPO_ROOT)
 
     def wait_until_up(self, timeout: float = 90.0) -> None:
         deadline = time.monotonic() + timeout
@@ -116,21 +94,6 @@ class Server:
             "Authorization": f"token {self.token}", "Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=120) as response:
             return json.loads(response.read() or b"null")
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(10)
-        self.log.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def frame(kind: str, index: int) -> str:

@@ -71,6 +71,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _common import timed_main, usable_cpus  # beside this script
+
 import cogym_lab
 from cogym_lab.bus import MemoryBus
 from cogym_lab.core.member_copy import MemberCopy
@@ -522,10 +524,7 @@ def report_hops(rows: list[HopRow]) -> None:
 
 
 def environment(redis: Any) -> None:
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count() or 0
+    usable = usable_cpus()
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     rows = [["python", f"{platform.python_version()} ({platform.python_implementation()})"],
             ["cpu count", f"{os.cpu_count()} (usable: {usable})"],
@@ -587,24 +586,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.replay_child:
         replay_child(args.replay_child)
         return 0
-    began = time.perf_counter()
-    redis = None
-    try:
-        if not args.no_redis:
-            from cogym_lab.testing import RedisServer
 
-            redis = RedisServer().start()
-        environment(redis)
-        with tempfile.TemporaryDirectory(prefix="cogym-cost-") as folder:
-            asyncio.run(amain(args, redis.url if redis else None, Path(folder)))
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return 130
-    finally:
-        if redis is not None:
-            redis.close()
-    print(f"total benchmark time: {time.perf_counter() - began:.1f} s")
-    return 0
+    def run() -> None:
+        redis = None
+        try:
+            if not args.no_redis:
+                from cogym_lab.testing import RedisServer
+
+                redis = RedisServer().start()
+            environment(redis)
+            with tempfile.TemporaryDirectory(prefix="cogym-cost-") as folder:
+                asyncio.run(amain(args, redis.url if redis else None, Path(folder)))
+        finally:
+            if redis is not None:
+                redis.close()
+
+    return timed_main(run)
 
 
 if __name__ == "__main__":

@@ -2669,6 +2669,22 @@ class PlanOfferView {
   }
 }
 
+/**
+ * A form's text field keys: Enter submits, Shift+Enter is a new line (the field's own), Escape
+ * cancels. Enter while an input method composes a word is the composer's.
+ * @param {KeyboardEvent} event
+ * @param {() => void} submit
+ * @param {() => void} cancel
+ */
+function formKey(event, submit, cancel) {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    submit();
+  } else if (event.key === "Escape") {
+    cancel();
+  }
+}
+
 /** The form that adds a step below another: a description, who does it, Add and Cancel. */
 class NewStepForm {
   /** @param {PlanView} plan */
@@ -2713,12 +2729,7 @@ class NewStepForm {
 
   /** @param {KeyboardEvent} event */
   onKey(event) {
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
-      event.preventDefault();
-      this.submit();
-    } else if (event.key === "Escape") {
-      this.close();
-    }
+    formKey(event, () => this.submit(), () => this.close());
   }
 
   submit() {
@@ -3344,12 +3355,7 @@ class NewPlanForm {
 
   /** @param {KeyboardEvent} event */
   onKey(event) {
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
-      event.preventDefault();
-      this.submit();
-    } else if (event.key === "Escape") {
-      this.close();
-    }
+    formKey(event, () => this.submit(), () => this.close());
   }
 
   submit() {

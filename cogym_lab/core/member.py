@@ -142,5 +142,10 @@ def lm_builder(member_class: Callable[..., Member]) -> Callable[[MemberSetup], M
     return build
 
 
+def lm_agent_type(name: str, member_class: Callable[..., Member], summary: str) -> MemberType:
+    """An agent member type built with its own LM (:func:`lm_builder`)."""
+    return MemberType(name=name, kind="agent", build=lm_builder(member_class), summary=summary)
+
+
 __all__ = ["ActionLike", "Member", "MemberSetup", "MemberType", "MemberTypeKind",
-           "SeatDriver", "SeatDriverFailed", "TaskDescription", "lm_builder"]
+           "SeatDriver", "SeatDriverFailed", "TaskDescription", "lm_agent_type", "lm_builder"]

@@ -23,6 +23,7 @@ from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.nodes.results import read_events, read_session
 from cogym_lab.teams import load_team
 from cogym_lab.testing import ScriptedOpenAIServer
+from tests.support.plan_scripts import StepTwoPerson
 
 pytestmark = pytest.mark.usefixtures("no_ambient_lm")
 
@@ -56,27 +57,11 @@ class PlanRolePlay:
         return "Thought: nothing to add.\nDecision: 3\nAction: WAIT_TEAMMATE_CONTINUE()"
 
 
-class Person:
+class Person(StepTwoPerson):
     """The person side: picks the plan, takes step s2, completes it, finishes at the end."""
 
-    kind = "user"
-
-    def start(self, context: Any) -> None: ...
-
-    def end(self, final: Any) -> None: ...
-
-    async def act(self, notification: Any) -> str | None:
-        plan = notification.view[PLAN_COMPONENT].content
-        if plan["proposals"]:
-            return "SELECT_PLAN(index=0)"
-        steps = {s["id"]: s for s in (plan["plan"] or {}).get("steps", [])}
-        if steps and steps["s2"]["assignee"] == "agent":
-            return 'ASSIGN_STEP(step="s2", assignee="person")'
-        if steps and steps["s2"]["status"] == "needs_input":
-            return 'COMPLETE_STEP(step="s2", text="the rain jacket", items=[{"id": "rain jacket"}])'
-        if plan["output"]:
-            return "FINISH()"
-        return None
+    def work_on(self, step: dict[str, Any]) -> str:
+        return 'COMPLETE_STEP(step="s2", text="the rain jacket", items=[{"id": "rain jacket"}])'
 
 
 def run_session(server: ScriptedOpenAIServer, folder: Any) -> Any:

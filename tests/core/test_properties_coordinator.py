@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -40,10 +39,10 @@ from cogym_lab.core import Deferred, Notification
 from cogym_lab.core.coordinator import Coordinator, Transition
 from cogym_lab.core.member_copy import MemberCopy, OutOfSync
 from cogym_lab.core.messages import Event, TeamMember, Update
-from cogym_lab.nodes.restore import replay_events
-from cogym_lab.nodes.results import ResultsWriter, read_events
+from cogym_lab.nodes.results import ResultsWriter
 from tests.support.hostile import forged_roles, hostile_text, member_inputs
 from tests.support.notes_env import NotesEnv
+from tests.support.state_machines import replay_the_log, run_machine
 
 TEAM = [TeamMember(role="agent", kind="agent"), TeamMember(role="helper", kind="agent"),
         TeamMember(role="user", kind="user"), TeamMember(role="person", kind="person")]
@@ -195,11 +194,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
     def the_log_holds_every_event_and_replays_to_the_same_state(self) -> None:
         if not hasattr(self, "coordinator"):
             return
-        read_back = read_events(self.directory)
-        assert [e.model_dump(mode="json") for e in read_back] == [
-            e.model_dump(mode="json") for e in self.logged]
-        for _ in replay_events(self.replica, read_back[self.replayed_up_to:]):
-            pass
+        read_back = replay_the_log(self.directory, self.logged, self.replica, self.replayed_up_to)
         self.replayed_up_to = len(read_back)
         assert self.replica.snapshot() == self.coordinator.snapshot()
 
@@ -211,8 +206,4 @@ class CoordinatorMachine(RuleBasedStateMachine):
 
 @pytest.mark.timeout(900)
 def test_coordinator_properties() -> None:
-    run = CoordinatorMachine.TestCase
-    run.settings = settings(max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
-                            suppress_health_check=[HealthCheck.too_slow,
-                                                   HealthCheck.filter_too_much])
-    run("runTest").runTest()
+    run_machine(CoordinatorMachine, EXAMPLES, STEPS)

@@ -9,7 +9,7 @@ import json
 
 from cogym_lab.bus import MemoryBus
 from cogym_lab.core import CoEnv, Component, Notification, RenderType, action
-from cogym_lab.core.coordinator import Coordinator
+from cogym_lab.core.coordinator import Coordinator, Transition
 from cogym_lab.core.messages import EventType, StepRequest, TeamMember, obs_channel, step_channel
 from cogym_lab.envs.related_work import RelatedWorkEnv
 from cogym_lab.envs.tabular_analysis import TabularAnalysisEnv
@@ -17,6 +17,7 @@ from cogym_lab.envs.travel_planning import TravelPlanningEnv
 from cogym_lab.nodes.session import Session, SessionConfig
 from tests.support.notified import notified
 from tests.support.panel_replica import PanelReplica
+from tests.support.teammates import Quiet
 
 # -- the envs mark their whole-text actions ----------------------------------------------------
 
@@ -145,15 +146,12 @@ def test_a_confirmed_update_is_merged_at_acceptance_and_replays_from_the_log() -
 
 # -- a whole session: the agent thinks on an old view while the person edits ------------------
 
-class PersonAtKeyboard:
+class PersonAtKeyboard(Quiet):
     """A member of the human side that edits the text once, as soon as the session starts."""
 
     def __init__(self, edited: asyncio.Event) -> None:
         self.edited = edited
         self.sent = False
-
-    def start(self, context) -> None:
-        pass
 
     async def act(self, notification: Notification):
         if not self.sent:
@@ -165,30 +163,34 @@ class PersonAtKeyboard:
             return {"name": "FINISH", "args": {}}
         return None
 
-    def end(self, final) -> None:
-        pass
 
+class QuickAgent(Quiet):
+    """Rewrites the text at once, then waits."""
 
-class SlowAgent:
-    """Reads the text, thinks until the person's edit has landed, then rewrites its old copy."""
-
-    def __init__(self, edited: asyncio.Event) -> None:
-        self.edited = edited
+    def __init__(self) -> None:
         self.done = False
-
-    def start(self, context) -> None:
-        pass
 
     async def act(self, notification: Notification):
         if self.done:
             return None
         self.done = True
-        assert notification.view["editor"].content == BASE
-        await asyncio.wait_for(self.edited.wait(), 30)
+        await self.before_rewriting(notification)
         return _update(AGENT_TEXT)
 
-    def end(self, final) -> None:
-        pass
+    async def before_rewriting(self, notification: Notification) -> None:
+        """What it does between reading the text and rewriting its copy: nothing."""
+
+
+class SlowAgent(QuickAgent):
+    """Reads the text, thinks until the person's edit has landed, then rewrites its old copy."""
+
+    def __init__(self, edited: asyncio.Event) -> None:
+        super().__init__()
+        self.edited = edited
+
+    async def before_rewriting(self, notification: Notification) -> None:
+        assert notification.view["editor"].content == BASE
+        await asyncio.wait_for(self.edited.wait(), 30)
 
 
 async def test_a_session_keeps_both_edits_and_its_log_replays_to_the_same_text(tmp_path) -> None:
@@ -208,25 +210,6 @@ async def test_a_session_keeps_both_edits_and_its_log_replays_to_the_same_text(t
         fresh.replay(event)
     assert fresh.env.text == BOTH
     assert fresh.snapshot()["views"] == session.coordinator.snapshot()["views"]
-
-
-class QuickAgent:
-    """Rewrites the text at once, then waits."""
-
-    def __init__(self) -> None:
-        self.done = False
-
-    def start(self, context) -> None:
-        pass
-
-    async def act(self, notification: Notification):
-        if self.done:
-            return None
-        self.done = True
-        return _update(AGENT_TEXT)
-
-    def end(self, final) -> None:
-        pass
 
 
 async def test_a_person_save_sent_with_its_base_over_the_bus_is_merged() -> None:
@@ -269,13 +252,20 @@ def _days() -> tuple[Coordinator, list]:
     return coordinator, log
 
 
-def test_an_overlapping_edit_keeps_whole_lines_and_the_actor_is_told() -> None:
-    coordinator, log = _days()
+def _overlapping_edits(coordinator: Coordinator) -> tuple[Transition, Transition]:
+    """On the same version of :data:`DAYS`, the person deletes day 2 and then the agent
+    rewrites it: the person's transition and the agent's."""
     seen = coordinator.seq
     deleted = coordinator.handle("person", _update("Day 1: beach\nDay 3: fly home\n"), 3.0,
                                  seen_seq=seen)
     agent = coordinator.handle("agent", _update(
         "Day 1: beach\nDay 2: Getty museum at dawn\nDay 3: fly home\n"), 4.0, seen_seq=seen)
+    return deleted, agent
+
+
+def test_an_overlapping_edit_keeps_whole_lines_and_the_actor_is_told() -> None:
+    coordinator, log = _days()
+    deleted, agent = _overlapping_edits(coordinator)
     log += deleted.events + agent.events
     merged = "Day 1: beach\nDay 2: Getty museum at dawn\nDay 3: fly home\n"
     assert coordinator.env.text == merged  # once "Day 1: beach\nDay  at dawn3: fly home"
@@ -383,11 +373,7 @@ def test_the_agents_prompt_says_where_its_edit_overlapped_and_to_check_it() -> N
     from cogym_lab.agents.base import _describe
 
     coordinator, _ = _days()
-    seen = coordinator.seq
-    person = coordinator.handle("person", _update("Day 1: beach\nDay 3: fly home\n"), 3.0,
-                                seen_seq=seen)
-    agent = coordinator.handle("agent", _update(
-        "Day 1: beach\nDay 2: Getty museum at dawn\nDay 3: fly home\n"), 4.0, seen_seq=seen)
+    person, agent = _overlapping_edits(coordinator)
     told = _describe(agent.events[0], "agent")
     assert "overlapped person's edit" in told and "lines 2" in told and "Check them" in told
     assert _describe(person.events[0], "agent").startswith("person did EDITOR_UPDATE")

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, settings
+from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -36,10 +36,10 @@ from cogym_lab.core import Deferred
 from cogym_lab.core.coordinator import Coordinator, Transition
 from cogym_lab.core.member_copy import MemberCopy
 from cogym_lab.core.messages import Event, EventType, TeamMember
-from cogym_lab.nodes.restore import replay_events
-from cogym_lab.nodes.results import ResultsWriter, read_events
+from cogym_lab.nodes.results import ResultsWriter
 from tests.support.hostile import forged_roles, member_inputs, weighted
 from tests.support.notes_env import NotesEnv
+from tests.support.state_machines import replay_the_log, run_machine
 
 TEAM = [TeamMember(role="agent", kind="agent"), TeamMember(role="user", kind="user"),
         TeamMember(role="helper", kind="agent"), TeamMember(role="person", kind="person")]
@@ -231,11 +231,7 @@ class TurnTakingMachine(RuleBasedStateMachine):
     def the_log_replays_to_the_same_state_and_turn(self) -> None:
         if not hasattr(self, "coordinator"):
             return
-        read_back = read_events(self.directory)
-        assert [e.model_dump(mode="json") for e in read_back] == [
-            e.model_dump(mode="json") for e in self.logged]
-        for _ in replay_events(self.replica, read_back[self.replayed_up_to:]):
-            pass
+        read_back = replay_the_log(self.directory, self.logged, self.replica, self.replayed_up_to)
         self.replayed_up_to = len(read_back)
         assert self.replica.snapshot() == self.coordinator.snapshot()
         assert "turn" in self.coordinator.snapshot()
@@ -253,8 +249,4 @@ class TurnTakingMachine(RuleBasedStateMachine):
 
 @pytest.mark.timeout(900)
 def test_turn_taking_properties() -> None:
-    run = TurnTakingMachine.TestCase
-    run.settings = settings(max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
-                            suppress_health_check=[HealthCheck.too_slow,
-                                                   HealthCheck.filter_too_much])
-    run("runTest").runTest()
+    run_machine(TurnTakingMachine, EXAMPLES, STEPS)

@@ -24,7 +24,10 @@ pytestmark = [pytest.mark.usefixtures("no_ambient_lm"), pytest.mark.timeout(300)
 AGENT_SCRIPT = REPO_ROOT / "tests" / "support" / "mcp_client_agent.py"
 
 
-def team_file(path: Path, args: list[str], model: str, lm_url: str = "") -> Path:
+def outside_team(path: Path, agent_type: str, options: dict[str, str]) -> Path:
+    """A todo team file whose agent seat is an outside agent of ``agent_type``, with its
+    ``options`` (TOML values, as written), beside the example user."""
+    lines = "".join(f"{key} = {value}\n" for key, value in options.items())
     path.write_text(f"""
 name = "{path.stem}"
 tasks = ["todo"]
@@ -33,18 +36,20 @@ tasks = ["todo"]
 idle_seconds = 2.0
 
 [members.agent]
-type = "mcp-client"
+type = "{agent_type}"
 
 [members.agent.options]
-command = {json.dumps(sys.executable)}
-args = {json.dumps(args)}
-model = "{model}"
-env = {{ AGENT_LM_BASE_URL = "{lm_url}" }}
-
+{lines}
 [members.user]
 type = "example-user"
 """, encoding="utf-8")
     return path
+
+
+def team_file(path: Path, args: list[str], model: str, lm_url: str = "") -> Path:
+    return outside_team(path, "mcp-client", {
+        "command": json.dumps(sys.executable), "args": json.dumps(args), "model": f'"{model}"',
+        "env": f'{{ AGENT_LM_BASE_URL = "{lm_url}" }}'})
 
 
 def run_batch(team: str, out: Path, instances: str) -> str:
@@ -102,25 +107,9 @@ def test_an_outside_agent_is_run_and_reported_beside_the_built_in_team(tmp_path)
 def acp_team_file(path: Path, lm_url: str, record: Path) -> Path:
     """A team whose agent is an ACP agent (the test agent, its LM on the loopback server)."""
     args = ["-m", "tests.support.acp_agent", "--lm-url", lm_url, "--record", str(record)]
-    path.write_text(f"""
-name = "{path.stem}"
-tasks = ["todo"]
-
-[session]
-idle_seconds = 2.0
-
-[members.agent]
-type = "acp"
-
-[members.agent.options]
-command = {json.dumps(sys.executable)}
-args = {json.dumps(args)}
-env = {{ PYTHONPATH = {json.dumps(str(REPO_ROOT))} }}
-
-[members.user]
-type = "example-user"
-""", encoding="utf-8")
-    return path
+    return outside_team(path, "acp", {
+        "command": json.dumps(sys.executable), "args": json.dumps(args),
+        "env": f"{{ PYTHONPATH = {json.dumps(str(REPO_ROOT))} }}"})
 
 
 def acp_todo_policy(messages: list[dict]) -> dict:

@@ -11,14 +11,12 @@ across both nodes; the cluster shuts down cleanly."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from datetime import datetime
 from pathlib import Path
 
 import psutil
@@ -26,11 +24,19 @@ import pytest
 
 from cogym_lab.eval import RunSummary, run
 from cogym_lab.eval.batch.engines.shipping import INCOMING_DIR
-from cogym_lab.eval.batch.manifest import RUN_FILE, SESSIONS_FILE, read_run
+from cogym_lab.eval.batch.manifest import RUN_FILE, read_run
 from cogym_lab.eval.batch.seeds import ENV, trial_seed
 from cogym_lab.eval.batch.sessions import is_finished, session_dir_name
-from cogym_lab.nodes.results import read_events, read_session
+from cogym_lab.nodes.results import read_session
 from cogym_lab.testing import ScriptedOpenAIServer
+from tests.support.batch_runs import (
+    ROLES,
+    batch_run,
+    check_whole_run,
+    ended_lines,
+    session_outcomes,
+    wait_for,
+)
 from tests.support.lm_scripts import TodoRolePlay
 from tests.support.paths import REPO_ROOT
 from tests.support.ray_cluster import LocalRayCluster
@@ -50,63 +56,15 @@ def cluster(ray_cluster: LocalRayCluster, monkeypatch) -> LocalRayCluster:
     return ray_cluster
 
 
-MODELS = {"agent": "agent-lm", "user": "user-lm"}
-ROLES = ("agent", "user")
 REPO = REPO_ROOT
 
 
-def _batch(out: Path, server: ScriptedOpenAIServer, **options) -> RunSummary:
-    """The collaborative team on the three todo instances, each ``trials`` times."""
-    return run("todo", "collaborative", options.pop("instances", "0:3"), out=out,
-               models=MODELS, base_urls=server.base_url, idle_seconds=1, timeout=90,
-               progress=False, **options)
-
-
-def _files(directory: Path) -> list[str]:
-    return sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*")
-                  if p.is_file())
-
-
-def _outcome(summary: RunSummary) -> dict[tuple[int, int], dict]:
-    """What a session's result is made of, by (instance, trial): its entry's outcome, its
-    seeds, the seed of every LM call it logged, and the files of its folder."""
-    found = {}
-    for entry in summary.sessions:
-        directory = Path(summary.out) / entry.directory
-        meta = read_session(directory)
-        assert meta["batch"].pop("run") == Path(summary.out).name
-        found[entry.key] = {
-            "status": entry.status, "end_reason": entry.end_reason,
-            "delivered": entry.delivered, "scores": entry.scores, "error": entry.error,
-            "batch": meta["batch"], "env_seed": meta["config"]["seed"],
-            "logged_seeds": {role: {json.loads(line)["seed"] for line in
-                                    (directory / role / "lm_calls.jsonl").read_text().splitlines()}
-                             for role in ROLES},
-            "files": _files(directory)}
-    return found
-
-
 def _check_whole(out: Path, total: int) -> RunSummary:
-    """The run in ``out`` ended every one of its ``total`` sessions, each written once: one
-    folder, one attempt's event log, nothing half-written left."""
-    summary = read_run(out)
-    assert summary is not None and summary.status == "finished"
-    assert summary.counts.finished == summary.counts.total == total
+    """The run in ``out`` ended every one of its ``total`` sessions, each written once (one
+    entry a session), with no incoming folder left."""
+    summary = check_whole_run(out, total)
     assert len({entry.key for entry in summary.sessions}) == total
-    folders = sorted(p.name for p in out.iterdir() if p.is_dir() and not p.name.startswith("."))
-    assert folders == sorted(entry.directory for entry in summary.sessions)
     assert not (out / INCOMING_DIR).exists()
-    assert not (out / SESSIONS_FILE).exists()
-    for entry in summary.sessions:
-        directory = out / entry.directory
-        meta = read_session(directory)
-        assert is_finished(directory) and meta["session_id"] == entry.session_id
-        seqs = [event.seq for event in read_events(directory)]
-        assert seqs == sorted(set(seqs)) and seqs, "one attempt's log, each event once"
-        calls = [json.loads(line) for role in ROLES
-                 for line in (directory / role / "lm_calls.jsonl").read_text().splitlines()]
-        first_call = min(datetime.fromisoformat(call["time"]).timestamp() for call in calls)
-        assert first_call >= meta["started_at"] - 1, "no call of a lost attempt in the log"
     return summary
 
 
@@ -118,33 +76,24 @@ def _agent_seed_keys(keys) -> dict[int, tuple[int, int]]:
     return {trial_seed(instance, trial, "agent"): (instance, trial) for instance, trial in keys}
 
 
-def _wait_for(condition, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"waited {seconds:.0f} s for {what}")
-
-
 def test_the_ray_engine_gives_the_in_process_results_for_the_same_seeds(
         cluster: LocalRayCluster, tmp_path):
     with ScriptedOpenAIServer(responder=TodoRolePlay()) as server:
-        here = _batch(tmp_path / "here", server, trials=2)
-        shipped = _batch(tmp_path / "shipped", server, trials=2, engine="ray",
+        here = batch_run(tmp_path / "here", server, trials=2)
+        shipped = batch_run(tmp_path / "shipped", server, trials=2, engine="ray",
                          address=cluster.address, sessions_per_actor=3)
         # a folder the workers see themselves (one machine: the run folder itself)
         shared = tmp_path / "shared"
-        stored = _batch(shared, server, trials=2, engine="ray", address=cluster.address,
+        stored = batch_run(shared, server, trials=2, engine="ray", address=cluster.address,
                         sessions_per_actor=3, storage=f"file://{shared}")
     assert here.counts.finished == 6 and here.counts.delivered == 6
-    expected = _outcome(here)
+    expected = session_outcomes(here)
     assert {key: value["batch"]["seeds"] for key, value in expected.items()} == {
         (i, t): {role: trial_seed(i, t, role) for role in (*ROLES, ENV)}
         for i in range(3) for t in range(2)}
     for summary in (shipped, stored):
         _check_whole(Path(summary.out), 6)
-        assert _outcome(summary) == expected
+        assert session_outcomes(summary) == expected
         # run.json: the same sessions and totals, and what ran them
         assert [(s.key, s.status, s.scores) for s in summary.sessions] == [
             (s.key, s.status, s.scores) for s in here.sessions]
@@ -162,13 +111,6 @@ DRIVER = ["-m", "cogym_lab", "eval", "run", "--task", "todo", "--team", "collabo
           "--engine", "ray", "--sessions-per-actor", "2"]
 
 
-def _ended_lines(out: Path) -> int:
-    try:
-        return len((out / SESSIONS_FILE).read_bytes().splitlines())
-    except OSError:
-        return 0
-
-
 def test_a_run_whose_driver_was_killed_resumes(cluster: LocalRayCluster, tmp_path):
     out = tmp_path / "run"
     environment = {name: value for name, value in os.environ.items()
@@ -179,7 +121,7 @@ def test_a_run_whose_driver_was_killed_resumes(cluster: LocalRayCluster, tmp_pat
              "--address", cluster.address], cwd=REPO, env=environment,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            _wait_for(lambda: _ended_lines(out) >= 3 or driver.poll() is not None, 240,
+            wait_for(lambda: ended_lines(out) >= 3 or driver.poll() is not None, 240,
                       "three sessions to end")
             assert driver.poll() is None, driver.stdout.read().decode()[-3000:]
             os.killpg(driver.pid, signal.SIGKILL)  # the driver's group: it and nothing else
@@ -195,7 +137,7 @@ def test_a_run_whose_driver_was_killed_resumes(cluster: LocalRayCluster, tmp_pat
                 if p.is_dir() and is_finished(p)}
         assert 3 <= len(done) < 12
 
-        again = _batch(out, server, trials=4, engine="ray", address=cluster.address,
+        again = batch_run(out, server, trials=4, engine="ray", address=cluster.address,
                        sessions_per_actor=2)
     assert (again.counts.skipped, again.invocations[-1].ran) == (len(done), 12 - len(done))
     assert len(again.invocations) == 2 and again.invocations[0].ended_at is None
@@ -215,7 +157,7 @@ def test_a_worker_node_killed_mid_batch_loses_no_session_and_writes_none_twice(
     with ScriptedOpenAIServer(responder=TodoRolePlay(), latency=0.3) as server:
         def batch() -> None:
             try:
-                outcome["summary"] = _batch(out, server, trials=4, engine="ray",
+                outcome["summary"] = batch_run(out, server, trials=4, engine="ray",
                                             address=cluster.address, sessions_per_actor=2)
             except BaseException as error:  # noqa: BLE001 - reported by the test below
                 outcome["error"] = error
@@ -225,12 +167,12 @@ def test_a_worker_node_killed_mid_batch_loses_no_session_and_writes_none_twice(
         try:
             # Each actor is fed two sessions first: once four have asked the LM something,
             # the second node has sessions under way.
-            _wait_for(lambda: len({seed for _, seed in _request_seeds(server)
+            wait_for(lambda: len({seed for _, seed in _request_seeds(server)
                                    if seed in by_seed}) >= 4 or not driver.is_alive(), 240,
                       "four sessions under way")
             assert node.actor_processes("SessionHost"), (
                 f"no actor on the second node: {node.process_titles()}")
-            assert _ended_lines(out) < len(keys)
+            assert ended_lines(out) < len(keys)
             killed_at = time.time()
             gone = node.kill()
         finally:
@@ -262,7 +204,7 @@ def test_a_provider_limit_holds_across_both_nodes(cluster: LocalRayCluster, tmp_
     requests in flight at the scripted server (a rule for the endpoint: every model there shares
     it): the workers share one gate."""
     with ScriptedOpenAIServer(responder=TodoRolePlay(), latency=0.2) as server:
-        summary = _batch(tmp_path / "run", server, trials=2, engine="ray",
+        summary = batch_run(tmp_path / "run", server, trials=2, engine="ray",
                          address=cluster.address, sessions_per_actor=3,
                          limits={"rules": {server.base_url: {"max_in_flight": 2}}})
         most = server.max_in_flight
@@ -273,11 +215,11 @@ def test_a_provider_limit_holds_across_both_nodes(cluster: LocalRayCluster, tmp_
 
 def test_a_driver_outside_the_cluster_runs_through_ray_client(cluster: LocalRayCluster, tmp_path):
     with ScriptedOpenAIServer(responder=TodoRolePlay()) as server:
-        here = _batch(tmp_path / "here", server, instances="1")
-        there = _batch(tmp_path / "there", server, instances="1", engine="ray",
+        here = batch_run(tmp_path / "here", server, instances="1")
+        there = batch_run(tmp_path / "there", server, instances="1", engine="ray",
                        address=cluster.client_address)
     _check_whole(tmp_path / "there", 1)
-    assert _outcome(there) == _outcome(here)
+    assert session_outcomes(there) == session_outcomes(here)
     assert there.invocations[-1].engine["address"].startswith("ray://")
 
 

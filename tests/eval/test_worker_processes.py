@@ -16,15 +16,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from datetime import datetime
 from pathlib import Path
 
 import psutil
 import pytest
 
 from cogym_lab.envs import register_env
-from cogym_lab.eval import RunSummary, run
+from cogym_lab.eval import run
 from cogym_lab.eval.batch.engines import EngineError
 from cogym_lab.eval.batch.engines.processes import (
     SESSIONS_PER_LOOP,
@@ -36,85 +34,23 @@ from cogym_lab.eval.batch.engines.ray_start import (
     is_busy,
     with_start_retries,
 )
-from cogym_lab.eval.batch.manifest import RUN_FILE, SESSIONS_FILE, read_run
+from cogym_lab.eval.batch.manifest import RUN_FILE, read_run
 from cogym_lab.eval.batch.sessions import is_finished
 from cogym_lab.lm.limit_rules import Limit, ProviderLimits
-from cogym_lab.nodes.results import read_events, read_session
+from cogym_lab.nodes.results import read_session
 from cogym_lab.testing import ScriptedOpenAIServer
+from tests.support.batch_runs import (
+    MODELS,
+    batch_run,
+    check_whole_run,
+    ended_lines,
+    session_outcomes,
+    wait_for,
+)
 from tests.support.lm_scripts import TodoRolePlay
 from tests.support.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.usefixtures("no_ambient_lm"), pytest.mark.timeout(300)]
-MODELS = {"agent": "agent-lm", "user": "user-lm"}
-ROLES = ("agent", "user")
-
-
-def _batch(out: Path, server: ScriptedOpenAIServer, **options) -> RunSummary:
-    """The collaborative team on the three todo instances, each ``trials`` times."""
-    return run("todo", "collaborative", options.pop("instances", "0:3"), out=out,
-               models=MODELS, base_urls=server.base_url, idle_seconds=1, timeout=90,
-               progress=False, **options)
-
-
-def _files(directory: Path) -> list[str]:
-    return sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*")
-                  if p.is_file())
-
-
-def _outcome(summary: RunSummary) -> dict[tuple[int, int], dict]:
-    """What each session's result is made of: its entry's outcome, its seeds, the seed of every
-    LM call it logged, and its folder's files."""
-    found = {}
-    for entry in summary.sessions:
-        directory = Path(summary.out) / entry.directory
-        meta = read_session(directory)
-        assert meta["batch"].pop("run") == Path(summary.out).name
-        found[entry.key] = {
-            "status": entry.status, "end_reason": entry.end_reason,
-            "delivered": entry.delivered, "scores": entry.scores, "error": entry.error,
-            "batch": meta["batch"], "env_seed": meta["config"]["seed"],
-            "logged_seeds": {role: {json.loads(line)["seed"] for line in
-                                    (directory / role / "lm_calls.jsonl").read_text().splitlines()}
-                             for role in ROLES},
-            "files": _files(directory)}
-    return found
-
-
-def _check_whole(out: Path, total: int) -> RunSummary:
-    """The run in ``out`` ended all its ``total`` sessions, each once, nothing half-written."""
-    summary = read_run(out)
-    assert summary is not None and summary.status == "finished"
-    assert summary.counts.finished == summary.counts.total == total
-    folders = sorted(p.name for p in out.iterdir() if p.is_dir() and not p.name.startswith("."))
-    assert folders == sorted(entry.directory for entry in summary.sessions)
-    assert not (out / SESSIONS_FILE).exists()
-    for entry in summary.sessions:
-        directory = out / entry.directory
-        meta = read_session(directory)
-        assert is_finished(directory) and meta["session_id"] == entry.session_id
-        seqs = [event.seq for event in read_events(directory)]
-        assert seqs and seqs == sorted(set(seqs)), "one attempt's log, each event once"
-        calls = [json.loads(line) for role in ROLES
-                 for line in (directory / role / "lm_calls.jsonl").read_text().splitlines()]
-        first = min(datetime.fromisoformat(call["time"]).timestamp() for call in calls)
-        assert first >= meta["started_at"] - 1, "no call of an abandoned attempt in the log"
-    return summary
-
-
-def _wait_for(condition, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"waited {seconds:.0f} s for {what}")
-
-
-def _ended_lines(out: Path) -> int:
-    try:
-        return len((out / SESSIONS_FILE).read_bytes().splitlines())
-    except OSError:
-        return 0
 
 
 def _workers_of(pid: int) -> list[psutil.Process]:
@@ -141,11 +77,11 @@ def _gone(processes: list[psutil.Process]) -> bool:
 
 def test_two_worker_processes_give_the_single_loops_results(tmp_path):
     with ScriptedOpenAIServer(responder=TodoRolePlay()) as server:
-        here = _batch(tmp_path / "here", server, trials=2, workers=0)
-        spread = _batch(tmp_path / "spread", server, trials=2, workers=2)
+        here = batch_run(tmp_path / "here", server, trials=2, workers=0)
+        spread = batch_run(tmp_path / "spread", server, trials=2, workers=2)
     assert here.counts.finished == 6 and here.counts.delivered == 6
-    _check_whole(Path(spread.out), 6)
-    assert _outcome(spread) == _outcome(here)
+    check_whole_run(Path(spread.out), 6)
+    assert session_outcomes(spread) == session_outcomes(here)
     assert [(s.key, s.status, s.scores) for s in spread.sessions] == [
         (s.key, s.status, s.scores) for s in here.sessions]
     assert spread.lms == here.lms and spread.tokens.total_tokens > 0
@@ -185,7 +121,7 @@ def _interrupt_after(driver: subprocess.Popen, out: Path, sig: signal.Signals,
     """Once ``sessions`` sessions ended, send ``sig`` to the driver's process group (as a
     terminal's Ctrl-C reaches every process of it); the driver's workers, as they were."""
     try:
-        _wait_for(lambda: _ended_lines(out) >= sessions or driver.poll() is not None, 240,
+        wait_for(lambda: ended_lines(out) >= sessions or driver.poll() is not None, 240,
                   f"{sessions} sessions to end")
         assert driver.poll() is None, driver.stdout.read().decode()[-3000:]
         workers = _workers_of(driver.pid)
@@ -210,7 +146,7 @@ def test_ctrl_c_stops_the_workers_keeps_what_ended_and_the_rerun_completes(tmp_p
             driver.stdout.close()
         assert driver.returncode != 0, output[-3000:]
         assert "Traceback" not in output, output[-3000:]  # the workers stopped quietly too
-        _wait_for(lambda: _gone(workers), 30, "the workers to end")
+        wait_for(lambda: _gone(workers), 30, "the workers to end")
         stopped = read_run(out)
         assert stopped is not None and stopped.status == "interrupted", output[-3000:]
         assert stopped.invocations[-1].interrupted and stopped.invocations[-1].ended_at
@@ -220,12 +156,12 @@ def test_ctrl_c_stops_the_workers_keeps_what_ended_and_the_rerun_completes(tmp_p
             assert is_finished(out / name) and read_session(out / name)["session_id"] == session_id
         assert stopped.invocations[-1].loop_lags is not None
 
-        again = _batch(out, server, trials=4, concurrency=4, workers=2)
+        again = batch_run(out, server, trials=4, concurrency=4, workers=2)
     done = {p.name for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")}
     assert again.counts.skipped >= len(kept)
     assert again.invocations[-1].ran == 12 - again.counts.skipped
     assert len(again.invocations) == 2 and len(done) == 12
-    _check_whole(out, 12)
+    check_whole_run(out, 12)
     # the sessions that had ended were kept as they were, not run again
     assert {name: read_session(out / name)["session_id"] for name in kept} == kept
 
@@ -236,14 +172,14 @@ def test_a_killed_driver_takes_its_workers_with_it_and_its_run_resumes(tmp_path)
         driver = _start_driver(out, server)
         try:
             # SIGKILL to the driver alone: its workers see their pipe close and stop
-            _wait_for(lambda: _ended_lines(out) >= 2 or driver.poll() is not None, 240,
+            wait_for(lambda: ended_lines(out) >= 2 or driver.poll() is not None, 240,
                       "two sessions to end")
             assert driver.poll() is None, driver.stdout.read().decode()[-3000:]
             workers = _workers_of(driver.pid)
             assert len(workers) == 2
             os.kill(driver.pid, signal.SIGKILL)
             driver.wait(timeout=30)
-            _wait_for(lambda: _gone(workers), 60, "the orphaned workers to stop")
+            wait_for(lambda: _gone(workers), 60, "the orphaned workers to stop")
         finally:
             if driver.poll() is None:
                 os.killpg(driver.pid, signal.SIGKILL)
@@ -254,9 +190,9 @@ def test_a_killed_driver_takes_its_workers_with_it_and_its_run_resumes(tmp_path)
             driver.stdout.close()
         killed = read_run(out)
         assert killed is not None and killed.status == "running"  # it never wrote its end
-        again = _batch(out, server, trials=4, concurrency=4, workers=2)
+        again = batch_run(out, server, trials=4, concurrency=4, workers=2)
     assert again.counts.skipped >= 2
-    _check_whole(out, 12)
+    check_whole_run(out, 12)
 
 
 def _in_group(process: psutil.Process, group: int) -> bool:

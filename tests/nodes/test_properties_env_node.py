@@ -23,19 +23,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from cogym_lab.bus import MemoryBus, Subscription
-from cogym_lab.core import Action
 from cogym_lab.core.coordinator import Coordinator
 from cogym_lab.core.messages import Event, StepRequest, TeamMember, obs_channel, step_channel
 from cogym_lab.nodes import EnvNode
-from cogym_lab.nodes.restore import replay_events
-from cogym_lab.nodes.results import ResultsWriter, read_events
+from cogym_lab.nodes.results import ResultsWriter
 from tests.support.hostile import forged_roles, hostile_text, member_inputs
 from tests.support.notes_env import NotesEnv
+from tests.support.state_machines import ErrorRecords, on_the_bus, replay_the_log, run_machine
 
 TEAM = [TeamMember(role="agent", kind="agent"), TeamMember(role="user", kind="user"),
         TeamMember(role="person", kind="person")]
@@ -44,22 +42,6 @@ SESSION = "node-props"
 
 EXAMPLES = int(__import__("os").environ.get("PROPS_EXAMPLES", 500))
 STEPS = 25
-
-
-class ErrorRecords(logging.Handler):
-    """Collects what the env node logs at ERROR: a step, an observer or a log that failed."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.ERROR)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
-def on_the_bus(raw: Any) -> Any:
-    """An action as a member's transport sends it: an Action travels as its plain fields."""
-    return {"name": raw.name, "args": raw.args} if isinstance(raw, Action) else raw
 
 
 class EnvNodeMachine(RuleBasedStateMachine):
@@ -174,12 +156,8 @@ class EnvNodeMachine(RuleBasedStateMachine):
     def every_applied_event_is_logged_and_replays_to_the_same_state(self) -> None:
         assert not self.errors.records, self.errors.records[0].getMessage()
         assert self.node.log_failure is None
-        read_back = read_events(self.directory)
-        assert [e.model_dump(mode="json") for e in read_back] == [
-            e.model_dump(mode="json") for e in self.logged]
+        read_back = replay_the_log(self.directory, self.logged, self.replica, self.replayed_up_to)
         assert read_back[-1].seq == self.node.coordinator.seq
-        for _ in replay_events(self.replica, read_back[self.replayed_up_to:]):
-            pass
         self.replayed_up_to = len(read_back)
         assert self.replica.snapshot() == self.node.coordinator.snapshot()
 
@@ -201,8 +179,4 @@ class EnvNodeMachine(RuleBasedStateMachine):
 
 @pytest.mark.timeout(900)
 def test_env_node_properties() -> None:
-    run = EnvNodeMachine.TestCase
-    run.settings = settings(max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
-                            suppress_health_check=[HealthCheck.too_slow,
-                                                   HealthCheck.filter_too_much])
-    run("runTest").runTest()
+    run_machine(EnvNodeMachine, EXAMPLES, STEPS)

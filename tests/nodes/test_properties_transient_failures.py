@@ -29,21 +29,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, settings
+from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from cogym_lab.bus import MemoryBus, Subscription
-from cogym_lab.core import Action
 from cogym_lab.core.failures import FAILED
 from cogym_lab.core.messages import Event, StepRequest, TeamMember, obs_channel, step_channel
 from cogym_lab.nodes import Session, SessionConfig
-from cogym_lab.nodes.restore import replay_events
 from cogym_lab.nodes.results import read_events
 from cogym_lab.nodes.session import build_coordinator
 from tests.support.flaky_env import FlakyNotesEnv
 from tests.support.hostile import collaboration_acts, task_actions, weighted
+from tests.support.state_machines import ErrorRecords, on_the_bus, replay_the_log, run_machine
 
 TEAM = [TeamMember(role="agent", kind="agent"), TeamMember(role="user", kind="user"),
         TeamMember(role="person", kind="person")]
@@ -59,21 +58,6 @@ STEPS = 30
 plain_text = st.text(st.characters(codec="utf-8", categories=("L", "N", "Zs")), max_size=12)
 #: Members' inputs that mostly reach the task's code (where the failures are).
 inputs = weighted((5, task_actions(plain_text)), (2, collaboration_acts(ROLES, plain_text)))
-
-
-class ErrorRecords(logging.Handler):
-    """Collects what the nodes log at ERROR: a step or a log that failed."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.ERROR)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
-def on_the_bus(raw: Any) -> Any:
-    return {"name": raw.name, "args": raw.args} if isinstance(raw, Action) else raw
 
 
 class TransientFailuresMachine(RuleBasedStateMachine):
@@ -185,11 +169,7 @@ class TransientFailuresMachine(RuleBasedStateMachine):
     def the_log_replays_to_the_live_state(self) -> None:
         assert not self.errors.records, self.errors.records[0].getMessage()
         assert self.node is None or self.node.log_failure is None
-        read_back = read_events(self.directory)
-        assert [e.model_dump(mode="json") for e in read_back] == [
-            e.model_dump(mode="json") for e in self.logged]
-        for _ in replay_events(self.replica, read_back[self.replayed_up_to:]):
-            pass
+        read_back = replay_the_log(self.directory, self.logged, self.replica, self.replayed_up_to)
         self.replayed_up_to = len(read_back)
         assert self.replica.env.failed == 0  # replay never ran into a failure
         assert self.replica.snapshot() == self.session.coordinator.snapshot()
@@ -235,11 +215,7 @@ class TransientFailuresMachine(RuleBasedStateMachine):
 
 @pytest.mark.timeout(900)
 def test_transient_failures_replay_and_resume() -> None:
-    run = TransientFailuresMachine.TestCase
-    run.settings = settings(max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
-                            suppress_health_check=[HealthCheck.too_slow,
-                                                   HealthCheck.filter_too_much])
-    run("runTest").runTest()
+    run_machine(TransientFailuresMachine, EXAMPLES, STEPS)
 
 
 def test_the_schedule_makes_failures_of_every_kind() -> None:

@@ -83,6 +83,15 @@ async def follow(jp_ws_fetch, session_id: str, role: str = "user") -> Any:
     return ws
 
 
+async def start_todo_session(api, people: list[str] | None = None) -> str:
+    """Start the example team on the todo task over REST, the person in ``people`` (the
+    ``user`` seat by default): the session's id."""
+    status, created = await api("POST", body={"task": "todo", "team": "example",
+                                              "people": people or ["user"], "idle_seconds": 60})
+    assert status == 201, created
+    return str(created["session_id"])
+
+
 async def counted(host: SessionHost, session_id: str, panels: int) -> None:
     """Wait until the host counts ``panels`` open: a closed socket's on_close, and a local
     panel's count, run on a later turn of the host's loop."""
@@ -115,10 +124,7 @@ def test_the_setting_reaches_the_host(host) -> None:
 def test_a_session_outlives_its_closed_panel_and_a_new_panel_reattaches(run, api, host,
                                                                         jp_ws_fetch) -> None:
     async def body():
-        status, created = await api("POST", body={"task": "todo", "team": "example",
-                                                  "people": ["user"], "idle_seconds": 60})
-        assert status == 201, created
-        session_id = created["session_id"]
+        session_id = await start_todo_session(api)
         ws = await follow(jp_ws_fetch, session_id)
         ws.write_message(json.dumps({"action": {"name": "ADD_ITEM",
                                                 "args": {"text": "kazoo"}}}))
@@ -141,10 +147,7 @@ def test_a_session_outlives_its_closed_panel_and_a_new_panel_reattaches(run, api
 def test_a_session_no_one_is_at_ends_after_the_limit(run, api, host, jp_ws_fetch,
                                                      tmp_path) -> None:
     async def body():
-        status, created = await api("POST", body={"task": "todo", "team": "example",
-                                                  "people": ["user"], "idle_seconds": 60})
-        assert status == 201, created
-        session_id = created["session_id"]
+        session_id = await start_todo_session(api)
         ws = await follow(jp_ws_fetch, session_id)
         assert host.panels(session_id) == 1
         ws.close()
@@ -161,11 +164,7 @@ def test_a_session_no_one_is_at_ends_after_the_limit(run, api, host, jp_ws_fetch
 def test_a_session_goes_on_while_any_panel_is_open(run, api, host, jp_ws_fetch,
                                                    tmp_path) -> None:
     async def body():
-        status, created = await api("POST", body={"task": "todo", "team": "example",
-                                                  "people": ["user", "guest"],
-                                                  "idle_seconds": 60})
-        assert status == 201, created
-        session_id = created["session_id"]
+        session_id = await start_todo_session(api, ["user", "guest"])
         first = await follow(jp_ws_fetch, session_id, "user")
         second = await follow(jp_ws_fetch, session_id, "user")  # the same seat in two tabs
         guest = await follow(jp_ws_fetch, session_id, "guest")
@@ -184,10 +183,7 @@ def test_a_session_goes_on_while_any_panel_is_open(run, api, host, jp_ws_fetch,
 
 def test_a_session_no_panel_ever_reached_ends_after_the_limit_too(run, api, tmp_path) -> None:
     async def body():
-        status, created = await api("POST", body={"task": "todo", "team": "example",
-                                                  "people": ["user"], "idle_seconds": 60})
-        assert status == 201, created
-        session_id = created["session_id"]
+        session_id = await start_todo_session(api)
         await still_running(api, session_id)  # longer than the old grace
         final = await wait_until(api, session_id, lambda s: s["status"] != "running")
         expected = unattended_reason(LIMIT)
@@ -199,10 +195,7 @@ def test_a_session_no_panel_ever_reached_ends_after_the_limit_too(run, api, tmp_
 
 def test_actions_sent_without_a_panel_keep_the_session(run, api, host) -> None:
     async def body():
-        status, created = await api("POST", body={"task": "todo", "team": "example",
-                                                  "people": ["user"], "idle_seconds": 60})
-        assert status == 201, created
-        session_id = created["session_id"]
+        session_id = await start_todo_session(api)
         for number in range(6):  # someone drives the seat over REST, with no panel at all
             status, _ = await api("POST", session_id, "actions", body={
                 "role": "user", "action": {"name": "ADD_ITEM", "args": {"text": f"i{number}"}}})

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +28,7 @@ from tornado.httpclient import HTTPClientError
 from cogym_lab.core import Notification
 from cogym_lab.core.member import MemberType
 from cogym_lab.server.live_notebooks import AGENT_CELL_KEY
+from tests.support import agent_writes
 from tests.support.kernel_messages import collect_output, execute_request
 from tests.support.notified import notified
 
@@ -228,19 +228,7 @@ def live_cells(jp_serverapp):
 async def until(check: Callable[[], Any], what: str, timeout: float = 60.0,
                 detail: Callable[[], Any] | None = None) -> Any:
     """Poll ``check`` (sync or async) until it returns something truthy."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            state = detail() if detail else None
-            if asyncio.iscoroutine(state):
-                state = await state
-            raise AssertionError(f"timed out waiting for {what}; {state or ''}")
-        await asyncio.sleep(0.1)
+    return await agent_writes.until(check, what, timeout, detail=detail, every=0.1)
 
 
 async def _state(api, session_id, jp_serverapp, kernel_id, live_cells) -> str:

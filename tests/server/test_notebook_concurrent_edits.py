@@ -14,8 +14,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +29,17 @@ from cogym_lab.server.live_notebooks.agent_cells import nbformat_outputs
 from cogym_lab.server.live_notebooks.document import LiveNotebook
 from cogym_lab.server.live_notebooks.link import agent_metadata, marked_source
 from tests.support.agent_writes import (
+    TWO_CELL_MEMBERS,
     agent_cells,
     cell_by_id,
+    notebook_opener,
     read_saved,
     real_results,
     source_of,
     text_of,
+    two_cell_session,
+    until,
+    write_two_cell_team,
 )
 from tests.support.notebook_agents import NEXT_CELL
 from tests.support.yroom import RoomReplica, type_into
@@ -55,9 +58,7 @@ def jp_server_config(tmp_path, jp_root_dir):
         "ServerApp": {"jpserver_extensions": {"cogym_lab": True, "jupyter_server_ydoc": True,
                                               "jupyter_server_fileid": True}},
         "CogymLabApp": {"results_dir": str(tmp_path / "results"),
-                        "teams": write_team(tmp_path),
-                        "members": {"two-cell-analyst":
-                                    "tests.support.notebook_agents:TWO_CELL_ANALYST"}},
+                        "teams": write_two_cell_team(tmp_path), "members": TWO_CELL_MEMBERS},
         "SQLiteYStore": {"db_path": str(tmp_path / "ystore.db")},
         "BaseFileIdManager": {"root_dir": str(jp_root_dir), "db_path": str(tmp_path / "ids.db"),
                               "db_journal_mode": "OFF"},
@@ -65,29 +66,11 @@ def jp_server_config(tmp_path, jp_root_dir):
     }
 
 
-def write_team(folder: Path) -> dict[str, str]:
-    path = folder / "team-two-cells.toml"
-    path.write_text('name = "two-cells"\n[members.agent]\ntype = "two-cell-analyst"\n'
-                    '[members.agent.options]\nseconds = 2.5\n')
-    return {"two-cells": str(path)}
-
-
 @pytest.fixture
 def notebook(jp_root_dir, jp_fetch):
     """Write the person's notebook and open it with a kernel, as JupyterLab does: its kernel
     id."""
-    person = nbformat.v4.new_notebook()
-    person.cells = [nbformat.v4.new_markdown_cell("# My analysis"),
-                    nbformat.v4.new_code_cell("x = 1", id=PERSON_CELL)]
-    (jp_root_dir / NOTEBOOK).write_text(nbformat.writes(person))
-
-    async def open_it() -> str:
-        response = await jp_fetch("api", "sessions", method="POST", body=json.dumps({
-            "path": NOTEBOOK, "type": "notebook", "name": NOTEBOOK,
-            "kernel": {"name": "python3"}}))
-        return json.loads(response.body)["kernel"]["id"]
-
-    return open_it
+    return notebook_opener(jp_root_dir, jp_fetch, NOTEBOOK, PERSON_CELL)
 
 
 @pytest.fixture
@@ -111,18 +94,6 @@ def person(jp_fetch, jp_http_port, jp_base_url, jp_auth_header):
     yield join
     for replica in replicas:
         replica.ws.close()
-
-
-async def until(check: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.05)
 
 
 def typing_at(source: str, number: int) -> int:
@@ -317,10 +288,7 @@ def test_a_session_with_a_person_typing_into_the_agents_running_cell(
     async def body():
         kernel_id = await notebook()
         replica = await person()
-        status, created = await api("POST", body={
-            "task": "tabular_analysis", "team": "two-cells", "people": ["user"],
-            "idle_seconds": 60, "notebook": {"path": NOTEBOOK, "kernel_id": kernel_id},
-            "env_args": {"query": "What do the numbers say?"}})
+        status, created = await api("POST", body=two_cell_session(NOTEBOOK, kernel_id))
         assert status == 201, created
         session_id = created["session_id"]
         first = await replica.until(lambda: _agent_ids(replica), "the agent's first cell")

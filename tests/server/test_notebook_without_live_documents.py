@@ -15,8 +15,6 @@ import asyncio
 import copy
 import itertools
 import json
-import time
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -30,12 +28,17 @@ from cogym_lab.server.live_notebooks.agent_cells import nbformat_outputs
 from cogym_lab.server.live_notebooks.file_notebook import FileNotebook
 from cogym_lab.server.live_notebooks.link import FILE_MODE_MESSAGE
 from tests.support.agent_writes import (
+    TWO_CELL_MEMBERS,
     agent_cells,
     cell_by_id,
+    notebook_opener,
     read_saved,
     real_results,
     source_of,
     text_of,
+    two_cell_session,
+    until,
+    write_two_cell_team,
 )
 from tests.support.notebook_agents import NEXT_CELL
 
@@ -49,32 +52,17 @@ SESSION = "20260101-000000-file"
 @pytest.fixture
 def jp_server_config(tmp_path):
     # Only cogym_lab: neither jupyter-collaboration nor jupyter-server-documents is enabled.
-    team = tmp_path / "team-two-cells.toml"
-    team.write_text('name = "two-cells"\n[members.agent]\ntype = "two-cell-analyst"\n'
-                    '[members.agent.options]\nseconds = 2.5\n')
     return {"ServerApp": {"jpserver_extensions": {"cogym_lab": True,
                                                   "jupyter_server_ydoc": False}},
             "CogymLabApp": {"results_dir": str(tmp_path / "results"),
-                            "teams": {"two-cells": str(team)},
-                            "members": {"two-cell-analyst":
-                                        "tests.support.notebook_agents:TWO_CELL_ANALYST"}}}
+                            "teams": write_two_cell_team(tmp_path),
+                            "members": TWO_CELL_MEMBERS}}
 
 
 @pytest.fixture
 def notebook(jp_root_dir, jp_fetch):
     """Write the person's notebook and open it with a kernel, as JupyterLab does."""
-    person = nbformat.v4.new_notebook()
-    person.cells = [nbformat.v4.new_markdown_cell("# My analysis"),
-                    nbformat.v4.new_code_cell("x = 1", id=PERSON_CELL)]
-    (jp_root_dir / NOTEBOOK).write_text(nbformat.writes(person))
-
-    async def open_it() -> str:
-        response = await jp_fetch("api", "sessions", method="POST", body=json.dumps({
-            "path": NOTEBOOK, "type": "notebook", "name": NOTEBOOK,
-            "kernel": {"name": "python3"}}))
-        return json.loads(response.body)["kernel"]["id"]
-
-    return open_it
+    return notebook_opener(jp_root_dir, jp_fetch, NOTEBOOK, PERSON_CELL)
 
 
 @pytest.fixture
@@ -91,18 +79,6 @@ def browser(jp_fetch):
                 {"type": "notebook", "format": "json", "content": content}))
 
     return Browser()
-
-
-async def until(check: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.05)
 
 
 def type_into(content: dict[str, Any], cell_id: str, text: str) -> None:
@@ -133,15 +109,12 @@ def test_a_session_runs_and_the_browsers_saves_keep_the_agents_cells(
     async def body():
         kernel_id = await notebook()
         stale = await browser.load()  # a copy from before the session
-        status, created = await api("POST", body={
-            "task": "tabular_analysis", "team": "two-cells", "people": ["user"],
-            "idle_seconds": 60, "notebook": {"path": NOTEBOOK, "kernel_id": kernel_id},
-            "env_args": {"query": "What do the numbers say?"}})
+        status, created = await api("POST", body=two_cell_session(NOTEBOOK, kernel_id))
         assert status == 201, created
         session_id = created["session_id"]
 
         first = (await until(lambda: agent_cells(polled_cells(jp_root_dir)),
-                             "the agent's cell in the file"))[0]
+                             "the agent's cell in the file", timeout=60))[0]
         assert first["outputs"] == [] and first["execution_count"] is None  # still running
         copy_ = await browser.load()  # File > Reload Notebook from Disk
         type_into(copy_, first["id"], "\n# typed while it runs")
@@ -152,10 +125,10 @@ def test_a_session_runs_and_the_browsers_saves_keep_the_agents_cells(
             cells = [c for c in agent_cells(polled_cells(jp_root_dir)) if c["outputs"]]
             return cells if len(cells) >= count else None
 
-        await until(lambda: finished(1), "the first cell's outputs")
+        await until(lambda: finished(1), "the first cell's outputs", timeout=60)
         type_into(copy_, first["id"], " and after")
         await browser.save(copy_)  # 2. after its outputs, from a copy without them
-        await until(lambda: finished(2), "the next agent cell")
+        await until(lambda: finished(2), "the next agent cell", timeout=60)
         type_into(copy_, PERSON_CELL, "\nz = 3")
         await browser.save(copy_)  # 3. after the next cell, from a copy without it
         stale["cells"].append(nbformat.v4.new_markdown_cell("A note of mine", id="my-note"))

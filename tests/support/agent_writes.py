@@ -4,7 +4,10 @@ checks of a saved notebook."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +85,64 @@ def text_of(outputs: list[dict[str, Any]]) -> str:
         text = output.get("text") or output.get("data", {}).get("text/plain", "")
         parts.append("".join(text) if isinstance(text, list) else text)
     return "".join(parts)
+
+
+# -- a person's notebook and a two-cell session on a test Jupyter server ---------------------------
+
+#: A team whose scripted agent writes two cells, the first running ``seconds`` long.
+TWO_CELL_TEAM = ('name = "two-cells"\n[members.agent]\ntype = "two-cell-analyst"\n'
+                 '[members.agent.options]\nseconds = 2.5\n')
+#: The member type behind it, for the server's ``CogymLabApp.members``.
+TWO_CELL_MEMBERS = {"two-cell-analyst": "tests.support.notebook_agents:TWO_CELL_ANALYST"}
+
+
+def write_two_cell_team(folder: Path) -> dict[str, str]:
+    """Write :data:`TWO_CELL_TEAM` into ``folder``: the server's ``CogymLabApp.teams``."""
+    path = folder / "team-two-cells.toml"
+    path.write_text(TWO_CELL_TEAM)
+    return {"two-cells": str(path)}
+
+
+def notebook_opener(root: Path, fetch: Any, name: str,
+                    person_cell: str) -> Callable[[], Awaitable[str]]:
+    """Write the person's notebook ``name`` in ``root`` (a heading, and their code cell
+    ``person_cell``); the returned call opens it with a kernel, as JupyterLab does (through
+    ``fetch``, the server's REST API), and gives the kernel's id."""
+    person = nbformat.v4.new_notebook()
+    person.cells = [nbformat.v4.new_markdown_cell("# My analysis"),
+                    nbformat.v4.new_code_cell("x = 1", id=person_cell)]
+    (root / name).write_text(nbformat.writes(person))
+
+    async def open_it() -> str:
+        response = await fetch("api", "sessions", method="POST", body=json.dumps({
+            "path": name, "type": "notebook", "name": name, "kernel": {"name": "python3"}}))
+        return str(json.loads(response.body)["kernel"]["id"])
+
+    return open_it
+
+
+def two_cell_session(notebook: str, kernel_id: str) -> dict[str, Any]:
+    """The request that starts the two-cell team on the tabular task in a person's notebook."""
+    return {"task": "tabular_analysis", "team": "two-cells", "people": ["user"],
+            "idle_seconds": 60, "notebook": {"path": notebook, "kernel_id": kernel_id},
+            "env_args": {"query": "What do the numbers say?"}}
+
+
+async def until(check: Callable[[], Any], what: str, timeout: float = 30.0, *,
+                detail: Callable[[], Any] | None = None, every: float = 0.05) -> Any:
+    """Poll ``check`` (sync or async) every ``every`` seconds until it gives something truthy:
+    that. On a time-out the failure says ``what`` it waited for, and ``detail()`` (sync or
+    async) where given."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            state = detail() if detail else None
+            if asyncio.iscoroutine(state):
+                state = await state
+            raise AssertionError(f"timed out waiting for {what}" + (f"; {state}" if state else ""))
+        await asyncio.sleep(every)

@@ -10,6 +10,7 @@ import json
 import re
 from typing import Any
 
+from cogym_lab.core.plan_env import PLAN_COMPONENT
 from cogym_lab.testing import Reply
 from tests.support.related_scripts import RelatedWorkRolePlay
 
@@ -70,3 +71,32 @@ def _kept_ids(asked: str) -> list[str]:
         return []
     listed = lines[-1].split("[items: ", 1)[1].rsplit("]", 1)[0]
     return [part.split(" - ", 1)[0] for part in listed.split("; ") if part]
+
+
+class StepTwoPerson:
+    """A scripted person on an interactive plan: picks the first proposal, takes step s2 from
+    the agent, works on it (:meth:`work_on`) while it needs their input, and finishes once the
+    plan has its output."""
+
+    kind = "user"
+
+    def start(self, context: Any) -> None: ...
+
+    def end(self, final: Any) -> None: ...
+
+    def work_on(self, step: dict[str, Any]) -> str:
+        """The action for step s2 while it needs the person's input."""
+        raise NotImplementedError
+
+    async def act(self, notification: Any) -> str | None:
+        plan = notification.view[PLAN_COMPONENT].content
+        if plan["proposals"]:
+            return "SELECT_PLAN(index=0)"
+        steps = {s["id"]: s for s in (plan["plan"] or {}).get("steps", [])}
+        if steps and steps["s2"]["assignee"] == "agent":
+            return 'ASSIGN_STEP(step="s2", assignee="person")'
+        if steps and steps["s2"]["status"] == "needs_input":
+            return self.work_on(steps["s2"])
+        if plan["output"]:
+            return "FINISH()"
+        return None

@@ -7,6 +7,16 @@ import asyncio
 from cogym_lab.core import Notification, SessionContext
 
 
+class Quiet:
+    """A base for scripted teammates with nothing to do when the session starts or ends."""
+
+    def start(self, context: SessionContext) -> None:
+        pass
+
+    def end(self, final: Notification) -> None:
+        pass
+
+
 class Recorder:
     """Records every notification it acts on; sleeps on its first act; then follows a script."""
 

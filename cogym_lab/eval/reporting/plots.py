@@ -74,6 +74,17 @@ def _legend_below(figure: Figure, handles: Sequence[Artist],
                       fontsize=MIN_FONT_SIZE)
 
 
+def _task_panels(tasks: Sequence[str], empty: str) -> tuple[Figure, list[tuple[Axes, str]]]:
+    """A figure of stacked panels, one per task, each paired with its task; without tasks one
+    blank panel that says ``empty``. Call it within ``TEXT_SIZES``."""
+    figure = _figure(PANEL_HEIGHT * max(1, len(tasks)) + LEGEND_HEIGHT)
+    axes = figure.subplots(max(1, len(tasks)), 1, squeeze=False)[:, 0]
+    if not tasks:
+        axes[0].text(0.5, 0.5, empty, ha="center", va="center")
+        axes[0].set_axis_off()
+    return figure, list(zip(axes, tasks, strict=False))
+
+
 def _system(row: pd.Series) -> str:
     if row["model"] in ("-", ""):
         return str(row["agent_type"])
@@ -85,16 +96,10 @@ def scaling_curves(scaling: pd.DataFrame, baselines: dict[str, float]) -> Figure
     system; the autonomous baseline is a dashed line and the bars underneath count sessions
     still running (right axis)."""
     tasks = sorted(scaling["task"].unique()) if not scaling.empty else []
-    panels = max(1, len(tasks))
     with matplotlib.rc_context(TEXT_SIZES):
-        figure = _figure(PANEL_HEIGHT * panels + LEGEND_HEIGHT)
-        axes = figure.subplots(panels, 1, squeeze=False)[:, 0]
+        figure, panels = _task_panels(tasks, "no graded rounds")
         legend: dict[str, Artist] = {}
-        for axis, task in zip(axes, tasks or [None], strict=False):
-            if task is None:
-                axis.text(0.5, 0.5, "no graded rounds", ha="center", va="center")
-                axis.set_axis_off()
-                continue
+        for axis, task in panels:
             data = scaling[scaling["task"] == task]
             running = axis.twinx()
             systems = data[["agent_type", "model"]].drop_duplicates().itertuples(index=False)
@@ -138,18 +143,12 @@ def metric_bars(summary: pd.DataFrame) -> Figure:
     (H_init without a judge) is marked ``n/a`` instead of drawn as 0."""
     tasks = sorted(summary["task"].unique()) if not summary.empty else []
     systems = sorted({_system(row) for _, row in summary.iterrows()})
-    panels = max(1, len(tasks))
     width = 0.8 / max(1, len(systems))
     groups = np.arange(len(BAR_METRICS))
     with matplotlib.rc_context(TEXT_SIZES):
-        figure = _figure(PANEL_HEIGHT * panels + LEGEND_HEIGHT)
-        axes = figure.subplots(panels, 1, squeeze=False)[:, 0]
+        figure, panels = _task_panels(tasks, "no systems")
         handles: dict[str, Artist] = {}
-        for axis, task in zip(axes, tasks or [None], strict=False):
-            if task is None:
-                axis.text(0.5, 0.5, "no systems", ha="center", va="center")
-                axis.set_axis_off()
-                continue
+        for axis, task in panels:
             rows = summary[summary["task"] == task]
             for position, system in enumerate(systems):
                 mine = rows[[_system(row) == system for _, row in rows.iterrows()]]

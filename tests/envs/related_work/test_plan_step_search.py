@@ -20,7 +20,7 @@ from cogym_lab.lm import LMConfig, make_lm
 from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.nodes.results import read_events, read_session
 from cogym_lab.testing import ScriptedOpenAIServer
-from tests.support.plan_scripts import PLAN, RelatedWorkPlanPlay
+from tests.support.plan_scripts import PLAN, RelatedWorkPlanPlay, StepTwoPerson
 
 pytestmark = pytest.mark.usefixtures("no_ambient_lm")
 QUERY = "entity relation extraction"
@@ -39,29 +39,13 @@ def on_the_sample(tmp_path, sample_cache, monkeypatch):
     monkeypatch.delenv(DATA_ENV_VAR, raising=False)
 
 
-class SearchingPerson:
+class SearchingPerson(StepTwoPerson):
     """Picks the plan, takes step s2, searches from it, completes it keeping what it found."""
 
-    kind = "user"
-
-    def start(self, context: Any) -> None: ...
-
-    def end(self, final: Any) -> None: ...
-
-    async def act(self, notification: Any) -> str | None:
-        plan = notification.view[PLAN_COMPONENT].content
-        if plan["proposals"]:
-            return "SELECT_PLAN(index=0)"
-        steps = {s["id"]: s for s in (plan["plan"] or {}).get("steps", [])}
-        if steps and steps["s2"]["assignee"] == "agent":
-            return 'ASSIGN_STEP(step="s2", assignee="person")'
-        if steps and steps["s2"]["status"] == "needs_input":
-            if not (steps["s2"]["output"] or {}).get("pending"):
-                return f'SEARCH_IN_STEP(step="s2", query="{QUERY}")'
-            return 'COMPLETE_STEP(step="s2", text="Kept what my search found.")'
-        if plan["output"]:
-            return "FINISH()"
-        return None
+    def work_on(self, step: dict[str, Any]) -> str:
+        if not (step["output"] or {}).get("pending"):
+            return f'SEARCH_IN_STEP(step="s2", query="{QUERY}")'
+        return 'COMPLETE_STEP(step="s2", text="Kept what my search found.")'
 
 
 def test_a_person_searches_from_their_step_and_the_results_are_its_output(on_the_sample,

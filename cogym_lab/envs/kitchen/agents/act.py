@@ -33,12 +33,9 @@ class ActAgent(KitchenAgent):
         self.last_action: str | None = None
 
     async def act(self, notification: Notification) -> str | None:
-        content = self.observe(notification)
-        if content is None or not self.free(content):
-            return None
-        said = self.speak()
-        if said is not None:
-            return self.sent(said)
+        content, said = self.opening(notification)
+        if content is None or said is not None:
+            return said
         if self.tick < self._retry_at:
             return None
         situation = Situation.read(content, self.role)

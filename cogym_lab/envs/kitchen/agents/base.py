@@ -128,6 +128,16 @@ class KitchenAgent:
         return content is not None and not content.get("done") \
             and int(content.get("tick", 0)) > self._sent_at
 
+    def opening(self, notification: Notification) -> tuple[Mapping[str, Any] | None, str | None]:
+        """Take in a notification and open my turn: the kitchen content, or ``None`` when my
+        chef may not get a new action now; and a waiting teammate message sent as this turn's
+        action, or ``None``."""
+        content = self.observe(notification)
+        if content is None or not self.free(content):
+            return None, None
+        said = self.speak()
+        return content, (self.sent(said) if said is not None else None)
+
     def sent(self, action: str | None) -> str | None:
         """Note an action as sent this tick (one per tick at most) and return it."""
         if action is not None:

@@ -81,12 +81,9 @@ class LMPartner(KitchenAgent):
                               preferences="\n".join(f"- {p}" for p in self.preferences))
 
     async def act(self, notification: Notification) -> str | None:
-        content = self.observe(notification)
-        if content is None or not self.free(content):
-            return None
-        said = self.speak()
-        if said is not None:
-            return self.sent(said)
+        content, said = self.opening(notification)
+        if content is None or said is not None:
+            return said
         moves_only = self.role in (content.get("moves_only") or ())
         if self.keys is not None:
             key = self.keys.press(content)

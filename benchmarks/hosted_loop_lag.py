@@ -18,8 +18,9 @@ It prints figures and checks nothing. What it does:
   make them: ``GET /cogym/api/status`` and ``GET /cogym/api/sessions/<id>`` of a running
   session, in turn, ten a second.
 * At the end it reads ``GET /cogym/api/status``: the server loop's lag (its own 100 ms ticker
-  over the last minute: how late a panel's or REST call's handling starts) and the sessions'
-  loop's (where the hosted sessions run, a thread of their own).
+  over the last minute: how late a panel's or REST call's handling starts), the sessions'
+  loop's (where the hosted sessions run, a thread of their own) and the garbage collector's
+  passes over the last minute (each holds the interpreter: both loops wait for it).
 
 Figures: the server loop's lag p50/p99/max, the REST latency p50/p99/max, the sessions' loop lag,
 sessions created and finished, and the server process's CPU time.
@@ -159,6 +160,13 @@ async def run_load(http: aiohttp.ClientSession, server: Server, base_url: str, s
     if sessions_lag:
         print(f"sessions' loop lag (its own thread): p50 {sessions_lag['p50_ms']:.1f} ms, "
               f"p99 {sessions_lag['p99_ms']:.1f} ms, max {sessions_lag['max_ms']:.1f} ms")
+    collector = status.get("collector") or {}
+    if collector.get("max_ms") is not None:  # every thread waits for the collector's passes
+        longest = collector["max_by_generation_ms"]
+        print(f"collector's passes (last minute): {collector['collections']} by generation, "
+              f"p99 {collector['p99_ms']:.1f} ms, longest per generation "
+              f"{longest['0']:.0f} / {longest['1']:.0f} / {longest['2']:.0f} ms, "
+              f"{collector['busy_share'] * 100:.1f}% of the time")
     print(f"REST latency over {len(latencies)} calls (status and a session's GET): "
           f"p50 {percentile(latencies, 0.5) * 1000:.1f} ms, "
           f"p99 {percentile(latencies, 0.99) * 1000:.1f} ms, "

@@ -33,7 +33,8 @@ from tornado.http1connection import HTTP1Connection
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from cogym_lab.bus.base import Subscription
-from cogym_lab.core.loop_lag import LoopLag, LoopLagMonitor
+from cogym_lab.core.collector import collector_pauses
+from cogym_lab.core.loop_lag import LoopLagMonitor
 from cogym_lab.runtime.access import (
     SessionAccess,
     identity_of,
@@ -208,7 +209,8 @@ class StatusHandler(CogymAPIHandler):
         running = await self.loops.call(self.host.running)
         self.send({"sessions_running": running,
                    "loop_lag": _lag_json(parts.loop_lag.summary()),
-                   "sessions_loop_lag": _lag_json(self.loops.lag)})
+                   "sessions_loop_lag": _lag_json(self.loops.lag),
+                   "collector": _lag_json(collector_pauses())})
 
 
 class SessionsHandler(CogymAPIHandler):
@@ -703,7 +705,7 @@ def _frame_id(data: Any) -> Any:
     return None
 
 
-def _lag_json(lag: LoopLag) -> dict[str, Any]:
-    """A loop's lag as JSON: NaN (no wake-up yet) is not JSON, ``None`` is."""
+def _lag_json(figures: BaseModel) -> dict[str, Any]:
+    """A loop's lag or the collector's pauses as JSON: NaN (none yet) is not JSON, ``None`` is."""
     return {key: (None if isinstance(value, float) and value != value else value)
-            for key, value in lag.model_dump().items()}
+            for key, value in figures.model_dump().items()}

@@ -22,7 +22,7 @@ import contextlib
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from cogym_lab.core.collector import batch_collector
+from cogym_lab.core.collector import HOSTED, batch_collector
 from cogym_lab.core.loop_lag import LoopLag
 from cogym_lab.core.loop_thread import LoopThread
 
@@ -43,9 +43,10 @@ class SessionsLoop:
         self._collector: contextlib.AbstractContextManager[None] | None = None
 
     def start(self) -> None:
-        # Hundreds of sessions in the server's process: the collector's full passes over their
-        # heap would hold the interpreter, and so the server's loop, for up to a second.
-        self._collector = batch_collector()
+        # Hundreds of sessions in the server's process: the collector's passes over their heap
+        # hold the interpreter, and so the server's loop; short young passes, rare full ones.
+        young_threshold, full_every = HOSTED
+        self._collector = batch_collector(young_threshold, full_every)
         self._collector.__enter__()
         self.thread.start()
 

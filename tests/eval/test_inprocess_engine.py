@@ -15,6 +15,7 @@ import time
 import pytest
 
 from cogym_lab.eval.batch.engines import inprocess
+from cogym_lab.core.collector import _time_pass, collector_pauses
 from cogym_lab.eval.batch.engines.collector import YOUNG_THRESHOLD, batch_collector
 from cogym_lab.eval.batch.engines.inprocess import InProcess
 from cogym_lab.eval.batch.engines.loop_thread import LoopThread
@@ -179,6 +180,28 @@ def test_the_collector_runs_less_often_during_a_batch_and_as_before_afterwards()
             assert gc.get_threshold()[0] == 0
     finally:
         gc.set_threshold(*before)
+
+
+def test_the_collectors_passes_are_timed_while_a_batch_runs_and_not_afterwards() -> None:
+    def passes() -> int:
+        return sum(collector_pauses(window=3600).collections.values())
+
+    counted_before = passes()
+    with batch_collector():
+        cycle: list[object] = []
+        cycle.append(cycle)  # garbage only the collector frees
+        del cycle
+        gc.collect(1)
+        gc.collect()
+        pauses = collector_pauses(window=3600)
+        assert passes() >= counted_before + 2  # the two asked for, and any the interpreter ran
+        assert pauses.collections["1"] >= 1 and pauses.collections["2"] >= 1
+        assert 0 < pauses.max_ms < 60_000 and pauses.p99_ms <= pauses.max_ms
+        assert pauses.max_by_generation_ms["2"] > 0 and 0 < pauses.busy_share < 1
+        counted_inside = passes()
+    gc.collect()  # no block open: not timed
+    assert passes() == counted_inside
+    assert _time_pass not in gc.callbacks
 
 
 class _Meter:

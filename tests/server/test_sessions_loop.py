@@ -67,7 +67,9 @@ def test_sessions_run_off_the_server_loop_and_panels_cross_back(run, api, jp_ser
         assert (status, ended["status"]) == (200, "finished")
 
         health = json.loads((await jp_fetch("cogym", "api", "status")).body)
-        assert set(health) >= {"sessions_running", "loop_lag", "sessions_loop_lag"}
+        assert set(health) >= {"sessions_running", "loop_lag", "sessions_loop_lag", "collector"}
+        assert set(health["collector"]["collections"]) == {"0", "1", "2"}
+        assert health["collector"]["busy_share"] >= 0
         for _ in range(100):  # the monitor wakes every 0.1 s; on a loaded machine, later
             if health["sessions_loop_lag"]["samples"] > 0:
                 break

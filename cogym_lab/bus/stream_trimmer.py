@@ -38,8 +38,11 @@ class StreamTrimmer:
         if held is None or held[1] != epoch or held[0] < position:
             self._due[key] = (position, epoch)
         if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(
-                self._send_later(), name="cogym-redis-trimmer")
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # called outside the loop: the next call or close() sends it
+                return
+            self._task = loop.create_task(self._send_later(), name="cogym-redis-trimmer")
 
     async def _send_later(self) -> None:
         await asyncio.sleep(self.interval)

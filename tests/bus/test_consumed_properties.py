@@ -88,14 +88,19 @@ class ConsumedMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def consume(self, data: st.DataObject) -> None:
         index = data.draw(st.integers(0, len(self.given) - 1))
-        self.reader.consumed(self.given[index])
+
+        async def consume() -> None:  # where a reader says it: in its event loop
+            self.reader.consumed(self.given[index])
+        self.loop.run_until_complete(consume())
         if not self.restarted:
             self.consumed_through = max(self.consumed_through, index + 1)
 
     @precondition(lambda self: self.given)
     @rule()
     def hand_back_a_look_alike(self) -> None:
-        self.reader.consumed(dict(self.given[-1]))  # equal, but not one it returned
+        async def consume() -> None:
+            self.reader.consumed(dict(self.given[-1]))  # equal, but not one it returned
+        self.loop.run_until_complete(consume())
 
     @precondition(lambda self: self.server is not None)
     @rule()
@@ -107,6 +112,8 @@ class ConsumedMachine(RuleBasedStateMachine):
             # The publisher re-adds its buffer when its next command meets the new server.
             await self.publisher.publish(CHANNEL, {"n": len(self.published), "text": "after"})
             self.published.append("after")
+            await self.client.aclose()  # the test's own look at the stream: a new connection
+            self.client = redis.from_url(self.server.url)
         self.loop.run_until_complete(restart())
         self.restarted = True
 

@@ -95,12 +95,15 @@ class Subscription(abc.ABC):
         """Say that ``message`` (one :meth:`get` returned) and every message before it on the
         channel are done with: nobody needs them from the channel's history again. The
         transport may drop them from it, now or a little later (in batches: this never waits).
+        It must be one of the last 64 messages :meth:`get` returned (the reader says it as it
+        is done with each, so it is the last).
 
         Meant for a channel's one reader (the env node and its step channel). A message this
-        subscription was not given yet is never dropped; neither is anything when the
-        subscription was not made from the channel's beginning (it was never given the history
-        before it), nor when ``message`` is not one it returned recently. A transport that
-        keeps no history has nothing to do.
+        subscription was not given yet is never dropped, whatever is handed back; nothing is
+        when the subscription was not made from the channel's beginning (it was never given the
+        history before it), nor when ``message`` is not one it returned recently (matched by
+        identity, so the reader must still hold it). A transport that keeps no history has
+        nothing to do.
         """
 
     def __aiter__(self) -> AsyncIterator[Message]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections import deque
 
 #: How many of the messages a subscription returned it remembers the positions of, for
-#: ``consumed`` (a reader says it is done with the message it just handled).
-GIVEN_KEPT = 1024
+#: ``consumed`` (a reader says it is done with the message it just handled). Small: every
+#: subscription from a channel's beginning keeps them, whether or not its reader consumes.
+GIVEN_KEPT = 64
 
 
 class GivenPositions:
@@ -24,6 +25,8 @@ class GivenPositions:
         self._given: deque[tuple[int, object]] = deque(maxlen=GIVEN_KEPT)
 
     def add(self, message: object, position: object) -> None:
+        """Remember where ``message`` sits; ``position`` must not hold the message itself (a
+        reader that never consumes would keep its last messages alive)."""
         self._given.append((id(message), position))
 
     def take_through(self, message: object) -> object | None:

@@ -123,11 +123,10 @@ class MemoryBus(Bus):
             subscription._put(item)
 
     async def subscribe(self, channel: str, *, from_beginning: bool = False) -> MemorySubscription:
-        kept = self._history.get(channel, ())
-        # Given everything kept, or nothing was kept to miss: its consumed() may drop history.
-        subscription = MemorySubscription(self, channel, trims=from_beginning or not kept)
+        # Given everything kept: its consumed() may drop history.
+        subscription = MemorySubscription(self, channel, trims=from_beginning)
         if from_beginning:
-            for item in kept:
+            for item in self._history.get(channel, ()):
                 subscription._put(item)
         self._subscribers[channel].add(subscription)
         return subscription

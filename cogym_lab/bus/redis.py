@@ -230,13 +230,14 @@ class RedisSubscription(Subscription):
     subscriptions needs, and gives a subscription only the entries after its own.
     """
 
-    def __init__(self, bus: RedisBus, channel: str, start_id: bytes) -> None:
+    def __init__(self, bus: RedisBus, channel: str, start_id: bytes, *,
+                 from_beginning: bool = False) -> None:
         self.channel = channel
         self._bus = bus
         self._key = bus._key(channel)
         self._last = _parse_id(start_id)
-        # Read from the stream's first entry: given everything, so consumed() may trim it.
-        self._trims = self._last == _START
+        # Given the stream from its first entry: its consumed() may trim it.
+        self._trims = from_beginning and self._last == _START
         self._given = GivenPositions()
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._seen: OrderedDict[bytes, None] = OrderedDict()
@@ -254,7 +255,7 @@ class RedisSubscription(Subscription):
             return None
         assert isinstance(item, _Delivered)  # the queue holds delivered entries and _CLOSED
         if self._trims:
-            self._given.add(item.message, item)
+            self._given.add(item.message, (item.position, item.epoch))
         return item.message
 
     def consumed(self, message: Message) -> None:
@@ -262,10 +263,12 @@ class RedisSubscription(Subscription):
         :meth:`Subscription.consumed` and "Trimming" in the module docstring)."""
         if not self._trims:
             return
-        delivered = self._given.take_through(message)
-        # An entry read from a server that restarted since: its id means nothing now.
-        if isinstance(delivered, _Delivered) and delivered.epoch == self._bus._epoch:
-            self._bus._trimmer.trim_through(self._key, delivered.position, delivered.epoch)
+        given = self._given.take_through(message)
+        if not isinstance(given, tuple):
+            return
+        position, epoch = given
+        if epoch == self._bus._epoch:  # else read from a server that restarted since: its id
+            self._bus._trimmer.trim_through(self._key, position, epoch)  # means nothing now
 
     async def close(self) -> None:
         if self._closed:
@@ -793,7 +796,7 @@ class RedisBus(Bus):
                 start_id = newest
         if self._epoch != epoch:  # the server restarted meanwhile: that id means nothing now
             start_id = b"0-0"
-        subscription = RedisSubscription(self, channel, start_id)
+        subscription = RedisSubscription(self, channel, start_id, from_beginning=from_beginning)
         if self._reader.add(subscription):
             await self._reader.wake()
         return subscription

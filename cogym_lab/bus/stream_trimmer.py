@@ -45,8 +45,9 @@ class StreamTrimmer:
             self._task = loop.create_task(self._send_later(), name="cogym-redis-trimmer")
 
     async def _send_later(self) -> None:
-        await asyncio.sleep(self.interval)
-        await self.flush()
+        while self._due:  # what was asked while a batch was out goes in the next one
+            await asyncio.sleep(self.interval)
+            await self.flush()
 
     async def flush(self) -> None:
         """Send what is due now."""

@@ -13,6 +13,7 @@ import redis.asyncio as redis
 
 from cogym_lab.bus import Bus, Message, Subscription
 from cogym_lab.bus.redis import KEY_PREFIX, RedisBus
+from cogym_lab.bus.stream_trimmer import Due, StreamTrimmer
 from cogym_lab.core.text import clean_text
 from tests.support.buses import BusFactory
 from tests.support.hostile import NASTY
@@ -91,8 +92,9 @@ async def test_a_reader_that_missed_history_or_hands_back_a_stranger_drops_nothi
     await bus.publish(channel, {"n": 3})
     live.consumed((await take(live, 1))[0])
     reader = await bus.subscribe(channel, from_beginning=True)
-    await take(reader, 2)
+    got = await take(reader, 2)  # held, as a reader holds what it hands back
     reader.consumed({"n": 1})  # equal to one it got, but not one it got
+    assert got[1] == {"n": 1}
     await trimmed(bus)
     assert [m["n"] for m in await history(bus, channel)] == [0, 1, 2, 3]
 
@@ -141,3 +143,24 @@ async def test_the_replay_buffer_keeps_a_byte_budget(redis_server: RedisServer) 
         assert len(buffer) == 1 and buffer.size > 1_000_000
     finally:
         await bus.close()
+
+
+async def test_a_trim_asked_while_a_batch_is_out_goes_in_the_next() -> None:
+    """The trimmer's own contract: nothing asked is left unsent because a batch was out."""
+    sent: list[Due] = []
+    out, release = asyncio.Event(), asyncio.Event()
+
+    async def send(due: Due) -> None:
+        sent.append(due)
+        out.set()
+        await release.wait()
+
+    trimmer = StreamTrimmer(send, interval=0.01)
+    trimmer.trim_through("k", (1, 0), 0)
+    await asyncio.wait_for(out.wait(), 5)
+    trimmer.trim_through("k", (2, 0), 0)
+    trimmer.trim_through("k", (1, 5), 0)  # behind the one asked: ignored
+    release.set()
+    await asyncio.sleep(0.2)
+    assert sent == [{"k": ((1, 0), 0)}, {"k": ((2, 0), 0)}]
+    await trimmer.close()

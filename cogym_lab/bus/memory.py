@@ -23,6 +23,7 @@ _CLOSED = object()
 #: History depths by channel-name suffix (see :class:`MemoryBus`).
 DEFAULT_DEPTHS: dict[str, int] = {"/step": 65_536, "/obs": 1, "/settled": 0}
 
+
 class MemorySubscription(Subscription):
     def __init__(self, bus: MemoryBus, channel: str, *, trims: bool) -> None:
         self.channel = channel

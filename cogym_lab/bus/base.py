@@ -11,6 +11,9 @@ Guarantees every transport gives:
 * every subscription to a channel receives every message published after ``subscribe``
   returned (fan-out); with ``from_beginning=True`` it also receives the channel's history;
 * ``publish`` returns once the message is accepted by the transport, and never drops it silently;
+* a subscription's reader may say it is done with a channel's messages up to one it got
+  (:meth:`Subscription.consumed`); a transport may then drop them from the channel's history,
+  and never drops one that subscription was not given yet;
 * a session id is claimed once (:meth:`Bus.claim_session`): a second session under an id that
   is claimed, or whose channels already hold history, is refused with :class:`SessionIdTaken`.
 """
@@ -87,6 +90,21 @@ class Subscription(abc.ABC):
     @abc.abstractmethod
     async def close(self) -> None:
         """Stop receiving. Pending messages are discarded."""
+
+    def consumed(self, message: Message) -> None:  # noqa: B027 - optional for a transport
+        """Say that ``message`` (one :meth:`get` returned) and every message before it on the
+        channel are done with: nobody needs them from the channel's history again. The
+        transport may drop them from it, now or a little later (in batches: this never waits).
+        It must be one of the last 64 messages :meth:`get` returned (the reader says it as it
+        is done with each, so it is the last).
+
+        Meant for a channel's one reader (the env node and its step channel). A message this
+        subscription was not given yet is never dropped, whatever is handed back; nothing is
+        when the subscription was not made from the channel's beginning (it was never given the
+        history before it), nor when ``message`` is not one it returned recently (matched by
+        identity, so the reader must still hold it). A transport that keeps no history has
+        nothing to do.
+        """
 
     def __aiter__(self) -> AsyncIterator[Message]:
         return self._iterate()

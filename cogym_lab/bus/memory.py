@@ -16,6 +16,7 @@ from cogym_lab.bus.base import (
     claim_marker,
     next_from,
 )
+from cogym_lab.bus.given import GivenPositions
 
 _CLOSED = object()
 
@@ -24,14 +25,16 @@ DEFAULT_DEPTHS: dict[str, int] = {"/step": 65_536, "/obs": 1, "/settled": 0}
 
 
 class MemorySubscription(Subscription):
-    def __init__(self, bus: MemoryBus, channel: str) -> None:
+    def __init__(self, bus: MemoryBus, channel: str, *, trims: bool) -> None:
         self.channel = channel
         self._bus = bus
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._closed = False
+        self._trims = trims  # given the whole history: may drop what it consumed
+        self._given = GivenPositions()
 
-    def _put(self, message: object) -> None:
-        self._queue.put_nowait(message)
+    def _put(self, item: tuple[int, Message] | object) -> None:
+        self._queue.put_nowait(item)
 
     async def get(self, timeout: float | None = None) -> Message | None:
         if self._closed and self._queue.empty():
@@ -42,8 +45,20 @@ class MemorySubscription(Subscription):
         if item is _CLOSED:
             self._closed = True
             return None
-        assert isinstance(item, dict)  # the queue holds published messages and _CLOSED only
-        return item
+        assert isinstance(item, tuple)  # the queue holds (number, message) pairs and _CLOSED
+        number, message = item
+        if self._trims:
+            self._given.add(message, number)
+        return message
+
+    def consumed(self, message: Message) -> None:
+        """Drop ``message`` and every older one from the channel's kept history (see
+        :meth:`Subscription.consumed`)."""
+        if not self._trims:
+            return
+        number = self._given.take_through(message)
+        if isinstance(number, int):
+            self._bus._drop_through(self.channel, number)
 
     async def close(self) -> None:
         if not self._closed:
@@ -72,6 +87,10 @@ class MemoryBus(Bus):
       gigabytes;
     * the env's answers to the steps (``{session}/settled``) are read live by whoever sent them,
       who subscribes before sending: none is kept.
+
+    A subscription's :meth:`~MemorySubscription.consumed` drops what its reader is done with
+    from the kept history at once: the env node says so of every step once it is in the
+    session's log, so a step channel keeps only the steps not yet logged.
     """
 
     def __init__(self, history: int = 256, *,
@@ -80,12 +99,14 @@ class MemoryBus(Bus):
         self.history = history
         self.depths = dict(DEFAULT_DEPTHS if depths is None else depths)
         self._subscribers: defaultdict[str, set[MemorySubscription]] = defaultdict(set)
-        self._history: dict[str, deque[Message]] = {}
+        #: channel -> its kept messages, each with its number on the channel (1, 2, ...)
+        self._history: dict[str, deque[tuple[int, Message]]] = {}
+        self._numbers: dict[str, int] = {}  # channel -> the number of its last message
         self._expiries: list[asyncio.TimerHandle] = []
         self._expired: set[str] = set()  # channels whose history is gone and stays gone
         self._claims: set[str] = set()  # claim markers of the session ids taken on this bus
 
-    def _kept(self, channel: str) -> deque[Message]:
+    def _kept(self, channel: str) -> deque[tuple[int, Message]]:
         kept = self._history.get(channel)
         if kept is None:
             depth = next((depth for suffix, depth in self.depths.items()
@@ -95,18 +116,27 @@ class MemoryBus(Bus):
 
     async def publish(self, channel: str, message: Outgoing) -> None:
         message = as_message(message)
+        number = self._numbers[channel] = self._numbers.get(channel, 0) + 1
+        item = (number, message)
         if channel not in self._expired:  # a straggler after the expiry reaches live readers only
-            self._kept(channel).append(message)
+            self._kept(channel).append(item)
         for subscription in self._subscribers.get(channel, ()):
-            subscription._put(message)
+            subscription._put(item)
 
     async def subscribe(self, channel: str, *, from_beginning: bool = False) -> MemorySubscription:
-        subscription = MemorySubscription(self, channel)
+        # Given everything kept: its consumed() may drop history.
+        subscription = MemorySubscription(self, channel, trims=from_beginning)
         if from_beginning:
-            for message in self._history.get(channel, ()):
-                subscription._put(message)
+            for item in self._history.get(channel, ()):
+                subscription._put(item)
         self._subscribers[channel].add(subscription)
         return subscription
+
+    def _drop_through(self, channel: str, number: int) -> None:
+        """Forget ``channel``'s kept messages up to and including the ``number``-th."""
+        kept = self._history.get(channel)
+        while kept and kept[0][0] <= number:
+            kept.popleft()
 
     async def claim_session(self, session_id: str, channels: Sequence[str], *,
                             resume: bool = False) -> None:
@@ -134,6 +164,7 @@ class MemoryBus(Bus):
                 self._released(channel)
                 continue
             self._history.pop(channel, None)
+            self._numbers.pop(channel, None)
             self._expired.add(channel)
             if not self._subscribers.get(channel):
                 self._subscribers.pop(channel, None)

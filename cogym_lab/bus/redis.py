@@ -12,13 +12,18 @@ The server may run without persistence, so a restart loses every stream. The bus
 loses nothing and delivers nothing twice, by combining two mechanisms:
 
 * **At-least-once re-publish.** Every bus keeps, per channel it published to, its last
-  ``replay_window`` messages. When it learns the server restarted (``run_id`` from
-  ``INFO server`` changed), it re-adds them, with their original ``mid`` and in order,
-  before any new message. A message the old server accepted but no reader had read yet
+  ``replay_window`` messages, and of those no more than ``replay_bytes`` bytes (4 MiB by
+  default) besides the newest, which is always kept: a person's whole-text edits of a 100 KB
+  document would otherwise hold some 100 MB per session in the process that publishes them
+  (:class:`~cogym_lab.bus.replay_buffer.ReplayBuffer`). When it learns the server restarted
+  (``run_id`` from ``INFO server`` changed), it re-adds them, with their original ``mid`` and
+  in order, before any new message. A message the old server accepted but no reader had read yet
   is therefore back in the stream.
 * **Per-subscription dedup.** Readers that notice a restart read the new stream from its
   start, so they see re-published messages they already delivered; each subscription
-  remembers recently delivered ``mid`` values and skips those.
+  remembers recently delivered ``mid`` values and skips those. That holds for messages its
+  reader consumed and had trimmed (see "Trimming"): the ``mid`` values are the subscription's
+  own memory, not the stream's.
 
 A restart must be noticed *before* any command reaches the new server: otherwise a new
 message could be added ahead of the re-published ones, or a reader could resume from an
@@ -32,9 +37,13 @@ buffers on a separate hook-less connection, records the new ``run_id``, and bump
 holds a blocking read open (on its wake-up stream at least), so even an idle bus notices a
 restart at once.
 
-Limits: a subscriber that was more than ``replay_window`` messages behind a publisher
-when the server lost its data misses the older ones; a subscription made while a restart
-is being handled may see re-published history as new messages.
+Limits: a subscriber that was more than ``replay_window`` messages, or ``replay_bytes`` bytes
+of them, behind a publisher when the server lost its data misses the older ones; a subscription
+made while a restart is being handled may see re-published history as new messages. The env
+node, the one reader of a step channel, is about one step behind its publishers, and a session
+that was interrupted keeps its unlogged steps in the stream only as long as the server keeps
+its data: a resume after a restart without persistence also misses those the publishers no
+longer buffer.
 
 Session ids
 -----------
@@ -63,6 +72,18 @@ of such a channel keeps as few. ``~`` lets Redis trim whole nodes of its stream 
 of large entries (a node holds at most 4 KB) is trimmed exactly, one of small ones keeps up to a
 node's 100 entries more.
 
+A stream's one reader also trims what it is done with: ``Subscription.consumed(message)``
+(a subscription made from the stream's first entry only) trims the stream up to and including
+that message's entry, exactly (``XTRIM MINID`` the next id). The env node says so of every step
+once the step's events are in the session's log, so a step channel, which carries a person's
+whole-text edits, holds only the steps not yet logged (plus those of the last
+``trim_interval``), not the last ``stream_maxlen``. The trims are batched
+(:class:`~cogym_lab.bus.stream_trimmer.StreamTrimmer`): the furthest position per stream,
+sent in one pipeline ``trim_interval`` seconds (0.1) after the first, under the publish lock
+(no restart is handled meanwhile) and only for entries read from the current server. A trim
+that fails is dropped: the next one covers it. Nothing the reader was not given is trimmed,
+but every entry before the consumed one is, so it is for a channel with one reader.
+
 Text
 ----
 A message is encoded as UTF-8, which cannot hold a lone UTF-16 surrogate. The bus applies the
@@ -76,7 +97,7 @@ import asyncio
 import json
 import logging
 import uuid
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -102,6 +123,9 @@ from cogym_lab.bus.base import (
     claim_marker,
     next_from,
 )
+from cogym_lab.bus.given import GivenPositions
+from cogym_lab.bus.replay_buffer import ReplayBuffer
+from cogym_lab.bus.stream_trimmer import Due, StreamTrimmer
 from cogym_lab.core.messages import resyncs
 from cogym_lab.core.text import clean, clean_text, is_clean
 from cogym_lab.errors import CogymError
@@ -206,11 +230,15 @@ class RedisSubscription(Subscription):
     subscriptions needs, and gives a subscription only the entries after its own.
     """
 
-    def __init__(self, bus: RedisBus, channel: str, start_id: bytes) -> None:
+    def __init__(self, bus: RedisBus, channel: str, start_id: bytes, *,
+                 from_beginning: bool = False) -> None:
         self.channel = channel
         self._bus = bus
         self._key = bus._key(channel)
         self._last = _parse_id(start_id)
+        # Given the stream from its first entry: its consumed() may trim it.
+        self._trims = from_beginning and self._last == _START
+        self._given = GivenPositions()
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._seen: OrderedDict[bytes, None] = OrderedDict()
         self._seen_max = 4 * bus.replay_window
@@ -225,8 +253,22 @@ class RedisSubscription(Subscription):
         if item is _CLOSED:
             self._queue.put_nowait(_CLOSED)  # wake any other waiting getter too
             return None
-        assert isinstance(item, dict)  # the queue holds decoded messages and _CLOSED only
-        return item
+        assert isinstance(item, _Delivered)  # the queue holds delivered entries and _CLOSED
+        if self._trims:
+            self._given.add(item.message, (item.position, item.epoch))
+        return item.message
+
+    def consumed(self, message: Message) -> None:
+        """Have the stream trimmed up to and including ``message``'s entry, soon (see
+        :meth:`Subscription.consumed` and "Trimming" in the module docstring)."""
+        if not self._trims:
+            return
+        given = self._given.take_through(message)
+        if not isinstance(given, tuple):
+            return
+        position, epoch = given
+        if epoch == self._bus._epoch:  # else read from a server that restarted since: its id
+            self._bus._trimmer.trim_through(self._key, position, epoch)  # means nothing now
 
     async def close(self) -> None:
         if self._closed:
@@ -261,7 +303,19 @@ class RedisSubscription(Subscription):
         except ValueError:
             log.warning("Skipping undecodable entry %r on %s", entry_id, self._key)
             return
-        self._queue.put_nowait(message)
+        self._queue.put_nowait(_Delivered(message, _parse_id(entry_id), self._bus._epoch))
+
+
+class _Delivered:
+    """A decoded entry waiting in a subscription's queue, with where it sat in its stream and
+    on which server (the bus's restart epoch) it was read."""
+
+    __slots__ = ("epoch", "message", "position")
+
+    def __init__(self, message: Message, position: tuple[int, int], epoch: int) -> None:
+        self.message = message
+        self.position = position
+        self.epoch = epoch
 
 
 class _Stream:
@@ -432,10 +486,13 @@ class RedisBus(Bus):
     """A bus on Redis Streams that survives server restarts without loss or duplicates.
 
     ``replay_window``: messages per channel kept for re-publishing after a restart.
+    ``replay_bytes``: the most bytes of them kept per channel, beyond the newest message.
     ``stream_maxlen``: approximate length each stream is trimmed to (history depth).
     ``resync_maxlen``: the same for a member's notification channel, whose readers resync
     instead of reading history (see "Trimming" above).
     ``publish_timeout``: seconds ``publish`` keeps retrying before raising ``BusError``.
+    ``trim_interval``: seconds a consumed entry may wait for its stream's trim (they are sent in
+    batches, see "Trimming" above).
     """
 
     def __init__(
@@ -443,13 +500,16 @@ class RedisBus(Bus):
         url: str,
         *,
         replay_window: int = 1024,
+        replay_bytes: int = 4 * 2**20,
         stream_maxlen: int = 10_000,
         resync_maxlen: int = 32,
         publish_timeout: float = 60.0,
+        trim_interval: float = 0.1,
     ) -> None:
         super().__init__()
         self.url = url
         self.replay_window = replay_window
+        self.replay_bytes = replay_bytes
         self.stream_maxlen = stream_maxlen
         self.resync_maxlen = resync_maxlen
         self.publish_timeout = publish_timeout
@@ -459,10 +519,11 @@ class RedisBus(Bus):
         self._epoch = 0  # bumped each time the bus syncs to a restarted server
         self._lock = asyncio.Lock()  # serializes publishes and restart handling
         self._connect_lock = asyncio.Lock()
-        self._replay: dict[str, deque[tuple[str, str]]] = {}
+        self._replay: dict[str, ReplayBuffer] = {}
         self._expiring: dict[str, float] = {}  # channel -> loop time its stream expires
         self._handler_tasks: set[asyncio.Task[None]] = set()
         self._reader = _Reader(self)  # started by connect()
+        self._trimmer = StreamTrimmer(self._send_trims, trim_interval)
 
     # -- connections -------------------------------------------------------------------
 
@@ -506,6 +567,8 @@ class RedisBus(Bus):
             self._reader.start()
 
     async def close(self) -> None:
+        if self._client is not None:
+            await self._trimmer.close()
         for subscription in self._reader.subscriptions:
             await subscription.close()
         for task in list(self._handler_tasks):
@@ -568,7 +631,7 @@ class RedisBus(Bus):
             if expiry == 0:  # expired meanwhile: its messages are not wanted back
                 self._replay.pop(channel, None)
                 continue
-            for mid, data in list(buffer):
+            for mid, data in buffer:
                 await self._admin.xadd(
                     self._key(channel),
                     {"mid": mid, "data": data},
@@ -602,7 +665,9 @@ class RedisBus(Bus):
         A retry after a partial failure re-sends all of them with the same ``mid`` values, so
         readers drop the ones that had already landed.
         """
-        entries = [(channel, uuid.uuid4().hex, _encode(message)) for channel, message in items]
+        # Encoded once: the client sends these bytes as they are, and the buffer counts them.
+        entries = [(channel, uuid.uuid4().hex, _encode(message).encode())
+                   for channel, message in items]
         if not entries:
             return
         if self._client is None:
@@ -633,9 +698,9 @@ class RedisBus(Bus):
             for channel, mid, data in entries:
                 buffer = self._replay.get(channel)
                 if buffer is None:
-                    buffer = self._replay[channel] = deque(maxlen=min(
-                        self.replay_window, self._maxlen(channel)))
-                buffer.append((mid, data))
+                    buffer = self._replay[channel] = ReplayBuffer(
+                        min(self.replay_window, self._maxlen(channel)), self.replay_bytes)
+                buffer.append(mid, data)
 
     async def claim_session(self, session_id: str, channels: Sequence[str], *,
                             resume: bool = False) -> None:
@@ -691,6 +756,21 @@ class RedisBus(Bus):
             return None
         return max(0, int((deadline - asyncio.get_running_loop().time()) * 1000))
 
+    async def _send_trims(self, due: Due) -> None:
+        """Trim each stream in ``due`` to the entries after its consumed position, exactly
+        (``MINID``, no ``~``), in one pipeline. Under the publish lock, so no restart is being
+        handled meanwhile; positions read from an earlier server are skipped."""
+        client = self._client
+        if client is None:
+            return
+        async with self._lock:
+            pipeline = client.pipeline(transaction=False)
+            for key, ((millis, seq), epoch) in due.items():
+                if epoch == self._epoch:  # the first id not consumed is the next one after
+                    pipeline.xtrim(key, minid=b"%d-%d" % (millis, seq + 1), approximate=False)
+            if len(pipeline):
+                await pipeline.execute(raise_on_error=False)
+
     def _forget_buffers(self, channels: Sequence[str]) -> None:
         for channel in channels:
             self._replay.pop(channel, None)
@@ -716,7 +796,7 @@ class RedisBus(Bus):
                 start_id = newest
         if self._epoch != epoch:  # the server restarted meanwhile: that id means nothing now
             start_id = b"0-0"
-        subscription = RedisSubscription(self, channel, start_id)
+        subscription = RedisSubscription(self, channel, start_id, from_beginning=from_beginning)
         if self._reader.add(subscription):
             await self._reader.wake()
         return subscription

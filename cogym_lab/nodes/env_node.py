@@ -259,11 +259,11 @@ class EnvNode:
                 last_activity = time.monotonic()
                 continue
             request = self._accept(message)
-            if request is None:
-                continue
-            if request.kind == "action":
-                last_activity = time.monotonic()  # every step, waits included, keeps it alive
-            await self._on_request(request)
+            if request is not None:
+                if request.kind == "action":
+                    last_activity = time.monotonic()  # every step, waits included, keeps it alive
+                await self._on_request(request)
+            self._consumed(subscription, message)
 
     async def _clocked_loop(self, subscription: Any, period: float) -> None:
         """A clocked env's loop: the world advances every ``period`` seconds whether or not
@@ -285,6 +285,7 @@ class EnvNode:
                 request = self._accept(message)
                 if request is not None:
                     await self._on_request(request)
+                self._consumed(subscription, message)
             if clock.due():
                 clock.fired()
                 await self._deliver(self.coordinator.clock(time.time()))
@@ -310,6 +311,8 @@ class EnvNode:
             request = self._accept(message) if message is not None else None
             if request is not None:
                 await self._on_request(request)
+            if message is not None:
+                self._consumed(subscription, message)
             await self._announce_if_due()
 
     async def _announce_if_due(self) -> bool:
@@ -319,6 +322,15 @@ class EnvNode:
         self._announce_at = None
         await self._deliver(self.coordinator.announce_edits(time.time()))
         return True
+
+    def _consumed(self, subscription: Subscription, message: dict[str, Any]) -> None:
+        """The step ``message`` is handled and its events are in the log (or it had none to
+        log: a join, a sync, a re-delivery): the bus may drop it, and the steps before it, from
+        the step channel's history. A resumed session rebuilds them from the log and never
+        reads them again; one whose log failed keeps them, as its unlogged steps are there.
+        The joins and early steps read before the start were applied by then too."""
+        if not self.log_failure:
+            subscription.consumed(message)
 
     def _accept(self, message: dict[str, Any]) -> StepRequest | None:
         try:

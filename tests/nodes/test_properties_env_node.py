@@ -9,6 +9,8 @@ in order, so by then the step and any work it released are done). After every st
 * nothing raised (the node logs a step that raised and carries on: no such record may appear);
 * every event the node applied is in ``events.jsonl``, read back by the one log reader;
 * a coordinator rebuilt from that file has the node's ``snapshot()``;
+* the step channel keeps none of the steps the node handled (it says it consumed each once its
+  events are logged), and every step it did not handle yet;
 * each member received only notifications addressed to it, showing only its own private notes.
 """
 
@@ -160,6 +162,14 @@ class EnvNodeMachine(RuleBasedStateMachine):
         assert read_back[-1].seq == self.node.coordinator.seq
         self.replayed_up_to = len(read_back)
         assert self.replica.snapshot() == self.node.coordinator.snapshot()
+
+    @invariant()
+    def the_step_channel_keeps_only_what_the_node_has_not_handled(self) -> None:
+        kept = [message for _, message in self.bus._history.get(step_channel(SESSION), ())]
+        if self.running:  # settled: the node handled everything sent, the barrier included
+            assert kept == []
+        else:  # stopped: what was sent since it stopped reading waits there, none dropped
+            assert kept == self.sent[len(self.sent) - len(kept):]
 
     def teardown(self) -> None:
         self.loop.run_until_complete(self._close())

@@ -47,8 +47,9 @@ from pydantic import BaseModel
 #: batch (CPython's default is 700).
 YOUNG_THRESHOLD = 20_000
 
-#: The hosted sessions' setting (young threshold, middle passes between full ones): see above.
-HOSTED = (2_000, 100)
+#: The hosted sessions' setting (young threshold, young passes between middle ones, middle
+#: passes between full ones): see above.
+HOSTED = (2_000, 10, 100)
 
 #: Pauses kept (generation, when it ended, seconds): enough for a minute of a busy process.
 PAUSES_KEPT = 4096
@@ -102,12 +103,13 @@ def collector_pauses(window: float = 60.0) -> CollectorPauses:
 
 
 @contextlib.contextmanager
-def batch_collector(young_threshold: int = YOUNG_THRESHOLD,
+def batch_collector(young_threshold: int = YOUNG_THRESHOLD, middle_every: int | None = None,
                     full_every: int | None = None) -> Iterator[None]:
     """Within the block, the collector runs as this module says; afterwards as before.
 
-    ``young_threshold``: allocations between young passes (at least CPython's); ``full_every``:
-    middle passes between full ones (``None``: as before).
+    ``young_threshold``: allocations between young passes (at least CPython's); ``middle_every``:
+    young passes between middle ones; ``full_every``: middle passes between full ones (``None``:
+    as before).
     """
     global _batches, _saved
     with _lock:
@@ -116,7 +118,8 @@ def batch_collector(young_threshold: int = YOUNG_THRESHOLD,
             gc.freeze()
             young, middle, full = _saved
             if young:  # 0: the caller switched collection off, and it stays off
-                gc.set_threshold(max(young, young_threshold), middle, full_every or full)
+                gc.set_threshold(max(young, young_threshold), middle_every or middle,
+                                 full_every or full)
             gc.callbacks.append(_time_pass)
         _batches += 1
     try:

@@ -45,8 +45,7 @@ class SessionsLoop:
     def start(self) -> None:
         # Hundreds of sessions in the server's process: the collector's passes over their heap
         # hold the interpreter, and so the server's loop; short young passes, rare full ones.
-        young_threshold, full_every = HOSTED
-        self._collector = batch_collector(young_threshold, full_every)
+        self._collector = batch_collector(*HOSTED)
         self._collector.__enter__()
         self.thread.start()
 

@@ -17,9 +17,11 @@ A Jupyter server's sessions want short pauses more than few of them: a pass hold
 interpreter, so the server's own loop (people's panels, REST) waits for it, and a pass costs
 about half a microsecond per object it looks at. With a young threshold of 20,000, the young and
 middle passes of 250 hosted sessions took 20-80 and 120-320 ms. The server therefore uses
-:data:`HOSTED`: a young threshold of 2,000 (passes of a few ms, middle ones of 20-40 ms) with
-full passes over the whole heap (hundreds of ms) no more often than at 20,000, a hundred middle
-passes apart instead of ten.
+:data:`HOSTED`: a young threshold of 2,000 (most young passes then take under a millisecond;
+middle ones up to about 85 ms), with full passes over the whole heap (hundreds of ms) no more
+often than at 20,000, a hundred middle passes apart instead of ten. A young pass can still see
+far more objects than its threshold: CPython counts allocations less deallocations, so while
+finished sessions are freed the young generation grows uncounted.
 
 Measured in ``docs/evaluation-runs.md`` ("Throughput") and ``docs/server.md`` ("The sessions'
 loop"). Batches that overlap in one process (and a server's sessions) share the setting: the

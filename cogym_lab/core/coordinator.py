@@ -157,6 +157,8 @@ class Coordinator:
         self.step_counts = dict.fromkeys(roles, 0)
         self.idle_ticks = 0  # ticks in a row with no act but waits
         self.clock_ticks = 0  # ticks of a clocked env's world so far (see clock)
+        #: A person played (see :meth:`_plays`): a clock that waits for a person starts.
+        self.person_played = False
         self.done = False
         self.end_reason: str | None = None
         self._task_specs = {spec.name: spec for spec in env.action_specs(include_internal=True)}
@@ -265,15 +267,11 @@ class Coordinator:
             return False
         return parsed.name == acts.WAIT_TEAMMATE_CONTINUE.name
 
-    def starts_play(self, raw: RawAction | None) -> bool:
-        """Whether ``raw`` plays the task, so that a clock waiting for a person starts when a
+    def _plays(self, parsed: Action) -> bool:
+        """Whether ``parsed`` plays the task, so that a clock waiting for a person starts when a
         person sends it: the explicit start (``WAIT_TEAMMATE_CONTINUE``, the panel's Start) or
         a task action the env calls play (:meth:`CoEnv.starts_play`), refused or not. Chat
-        and the other collaboration acts do not, nor does what does not parse."""
-        try:
-            parsed, _ = parse_action(_admit_action(raw), self._all_specs)
-        except ActionError:
-            return False
+        and the other collaboration acts do not."""
         if parsed.name == acts.WAIT_TEAMMATE_CONTINUE.name:
             return True
         return parsed.name in self._task_specs and self.env.starts_play(parsed)
@@ -294,6 +292,8 @@ class Coordinator:
             # The one parse of this action: from here on it travels typed, with its spec, and
             # is written as text only for the log and for prompts.
             parsed, spec = parse_action(raw, self._all_specs)
+            if member.kind == "person" and not self.person_played:
+                self.person_played = self._plays(parsed)
             act = self._acts.get(parsed.name)
             if act is not None:
                 return act(step, member, parsed, now)

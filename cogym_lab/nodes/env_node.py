@@ -153,7 +153,6 @@ class EnvNode:
         self._deferred: set[asyncio.Task[None]] = set()
         self.restored = restored
         self.clock: TickClock | None = None  # a clocked env's schedule, once it runs
-        self.person_played = False  # a person played (CoEnv.starts_play): a waiting clock starts
         self.announce_after = announce_after
         self._announce_at: float | None = None  # when typing news is due (monotonic)
         self._end_on_stop = True
@@ -293,16 +292,16 @@ class EnvNode:
 
     def clock_waits_for_a_person(self) -> bool:
         """Whether a clocked env's clock waits for a person's first play (the panel's Start
-        button, or any key they play with; not chat or co-planning: ``Coordinator.starts_play``):
+        button, or any key they play with; not chat or co-planning: ``Coordinator.person_played``):
         a real-time game with a person in it must not run while they find the panel or plan.
         Without a person (agents, simulated users) the clock starts with the session; a game
         that ticked already (a resumed one) goes on at once."""
-        return (not self.person_played and self.coordinator.clock_ticks == 0
+        return (not self.coordinator.person_played and self.coordinator.clock_ticks == 0
                 and any(member.kind == "person" for member in self.coordinator.members.values()))
 
     async def _wait_for_a_person(self, subscription: Any) -> None:
         """Apply steps as they come, without ticks, until a person plays."""
-        while not (self.coordinator.done or self._stop_reason or self.person_played):
+        while not (self.coordinator.done or self._stop_reason or self.coordinator.person_played):
             wait = None if self._announce_at is None \
                 else max(0.0, self._announce_at - time.monotonic())
             message = await subscription.get(wait)
@@ -354,9 +353,6 @@ class EnvNode:
             return
         now = time.time()
         if request.kind == "action":
-            member = self.coordinator.members.get(request.role)
-            if not self.person_played and member is not None and member.kind == "person":
-                self.person_played = self.coordinator.starts_play(request.action)
             try:
                 transition = self.coordinator.handle(request.role, request.action, now,
                                                      request_id=request.id, base=request.base,

@@ -30,6 +30,7 @@ from tests.support.clocked_env import Track
 from tests.support.hostile import hostile_text
 
 TEAM = [TeamMember(role="agent", kind="agent"), TeamMember(role="user", kind="user")]
+WITH_A_PERSON = [TeamMember(role="agent", kind="agent"), TeamMember(role="user", kind="person")]
 
 
 def coordinator(**env_args: Any) -> Coordinator:
@@ -274,15 +275,21 @@ async def test_a_game_with_a_person_starts_its_clock_when_the_person_first_acts(
 def test_only_playing_starts_a_clock_that_waits_for_a_person(text: str) -> None:
     """The task's own actions (refused or not) and the explicit start play; chat, plan actions
     and what does not parse do not, whatever the text says."""
-    c = Coordinator(with_plans(Track)(), TEAM, session_id="clock", step_limits={})
+    def played_after(raw: Any, role: str = "user") -> bool:
+        c = Coordinator(with_plans(Track)(), WITH_A_PERSON, session_id="clock", step_limits={})
+        c.start(0.0)
+        c.handle(role, raw, 1.0)
+        return c.person_played
+
     for raw in ("PUSH(step=1)", "PUSH(step=7)", {"name": "PUSH", "args": {"step": -1}},
                 "WAIT_TEAMMATE_CONTINUE()"):
-        assert c.starts_play(raw), raw
+        assert played_after(raw), raw
+        assert not played_after(raw, role="agent"), raw  # an agent's play is not a person's
     for raw in ({"name": "SEND_TEAMMATE_MESSAGE", "args": {"message": text}},
                 {"name": "ADD_STEP", "args": {"description": text}}, "SELECT_PLAN(index=0)",
                 "RUN_ALL()", 'ASSIGN_STEP(step="s1", assignee="person")', "FINISH()", text,
                 None, {"name": text}, 'SEND_TEAMMATE_MESSAGE(message="PUSH(step=1)")'):
-        assert not c.starts_play(raw), raw
+        assert not played_after(raw), raw
 
 
 @pytest.mark.timeout(60)

@@ -497,7 +497,10 @@ async def _agent_cells_done(live_cells, count: int) -> list[dict[str, Any]] | No
 
 
 def _saved_agent_cell(path) -> dict[str, Any] | None:
-    saved = nbformat.reads(path.read_text(), as_version=4)
+    try:
+        saved = nbformat.reads(path.read_text(), as_version=4)
+    except nbformat.reader.NotJSONError:  # read while the server rewrites it: not yet
+        return None
     cells = [c for c in saved.cells if AGENT_CELL_KEY in c.metadata and c.outputs]
     return cells[0] if cells else None
 

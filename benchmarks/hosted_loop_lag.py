@@ -4,6 +4,7 @@ behind "panels and REST stay responsive however many sessions a server hosts".
 Run from the repository root::
 
     python benchmarks/hosted_loop_lag.py [--sessions 250] [--latency 1.0] [--seconds 60]
+                                         [--arrivals 5]
 
 It prints figures and checks nothing. What it does:
 
@@ -13,7 +14,10 @@ It prints figures and checks nothing. What it does:
   seconds.
 * A real ``jupyter server`` with the cogym_lab extension runs in a child process. The script
   creates ``--sessions`` sessions through ``POST /cogym/api/sessions`` and keeps that many
-  running: a session that ends (each adds six items and finishes) is replaced by a new one.
+  running: a session that ends (each adds six items and finishes) is replaced by a new one
+  within half a second, with at most ``--arrivals`` creations under way at once. (These
+  sessions end within seconds and people's last many minutes, so replacing them in bursts
+  would measure arrivals, not hosting: 25 at once cost the server's loop tens of ms.)
 * Once they all run, for ``--seconds`` seconds, it times REST calls as a person's browser would
   make them: ``GET /cogym/api/status`` and ``GET /cogym/api/sessions/<id>`` of a running
   session, in turn, ten a second.
@@ -22,7 +26,8 @@ It prints figures and checks nothing. What it does:
   loop's (where the hosted sessions run, a thread of their own) and the garbage collector's
   passes over the last minute (each holds the interpreter: both loops wait for it).
 
-Figures: the server loop's lag p50/p99/max, the REST latency p50/p99/max, the sessions' loop lag,
+Figures: how many sessions ran while measured (mean and least), the server loop's lag
+p50/p99/max, the REST latency p50/p99/max, the sessions' loop lag, the collector's passes,
 sessions created and finished, and the server process's CPU time.
 """
 
@@ -74,14 +79,14 @@ async def wait_until_up(http: aiohttp.ClientSession, server: Server) -> None:
     raise RuntimeError("the jupyter server did not answer in 120 s")
 
 
-async def measure(sessions: int, latency: float, seconds: float) -> None:
+async def measure(sessions: int, latency: float, seconds: float, arrivals: int) -> None:
     folder = Path(tempfile.mkdtemp(prefix="cogym-hosted-lag-"))
     with lm_server_process(latency) as (base_url, stop_lm):
         server = Server(folder, sessions)
         try:
             async with aiohttp.ClientSession(headers=server.headers) as http:
                 await wait_until_up(http, server)
-                await run_load(http, server, base_url, sessions, seconds)
+                await run_load(http, server, base_url, sessions, seconds, arrivals)
         finally:
             # The LM first: stopped second, it would print a traceback for every request
             # the stopping server leaves half read.
@@ -92,16 +97,21 @@ async def measure(sessions: int, latency: float, seconds: float) -> None:
 
 
 async def run_load(http: aiohttp.ClientSession, server: Server, base_url: str, sessions: int,
-                   seconds: float) -> None:
+                   seconds: float, arrivals: int) -> None:
     api = server.url + "cogym/api/"
     body = {"task": TASK, "team": TEAM, "people": [],
             "lm": {"model": "scripted", "base_url": base_url, "api_key": "loopback"}}
     running: set[str] = set()
     created = failed = 0
 
+    # Sessions here end within seconds (scripted replies), people's last many minutes: at most
+    # ``arrivals`` creations at once, so that the figures are of hosting, not of a burst of
+    # arrivals (``--arrivals 25`` measures such bursts).
+    arriving = asyncio.Semaphore(arrivals)
+
     async def create() -> None:
         nonlocal created, failed
-        async with http.post(api + "sessions", json=body) as answer:
+        async with arriving, http.post(api + "sessions", json=body) as answer:
             data = await answer.json()
             if answer.status != 201:
                 failed += 1
@@ -112,16 +122,15 @@ async def run_load(http: aiohttp.ClientSession, server: Server, base_url: str, s
         running.add(data["session_id"])
 
     async def keep_running(stop: asyncio.Event) -> None:
-        """Replace the sessions that ended, every two seconds."""
+        """Replace the sessions that ended, twice a second, so that about ``sessions`` run
+        throughout the window."""
         while not stop.is_set():
             async with http.get(api + "sessions") as answer:
                 listed = (await answer.json())["sessions"]
             now_running = {s["session_id"] for s in listed if s["status"] == "running"}
             running.intersection_update(now_running)
-            missing = sessions - len(running)
-            for start in range(0, max(0, missing), 25):
-                await asyncio.gather(*(create() for _ in range(min(25, missing - start))))
-            await asyncio.sleep(2.0)
+            await asyncio.gather(*(create() for _ in range(max(0, sessions - len(running)))))
+            await asyncio.sleep(0.5)
 
     started = time.monotonic()
     for start in range(0, sessions, 25):  # in steps, as people would arrive
@@ -134,6 +143,7 @@ async def run_load(http: aiohttp.ClientSession, server: Server, base_url: str, s
     await asyncio.sleep(5)  # the first turns are under way
     cpu_before = server.cpu_seconds()
     latencies: list[float] = []
+    running_seen: list[int] = []  # sessions running, as each status call reported
     probe_until = time.monotonic() + seconds
     turn = 0
     while time.monotonic() < probe_until:
@@ -143,8 +153,10 @@ async def run_load(http: aiohttp.ClientSession, server: Server, base_url: str, s
             target = "sessions/" + next(iter(running))
         begun = time.monotonic()
         async with http.get(api + target) as answer:
-            await answer.read()
+            answered = await answer.json()
         latencies.append(time.monotonic() - begun)
+        if target == "status":
+            running_seen.append(answered["sessions_running"])
         await asyncio.sleep(max(0.0, 0.1 - (time.monotonic() - begun)))
     cpu = server.cpu_seconds() - cpu_before
     async with http.get(api + "status") as answer:
@@ -153,8 +165,8 @@ async def run_load(http: aiohttp.ClientSession, server: Server, base_url: str, s
     await keeper
     finished = created - len(running)
     lag, sessions_lag = status["loop_lag"], status.get("sessions_loop_lag") or {}
-    print(f"{status['sessions_running']} sessions running at the end; {created} created, "
-          f"about {finished} finished over the run")
+    print(f"sessions running while measured: mean {sum(running_seen) / len(running_seen):.0f}, "
+          f"least {min(running_seen)}; {created} created, about {finished} finished over the run")
     print(f"server loop lag (100 ms ticker, last minute, {lag['samples']} samples): "
           f"p50 {lag['p50_ms']:.1f} ms, p99 {lag['p99_ms']:.1f} ms, max {lag['max_ms']:.1f} ms")
     if sessions_lag:
@@ -180,10 +192,12 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=250)
     parser.add_argument("--latency", type=float, default=1.0, help="seconds per LM reply")
     parser.add_argument("--seconds", type=float, default=60.0, help="measured window")
+    parser.add_argument("--arrivals", type=int, default=5,
+                        help="session creations at once, at most (people arriving together)")
     options = parser.parse_args()
     print(f"{options.sessions} hosted sessions, {options.latency:g} s per LM reply, "
-          f"{os.cpu_count()} CPUs")
-    asyncio.run(measure(options.sessions, options.latency, options.seconds))
+          f"at most {options.arrivals} created at once, {os.cpu_count()} CPUs")
+    asyncio.run(measure(options.sessions, options.latency, options.seconds, options.arrivals))
 
 
 if __name__ == "__main__":

@@ -233,6 +233,11 @@ class Session:
         #: ``cogym_lab.sessions.provenance``) when ``run`` starts writing results.
         self.provenance: BaseModel | None = None
         self.provenance_of: Callable[[Session], BaseModel | None] | None = None
+        #: What the layer running the session adds to ``session.json``, so that it costs no
+        #: write of its own: ``record_fields`` in the first write (a batch session's place in
+        #: its batch), ``closing_fields()`` in the last (the batch runner's LM usage).
+        self.record_fields: dict[str, Any] = {}
+        self.closing_fields: Callable[[], dict[str, Any]] | None = None
         #: Every LM call of a member or task tool that failed past its retries while the
         #: session ran, and the one that ended it or cost its grade (``failure``).
         self.lm_failures: list[LMFailure] = []
@@ -319,10 +324,11 @@ class Session:
             self.provenance = await asyncio.to_thread(self.provenance_of, self)
         if writer and resumed:
             started = writer.session.get("started_at", started)
-            writer.write_session(**self.describe(), status="running",
+            writer.write_session(**self.describe(), **self.record_fields, status="running",
                                  resumed_at=[*writer.session.get("resumed_at", []), time.time()])
         elif writer:
-            writer.write_session(**self.describe(), started_at=started, status="running")
+            writer.write_session(**self.describe(), **self.record_fields, started_at=started,
+                                 status="running")
         self.env_node = EnvNode(
             bus, self.coordinator, idle_seconds=self.config.idle_seconds,
             join_timeout=self.config.join_timeout, seed=self.config.seed,
@@ -373,7 +379,8 @@ class Session:
                                  lm_failures=[f.model_dump(mode="json")
                                               for f in self.lm_failures],
                                  leakage=self.leakage_report().model_dump(mode="json"),
-                                 final_state=self.coordinator.snapshot())
+                                 final_state=self.coordinator.snapshot(),
+                                 **self._closing())
             writer.close()
         await self._publish_grading(grading)
         return result
@@ -436,7 +443,7 @@ class Session:
                                      end_reason=LOG_FAILED, ended_at=time.time(), delivered=False,
                                      outcome_class="infrastructure",
                                      logged_events=self.env_node.last_logged_seq,
-                                     events=self.coordinator.seq)
+                                     events=self.coordinator.seq, **self._closing())
             except OSError as error:
                 log.error("session %s: session.json could not say why it stopped (%s): %s",
                           self.session_id, self.env_node.log_failure, error)
@@ -478,9 +485,22 @@ class Session:
         await self._release()
         if writer:
             writer.write_session(status="interrupted", interrupted_at=time.time(),
-                                 interrupt_reason=self.interrupted, events=self.coordinator.seq)
+                                 interrupt_reason=self.interrupted, events=self.coordinator.seq,
+                                 **self._closing())
             writer.close()
         return result
+
+    def _closing(self) -> dict[str, Any]:
+        """``closing_fields()`` for the last write of ``session.json``; a failing hook costs
+        its fields, not the session's record."""
+        if self.closing_fields is None:
+            return {}
+        try:
+            return dict(self.closing_fields())
+        except Exception:  # the runner's record must not cost the session's own
+            log.exception("session %s: the fields to close session.json with could not be "
+                          "worked out", self.session_id)
+            return {}
 
     def leakage_report(self) -> LeakageReport:
         """Which hidden strings reached an agent other than through the human side so far."""

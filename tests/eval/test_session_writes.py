@@ -1,19 +1,25 @@
-"""A batch session writes its ``session.json`` twice, at the start and at the end: the batch
-runner's own record (the session's place in the batch, its LM usage) goes into those two writes
-rather than a third of its own (issue: nothing slow per call or per event)."""
+"""A session writes its ``session.json`` twice, at the start and at the end, however it is run:
+in a batch (the runner's own record, the session's place in the batch and its LM usage, goes
+into those two writes rather than a third of its own), by ``cogym-lab run`` and hosted by a
+server or kernel (issue: nothing slow per call or per event)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from cogym_lab.cli.main import main
 from cogym_lab.envs.todo import ExampleAgent, ExampleUser, TodoEnv
 from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.nodes.results import SESSION_FILE, read_session
+from cogym_lab.runtime.hosting import SessionHost
 from cogym_lab.testing import ScriptedOpenAIServer
 from tests.support.batch_runs import batch_run
 from tests.support.lm_scripts import TodoRolePlay
@@ -31,8 +37,9 @@ FINISHED_FIELDS = {
     "step_counts", "task", "team"}
 
 
-def test_a_batch_session_writes_session_json_at_its_start_and_end_only(tmp_path, monkeypatch):
-    # Every writer of session.json (the session's, the runner's) lands it with os.replace.
+def _count_writes(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """Each session.json written from now on, as written. Every writer of it (the session's,
+    the batch runner's, the host's) lands it with os.replace."""
     written: list[dict[str, Any]] = []
     real_replace = os.replace
 
@@ -42,6 +49,11 @@ def test_a_batch_session_writes_session_json_at_its_start_and_end_only(tmp_path,
         real_replace(source, target, *args, **kwargs)
 
     monkeypatch.setattr(os, "replace", counted)
+    return written
+
+
+def test_a_batch_session_writes_session_json_at_its_start_and_end_only(tmp_path, monkeypatch):
+    written = _count_writes(monkeypatch)
     with ScriptedOpenAIServer(responder=TodoRolePlay()) as server:
         summary = batch_run(tmp_path / "run", server, instances="0", workers=0)
     [entry] = summary.sessions
@@ -80,3 +92,30 @@ def test_a_failing_closing_hook_costs_its_fields_not_the_sessions_record(tmp_pat
     meta = read_session(tmp_path)
     assert meta["status"] == "finished" and meta["delivered"] is result.delivered
     assert meta["batch"] == {"note": "</script> \u202e ' \" \\"} and "lm_usage" not in meta
+
+
+def test_the_run_command_writes_session_json_at_the_start_and_end_only(tmp_path, monkeypatch):
+    written = _count_writes(monkeypatch)
+    result = CliRunner().invoke(main, ["run", "--out", str(tmp_path), "--quiet",
+                                       "--idle-seconds", "2"])
+    assert result.exit_code == 0, result.output
+    assert [record["status"] for record in written] == ["running", "finished"]
+    (folder,) = tmp_path.iterdir()
+    assert read_session(folder) == written[-1] and written[-1]["final_state"]
+
+
+async def test_a_hosted_session_writes_session_json_at_the_start_and_end_only(tmp_path,
+                                                                             monkeypatch):
+    written = _count_writes(monkeypatch)
+    host = SessionHost(tmp_path / "results")
+    try:
+        hosted = await host.create("todo", team="example", idle_seconds=2)
+        deadline = time.monotonic() + 60
+        while hosted.status == "running":
+            assert time.monotonic() < deadline, "the session did not end"
+            await asyncio.sleep(0.05)
+    finally:
+        await host.close()
+    assert hosted.end_reason == "finished"
+    assert [record["status"] for record in written] == ["running", "finished"]
+    assert read_session(tmp_path / "results" / hosted.session_id) == written[-1]

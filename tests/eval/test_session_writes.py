@@ -86,12 +86,27 @@ def test_a_failing_closing_hook_costs_its_fields_not_the_sessions_record(tmp_pat
     session = Session(TodoEnv(), {"agent": ExampleAgent(), "user": ExampleUser()},
                       kinds=AGENT_AND_USER, results_dir=tmp_path,
                       config=SessionConfig(idle_seconds=2))
-    session.record_fields = {"batch": {"note": "</script> \u202e ' \" \\"}}
+    # a field the session writes itself stays the session's
+    session.record_fields = {"batch": {"note": "</script> \u202e ' \" \\"}, "task": "forged",
+                             "status": "forged"}
     session.closing_fields = broken
     result = session.run_sync()
     meta = read_session(tmp_path)
     assert meta["status"] == "finished" and meta["delivered"] is result.delivered
+    assert meta["task"] == "todo"
     assert meta["batch"] == {"note": "</script> \u202e ' \" \\"} and "lm_usage" not in meta
+
+
+def test_the_closing_fields_give_way_to_the_sessions_own(tmp_path):
+    session = Session(TodoEnv(), {"agent": ExampleAgent(), "user": ExampleUser()},
+                      kinds=AGENT_AND_USER, results_dir=tmp_path,
+                      config=SessionConfig(idle_seconds=2))
+    session.closing_fields = lambda: {"status": "forged", "ended_at": -1.0,
+                                      "lm_usage": {"agent": {"calls": 0}}}
+    session.run_sync()
+    meta = read_session(tmp_path)
+    assert meta["status"] == "finished" and meta["ended_at"] >= meta["started_at"] > 0
+    assert meta["lm_usage"] == {"agent": {"calls": 0}}
 
 
 def test_the_run_command_writes_session_json_at_the_start_and_end_only(tmp_path, monkeypatch):

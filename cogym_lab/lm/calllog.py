@@ -26,7 +26,9 @@ writes each line with one ``write`` to a descriptor opened for appending, with n
 own: a line is in the operating system's hands when :func:`write_call` returns, and a crash of the
 process loses none (a line is never half written by this process). Cleaning and redaction are
 remembered per long string (:mod:`cogym_lab.lm.text_memo`), so a prompt's history is scanned once,
-not on every call that sends it again. One process writes a given log: a file rotated by another
+not on every call that sends it again; and each message's JSON is kept (:class:`_MessageMemo`),
+so a line is put together from the JSON of the messages resent, not encoded whole each time (the
+same bytes: :func:`_line_data`). One process writes a given log: a file rotated by another
 would go on being written under its new name until this one reopens it (:func:`close_logs`).
 """
 
@@ -39,15 +41,16 @@ import json
 import os
 import re
 import threading
+import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from cogym_lab.core.jsonl import read_jsonl
-from cogym_lab.lm.text_memo import StringMemo, clean_messages
+from cogym_lab.lm.text_memo import MAX_CHARS, StringMemo, clean_messages
 
 REDACTED = "[REDACTED]"
 
@@ -152,10 +155,9 @@ def write_call(path: str | Path, record: dict[str, Any],
     if line["time"] is None:
         line["time"] = datetime.now(UTC).isoformat(timespec="milliseconds")
     line.update({k: v for k, v in record.items() if k not in line})
-    data, line = _encoded(line, _usable_secrets(secrets))
-    if max_bytes and len(data) > max_bytes - 1:
-        data = _fit(line, max_bytes - 1).encode("utf-8")
-    data += b"\n"
+    data, written = _line_data(line, _usable_secrets(secrets))
+    if max_bytes and len(data) > max_bytes:
+        data = _fit(written(), max_bytes - 1).encode("utf-8") + b"\n"
     target = os.fspath(path)
     if not os.path.isabs(target):  # one open file per log, however its path is spelt
         target = os.path.abspath(target)
@@ -258,6 +260,123 @@ def _encoded(line: dict[str, Any], secrets: list[str]) -> tuple[bytes, dict[str,
     return data, line
 
 
+def _line_data(line: dict[str, Any], secrets: list[str]
+               ) -> tuple[bytes, Callable[[], dict[str, Any]]]:
+    """What :func:`_encoded` gives for ``line``, byte for byte, and a newline; with each
+    message of its ``messages`` encoded (and cleaned and redacted) once, not on every call that
+    resends it. The rest of the line is encoded as before, with a marker where the messages go,
+    and their JSON is put in its place. The line as written comes from the function returned
+    (wanted only to cut an oversized line).
+    """
+    messages = line.get("messages")
+    if not messages or not isinstance(messages, list):
+        data, whole = _encoded(line, secrets)
+        return data + b"\n", lambda: whole
+    rest, rest_line = _encoded({**line, "messages": _MESSAGES_HERE}, secrets)
+    around = rest.split(_MESSAGES_MARK)
+    if len(around) != 2:  # the marker's text in the line itself: the whole line, as before
+        data, whole = _encoded(line, secrets)
+        return data + b"\n", lambda: whole
+    encoded = _message_memo.encode_all(messages, secrets)
+    # Each message's JSON is kept with the ", " that follows it (the encoder's separator), so
+    # the line is put together in one copy.
+    pieces = [around[0] + b"[", *(data for data, _ in encoded), b"]" + around[1] + b"\n"]
+    pieces[-2] = pieces[-2][:-len(_SEPARATOR)]  # the last message has no ", " after it
+    data = b"".join(pieces)
+
+    def written() -> dict[str, Any]:
+        listed = [message for _, message in encoded]
+        return {key: listed if value is _MESSAGES_HERE else value
+                for key, value in rest_line.items()}
+
+    return data, written
+
+
+class _Marker:
+    """Where a line's messages go: encoded (``default=str``) as a string no text holds."""
+
+    def __init__(self) -> None:
+        # No "sk-" and no "bearer" in it: the marker alone never makes a line look for secrets.
+        self.text = f"cogym:messages:{uuid.uuid4().hex}"
+
+    def __str__(self) -> str:
+        return self.text
+
+
+_MESSAGES_HERE = _Marker()
+_MESSAGES_MARK = f'"{_MESSAGES_HERE}"'.encode()
+_SEPARATOR = b", "
+
+
+class _MessageMemo:
+    """Each message's line JSON (cleaned and redacted), kept by its content: a prompt's history
+    is resent on every call, and encoding it anew made a call's log cost grow with it.
+
+    A message of text fields only (``{"role": ..., "content": ...}``) is kept under its text and
+    the secrets it was redacted with; Python keeps its strings' hashes, so a resent message is
+    found without reading its text again. At most ``max_chars`` characters are kept, the least
+    recently used dropped first; other messages are encoded each time.
+    """
+
+    def __init__(self, max_chars: int = MAX_CHARS) -> None:
+        self._max_chars = max_chars
+        self._chars = 0
+        self._lock = threading.Lock()  # call logs are written from worker threads too
+        self._entries: OrderedDict[tuple[Any, ...], tuple[bytes, Any, int]] = OrderedDict()
+
+    def encode_all(self, messages: list[Any], secrets: list[str]) -> list[tuple[bytes, Any]]:
+        """Each message's JSON followed by ``", "``, and the message as cleaned and redacted."""
+        tag = tuple(secrets)
+        found: list[tuple[bytes, Any] | None] = []
+        missed: list[tuple[int, Any, tuple[Any, ...] | None]] = []
+        entries = self._entries
+        with self._lock:  # one hold for the whole prompt: this runs for every message of a call
+            for message in messages:
+                key = None
+                if type(message) is dict:
+                    items = tuple(message.items())
+                    for name, value in items:
+                        if type(name) is not str or type(value) is not str:
+                            break
+                    else:
+                        key = (tag, items)
+                        entry = entries.get(key)
+                        if entry is not None:
+                            entries.move_to_end(key)
+                            found.append((entry[0], entry[1]))
+                            continue
+                missed.append((len(found), message, key))
+                found.append(None)
+        for index, message, key in missed:
+            data, written = _encoded(message, secrets)
+            data += _SEPARATOR
+            found[index] = (data, written)
+            if key is not None:
+                self._keep(key, data, written)
+        return found  # type: ignore[return-value]  # every None was filled in above
+
+    def _keep(self, key: tuple[Any, ...], data: bytes, written: Any) -> None:
+        size = sum(len(name) + len(value) for name, value in key[1]) + len(data)
+        with self._lock:
+            if key not in self._entries:
+                self._entries[key] = (data, written, size)
+                self._chars += size
+            while self._chars > self._max_chars and self._entries:
+                _, (_data, _written, dropped) = self._entries.popitem(last=False)
+                self._chars -= dropped
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._chars = 0
+
+
+_message_memo = _MessageMemo()
+
+
 def _may_hold_secret(text: str, secrets: list[str]) -> bool:
     """Whether :func:`redact` could change a value whose JSON is ``text``."""
     if "sk-" in text:
@@ -286,7 +405,7 @@ def log_files(path: str | Path) -> list[Path]:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
-def _dumps(line: dict[str, Any]) -> str:
+def _dumps(line: Any) -> str:
     return _ENCODER.encode(line)
 
 

@@ -51,6 +51,11 @@ class ResultsWriter:
         self._session.update(fields)
         _write_json(self.directory / SESSION_FILE, self._session)
 
+    def add_to_next_write(self, fields: dict[str, Any]) -> None:
+        """Merge ``fields`` into what the next :meth:`write_session` writes, without a write of
+        their own; that write's own fields win where both name one."""
+        self._session.update(fields)
+
     def append_event(self, event: Event) -> None:
         """Append ``event`` as one line, whole or not at all.
 

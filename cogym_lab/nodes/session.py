@@ -233,6 +233,12 @@ class Session:
         #: ``cogym_lab.sessions.provenance``) when ``run`` starts writing results.
         self.provenance: BaseModel | None = None
         self.provenance_of: Callable[[Session], BaseModel | None] | None = None
+        #: What the layer running the session adds to ``session.json``, so that it costs no
+        #: write of its own: ``record_fields`` in the first write (a batch session's place in
+        #: its batch), ``closing_fields()`` in the last (the batch runner's LM usage). The
+        #: session's own fields win where both name one.
+        self.record_fields: dict[str, Any] = {}
+        self.closing_fields: Callable[[], dict[str, Any]] | None = None
         #: Every LM call of a member or task tool that failed past its retries while the
         #: session ran, and the one that ended it or cost its grade (``failure``).
         self.lm_failures: list[LMFailure] = []
@@ -317,6 +323,8 @@ class Session:
         started = time.time()
         if writer and self.provenance_of is not None:  # hashes data files: off the event loop
             self.provenance = await asyncio.to_thread(self.provenance_of, self)
+        if writer:
+            writer.add_to_next_write(self.record_fields)
         if writer and resumed:
             started = writer.session.get("started_at", started)
             writer.write_session(**self.describe(), status="running",
@@ -367,6 +375,7 @@ class Session:
         result, grading = await self._graded_result(started)
         await self._release()
         if writer:
+            self._add_closing_fields(writer)
             writer.write_session(status="finished", ended_at=time.time(),
                                  **result.model_dump(exclude={"results_dir", "task",
                                                               "session_id"}),
@@ -432,6 +441,7 @@ class Session:
         await self._release()
         if writer:
             try:
+                self._add_closing_fields(writer)
                 writer.write_session(status="failed", error=self.env_node.log_failure,
                                      end_reason=LOG_FAILED, ended_at=time.time(), delivered=False,
                                      outcome_class="infrastructure",
@@ -477,10 +487,22 @@ class Session:
         result = self.result(time.time() - started, {})
         await self._release()
         if writer:
+            self._add_closing_fields(writer)
             writer.write_session(status="interrupted", interrupted_at=time.time(),
                                  interrupt_reason=self.interrupted, events=self.coordinator.seq)
             writer.close()
         return result
+
+    def _add_closing_fields(self, writer: ResultsWriter) -> None:
+        """``closing_fields()`` into the last write of ``session.json`` (whose own fields win
+        where both name one); a failing hook costs its fields, not the session's record."""
+        if self.closing_fields is None:
+            return
+        try:
+            writer.add_to_next_write(dict(self.closing_fields()))
+        except Exception:  # the runner's record must not cost the session's own
+            log.exception("session %s: the fields to close session.json with could not be "
+                          "worked out", self.session_id)
 
     def leakage_report(self) -> LeakageReport:
         """Which hidden strings reached an agent other than through the human side so far."""

@@ -8,6 +8,7 @@ import io
 import json
 import re
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -171,7 +172,11 @@ def test_run_json_records_config_versions_lms_and_tokens(task_runs):
         assert written["session_config"]["timeout"] == 240
         assert {role: lm["model"] for role, lm in written["lms"].items()} == {
             **{role: f"{role}-lm" for role in roles}, "tools": "tool-lm"}
-        assert written["versions"]["cogym_lab"] and written["versions"]["openai"]
+        # aiohttp carries the LM calls; openai (installed for the tests) is no LM's and says so
+        versions = written["versions"]
+        assert versions["cogym_lab"] and versions["aiohttp"] == metadata.version("aiohttp")
+        assert versions["openai"] == metadata.version("openai") + \
+            " (installed; not used for LM calls)"
         assert len(written["invocations"]) == 1 and written["invocations"][0]["ran"] == len(
             task_runs.instances)
         # How late the loop the sessions ran on (the engine's own thread) woke; none when the

@@ -265,3 +265,68 @@ def test_the_call_logs_quick_line_is_what_cleaning_and_redacting_every_string_gi
     usable = calllog._usable_secrets(secrets)
     data, _line = calllog._encoded(record, usable)
     assert json.loads(data) == json.loads(calllog._dumps(calllog.redact(clean(record), usable)))
+
+
+# -- each message's JSON encoded once --------------------------------------------------------------
+
+_LOGGED_MESSAGE = st.one_of(
+    st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "system"]),
+                           "content": _LOG_TEXT}),
+    st.dictionaries(_LOG_TEXT, _LOG_TEXT, max_size=3),  # hostile keys, secrets in keys too
+    st.fixed_dictionaries({"role": st.just("user"),  # not text alone: encoded every time
+                           "content": st.lists(st.fixed_dictionaries(
+                               {"type": st.just("text"), "text": _LOG_TEXT}), max_size=2)}),
+    st.fixed_dictionaries({"role": st.just("assistant"), "content": st.none()}),
+    _LOG_TEXT)
+
+
+@settings(max_examples=150)
+@given(st.lists(_LOGGED_MESSAGE, max_size=6), st.lists(_LOGGED_MESSAGE, min_size=1, max_size=3),
+       st.dictionaries(_LOG_TEXT, _LOG_TEXT, max_size=2),
+       st.lists(st.sampled_from(["s3cr\"et\\key", "plainkey123", "", "tok", "ess"]),
+                max_size=2))
+def test_a_line_put_together_from_kept_messages_is_the_whole_lines_encoding(
+        history: list[Any], new: list[Any], extra: dict[str, str], secrets: list[str]) -> None:
+    """Byte for byte what encoding the whole line gives, newline added, on a first send, a
+    resend of the same history (its messages' JSON kept) and a grown one; and the same line
+    as written, which cutting an oversized line starts from."""
+    usable = calllog._usable_secrets(secrets)
+    for messages in (history, list(history), [*history, *new]):
+        line = dict.fromkeys(calllog.FIELDS) | {"messages": messages,
+                                                    "completion": "ok"} | extra
+        whole, whole_line = calllog._encoded(line, usable)
+        data, written = calllog._line_data(line, usable)
+        assert data == whole + b"\n"
+        assert written() == whole_line
+
+
+def test_a_resent_message_is_encoded_once_and_redacted_for_each_lms_secrets(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    encoded: list[Any] = []
+    real = calllog._encoded
+
+    def counting(value: Any, secrets: list[str]) -> tuple[bytes, Any]:
+        if isinstance(value, dict) and "role" in value:
+            encoded.append(value)
+        return real(value, secrets)
+
+    monkeypatch.setattr(calllog, "_encoded", counting)
+    monkeypatch.setattr(calllog, "_message_memo", calllog._MessageMemo())
+    key = "sk-live" + "Q" * 30
+    history = [{"role": "system", "content": f"key {key}; say \"</script>\" \\ \ud800 ok"}]
+    for turn in range(10):
+        history.append({"role": "user", "content": f"turn {turn}: Bearer tok{turn}.x \u202e é"})
+        write_call(tmp_path / "a" / "lm_calls.jsonl", {"messages": text_memo.clean_messages(
+            history)}, [key])
+    assert len(encoded) == len(history)  # not 1 + 2 + ... + 11
+    # Another LM's secrets: its own encodings, redacted for them
+    write_call(tmp_path / "b" / "lm_calls.jsonl", {"messages": history}, ["turn 3"])
+    assert len(encoded) == 2 * len(history)
+    first = read_calls(tmp_path / "a" / "lm_calls.jsonl")[-1]["messages"]
+    other = read_calls(tmp_path / "b" / "lm_calls.jsonl")[-1]["messages"]
+    assert first[0]["content"] == other[0]["content"] == \
+        "key [REDACTED]; say \"</script>\" \\ \ufffd ok"  # a given secret; a key's shape
+    assert first[4]["content"] == "turn 3: Bearer [REDACTED] \u202e é"
+    assert other[4]["content"] == "[REDACTED]: Bearer [REDACTED] \u202e é"
+    for messages in (first, other):
+        assert not any(key in message["content"] for message in messages)

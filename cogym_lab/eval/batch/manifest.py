@@ -38,8 +38,13 @@ SESSIONS_FILE = "sessions.jsonl"
 # 2: session entries that ended after run.json was written are in sessions.jsonl. Format 1 runs
 # (run.json rewritten after every session, no sessions.jsonl) read the same way.
 RUN_FORMAT = 2
-VERSIONED_PACKAGES = ("cogym_lab", "openai", "pydantic", "numpy", "pandas", "jupyter_client",
-                      "bm25s", "tqdm")
+# aiohttp carries the LM calls (plain JSON posts); llama_cpp_python those of a local model.
+VERSIONED_PACKAGES = ("cogym_lab", "aiohttp", "llama_cpp_python", "pydantic", "numpy", "pandas",
+                      "jupyter_client", "bm25s", "tqdm")
+#: Packages recorded only when installed, and labelled as not carrying the LM calls: no LM
+#: imports them, so their version decides nothing a run did.
+UNUSED_PACKAGES = ("openai",)
+UNUSED_LABEL = " (installed; not used for LM calls)"
 
 SessionStatus = Literal["finished", "failed", "pending"]
 
@@ -331,11 +336,17 @@ def read_run(directory: str | Path) -> RunSummary | None:
 
 
 def package_versions() -> dict[str, str]:
-    """Python, the platform and the versions of the packages a run's results depend on."""
+    """Python, the platform and the versions of the packages a run's results depend on (those
+    installed); ``openai``, when installed, labelled as not carrying the LM calls."""
     versions = {"python": sys.version.split()[0], "platform": platform.platform()}
     for name in VERSIONED_PACKAGES:
         try:
             versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    for name in UNUSED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name) + UNUSED_LABEL
         except metadata.PackageNotFoundError:
             continue
     return versions

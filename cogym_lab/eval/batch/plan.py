@@ -11,6 +11,7 @@ and returns its ``run.json`` entry, recording a failure rather than raising it.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +23,8 @@ from cogym_lab.eval.batch.manifest import Price, SessionEntry, Tokens
 from cogym_lab.eval.batch.progress import CostMeter, cost_usd, lm_usage, outside_usage
 from cogym_lab.eval.batch.seeds import ENV, trial_seed
 from cogym_lab.eval.batch.sessions import (
+    LM_USAGE_FIELD,
     clear_partial,
-    merge_session_file,
     new_batch_session_id,
     record_failure,
     session_dir_name,
@@ -31,6 +32,7 @@ from cogym_lab.eval.batch.sessions import (
 )
 from cogym_lab.lm import LM
 from cogym_lab.nodes.env_node import LOG_FAILED
+from cogym_lab.nodes.session import Session
 from cogym_lab.sessions import LMSettings, SessionSpec, build_session
 from cogym_lab.teams.config import TeamConfig
 
@@ -93,15 +95,19 @@ async def run_planned_session(plan: BatchPlan, directory: Path, number: int, tri
         env, lms = session.env, session.lms
         if meter is not None:
             meter.track((number, trial), lms)
+        # The runner's own record goes into the session's two writes of session.json (no third
+        # one): its place in the batch at the start, its LM usage with the end, so a session.json
+        # that says finished always holds it. An outside agent's tokens are those it reported
+        # (its LM is not the session's).
+        recorded: dict[str, dict[str, Any]] = {}
+        session.record_fields = {"batch": identity}
+        session.closing_fields = functools.partial(_closing_usage, session, recorded)
         result = await session.run()
         env = None  # the session closed it
         if result.end_reason == LOG_FAILED and session.env_node is not None and \
                 (full := disk_full_cause(session.env_node.log_error)) is not None:
             raise full  # not this session's failure: the batch stops (below)
-        # The runner's own record of the session, before the entry says it finished; an
-        # outside agent's tokens are those it reported (its LM is not the session's).
-        usage = {**lm_usage(lms), **outside_usage(session.members)}
-        merge_session_file(directory, lm_usage=usage, batch=identity)
+        usage = recorded or _usage(session)
         entry = entry.model_copy(update={
             "status": "finished", "end_reason": result.end_reason,
             "delivered": result.delivered, "scores": result.scores,
@@ -110,8 +116,8 @@ async def run_planned_session(plan: BatchPlan, directory: Path, number: int, tri
     except Exception as error:
         if disk_full_cause(error) is not None:
             # A full disk fails every session alike: raised, it stops the batch, and this
-            # session stays pending. Its folder goes (which frees space too): one whose
-            # session.json says finished, without the runner's record, would not be redone.
+            # session stays pending. Its folder goes (which frees space too), so a resumed run
+            # starts it again from scratch.
             with contextlib.suppress(OSError):
                 clear_partial(directory)
             raise
@@ -128,6 +134,18 @@ async def run_planned_session(plan: BatchPlan, directory: Path, number: int, tri
         meter.settle((number, trial), by_model)
     return entry.model_copy(update={"tokens": Tokens.from_models(by_model),
                                     "cost_usd": cost_usd(by_model, plan.prices)})
+
+
+def _usage(session: Session) -> dict[str, dict[str, Any]]:
+    return {**lm_usage(session.lms), **outside_usage(session.members)}
+
+
+def _closing_usage(session: Session, recorded: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The LM usage for the session's last write of session.json, kept in ``recorded`` for the
+    run.json entry too (the same numbers in both)."""
+    recorded.clear()
+    recorded.update(_usage(session))
+    return {LM_USAGE_FIELD: recorded}
 
 
 async def _close(env: CoEnv | None, lms: Iterable[LM]) -> None:

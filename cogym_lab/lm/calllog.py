@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from cogym_lab.core.jsonl import read_jsonl
-from cogym_lab.lm.text_memo import MAX_CHARS, StringMemo, clean_messages
+from cogym_lab.lm.text_memo import MAX_CHARS, SizedCache, StringMemo, clean_messages
 
 REDACTED = "[REDACTED]"
 
@@ -319,18 +319,15 @@ class _MessageMemo:
     """
 
     def __init__(self, max_chars: int = MAX_CHARS) -> None:
-        self._max_chars = max_chars
-        self._chars = 0
-        self._lock = threading.Lock()  # call logs are written from worker threads too
-        self._entries: OrderedDict[tuple[Any, ...], tuple[bytes, Any, int]] = OrderedDict()
+        self._kept: SizedCache[tuple[Any, ...], tuple[bytes, Any]] = SizedCache(max_chars)
 
     def encode_all(self, messages: list[Any], secrets: list[str]) -> list[tuple[bytes, Any]]:
         """Each message's JSON followed by ``", "``, and the message as cleaned and redacted."""
         tag = tuple(secrets)
         found: list[tuple[bytes, Any] | None] = []
         missed: list[tuple[int, Any, tuple[Any, ...] | None]] = []
-        entries = self._entries
-        with self._lock:  # one hold for the whole prompt: this runs for every message of a call
+        kept = self._kept
+        with kept.lock:  # one hold for the whole prompt: this runs for every message of a call
             for message in messages:
                 key = None
                 if type(message) is dict:
@@ -340,10 +337,9 @@ class _MessageMemo:
                             break
                     else:
                         key = (tag, items)
-                        entry = entries.get(key)
+                        entry = kept.get(key, refresh=True)
                         if entry is not None:
-                            entries.move_to_end(key)
-                            found.append((entry[0], entry[1]))
+                            found.append(entry)
                             continue
                 missed.append((len(found), message, key))
                 found.append(None)
@@ -352,26 +348,15 @@ class _MessageMemo:
             data += _SEPARATOR
             found[index] = (data, written)
             if key is not None:
-                self._keep(key, data, written)
+                size = sum(len(name) + len(value) for name, value in key[1]) + len(data)
+                kept.keep(key, (data, written), size)
         return found  # type: ignore[return-value]  # every None was filled in above
 
-    def _keep(self, key: tuple[Any, ...], data: bytes, written: Any) -> None:
-        size = sum(len(name) + len(value) for name, value in key[1]) + len(data)
-        with self._lock:
-            if key not in self._entries:
-                self._entries[key] = (data, written, size)
-                self._chars += size
-            while self._chars > self._max_chars and self._entries:
-                _, (_data, _written, dropped) = self._entries.popitem(last=False)
-                self._chars -= dropped
-
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._kept)
 
     def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._chars = 0
+        self._kept.clear()
 
 
 _message_memo = _MessageMemo()

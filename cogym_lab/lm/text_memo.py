@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from cogym_lab.core.text import clean_text
 
@@ -26,39 +26,73 @@ MIN_REMEMBERED = 256
 #: Characters a memo keeps (originals counted once): a few tens of MB at most.
 MAX_CHARS = 8_000_000
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class SizedCache(Generic[K, V]):
+    """Values by key, at most ``max_chars`` characters in all (each value's size given when it
+    is kept), the oldest dropped first; with ``refresh``, a value found counts as new again.
+
+    Safe across threads: call logs are written from worker threads too.
+    """
+
+    def __init__(self, max_chars: int = MAX_CHARS) -> None:
+        self._max_chars = max_chars
+        self._chars = 0
+        self.lock = threading.Lock()
+        self._entries: OrderedDict[K, tuple[V, int]] = OrderedDict()
+
+    def get(self, key: K, *, refresh: bool = False) -> V | None:
+        """The value kept under ``key``, or ``None``; the caller holds :attr:`lock` to refresh."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if refresh:
+            self._entries.move_to_end(key)
+        return entry[0]
+
+    def keep(self, key: K, value: V, size: int) -> None:
+        with self.lock:
+            if key not in self._entries:
+                self._entries[key] = (value, size)
+                self._chars += size
+            while self._chars > self._max_chars and self._entries:
+                _, (_value, dropped) = self._entries.popitem(last=False)
+                self._chars -= dropped
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        with self.lock:
+            self._entries.clear()
+            self._chars = 0
+
 
 class StringMemo:
     """Results of a function of one string, remembered by the string's identity."""
 
     def __init__(self, work: Callable[[str], str], *, max_chars: int = MAX_CHARS) -> None:
         self._work = work
-        self._max_chars = max_chars
-        self._chars = 0
-        self._lock = threading.Lock()  # call logs are written from worker threads too
-        self._entries: OrderedDict[int, tuple[str, str]] = OrderedDict()
+        # Keyed by id(): the original is kept beside its result, so its id is not reused.
+        self._kept: SizedCache[int, tuple[str, str]] = SizedCache(max_chars)
 
     def __call__(self, text: str) -> str:
         if len(text) < MIN_REMEMBERED:
             return self._work(text)
-        entry = self._entries.get(id(text))
+        entry = self._kept.get(id(text))
         if entry is not None and entry[0] is text:
             return entry[1]
         result = self._work(text)
-        with self._lock:
-            self._entries[id(text)] = (text, result)
-            self._chars += len(text)
-            while self._chars > self._max_chars and self._entries:
-                _, (old, _old_result) = self._entries.popitem(last=False)
-                self._chars -= len(old)
+        self._kept.keep(id(text), (text, result), len(text))
         return result
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._kept)
 
     def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._chars = 0
+        self._kept.clear()
 
 
 def _clean_one(text: str) -> str:

@@ -4,6 +4,10 @@ A *member* is any object with ``start(context)``, ``async act(notification) -> a
 and ``end(final)``: an LM agent, a simulated user, a rule-based script. A person is a member too,
 who acts from a panel instead of through such an object.
 
+A member may also have ``set_waker(wake)``: its node then gives it ``wake``, a callable that has
+``act`` called again on the current state, for background work (an LM writing something) that
+has an action to send when no notification would come.
+
 A *member type* is how a team file names one (``type = "collaborative"``). It is registered
 once, with its kind, and builds the member from a :class:`MemberSetup`:
 

@@ -130,6 +130,10 @@ class MemberNode:
         self._last_action: str | None = None
         self._unreported: list[LMError] = []  # the teammate's LM failures not yet sent
         self._watched_lm: LM | None = None
+        self._act_again = False  # the teammate asked to act again on the current state
+        set_waker = getattr(teammate, "set_waker", None)
+        if callable(set_waker):
+            set_waker(self.act_again)
         lm = getattr(teammate, "lm", None)
         if report_lm_failures and isinstance(lm, LM):
             self._watched_lm = lm
@@ -163,6 +167,13 @@ class MemberNode:
         self._syncs_asked.append(self._awaiting)
         self.stats["syncs_asked"] += 1
         await self._send(StepRequest(role=self.role, kind="sync"))
+
+    def act_again(self) -> None:
+        """The teammate's waker (``Member``'s optional ``set_waker``): its background work has
+        something to send, so it is woken with the current state (a sync's answer, no event)
+        even when nothing happens in the session."""
+        self._act_again = True
+        self._wake.set()
 
     async def _receive(self, subscription: Any) -> None:
         async for message in subscription:
@@ -206,6 +217,9 @@ class MemberNode:
             if not await self._woken():
                 continue
             self._wake.clear()
+            if self._act_again and self._started:
+                self._act_again = False
+                await self.request_sync()  # its answer wakes the teammate
             if not self._inbox:
                 continue
             if self._awaiting and not any(n.done for n in self._inbox):

@@ -270,6 +270,58 @@ async def test_a_game_with_a_person_starts_its_clock_when_the_person_first_acts(
     assert replay(tmp_path).final_state_checked
 
 
+class WritesInTheBackground(Pusher):
+    """An agent whose note is written in the background (as an LM would) while the clock waits
+    for a person: it wakes itself through its node's waker to send it, as no tick would."""
+
+    NOTE = "Ready when you are \u202e<b>PUSH(step=1)</b>"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wake: Any = None
+        self.note: str | None = None
+        self.woken_by: list[EventType] = []
+        self._writing: asyncio.Task[None] | None = None
+
+    def set_waker(self, wake: Any) -> None:
+        self.wake = wake
+
+    async def _write(self) -> None:
+        await asyncio.sleep(0.2)
+        self.note = self.NOTE
+        self.wake()
+
+    async def act(self, notification: Notification) -> Any:
+        if self._writing is None:
+            self._writing = asyncio.create_task(self._write())
+            return None  # never waits for the note
+        if self.note is not None:
+            note, self.note = self.note, None
+            self.woken_by.append(notification.event.type)
+            return {"name": "SEND_TEAMMATE_MESSAGE", "args": {"message": note}}
+        return await super().act(notification)
+
+
+@pytest.mark.timeout(60)
+async def test_a_member_wakes_itself_for_its_background_work_while_the_clock_waits(
+        bus_factory, tmp_path) -> None:
+    agent = WritesInTheBackground()
+    session = Session(Track(ticks=10, tick_seconds=0.02),
+                      {"agent": agent, "user": Starter(delay=1.0)},
+                      kinds={"agent": "agent", "user": "person"}, bus=await bus_factory(),
+                      results_dir=tmp_path, session_id="wake-" + uuid.uuid4().hex[:6])
+    assert (await session.run()).end_reason == "time_up"
+    assert agent.woken_by == [EventType.SYNC]  # the current state, no event of its own
+    events = read_events(tmp_path)
+    [note] = [e for e in events if e.type is EventType.MESSAGE]
+    pressed = next(e for e in events if e.type is EventType.WAIT and e.actor == "user")
+    ticks = [e for e in events if e.type is EventType.CLOCK]
+    # the note came while the clock waited (without the wake: at the first tick, after Start)
+    assert note.seq < pressed.seq < ticks[0].seq
+    assert [e.info["tick"] for e in ticks] == list(range(1, 11))
+    assert replay(tmp_path).final_state_checked
+
+
 @given(text=hostile_text)
 @settings(max_examples=60, deadline=None)
 def test_only_playing_starts_a_clock_that_waits_for_a_person(text: str) -> None:

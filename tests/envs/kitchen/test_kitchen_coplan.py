@@ -448,3 +448,134 @@ async def test_an_unusable_answer_gives_the_rules_proposals(tmp_path) -> None:
     rejected = (tmp_path / "kcoplan").parent  # the agent's records hold the refusal
     assert any("proposals" in line for path in rejected.rglob("policy_rejections.jsonl")
                for line in path.read_text().splitlines())
+
+
+# -- no agent moves before the clock; DPT's proposals never hold it ----------------------------
+
+#: What an LM-only chef answers at once, every time: a game move.
+MACRO_REPLY = '```json\n{"action": "prepare", "args": {"food": "Beef", "plate": false}}\n```'
+
+
+class KeyAfterAPause:
+    """A person (the clock waits for them) who looks at the kitchen for ``pause`` seconds,
+    notes then what the world and the agent's chef are like, and presses a key."""
+
+    def __init__(self, env: Any, pause: float) -> None:
+        self.env = env
+        self.pause = pause
+        self.before_key: dict[str, Any] | None = None
+
+    def start(self, context: SessionContext) -> None:
+        pass
+
+    async def act(self, notification: Notification) -> str | None:
+        if self.before_key is not None:
+            return None
+        await asyncio.sleep(self.pause)
+        chef = self.env.game.chef("agent")
+        self.before_key = {"tick": self.env.game.tick, "pos": chef.pos,
+                           "queue": list(chef.queue), "macro": chef.macro}
+        return 'MOVE(direction="right")'  # towards a counter: the chef only turns
+
+    def end(self, final: Notification) -> None:
+        pass
+
+
+def scripted_lm(server: Any) -> Any:
+    from pydantic import SecretStr
+
+    from cogym_lab.lm import LMConfig, make_lm
+
+    return make_lm(LMConfig(model="kitchen-lm", base_url=server.base_url,
+                            api_key=SecretStr("sk-test"), backoff=0.01))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.usefixtures("no_ambient_lm")
+async def test_the_lm_only_chef_makes_no_move_before_the_persons_first_play(tmp_path) -> None:
+    from cogym_lab.envs.kitchen.agents import ActAgent
+    from cogym_lab.testing import Reply, ScriptedOpenAIServer
+
+    env = make_env("kitchen", 0, ticks=40, tick_seconds=0.01, plans=True)
+    start = env.layout.chef_starts[0]
+    pause = 0.4  # 40 ticks, had the clock started
+    with ScriptedOpenAIServer(responder=lambda body: Reply(MACRO_REPLY)) as server:
+        person = KeyAfterAPause(env, pause)
+        session = Session(env, {"agent": ActAgent(scripted_lm(server)), "user": person},
+                          kinds={"agent": "agent", "user": "person"}, results_dir=tmp_path,
+                          session_id="kact-" + uuid.uuid4().hex[:6])
+        assert (await session.run()).end_reason == "time_up"
+    # the LM answers a move at once, yet the world stood still until the person's key
+    assert person.before_key == {"tick": 0, "pos": start, "queue": [], "macro": None}
+    events = read_events(tmp_path)
+    [key] = game_actions(events, "user")
+    ticks = [e for e in events if e.type is EventType.CLOCK]
+    assert [e.info["tick"] for e in ticks] == list(range(1, 41))
+    assert ticks[0].seq > key.seq
+    moves = game_actions(events, "agent")
+    assert moves and moves[0].seq > ticks[0].seq  # its first move came after the clock started
+    assert str(moves[0].action) == 'PREPARE(food="Beef")'
+    assert replay(tmp_path).final_state_checked
+
+
+class StartsAtOnce:
+    """A person who presses Start (a wait, as the panel's button sends) right after the
+    session starts, while the agent's proposals are still being written, then watches."""
+
+    def __init__(self) -> None:
+        self.pressed = False
+
+    def start(self, context: SessionContext) -> None:
+        pass
+
+    async def act(self, notification: Notification) -> str | None:
+        if self.pressed:
+            return None
+        self.pressed = True
+        await asyncio.sleep(0.1)  # DPT's proposals call is under way by now
+        return "WAIT_TEAMMATE_CONTINUE()"
+
+    def end(self, final: Notification) -> None:
+        pass
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.usefixtures("no_ambient_lm")
+async def test_start_starts_the_clock_at_once_while_dpts_proposals_are_written(
+        tmp_path) -> None:
+    from cogym_lab.envs.kitchen.agents import DPTAgent
+    from cogym_lab.testing import Reply, ScriptedOpenAIServer
+
+    held = 1.5  # the proposals' LM reply comes this late
+    period = 0.02
+
+    def respond(body: dict[str, Any]) -> Reply:
+        prompt = str(body["messages"][-1]["content"])
+        if "# Propose a division of labour" in prompt:
+            return Reply(f"```json\n{json.dumps(WRITTEN)}\n```", delay=held)
+        return Reply("```text\nKeep cooking.\n```\n\n```json\n[]\n```")
+
+    env = make_env("kitchen", 0, ticks=120, tick_seconds=period, plans=True)
+    with ScriptedOpenAIServer(responder=respond) as server:
+        session = Session(env, {"agent": DPTAgent(scripted_lm(server), policy_every=10,
+                                                  belief_every=1000),
+                                "user": StartsAtOnce()},
+                          kinds={"agent": "agent", "user": "person"}, results_dir=tmp_path,
+                          session_id="kdptstart-" + uuid.uuid4().hex[:6])
+        assert (await session.run()).end_reason == "time_up"  # nothing deadlocked
+        asked = next(r for r in server.chat_requests
+                     if "# Propose a division of labour" in str(r.body["messages"][-1]["content"]))
+    events = read_events(tmp_path)
+    pressed = next(e for e in events if e.type is EventType.WAIT and e.actor == "user")
+    ticks = [e for e in events if e.type is EventType.CLOCK]
+    assert [e.info["tick"] for e in ticks] == list(range(1, 121))
+    assert asked.received_at < pressed.time  # the proposals were being written when Start came
+    # the clock started within a tick of Start, and the chef played on meanwhile
+    assert ticks[0].seq > pressed.seq and ticks[0].time - pressed.time < 2 * period + 0.05
+    moves = game_actions(events, "agent")
+    proposed = next(e for e in events if str(e.action or "").startswith("PROPOSE_PLANS("))
+    assert moves and moves[0].time < asked.received_at + held * 0.8 < proposed.time
+    assert moves[0].seq < proposed.seq
+    # the proposals came whenever they were written: the LM's, though the game was on
+    assert WRITTEN[0]["title"] in str(proposed.action)
+    assert replay(tmp_path).final_state_checked

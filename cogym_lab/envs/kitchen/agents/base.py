@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -60,6 +60,8 @@ class KitchenAgent:
     #: A failed LM call does not stop the agent: its rule-based half keeps cooking and the LM
     #: is asked again ``retry_ticks`` later, so the session plays on (its failures recorded).
     recovers_from_lm_failure: ClassVar[bool] = True
+    #: An agent makes no game move before a planned kitchen's clock starts (:meth:`holds_moves`).
+    waits_for_the_clock: ClassVar[bool] = True
 
     def __init__(self, lm: LM, *, history_scenes: int = 25, retry_ticks: int = 20,
                  chat_kept: int = 8) -> None:
@@ -87,6 +89,7 @@ class KitchenAgent:
         self.lm_calls = 0
         self._failures_in_a_row = 0
         self._sent_at = -1
+        self._waker: Callable[[], None] | None = None  # asks the node for another act
 
     @property
     def lm_failing(self) -> bool:
@@ -105,6 +108,17 @@ class KitchenAgent:
         self.records = AgentRecords(context.results_dir)
         if context.results_dir:
             self.lm.log_to(Path(context.results_dir) / "lm_calls.jsonl")
+
+    def set_waker(self, wake: Callable[[], None]) -> None:
+        """Take the member node's ``wake``, which has ``act`` called again on the current state
+        (``Member`` in ``core.member``): for background work that has something to send when no
+        notification would come (before the clock starts)."""
+        self._waker = wake
+
+    def wake(self) -> None:
+        """Ask to act again now (nothing happens without a member node that gave a waker)."""
+        if self._waker is not None:
+            self._waker()
 
     def observe(self, notification: Notification) -> Mapping[str, Any] | None:
         """Take in a notification: the ticks it stands for and the newest view. Returns the
@@ -128,15 +142,24 @@ class KitchenAgent:
         return content is not None and not content.get("done") \
             and int(content.get("tick", 0)) > self._sent_at
 
+    def holds_moves(self, content: Mapping[str, Any]) -> bool:
+        """Whether my chef makes no game move now, whoever decides it (the FSM or the LM):
+        before a planned kitchen's clock starts (:func:`before_the_clock`, the rule-based
+        chefs' own rule), since the person may still change the division of labour. Chat and
+        plan actions are not held."""
+        return self.waits_for_the_clock and before_the_clock(content, self.plan)
+
     def opening(self, notification: Notification) -> tuple[Mapping[str, Any] | None, str | None]:
         """Take in a notification and open my turn: the kitchen content, or ``None`` when my
-        chef may not get a new action now; and a waiting teammate message sent as this turn's
-        action, or ``None``."""
+        chef may not get a new action now (also while :meth:`holds_moves`); and a waiting
+        teammate message sent as this turn's action, or ``None``."""
         content = self.observe(notification)
         if content is None or not self.free(content):
             return None, None
         said = self.speak()
-        return content, (self.sent(said) if said is not None else None)
+        if said is not None:
+            return content, self.sent(said)
+        return (None, None) if self.holds_moves(content) else (content, None)
 
     def sent(self, action: str | None) -> str | None:
         """Note an action as sent this tick (one per tick at most) and return it."""
@@ -171,7 +194,7 @@ class KitchenAgent:
             proposal = self.follower.propose(content, self.plan, self.written_proposals)
             if proposal is not None:
                 return proposal
-        if before_the_clock(content, self.plan):
+        if self.holds_moves(content):
             return None  # the division of labour may still change: no move yet
         if plan_is_on(self.plan):
             action = self.follower.decide(content, self.plan)

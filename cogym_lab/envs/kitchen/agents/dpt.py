@@ -9,7 +9,9 @@ that never makes it wait.
 * In a planned kitchen with neither a plan nor proposals, its LM writes one to three
   divisions of labour (``prompts/proposals_output.md``) in a background task; System 1
   proposes them (or the rule's, ``plan_proposals``, when the answer is unusable or the LM
-  fails) and plays on meanwhile. ``propose_with_lm=False`` proposes the rule's at once.
+  fails) and plays on meanwhile, never waiting for them: once written, they wake it
+  (``KitchenAgent.wake``), clock or no clock. ``propose_with_lm=False`` proposes the rule's
+  at once.
 * **System 2** (the paper's Fig. 3): every ``belief_every`` ticks the Theory-of-Mind module
   updates a belief about the partner from the history, and the asynchronous reflection then
   analyses that fresh belief, with the history and the score feedback, into a new behaviour
@@ -37,7 +39,7 @@ from cogym_lab.envs.kitchen.agents.base import KitchenAgent
 from cogym_lab.envs.kitchen.agents.policy_code import PolicyRejected, extract_tasks_text
 from cogym_lab.envs.kitchen.agents.prompting import kitchen_prompt, note
 from cogym_lab.envs.kitchen.plan_proposals import checked_proposals, propose, reach_section
-from cogym_lab.envs.kitchen.policies.plan_follower import before_the_clock, wants_proposals
+from cogym_lab.envs.kitchen.policies.plan_follower import wants_proposals
 from cogym_lab.lm import LMError
 
 log = logging.getLogger(__name__)
@@ -94,17 +96,9 @@ class DPTAgent(KitchenAgent):
         if content is None:
             return None
         self._ask_for_proposals(content)
-        if self._proposal_task is not None and self.proposing and self._clock_waits(content):
-            # no tick to keep up with yet, and none comes to wake System 1 when they are
-            # written: the person waits for the proposals before they start the game
-            await asyncio.shield(self._proposal_task)
+        # never waits for the proposals: once written they wake System 1 (``wake``), as no
+        # tick may come to do it before the clock starts
         return self.speak() or self.system1(content)
-
-    def _clock_waits(self, content: Mapping[str, Any]) -> bool:
-        """Whether the game's clock waits for a person (one is in the team, and it has not
-        started): until then nothing happens that would wake System 1 again."""
-        team = self.context.team if self.context is not None else []
-        return before_the_clock(content, self.plan) and any(m.kind == "person" for m in team)
 
     async def end(self, final: Notification) -> None:
         for task in self._tasks:
@@ -156,6 +150,7 @@ class DPTAgent(KitchenAgent):
                                  calls=[seconds], accepted=written is not None)
         finally:
             self.proposing = False
+            self.wake()  # System 1 proposes them (or the rule's) on the state of now
 
     def _start_background(self) -> None:
         if self._tasks:

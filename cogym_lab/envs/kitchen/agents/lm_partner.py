@@ -60,6 +60,8 @@ class LMPartner(KitchenAgent):
     """The LM simulated person (see the module doc)."""
 
     agent_type: ClassVar[str] = "kitchen-lm-partner"
+    #: A simulated person plays as a person would, whose first key starts a waiting clock.
+    waits_for_the_clock: ClassVar[bool] = False
 
     def __init__(self, lm: Any, *, preferences: str | Iterable[str] = DEFAULT_PREFERENCES,
                  chat_every: int = 60, **options: Any) -> None:

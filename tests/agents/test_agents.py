@@ -1,4 +1,5 @@
-"""The three Co-Gym agents, through the real openai client against a loopback server."""
+"""The three Co-Gym agents, through our real LM client (over aiohttp) against a loopback
+OpenAI-compatible server."""
 
 from __future__ import annotations
 

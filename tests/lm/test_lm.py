@@ -1,4 +1,5 @@
-"""The LM layer, through the real ``openai`` client and a real HTTP server on loopback."""
+"""The LM layer, through our real LM client (over aiohttp) and a real HTTP server on loopback;
+one test also drives that server with the ``openai`` package, to check it speaks its protocol."""
 
 from __future__ import annotations
 

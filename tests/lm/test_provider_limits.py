@@ -1,7 +1,7 @@
 """Provider limits: requests in flight and per minute, per endpoint and model, held by the gate
 every LM call goes through, and a 429's ``Retry-After`` slowing every caller of its key.
 
-The end-to-end tests go through the real ``openai`` client to the loopback scripted server,
+The end-to-end tests go through our real LM client (over aiohttp) to the loopback scripted server,
 which counts the requests it is serving at once. Their assertions are counts and orders; where a
 duration is checked it is a lower bound the gate guarantees (with a margin), never a speed. The
 rules themselves are checked with hypothesis: on the bookkeeping with a fake clock, and on the

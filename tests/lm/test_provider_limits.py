@@ -73,7 +73,12 @@ def use_gate() -> Iterator[Any]:
 
 
 async def answer_all(lms: list[OpenAILM]) -> list[str]:
-    replies = await asyncio.gather(*(lm.complete(USER) for lm in lms))
+    """Each LM's answer; then the LMs are closed, on the loop that made their clients."""
+    try:
+        replies = await asyncio.gather(*(lm.complete(USER) for lm in lms))
+    finally:
+        for lm in lms:
+            await lm.aclose()
     return [reply.text for reply in replies]
 
 

@@ -156,12 +156,19 @@ class OpenAILM(LM):
         :meth:`aclose`. An LM used from several ``asyncio.run`` calls lets go of the last loop's
         client, whose connections belong to that loop."""
         loop = asyncio.get_running_loop()
+        self._drop_closed_client()
         if self._client is None or self._client_loop is not loop:
             if self._client_loop is not None:
                 forget(self._client_key, self._client_loop)
             self._client = hold(self._client_key)
             self._client_loop = loop
         return self._client
+
+    def _drop_closed_client(self) -> None:
+        """Let go of a client closed under the LM (by ``close_this_loops_clients`` as its loop
+        ended): its hold went with it, so there is nothing to release or forget."""
+        if self._client is not None and self._client.session.closed:
+            self._client = self._client_loop = None
 
     def _request_options(self) -> dict[str, Any]:
         """What ``config.extra`` says about the request itself: ``extra_headers``,
@@ -293,6 +300,7 @@ class OpenAILM(LM):
 
     async def aclose(self) -> None:
         self._encoded = None
+        self._drop_closed_client()
         if self._client_loop is not None:
             loop, self._client, self._client_loop = self._client_loop, None, None
             await release(self._client_key, loop)

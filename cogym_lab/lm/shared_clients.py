@@ -155,6 +155,19 @@ def forget(key: ClientKey, loop: asyncio.AbstractEventLoop) -> None:
     _let_go(key, loop)
 
 
+async def close_this_loops_clients() -> int:
+    """Close every client of the running loop, held or not, and forget them; how many there
+    were. For the owner of a loop about to end (``Session.run_sync``): an LM made outside it
+    cannot close its client once the loop is gone, and the client's connections die with it.
+    An LM that still holds one opens a new client on its next call."""
+    loop = asyncio.get_running_loop()
+    with _lock:
+        table = _by_loop.pop(loop, {})
+    for held in table.values():
+        await held.client.close()
+    return len(table)
+
+
 def clients_open() -> int:
     """How many shared clients are open on every loop (for tests and diagnostics)."""
     with _lock:
@@ -162,4 +175,4 @@ def clients_open() -> int:
 
 
 __all__ = ["MAX_CONNECTIONS", "OPENAI_API_URL", "ClientKey", "EndpointClient", "clients_open",
-           "forget", "hold", "release"]
+           "close_this_loops_clients", "forget", "hold", "release"]

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from cogym_lab._version import __version__
 from cogym_lab.bus import Bus, MemoryBus
 from cogym_lab.core import CoEnv
+from cogym_lab.core.blocking import lm_clients_closed_after
 from cogym_lab.core.coordinator import Coordinator, default_step_limits
 from cogym_lab.core.env import ScoreReport
 from cogym_lab.core.member import Member, SeatDriver, SeatDriverFailed
@@ -591,8 +592,10 @@ class Session:
         self.env_node.request_stop(LM_FAILED, {"failure": failure.model_dump(mode="json")})
 
     def run_sync(self) -> SessionResult:
-        """``run`` for scripts and the CLI, outside an event loop."""
-        return asyncio.run(self.run())
+        """``run`` for scripts and the CLI, outside an event loop. The loop is this call's own,
+        so the LM clients still open on it when the session ends are closed before it ends:
+        members' LMs made in a script have no other loop to close them on."""
+        return asyncio.run(lm_clients_closed_after(self.run()))
 
     async def _graded_result(self, started: float) -> tuple[SessionResult, Grading]:
         """The result of a session that ended, graded (:func:`grade`)."""

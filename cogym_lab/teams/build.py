@@ -66,7 +66,10 @@ def build_team(team: TeamConfig, env: CoEnv,
     """Teammates and kinds by role, ready for ``Session(env, members, kinds=kinds)``.
 
     ``lm_arguments`` maps a role (or ``"*"`` for every member) to LM settings that override the
-    environment and the team file.
+    environment and the team file. The members' LMs (``member.lm``) are the caller's to close
+    (``await lm.aclose()``) once a session awaited on the caller's loop has ended: a session
+    closes only the LMs ``build_session`` made for it (``Session.run_sync`` closes every LM
+    client of the loop it owns).
     """
     lm_arguments = lm_arguments or {}
     kinds = team.kinds()  # checked first: a contradictory kind is an error before any LM

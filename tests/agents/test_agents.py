@@ -1,7 +1,9 @@
-"""The three Co-Gym agents, through the real openai client against a loopback server."""
+"""The three Co-Gym agents, through our real LM client (over aiohttp) against a loopback
+OpenAI-compatible server."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -13,7 +15,7 @@ from cogym_lab.core.coordinator import Coordinator
 from cogym_lab.core.messages import ChatMessage, EventType, TeamMember
 from cogym_lab.envs import make_env
 from cogym_lab.envs.todo import TodoEnv
-from cogym_lab.lm import LMConfig, make_lm
+from cogym_lab.lm import LMConfig, make_lm, shared_clients
 from cogym_lab.lm.calllog import log_files, read_calls
 from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.nodes.results import read_events
@@ -48,6 +50,38 @@ def kinds(server):
 
 
 # -- whole sessions -------------------------------------------------------------------------
+
+
+def test_a_scripts_session_closes_the_lm_clients_of_its_loop_before_the_loop_ends(tmp_path):
+    """``run_sync`` owns its event loop: the clients of the LMs a script made (with
+    ``build_team`` here, so no ``build_session`` closes them) are closed before that loop ends,
+    when the script could no longer close them; the LMs still answer on a loop of their own."""
+    play = TodoRolePlay()
+
+    def responder(body: dict) -> str:
+        return "still here" if body["messages"][-1]["content"] == "again" else play(body)
+
+    with ScriptedOpenAIServer(responder=responder) as server:
+        env = make_env("todo", instance=0)
+        settings = {"base_url": server.base_url, "api_key": "sk-test-KEY0123456789abcdefXYZ"}
+        members, kinds_ = build_team(load_team("collaborative"), env,
+                                     {"agent": {"model": "agent-lm", **settings},
+                                      "user": {"model": "user-lm", **settings}})
+        before = shared_clients.clients_open()
+        result = Session(env, members, kinds=kinds_, results_dir=tmp_path,
+                         config=SessionConfig(idle_seconds=2, timeout=60)).run_sync()
+        lms = [members[role].lm for role in ("agent", "user")]
+        assert result.end_reason == "finished" and all(lm.meter.calls for lm in lms)
+        assert all(lm._client is not None and lm._client.session.closed for lm in lms)
+        assert shared_clients.clients_open() == before
+
+        async def again(lm) -> str:
+            try:
+                return (await lm.complete([{"role": "user", "content": "again"}])).text
+            finally:
+                await lm.aclose()
+
+        assert [asyncio.run(again(lm)) for lm in lms] == ["still here", "still here"]
 
 
 @pytest.mark.parametrize("team_name", ["autonomous", "collaborative", "collaborative-planning"])

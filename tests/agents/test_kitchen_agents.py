@@ -1,4 +1,5 @@
-"""The kitchen's LM agents against the real openai client and a scripted loopback server.
+"""The kitchen's LM agents through our real LM client (over aiohttp) against a scripted loopback
+OpenAI-compatible server.
 
 A small driver plays the game tick by tick on a KitchenEnv and hands each agent the
 notifications a session would (the newest view and the tick's ``clock`` event), with the

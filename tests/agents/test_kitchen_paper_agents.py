@@ -1,7 +1,7 @@
-"""The kitchen's LM agents as the DPT-Agent paper describes them, against the real openai client
-and the loopback LM server: a ReAct baseline blocks for every reply (its chef stands idle for
-the LM's whole latency) unless a wait cap is set, and DPT-Agent's belief about its partner feeds
-its reflection (the paper's Fig. 3)."""
+"""The kitchen's LM agents as the DPT-Agent paper describes them, through our real LM client (over
+aiohttp) against the loopback OpenAI-compatible server: a ReAct baseline blocks for every reply (its
+chef stands idle for the LM's whole latency) unless a wait cap is set, and DPT-Agent's belief about
+its partner feeds its reflection (the paper's Fig. 3)."""
 
 from __future__ import annotations
 

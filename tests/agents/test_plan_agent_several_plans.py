@@ -1,5 +1,6 @@
 """The plan-aware agent with several plans in one session (Cocoa's document holds several, run in
-parallel): the real openai client against the loopback server, on the todo task made with plans.
+parallel): our real LM client (over aiohttp) against the loopback OpenAI-compatible server, on
+the todo task made with plans.
 
 A whole session (the agent proposes for both plans, carries out both, writes both outputs, and
 names the plan in every plan act), and two sessions driven by hand through a coordinator, so the

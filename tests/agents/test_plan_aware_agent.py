@@ -1,5 +1,6 @@
-"""The plan-aware agent in whole sessions: the real openai client against a loopback server,
-on a task made with plans, with a person side that picks a plan, takes a step and completes it.
+"""The plan-aware agent in whole sessions: our real LM client (over aiohttp) against a loopback
+OpenAI-compatible server, on a task made with plans, with a person side that picks a plan, takes a
+step and completes it.
 
 Checked from the results folder: the order of the plan's life (proposal, selection, a continuous
 run that stops at the person's step and goes on after it, the plan output in the workspace),

@@ -1,6 +1,6 @@
-"""Automatic replanning and completions (Cocoa §4.1.4) in whole sessions: the plan-aware agent
-with the real openai client against the loopback server, on the todo task made with plans, and
-a scripted person who edits, accepts, dismisses and picks.
+"""Automatic replanning and completions (Cocoa §4.1.4) in whole sessions: the plan-aware agent with
+our real LM client (over aiohttp) against the loopback OpenAI-compatible server, on the todo task
+made with plans, and a scripted person who edits, accepts, dismisses and picks.
 
 Checked from the results folder: the offers the agent made, the plan after the person's
 answer, and which prompts reached the LM (a small edit never costs an LM call).

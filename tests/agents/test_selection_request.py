@@ -1,8 +1,9 @@
 """Invoking the agent on the person's selected text (Cocoa §4.1.1): a message with a
 ``selection`` reaches the chat, the log and the agent's prompt, with the whole document in view.
 
-The collaborative agent runs through the real openai client against the loopback server; the
-session is a real coordinator on NotesEnv, whose ``editor`` is a shared text.
+The collaborative agent runs through our real LM client (over aiohttp) against the loopback
+OpenAI-compatible server; the session is a real coordinator on NotesEnv, whose ``editor`` is a
+shared text.
 """
 
 from __future__ import annotations

@@ -19,23 +19,15 @@ from cogym_lab.bus import (
     MemoryBus,
     Message,
     SessionIdTaken,
-    Subscription,
     connect_bus,
 )
 from cogym_lab.bus.redis import RedisBus
-from tests.support.buses import BusFactory  # the ``bus_factory`` fixture lives there too
+from tests.support.buses import (  # the ``bus_factory`` fixture lives there too
+    BusFactory,
+    history_of,
+    receive,
+)
 from tests.support.redis_server import RedisServer
-
-
-async def receive(subscription: Subscription, count: int, timeout: float = 10.0) -> list[Message]:
-    """The next ``count`` messages; fails if one takes longer than ``timeout`` seconds."""
-    received: list[Message] = []
-    for _ in range(count):
-        message = await subscription.get(timeout=timeout)
-        assert message is not None, f"got {len(received)} of {count} messages, then nothing"
-        received.append(message)
-    return received
-
 
 # -- contract, every transport ---------------------------------------------------------------
 
@@ -95,16 +87,6 @@ async def test_from_beginning_on_an_empty_channel_gets_new_messages(
     subscription = await bus.subscribe("empty", from_beginning=True)
     await bus.publish("empty", {"first": True})
     assert await subscription.get(timeout=5) == {"first": True}
-
-
-async def history_of(bus: Bus, channel: str) -> list[Message]:
-    """What a subscriber from the beginning gets of ``channel`` right now."""
-    probe = await bus.subscribe(channel, from_beginning=True)
-    history = []
-    while (message := await probe.get(timeout=0.1)) is not None:
-        history.append(message)
-    await probe.close()
-    return history
 
 
 async def test_expired_channels_lose_their_history_but_not_their_readers(

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from cogym_lab.bus import Bus, Message, Subscription
+from cogym_lab.bus import Bus, Message
 from cogym_lab.bus.redis import KEY_PREFIX, RedisBus
 from cogym_lab.bus.stream_trimmer import Due, StreamTrimmer
 from cogym_lab.core.text import clean_text
-from tests.support.buses import BusFactory
+from tests.support.buses import BusFactory, history_of, receive
 from tests.support.hostile import NASTY
 from tests.support.redis_server import RedisServer
 
@@ -27,13 +27,9 @@ pytestmark = pytest.mark.timeout(60)
 
 
 async def history(bus: Bus, channel: str) -> list[Message]:
-    """What a reader subscribing from the channel's beginning now gets."""
-    subscription = await bus.subscribe(channel, from_beginning=True)
-    got = []
-    while (message := await subscription.get(timeout=0.3)) is not None:
-        got.append(message)
-    await subscription.close()
-    return got
+    """What a reader subscribing from the channel's beginning now gets; 0.3 s without a message
+    ends it (longer than the contract tests' pause: a trim must be seen to have dropped them)."""
+    return await history_of(bus, channel, quiet=0.3)
 
 
 async def trimmed(bus: Bus) -> None:
@@ -42,27 +38,18 @@ async def trimmed(bus: Bus) -> None:
         await bus._trimmer.flush()
 
 
-async def take(subscription: Subscription, count: int) -> list[Message]:
-    got = []
-    for _ in range(count):
-        message = await subscription.get(timeout=10)
-        assert message is not None
-        got.append(message)
-    return got
-
-
 async def test_consumed_drops_what_the_reader_is_done_with(bus_factory: BusFactory) -> None:
     publisher, reader_bus = await bus_factory(), await bus_factory()
     channel = "s-consumed/step"
     for n in range(6):
         await publisher.publish(channel, {"n": n})
     reader = await reader_bus.subscribe(channel, from_beginning=True)
-    got = await take(reader, 4)
+    got = await receive(reader, 4)
     reader.consumed(got[2])  # up to and including the third
     await trimmed(reader_bus)
     assert [m["n"] for m in await history(publisher, channel)] == [3, 4, 5]
     # The messages it was given but did not consume yet, and those queued, still come.
-    assert [m["n"] for m in await take(reader, 2)] == [4, 5]
+    assert [m["n"] for m in await receive(reader, 2)] == [4, 5]
     reader.consumed(got[3])
     await trimmed(reader_bus)
     assert [m["n"] for m in await history(publisher, channel)] == [4, 5]
@@ -73,13 +60,13 @@ async def test_consumed_never_drops_a_message_not_given(bus_factory: BusFactory)
     channel = "s-ahead/step"
     reader = await bus.subscribe(channel, from_beginning=True)
     await bus.publish(channel, {"n": 0})
-    first = (await take(reader, 1))[0]
+    first = (await receive(reader, 1))[0]
     for n in range(1, 50):  # published after it was given, before it is consumed
         await bus.publish(channel, {"n": n})
     reader.consumed(first)
     await trimmed(bus)
     assert [m["n"] for m in await history(bus, channel)] == list(range(1, 50))
-    assert [m["n"] for m in await take(reader, 49)] == list(range(1, 50))
+    assert [m["n"] for m in await receive(reader, 49)] == list(range(1, 50))
 
 
 async def test_a_reader_that_missed_history_or_hands_back_a_stranger_drops_nothing(
@@ -90,9 +77,9 @@ async def test_a_reader_that_missed_history_or_hands_back_a_stranger_drops_nothi
         await bus.publish(channel, {"n": n})
     live = await bus.subscribe(channel)  # never given the first three
     await bus.publish(channel, {"n": 3})
-    live.consumed((await take(live, 1))[0])
+    live.consumed((await receive(live, 1))[0])
     reader = await bus.subscribe(channel, from_beginning=True)
-    got = await take(reader, 2)  # held, as a reader holds what it hands back
+    got = await receive(reader, 2)  # held, as a reader holds what it hands back
     reader.consumed({"n": 1})  # equal to one it got, but not one it got
     assert got[1] == {"n": 1}
     await trimmed(bus)
@@ -105,7 +92,7 @@ async def test_hostile_whole_texts_are_consumed_and_trimmed(bus_factory: BusFact
     reader = await bus.subscribe(channel, from_beginning=True)
     for text in HOSTILE:
         await bus.publish(channel, {"text": text})
-        message = (await take(reader, 1))[0]
+        message = (await receive(reader, 1))[0]
         assert message["text"] in (text, clean_text(text))  # Redis carries valid Unicode only
         reader.consumed(message)
         await trimmed(bus)
@@ -122,7 +109,7 @@ async def test_the_redis_step_stream_is_trimmed_in_batches(redis_server: RedisSe
         reader = await bus.subscribe(channel, from_beginning=True)
         for n in range(200):
             await bus.publish(channel, {"n": n, "text": "x" * 5000})
-            reader.consumed((await take(reader, 1))[0])
+            reader.consumed((await receive(reader, 1))[0])
         await asyncio.sleep(0.5)
         assert await client.xlen(KEY_PREFIX + channel) == 0
         assert bus._trimmer.sent_batches < 50

@@ -20,8 +20,8 @@ from pydantic_core import from_json
 from cogym_lab.bus.redis import KEY_PREFIX, RedisBus
 from cogym_lab.core.member_copy import MemberCopy, OutOfSync
 from cogym_lab.core.messages import StepRequest, Update, obs_channel, resyncs, step_channel
-from cogym_lab.nodes import Session, SessionConfig
-from tests.support.notes_env import NotesEnv
+from cogym_lab.nodes import SessionConfig
+from tests.support.notes_sessions import notes_session, running
 from tests.support.redis_server import redis_server  # noqa: F401 - a fixture
 
 MAXLEN = 8
@@ -29,17 +29,6 @@ EDITS = 40
 #: Text a person may type: quotes, backslashes, markup, right-to-left and joined emoji, and
 #: each edit above a stream node's 4 KB, so that Redis trims entries one by one.
 HOSTILE = 'say "hi" \\n </script> \u202eevil\u202c 👩‍👩‍👧 ' * 60
-
-
-class Idle:
-    """An agent that never acts (it reads every update, as a real one would)."""
-
-    def start(self, context: Any) -> None: ...
-
-    async def act(self, notification: Any) -> None:
-        return None
-
-    def end(self, final: Any) -> None: ...
 
 
 def text_of(version: int) -> str:
@@ -66,15 +55,12 @@ async def test_a_member_behind_a_trimmed_stream_resyncs_to_the_whole_text(
     bus = RedisBus(redis_server.url, resync_maxlen=MAXLEN)
     client = redis.from_url(redis_server.url)
     await bus.connect()
-    session = Session(NotesEnv(), {"agent": Idle(), "user": None},
-                      kinds={"agent": "agent", "user": "person"}, bus=bus,
-                      session_id=f"trim-{time.time_ns()}",
-                      config=SessionConfig(idle_seconds=600, max_events=10**6))
+    session = notes_session(bus, f"trim-{time.time_ns()}",
+                            SessionConfig(idle_seconds=600, max_events=10**6))
     sid = session.session_id
     key = KEY_PREFIX + obs_channel(sid, "user")
     seat = await bus.subscribe(obs_channel(sid, "user"))
-    running = asyncio.create_task(session.run())
-    try:
+    async with running(session, bus.close, client.aclose):
         await bus.publish(step_channel(sid), StepRequest(role="user", kind="join"))
         behind = MemberCopy("user")
         while behind.seq is None or not behind.view.components:  # the whole view, at the start
@@ -129,9 +115,3 @@ async def test_a_member_behind_a_trimmed_stream_resyncs_to_the_whole_text(
                 joined.apply(update)
         assert editor(joined) == text_of(EDITS)
         await late.close()
-    finally:
-        assert session.env_node is not None
-        await session.env_node.stop("test over")
-        await running
-        await bus.close()
-        await client.aclose()

@@ -24,24 +24,13 @@ from cogym_lab.core.messages import Event, StepRequest, step_channel
 from cogym_lab.core.text import clean_text
 from cogym_lab.nodes import Session, SessionConfig
 from cogym_lab.nodes.results import read_events
-from tests.support.notes_env import NotesEnv
+from tests.support.notes_sessions import notes_session, running, started
 from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.timeout(180)
 
 #: Mixed into every edit: what broke a transport or a log once.
 NASTY = "\ud83d lone \udc00 \u2028 line \u2029 nul \x00 \u202eevil\u202c 👩‍👩‍👧 \"q\" \\ "
-
-
-class Idle:
-    """An agent that never acts (its member node reads every update, as a real one would)."""
-
-    def start(self, context: Any) -> None: ...
-
-    async def act(self, notification: Any) -> None:
-        return None
-
-    def end(self, final: Any) -> None: ...
 
 
 def document(version: int, size: int = 100_000) -> str:
@@ -74,22 +63,15 @@ class Person:
 
 def session_on(bus: RedisBus, session_id: str, logged: list[Event],
                results_dir: Path | None = None) -> Session:
-    return Session(NotesEnv(), {"agent": Idle(), "user": None},
-                   kinds={"agent": "agent", "user": "person"}, bus=bus, session_id=session_id,
-                   results_dir=results_dir, observers=[logged.append],
-                   config=SessionConfig(idle_seconds=600, max_events=10**6, channel_ttl=None))
+    return notes_session(bus, session_id,
+                         SessionConfig(idle_seconds=600, max_events=10**6, channel_ttl=None),
+                         results_dir=results_dir, observers=[logged.append])
 
 
 async def applied(logged: list[Event], request_id: str, timeout: float = 30) -> None:
     async with asyncio.timeout(timeout):
         while not any(e.request_id == request_id for e in logged):  # noqa: ASYNC110
             await asyncio.sleep(0.002)
-
-
-async def started(session: Session) -> None:
-    async with asyncio.timeout(30):
-        while not session.coordinator.started_at:  # noqa: ASYNC110
-            await asyncio.sleep(0.01)
 
 
 def applied_once(logged: list[Event], sent: list[str]) -> None:
@@ -108,9 +90,8 @@ async def test_the_step_stream_stays_small_over_a_long_session_of_whole_text_edi
     session = session_on(session_bus, f"trim-long-{time.time_ns()}", logged)
     key = KEY_PREFIX + step_channel(session.session_id)
     person = Person(server_bus, session.session_id)
-    running = asyncio.create_task(session.run())
     lengths = []
-    try:
+    async with running(session, client.aclose, server_bus.close, session_bus.close):
         await person.join()
         await started(session)
         edits = [document(v) for v in range(150)] + [document(150, 1_000_000)]
@@ -128,13 +109,6 @@ async def test_the_step_stream_stays_small_over_a_long_session_of_whole_text_edi
         buffer = server_bus._replay[person.channel]
         assert buffer.size <= server_bus.replay_bytes + 1_100_000
         assert len(buffer) < 50
-    finally:
-        assert session.env_node is not None
-        await session.env_node.stop("test over")
-        await running
-        await client.aclose()
-        await server_bus.close()
-        await session_bus.close()
 
 
 async def test_a_redis_restart_mid_session_loses_no_edit_and_applies_none_twice(
@@ -146,8 +120,7 @@ async def test_a_redis_restart_mid_session_loses_no_edit_and_applies_none_twice(
     logged: list[Event] = []
     session = session_on(session_bus, f"trim-restart-{time.time_ns()}", logged)
     person = Person(server_bus, session.session_id)
-    running = asyncio.create_task(session.run())
-    try:
+    async with running(session, server_bus.close, session_bus.close):
         await person.join()
         await started(session)
         for version in range(20):
@@ -164,12 +137,6 @@ async def test_a_redis_restart_mid_session_loses_no_edit_and_applies_none_twice(
         await asyncio.sleep(0.5)  # a late duplicate would show now
         applied_once(logged, person.sent)
         assert session.env.text == clean_text(document(39, 20_000))  # type: ignore[attr-defined]
-    finally:
-        assert session.env_node is not None
-        await session.env_node.stop("test over")
-        await running
-        await server_bus.close()
-        await session_bus.close()
 
 
 async def test_a_resumed_session_applies_the_unlogged_edits_once(
@@ -186,14 +153,14 @@ async def test_a_resumed_session_applies_the_unlogged_edits_once(
         first_bus = RedisBus(redis_server.url, trim_interval=0.02)
         logged: list[Event] = []
         first = session_on(first_bus, session_id, logged, results)
-        running = asyncio.create_task(first.run())
+        first_run = asyncio.create_task(first.run())
         await person.join()
         await started(first)
         for version in range(10):
             await applied(logged, await person.edit(document(version)))
         await asyncio.sleep(0.2)
         await first.interrupt("server shut down")
-        await running
+        await first_run
         await first_bus.close()
         assert await client.xlen(key) == 0  # everything it read was logged, and trimmed
         while_down = [await person.edit(document(version)) for version in range(10, 14)]
@@ -203,15 +170,11 @@ async def test_a_resumed_session_applies_the_unlogged_edits_once(
         relogged: list[Event] = []
         second = session_on(second_bus, session_id, relogged, results)
         second.restore(read_events(results))
-        running = asyncio.create_task(second.run())
-        await person.join()  # the host joins its person seats again when it resumes
-        await applied(relogged, while_down[-1])
-        after = await person.edit(document(14))
-        await applied(relogged, after)
-        assert second.env_node is not None
-        await second.env_node.stop("test over")
-        await running
-        await second_bus.close()
+        async with running(second, second_bus.close):
+            await person.join()  # the host joins its person seats again when it resumes
+            await applied(relogged, while_down[-1])
+            after = await person.edit(document(14))
+            await applied(relogged, after)
         everything = read_events(results)
         applied_once(everything, person.sent)
         assert second.env.text == clean_text(document(14))  # type: ignore[attr-defined]

@@ -1,4 +1,5 @@
-"""The LM judges, through the real ``openai`` client against the scripted loopback server."""
+"""The LM judges, through our real LM client (over aiohttp) against the scripted loopback
+OpenAI-compatible server."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The fine-grained failure taxonomy (Co-Gym Table 10): the table of 26 types, the annotator
-through the real ``openai`` client against the loopback server (garbage replies included),
+through our real LM client (over aiohttp) against the loopback server (garbage replies included),
 ``failures.json``, and the report's prevalence tables with the LM / scaffolding split."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`cogym-lab eval export --format inspect`: runs written as Inspect AI logs, read back with
-``inspect_ai``'s own log reader. A rule-based todo run (no LM), a travel_planning run whose LM
-calls went through the real openai client to the loopback server, a todo run in which the agent's
-LM hangs for one instance, and a hand-built session full of hostile text."""
+``inspect_ai``'s own log reader. A rule-based todo run (no LM), a travel_planning run whose LM calls
+went through our real LM client (over aiohttp) to the loopback server, a todo run in which the
+agent's LM hangs for one instance, and a hand-built session full of hostile text."""
 
 from __future__ import annotations
 

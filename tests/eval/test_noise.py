@@ -1,7 +1,7 @@
 """The noise study (``cogym_lab.eval.batch.noise``): re-grading saved outcomes with the task's own
 LM grader (judge noise), rerunning sessions against the user's logged turns with new agent seeds
-(agent noise), and the report's shares. LMs are scripted behind the loopback server and reached
-by the real openai client; the scripted agent and judge answer by the seed they are sent, so
+(agent noise), and the report's shares. LMs are scripted behind the loopback server and reached by
+our real LM client (over aiohttp); the scripted agent and judge answer by the seed they are sent, so
 what the seeds change is known."""
 
 from __future__ import annotations

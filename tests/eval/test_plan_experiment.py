@@ -2,9 +2,9 @@
 chat-only collaborative agent (``collaborative``), each with a simulated user, run by
 ``cogym-lab eval run`` on the same instances, then compared by ``cogym-lab eval report``.
 
-The LMs are scripted (the real openai client against a loopback server). The simulated user
-co-plans through its own prompts: it picks the proposed plan and runs it, then finishes once the
-plan output is written.
+The LMs are scripted (our real LM client over aiohttp against a loopback OpenAI-compatible
+server). The simulated user co-plans through its own prompts: it picks the proposed plan and runs
+it, then finishes once the plan output is written.
 """
 
 from __future__ import annotations

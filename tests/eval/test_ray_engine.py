@@ -1,6 +1,6 @@
 """Batch runs on a real Ray cluster started on this machine: a head and a second node, one CPU
 each, on loopback (tests/support/ray_cluster.py). The LM is the scripted loopback server, reached
-through the real openai client from the workers.
+through our real LM client (over aiohttp) from the workers.
 
 The Ray engine gives the in-process engine's results for the same seeds, whether the workers send
 the session folders back or write them to a folder they share with the driver (and whether the

@@ -1,6 +1,6 @@
 """The simulator validation sheet (Co-Gym Appendix D): one row per act of a simulated user,
-written as CSV, filled in by people or by an LM (through the real ``openai`` client against the
-loopback server), read back with clear errors, and its measures worked out by hand."""
+written as CSV, filled in by people or by an LM (through our real LM client, over aiohttp, against
+the loopback server), read back with clear errors, and its measures worked out by hand."""
 
 from __future__ import annotations
 

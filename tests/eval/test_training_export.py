@@ -1,6 +1,7 @@
 """``cogym-lab eval export``: each member's decisions as (context, action, outcome) records, on a
 hand-built trajectory with a hand-written call log, on hostile text, and on a real batch whose
-LM calls went through the real openai client to the loopback server."""
+LM calls went through our real LM client (over aiohttp) to the loopback OpenAI-compatible
+server."""
 
 from __future__ import annotations
 
@@ -183,10 +184,10 @@ def _prompt_rendering(decision: Decision) -> tuple[str, str]:
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("agent_latency", [0.4, 1.0])
 def test_each_context_is_what_the_prompt_behind_it_was_built_from(tmp_path, agent_latency):
-    """Real sessions (an LM agent and a simulated user through the real openai client and the
-    loopback server), the agent's LM slow enough that the user speaks while it thinks: every
-    exported context is the view and chat that the prompts behind its decision show, and holds
-    nothing logged after the update the member acted on."""
+    """Real sessions (an LM agent and a simulated user through our real LM client over aiohttp
+    and the loopback server), the agent's LM slow enough that the user speaks while it thinks:
+    every exported context is the view and chat that the prompts behind its decision show, and
+    holds nothing logged after the update the member acted on."""
     play = TodoRolePlay()
     with ScriptedOpenAIServer(responder=play, latency={"agent-lm": agent_latency}) as server:
         env = make_env("todo", instance=0)

@@ -1,6 +1,6 @@
-"""Repeated trials in the batch runner: each trial's seeds reach the real openai client's HTTP
-request and every call log line, trials resume one by one, ``rerun`` keeps what it replaces, and
-the report counts trials and pairs them by instance."""
+"""Repeated trials in the batch runner: each trial's seeds reach the HTTP request our real LM
+client posts and every call log line, trials resume one by one, ``rerun`` keeps what it
+replaces, and the report counts trials and pairs them by instance."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def test_each_trial_seeds_every_lm_call_and_a_rerun_gets_the_same_seeds(tmp_path
                 for trial in (0, 1)}
     # the two trials differ in every seed: the LMs' and the environment's
     assert all(expected[0][role] != expected[1][role] for role in expected[0])
-    # every request the real openai client sent carried its member's seed of its trial
+    # every request our real LM client posted carried its member's seed of its trial
     assert all("seed" in body for body in bodies)
     assert _seeds_sent(bodies) == {(f"{role}-lm", expected[t][role])
                                    for t in (0, 1) for role in ("agent", "user")}

@@ -1,6 +1,6 @@
 """The turn-taking ablation end to end: the collaborative team on real Travel Planning instances,
 its LMs (agent, simulated user, the task's tools) scripted on the loopback server and reached
-through the real ``openai`` client, run by the batch runner once with Co-Gym's notification
+through our real LM client (over aiohttp), run by the batch runner once with Co-Gym's notification
 protocol and once with ``interaction="turns"``; then the report compares the two runs."""
 
 from __future__ import annotations

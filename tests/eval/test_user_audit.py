@@ -1,5 +1,5 @@
 """The simulated-user audit: the programmatic checks on hand-built logs, the LM reviewer through
-the real ``openai`` client against the loopback server (garbage replies included), the
+our real LM client (over aiohttp) against the loopback server (garbage replies included), the
 ``user_audit.json`` files, the report's table and ``cogym-lab eval audit [--rerun-flagged]``."""
 
 from __future__ import annotations

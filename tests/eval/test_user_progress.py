@@ -1,7 +1,7 @@
-"""The simulated user's own per-round progress ratings (effort scaling, paper 002 §4): asked
-with ``rate_progress``, given through the real openai client against the loopback server
-(garbage replies included), written to ``<session>/<user>/progress.jsonl``, placed in the
-log's rounds, and used by the usability drop, with the judge as an option and as the
+"""The simulated user's own per-round progress ratings (effort scaling, paper 002 §4): asked with
+``rate_progress``, given through our real LM client (over aiohttp) against the loopback
+OpenAI-compatible server (garbage replies included), written to ``<session>/<user>/progress.jsonl``,
+placed in the log's rounds, and used by the usability drop, with the judge as an option and as the
 fallback."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The LM layer, through the real ``openai`` client and a real HTTP server on loopback."""
+"""The LM layer, through our real LM client (over aiohttp) and a real HTTP server on loopback;
+one test also drives that server with the ``openai`` package, to check it speaks its protocol."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cogym_lab.core.blocking import run_to_end
 from cogym_lab.lm import (
     LM,
     Completion,
@@ -417,6 +419,53 @@ async def test_an_lm_closes_at_the_end_of_an_async_with_block(
         assert (await lm.complete(USER)).text == "inside"
         assert shared_clients.clients_open() == before + 1
     assert shared_clients.clients_open() == before and lm._client is None
+
+
+async def test_the_owner_of_a_loop_closes_its_clients_and_an_lm_opens_a_new_one(
+        server: ScriptedOpenAIServer) -> None:
+    """``close_this_loops_clients`` (``Session.run_sync`` and the test harness call it as their
+    loop ends) closes every client of the loop, held or not; LMs that held one open a new one on
+    their next call, shared again, and the last of them to close closes it."""
+    server.responder = lambda request: "ok"
+    first, second = lm_for(server), lm_for(server)  # one client setting: one shared client
+    other = lm_for(server, timeout=7)  # another setting: a client of its own
+    await asyncio.gather(first.complete(USER), second.complete(USER), other.complete(USER))
+    held = [first._client, other._client]
+    before = shared_clients.clients_open()
+    assert await shared_clients.close_this_loops_clients() == 2
+    assert all(client is not None and client.session.closed for client in held)
+    assert shared_clients.clients_open() == before - 2
+    assert await shared_clients.close_this_loops_clients() == 0
+    assert [c.text for c in await asyncio.gather(first.complete(USER), second.complete(USER))
+            ] == ["ok", "ok"]
+    assert first._client is second._client and first._client not in held
+    assert shared_clients.clients_open() == before - 1
+    await first.aclose()
+    assert shared_clients.clients_open() == before - 1  # second still holds it
+    await second.aclose()
+    await other.aclose()  # its client was closed under it: nothing left to let go of
+    assert shared_clients.clients_open() == before - 2
+
+
+def test_a_blocking_call_closes_the_lm_clients_its_own_loop_opened(
+        server: ScriptedOpenAIServer) -> None:
+    """``run_to_end`` (``report``, ``regrade``, the batch runner) runs on a loop of its own: a
+    caller's LM used there has its client closed before that loop ends, called from plain code
+    or from inside a running loop (a notebook cell: a thread), and answers again afterwards."""
+    server.responder = lambda request: "ok"
+    lm = lm_for(server)
+    before = shared_clients.clients_open()
+    assert run_to_end(lm.complete(USER)).text == "ok"
+    first = lm._client
+    assert first is not None and first.session.closed
+    assert shared_clients.clients_open() == before
+
+    async def in_a_cell() -> str:
+        return run_to_end(lm.complete(USER)).text
+
+    assert asyncio.run(in_a_cell()) == "ok"
+    assert lm._client is not None and lm._client is not first and lm._client.session.closed
+    assert shared_clients.clients_open() == before
 
 
 def test_a_client_is_never_shared_across_event_loops(server: ScriptedOpenAIServer) -> None:

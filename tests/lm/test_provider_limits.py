@@ -1,7 +1,7 @@
 """Provider limits: requests in flight and per minute, per endpoint and model, held by the gate
 every LM call goes through, and a 429's ``Retry-After`` slowing every caller of its key.
 
-The end-to-end tests go through the real ``openai`` client to the loopback scripted server,
+The end-to-end tests go through our real LM client (over aiohttp) to the loopback scripted server,
 which counts the requests it is serving at once. Their assertions are counts and orders; where a
 duration is checked it is a lower bound the gate guarantees (with a margin), never a speed. The
 rules themselves are checked with hypothesis: on the bookkeeping with a fake clock, and on the
@@ -73,7 +73,12 @@ def use_gate() -> Iterator[Any]:
 
 
 async def answer_all(lms: list[OpenAILM]) -> list[str]:
-    replies = await asyncio.gather(*(lm.complete(USER) for lm in lms))
+    """Each LM's answer; then the LMs are closed, on the loop that made their clients."""
+    try:
+        replies = await asyncio.gather(*(lm.complete(USER) for lm in lms))
+    finally:
+        for lm in lms:
+            await lm.aclose()
     return [reply.text for reply in replies]
 
 

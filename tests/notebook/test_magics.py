@@ -1,7 +1,7 @@
 """``%load_ext cogym_lab`` and ``%cogym`` in real kernels: one launched by a real Jupyter server
 with the cogym_lab extension (sessions run in the server), and one with no server around it
-(sessions run in the kernel). LMs are the scripted loopback server, reached through the real
-``openai`` client; the shared task data comes from ``COGYM_DATA``."""
+(sessions run in the kernel). LMs are the scripted loopback server, reached through our real
+LM client (over aiohttp); the shared task data comes from ``COGYM_DATA``."""
 
 from __future__ import annotations
 

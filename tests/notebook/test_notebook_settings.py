@@ -1,9 +1,9 @@
 """``%cogym config``: the model, endpoint, key and data folder a notebook sends with every session.
 
 Real parts: a ``jupyter server`` process with the cogym_lab extension, started WITHOUT any LM or
-data settings in its environment (and with an empty user cache), notebook kernels it launched,
-and the scripted OpenAI-compatible server on loopback, reached through the real ``openai``
-client. What the kernel sets must reach the session in the server; the API key must reach the LM
+data settings in its environment (and with an empty user cache), notebook kernels it launched, and
+the scripted OpenAI-compatible server on loopback, reached through our real LM client (over
+aiohttp). What the kernel sets must reach the session in the server; the API key must reach the LM
 endpoint and nothing else: not ``hosting.json``, ``session.json``, ``events.jsonl`` or any other
 file of the session, not the server's log, not an error message, not a ``repr``.
 """

@@ -1,4 +1,5 @@
-"""The ``bus_factory`` fixture: every bus-level test runs on both transports."""
+"""The ``bus_factory`` fixture: every bus-level test runs on both transports; and the reads
+those tests share."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from cogym_lab.bus import Bus, MemoryBus
+from cogym_lab.bus import Bus, MemoryBus, Message, Subscription
 from cogym_lab.bus.redis import RedisBus
 from tests.support.redis_server import RedisServer
 
@@ -37,3 +38,24 @@ async def bus_factory(request: pytest.FixtureRequest) -> AsyncIterator[BusFactor
     yield make
     for bus in buses:
         await bus.close()
+
+
+async def receive(subscription: Subscription, count: int, timeout: float = 10.0) -> list[Message]:
+    """The next ``count`` messages; fails if one takes longer than ``timeout`` seconds."""
+    received: list[Message] = []
+    for _ in range(count):
+        message = await subscription.get(timeout=timeout)
+        assert message is not None, f"got {len(received)} of {count} messages, then nothing"
+        received.append(message)
+    return received
+
+
+async def history_of(bus: Bus, channel: str, quiet: float = 0.1) -> list[Message]:
+    """What a subscriber from the beginning gets of ``channel`` right now: every message until
+    none comes for ``quiet`` seconds."""
+    probe = await bus.subscribe(channel, from_beginning=True)
+    history = []
+    while (message := await probe.get(timeout=quiet)) is not None:
+        history.append(message)
+    await probe.close()
+    return history

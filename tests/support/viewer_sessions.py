@@ -187,9 +187,9 @@ def kitchen_session(folder: Path, ticks: int = 60, tick_seconds: float = 0.01) -
 
 
 def plans_session(folder: Path) -> Path:
-    """The plan-aware agent (its LM the real openai client against the loopback server) and a
-    person side on the todo task made with plans: proposals, a selected plan, a step the person
-    completes, the plan output. Its LM calls are logged by the real client."""
+    """The plan-aware agent (its LM our real client over aiohttp, against the loopback server)
+    and a person side on the todo task made with plans: proposals, a selected plan, a step the
+    person completes, the plan output. Its LM calls are logged by the real client."""
     from cogym_lab.testing import ScriptedOpenAIServer
     from tests.agents.test_plan_aware_agent import PlanRolePlay, run_session
 

@@ -1,4 +1,5 @@
-"""The LM user simulator, through the real openai client against a loopback server."""
+"""The LM user simulator, through our real LM client (over aiohttp) against a loopback
+OpenAI-compatible server."""
 
 from __future__ import annotations
 

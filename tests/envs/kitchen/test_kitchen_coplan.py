@@ -11,24 +11,31 @@ import asyncio
 import copy
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import SecretStr
 
-from cogym_lab.core import Notification, SessionContext
-from cogym_lab.core.messages import EventType, TeamMember
+from cogym_lab.core import CoEnv, Notification
+from cogym_lab.core.member import Member
+from cogym_lab.core.messages import EventType, MemberKind, TeamMember
 from cogym_lab.envs import make_env
+from cogym_lab.envs.kitchen.agents import DPTAgent
 from cogym_lab.envs.kitchen.plan_bridge import read_step
 from cogym_lab.envs.kitchen.plan_proposals import checked_proposals, propose
 from cogym_lab.envs.kitchen.policies.fsm import KitchenFSM
 from cogym_lab.envs.kitchen.policies.members import PolicyMember
 from cogym_lab.envs.kitchen.policies.plan_follower import PlanFollower
+from cogym_lab.lm import LMConfig, make_lm
 from cogym_lab.nodes import Session, replay
 from cogym_lab.nodes.results import read_events
+from cogym_lab.testing import Reply, ScriptedOpenAIServer
 from tests.support.hostile import hostile_text
+from tests.support.teammates import Quiet
 
 MAPS = (0, 1)  # Map 1 (New Counter Circuit) and Map 2 (New Asymmetric Advantages)
 
@@ -45,6 +52,22 @@ def planned_kitchen(instance: int, ticks: int = 400) -> Any:
 def proposals_of(instance: int) -> list[dict[str, Any]]:
     env = planned_kitchen(instance)
     return propose(env.view("agent")["kitchen"].content, "agent")
+
+
+def kitchen_session(env: CoEnv, chef: Member, person: Member, results: Path, name: str, *,
+                    kind: MemberKind) -> Session:
+    """The chef and a person (``kind``: "user" simulated, "person" a person the clock waits
+    for) in a session of ``env``, logged to ``results``."""
+    return Session(env, {"agent": chef, "user": person}, kinds={"agent": "agent", "user": kind},
+                   results_dir=results, session_id=f"{name}-{uuid.uuid4().hex[:6]}")
+
+
+def dpt_chef(base_url: str) -> DPTAgent:
+    """DPT on the scripted LM at ``base_url``: System 2 every ten ticks, its belief all but
+    never."""
+    lm = make_lm(LMConfig(model="kitchen-lm", base_url=base_url, api_key=SecretStr("sk-test"),
+                          backoff=0.01))
+    return DPTAgent(lm, policy_every=10, belief_every=1000)
 
 
 @pytest.mark.parametrize("instance", MAPS)
@@ -126,7 +149,7 @@ def test_each_proposal_serves_two_orders_when_each_side_works_its_share(instance
                 assert step.completed_by == ("agent" if step.assignee == "agent" else "user")
 
 
-class Coplanner:
+class Coplanner(Quiet):
     """A simulated person who waits for the chef's proposals, picks one, gives themselves one
     of its agent steps, and runs the plan; then leaves their own steps waiting."""
 
@@ -134,9 +157,6 @@ class Coplanner:
         self.pick, self.take = pick, take
         self.script: list[str] = []
         self.seen_proposals: list[Any] = []
-
-    def start(self, context: SessionContext) -> None:
-        pass
 
     async def act(self, notification: Notification) -> str | None:
         plan = notification.view["interactive_plan"].content
@@ -146,9 +166,6 @@ class Coplanner:
                            f'ASSIGN_STEP(step="{self.take}", assignee="person")', "RUN_ALL()"]
         return self.script.pop(0) if self.script else None
 
-    def end(self, final: Notification) -> None:
-        pass
-
 
 @pytest.mark.timeout(180)
 async def test_the_chef_proposes_the_person_picks_and_edits_and_the_chef_works_its_rest(
@@ -156,10 +173,8 @@ async def test_the_chef_proposes_the_person_picks_and_edits_and_the_chef_works_i
     env = make_env("kitchen", 0, ticks=200, tick_seconds=0.01, plans=True)
     person = Coplanner(pick=1, take="s2")  # "I prepare the beef and lettuce; ...": the
     # person takes the lettuce (s2) for themselves
-    session = Session(env, {"agent": PolicyMember(KitchenFSM, follows_plans=True),
-                            "user": person},
-                      kinds={"agent": "agent", "user": "user"}, results_dir=tmp_path,
-                      session_id="kcoplan-" + uuid.uuid4().hex[:6])
+    session = kitchen_session(env, PolicyMember(KitchenFSM, follows_plans=True), person,
+                              tmp_path, "kcoplan", kind="user")
     assert (await session.run()).end_reason == "time_up"
     assert [p["title"] for p in person.seen_proposals][1] == \
         "I prepare the beef and lettuce; you assemble and serve"
@@ -194,7 +209,7 @@ def game_actions(events: list[Any], role: str) -> list[Any]:
                                           "CLEAN_A_COUNTER("))]
 
 
-class PlansThenPlays:
+class PlansThenPlays(Quiet):
     """A person (the clock waits for them) who co-plans before playing: once the chef has
     proposed, picks a proposal, edits a step, chats and runs the plan; then takes a moment
     and presses their first key."""
@@ -203,9 +218,6 @@ class PlansThenPlays:
         self.pause = pause
         self.script: list[Any] | None = None
         self.played = False
-
-    def start(self, context: SessionContext) -> None:
-        pass
 
     async def act(self, notification: Notification) -> str | None:
         plan = notification.view["interactive_plan"].content
@@ -222,32 +234,20 @@ class PlansThenPlays:
             return 'MOVE(direction="right")'  # towards a counter: the chef only turns
         return None
 
-    def end(self, final: Notification) -> None:
-        pass
-
 
 @pytest.mark.timeout(120)
 @pytest.mark.usefixtures("no_ambient_lm")
 @pytest.mark.parametrize("chef", ["kitchen-fsm", "kitchen-dpt"])
 async def test_co_planning_does_not_start_the_clock_and_the_first_key_does(
         tmp_path, chef: str) -> None:
-    from pydantic import SecretStr
-
-    from cogym_lab.envs.kitchen.agents import DPTAgent
-    from cogym_lab.lm import LMConfig, make_lm
-    from cogym_lab.testing import Reply, ScriptedOpenAIServer
-
     env = make_env("kitchen", 0, ticks=80, tick_seconds=0.01, plans=True)
     pause = 0.4  # 40 ticks, had the clock started
     # DPT's LM writes no usable proposals and no tasks: its System 1 proposes the rule's
     with ScriptedOpenAIServer(responder=lambda body: Reply("```json\n[]\n```")) as server:
         agent: Any = PolicyMember(KitchenFSM, follows_plans=True) if chef == "kitchen-fsm" \
-            else DPTAgent(make_lm(LMConfig(model="kitchen-lm", base_url=server.base_url,
-                                           api_key=SecretStr("sk-test"), backoff=0.01)),
-                          policy_every=10, belief_every=1000)
-        session = Session(env, {"agent": agent, "user": PlansThenPlays(pause)},
-                          kinds={"agent": "agent", "user": "person"}, results_dir=tmp_path,
-                          session_id="kclock-" + uuid.uuid4().hex[:6])
+            else dpt_chef(server.base_url)
+        session = kitchen_session(env, agent, PlansThenPlays(pause), tmp_path, "kclock",
+                                  kind="person")
         assert (await session.run()).end_reason == "time_up"
     events = read_events(tmp_path)
     ticks = [e for e in events if e.type is EventType.CLOCK]
@@ -269,7 +269,7 @@ async def test_co_planning_does_not_start_the_clock_and_the_first_key_does(
     assert replay(tmp_path).final_state_checked
 
 
-class PlaysThenPlans:
+class PlaysThenPlans(Quiet):
     """A person who presses a key first (the clock starts, and the chef starts a job of its
     own: on Map 1, chopping lettuce for the first order), then, once the chef is on that job,
     picks the proposal that gives the lettuce to them, and runs it ``wait`` ticks later; notes
@@ -281,9 +281,6 @@ class PlaysThenPlans:
         self.ran = False
         self.played = False
         self.after: list[tuple[int, str]] = []  # (tick, the chef's macro) from the pick on
-
-    def start(self, context: SessionContext) -> None:
-        pass
 
     async def act(self, notification: Notification) -> str | None:
         kitchen = notification.view["kitchen"].content
@@ -302,19 +299,14 @@ class PlaysThenPlans:
             return "RUN_ALL()"
         return None
 
-    def end(self, final: Notification) -> None:
-        pass
-
 
 @pytest.mark.timeout(120)
 async def test_a_job_of_its_own_that_the_picked_plan_gives_the_person_is_dropped_at_once(
         tmp_path) -> None:
     env = make_env("kitchen", 0, ticks=120, tick_seconds=0.01, plans=True)
     person = PlaysThenPlans(wait=10)
-    session = Session(env, {"agent": PolicyMember(KitchenFSM, follows_plans=True),
-                            "user": person},
-                      kinds={"agent": "agent", "user": "person"}, results_dir=tmp_path,
-                      session_id="kdrop-" + uuid.uuid4().hex[:6])
+    session = kitchen_session(env, PolicyMember(KitchenFSM, follows_plans=True), person,
+                              tmp_path, "kdrop", kind="person")
     assert (await session.run()).end_reason == "time_up"
     assert [s.description for s in env.plan_board.steps][:2] == [
         "cook beef 2 times", "chop lettuce 2 times"]  # "I cook the beef and assemble; ..."
@@ -338,25 +330,24 @@ async def test_a_job_of_its_own_that_the_picked_plan_gives_the_person_is_dropped
     assert replay(tmp_path).final_state_checked  # the log replays to the same game and plan
 
 
+async def dpt_session(tmp_path: Path, respond: Callable[[dict[str, Any]], Reply], *,
+                      instance: int = 0, ticks: int = 80,
+                      take: str = "s4") -> tuple[Any, Coplanner, ScriptedOpenAIServer]:
+    """DPT and a :class:`Coplanner` who picks the first proposal and takes step ``take``, run
+    to the end on a kitchen map, DPT's LM answering with ``respond``."""
+    with ScriptedOpenAIServer(responder=respond) as server:
+        env = make_env("kitchen", instance, ticks=ticks, tick_seconds=0.01, plans=True)
+        person = Coplanner(pick=0, take=take)
+        await kitchen_session(env, dpt_chef(server.base_url), person, tmp_path, "kcoplan-dpt",
+                              kind="user").run()
+    return env, person, server
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.usefixtures("no_ambient_lm")
 async def test_dpt_agents_rule_based_half_proposes_too(tmp_path) -> None:
-    from pydantic import SecretStr
-
-    from cogym_lab.envs.kitchen.agents import DPTAgent
-    from cogym_lab.lm import LMConfig, make_lm
-    from cogym_lab.testing import Reply, ScriptedOpenAIServer
-
-    with ScriptedOpenAIServer(responder=lambda body: Reply("```json\n[]\n```")) as server:
-        lm = make_lm(LMConfig(model="kitchen-lm", base_url=server.base_url,
-                              api_key=SecretStr("sk-test"), backoff=0.01))
-        env = make_env("kitchen", 1, ticks=120, tick_seconds=0.01, plans=True)
-        person = Coplanner(pick=0, take="s1")
-        session = Session(env, {"agent": DPTAgent(lm, policy_every=10, belief_every=1000),
-                                "user": person},
-                          kinds={"agent": "agent", "user": "user"}, results_dir=tmp_path,
-                          session_id="kcoplan-dpt-" + uuid.uuid4().hex[:6])
-        await session.run()
+    env, person, _ = await dpt_session(tmp_path, lambda body: Reply("```json\n[]\n```"),
+                                       instance=1, ticks=120, take="s1")
     assert person.seen_proposals  # Map 2's division of labour, from System 1's rule
     assert env.plan_board.steps[0].assignee == "person"  # the person took the beef
     assert replay(tmp_path).final_state_checked
@@ -401,35 +392,21 @@ def test_any_answer_is_usable_proposals_or_none(plans: Any) -> None:
                 read_step(step["description"])
 
 
-async def dpt_session(tmp_path, answer: str) -> tuple[Any, Coplanner, Any]:
-    from pydantic import SecretStr
-
-    from cogym_lab.envs.kitchen.agents import DPTAgent
-    from cogym_lab.lm import LMConfig, make_lm
-    from cogym_lab.testing import Reply, ScriptedOpenAIServer
-
+def answering(answer: str) -> Callable[[dict[str, Any]], Reply]:
+    """DPT's LM: ``answer`` to the proposals prompt; to any other, keep cooking."""
     def respond(body: dict[str, Any]) -> Reply:
         prompt = str(body["messages"][-1]["content"])
         return Reply(answer if "# Propose a division of labour" in prompt
                      else "```text\nKeep cooking.\n```\n\n```json\n[]\n```")
 
-    with ScriptedOpenAIServer(responder=respond) as server:
-        lm = make_lm(LMConfig(model="kitchen-lm", base_url=server.base_url,
-                              api_key=SecretStr("sk-test"), backoff=0.01))
-        env = make_env("kitchen", 0, ticks=80, tick_seconds=0.01, plans=True)
-        person = Coplanner(pick=0, take="s4")
-        session = Session(env, {"agent": DPTAgent(lm, policy_every=10, belief_every=1000),
-                                "user": person},
-                          kinds={"agent": "agent", "user": "user"}, results_dir=tmp_path,
-                          session_id="kcoplan-dptlm-" + uuid.uuid4().hex[:6])
-        await session.run()
-    return env, person, server
+    return respond
 
 
 @pytest.mark.timeout(120)
 @pytest.mark.usefixtures("no_ambient_lm")
 async def test_dpts_lm_writes_the_proposals_from_the_maps_reach(tmp_path) -> None:
-    env, person, server = await dpt_session(tmp_path, f"```json\n{json.dumps(WRITTEN)}\n```")
+    env, person, server = await dpt_session(
+        tmp_path, answering(f"```json\n{json.dumps(WRITTEN)}\n```"))
     assert [p["title"] for p in person.seen_proposals] == [WRITTEN[0]["title"]]
     asked = [str(b["messages"][-1]["content"]) for b in server.chat_requests
              if "# Propose a division of labour" in str(b["messages"][-1]["content"])]
@@ -441,8 +418,8 @@ async def test_dpts_lm_writes_the_proposals_from_the_maps_reach(tmp_path) -> Non
 @pytest.mark.timeout(120)
 @pytest.mark.usefixtures("no_ambient_lm")
 async def test_an_unusable_answer_gives_the_rules_proposals(tmp_path) -> None:
-    _, person, _ = await dpt_session(tmp_path, "```json\n[{\"title\": \"poems\", \"steps\": "
-                                               "[\"write a poem\"]}]\n```")
+    _, person, _ = await dpt_session(tmp_path, answering(
+        "```json\n[{\"title\": \"poems\", \"steps\": [\"write a poem\"]}]\n```"))
     assert [p["title"] for p in person.seen_proposals] == [
         p["title"] for p in proposals_of(0)]
     rejected = (tmp_path / "kcoplan").parent  # the agent's records hold the refusal

@@ -1,6 +1,7 @@
 """The Related Work task's data, drafting and grading: the 100 tasks of the Co-Gym release with
-their hidden requirements in plain words, citation reading, counted facts, the judge's score
-parser, and drafting and judging through the real openai client against a loopback server."""
+their hidden requirements in plain words, citation reading, counted facts, the judge's score parser,
+and drafting and judging through our real LM client (over aiohttp) against a loopback
+OpenAI-compatible server."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Tabular Analysis: the DiscoveryBench-Real instances (on the shared data), their hidden
-strings, and the hypothesis judge, through the real openai client against a loopback server."""
+"""Tabular Analysis: the DiscoveryBench-Real instances (on the shared data), their hidden strings,
+and the hypothesis judge, through our real LM client (over aiohttp) against a loopback
+OpenAI-compatible server."""
 
 from __future__ import annotations
 

@@ -825,7 +825,7 @@ async def test_grade_text_without_lm(db: TravelDatabase, burbank: TravelInstance
     assert not prose.delivered and prose.parser == "structured"
 
 
-# -- the LM fallback, through the real openai client -----------------------------------------
+# -- the LM fallback, through our real LM client (over aiohttp) ------------------------------
 
 PROSE = ("We take flight F3846241 from Salt Lake City to Burbank on the 12th, see the Gordon R "
          "Howard Museum, eat at KB's Kulfi & Icecream and Hard Rock Cafe, and sleep at the "

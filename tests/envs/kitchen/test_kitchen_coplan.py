@@ -24,7 +24,7 @@ from cogym_lab.core import CoEnv, Notification
 from cogym_lab.core.member import Member
 from cogym_lab.core.messages import EventType, MemberKind, TeamMember
 from cogym_lab.envs import make_env
-from cogym_lab.envs.kitchen.agents import DPTAgent
+from cogym_lab.envs.kitchen.agents import ActAgent, DPTAgent
 from cogym_lab.envs.kitchen.plan_bridge import read_step
 from cogym_lab.envs.kitchen.plan_proposals import checked_proposals, propose
 from cogym_lab.envs.kitchen.policies.fsm import KitchenFSM
@@ -433,7 +433,7 @@ async def test_an_unusable_answer_gives_the_rules_proposals(tmp_path) -> None:
 MACRO_REPLY = '```json\n{"action": "prepare", "args": {"food": "Beef", "plate": false}}\n```'
 
 
-class KeyAfterAPause:
+class KeyAfterAPause(Quiet):
     """A person (the clock waits for them) who looks at the kitchen for ``pause`` seconds,
     notes then what the world and the agent's chef are like, and presses a key."""
 
@@ -441,9 +441,6 @@ class KeyAfterAPause:
         self.env = env
         self.pause = pause
         self.before_key: dict[str, Any] | None = None
-
-    def start(self, context: SessionContext) -> None:
-        pass
 
     async def act(self, notification: Notification) -> str | None:
         if self.before_key is not None:
@@ -454,15 +451,8 @@ class KeyAfterAPause:
                            "queue": list(chef.queue), "macro": chef.macro}
         return 'MOVE(direction="right")'  # towards a counter: the chef only turns
 
-    def end(self, final: Notification) -> None:
-        pass
-
 
 def scripted_lm(server: Any) -> Any:
-    from pydantic import SecretStr
-
-    from cogym_lab.lm import LMConfig, make_lm
-
     return make_lm(LMConfig(model="kitchen-lm", base_url=server.base_url,
                             api_key=SecretStr("sk-test"), backoff=0.01))
 
@@ -470,8 +460,6 @@ def scripted_lm(server: Any) -> Any:
 @pytest.mark.timeout(120)
 @pytest.mark.usefixtures("no_ambient_lm")
 async def test_the_lm_only_chef_makes_no_move_before_the_persons_first_play(tmp_path) -> None:
-    from cogym_lab.envs.kitchen.agents import ActAgent
-    from cogym_lab.testing import Reply, ScriptedOpenAIServer
 
     env = make_env("kitchen", 0, ticks=40, tick_seconds=0.01, plans=True)
     start = env.layout.chef_starts[0]
@@ -495,15 +483,12 @@ async def test_the_lm_only_chef_makes_no_move_before_the_persons_first_play(tmp_
     assert replay(tmp_path).final_state_checked
 
 
-class StartsAtOnce:
+class StartsAtOnce(Quiet):
     """A person who presses Start (a wait, as the panel's button sends) right after the
     session starts, while the agent's proposals are still being written, then watches."""
 
     def __init__(self) -> None:
         self.pressed = False
-
-    def start(self, context: SessionContext) -> None:
-        pass
 
     async def act(self, notification: Notification) -> str | None:
         if self.pressed:
@@ -512,17 +497,11 @@ class StartsAtOnce:
         await asyncio.sleep(0.1)  # DPT's proposals call is under way by now
         return "WAIT_TEAMMATE_CONTINUE()"
 
-    def end(self, final: Notification) -> None:
-        pass
-
 
 @pytest.mark.timeout(120)
 @pytest.mark.usefixtures("no_ambient_lm")
 async def test_start_starts_the_clock_at_once_while_dpts_proposals_are_written(
         tmp_path) -> None:
-    from cogym_lab.envs.kitchen.agents import DPTAgent
-    from cogym_lab.testing import Reply, ScriptedOpenAIServer
-
     held = 1.5  # the proposals' LM reply comes this late
     period = 0.02
 

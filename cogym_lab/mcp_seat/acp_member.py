@@ -42,6 +42,7 @@ from typing import IO, Any, ClassVar
 
 from cogym_lab._version import __version__
 from cogym_lab.bus import Bus
+from cogym_lab.core.deadline import within
 from cogym_lab.core.member import MemberSetup, MemberType, SeatDriverFailed
 from cogym_lab.errors import CogymError
 from cogym_lab.mcp_seat.acp_options import AcpOptions
@@ -336,7 +337,7 @@ class AcpAgent(OutsideAgent):
         """Cancel what the agent does, close its stdin, then end its process group."""
         if not exited.done() and session_id:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(conn.cancel(session_id=session_id[0]), 1.0)
+                await within(1.0, conn.cancel(session_id=session_id[0]))
         if process.stdin is not None:
             with contextlib.suppress(Exception):
                 process.stdin.close()

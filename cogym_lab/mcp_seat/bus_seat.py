@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from cogym_lab.bus import Bus, Subscription
 from cogym_lab.core.collaboration import NOT_ECHOED
+from cogym_lab.core.deadline import within
 from cogym_lab.core.member_copy import MemberCopy, OutOfSync
 from cogym_lab.core.messages import (
     Event,
@@ -134,13 +135,13 @@ class BusSeat(Seat):
                 raise
             self.stats["actions_sent"] += 1
             try:
-                settlement = await asyncio.wait_for(asyncio.shield(outcome), timeout)
+                settlement = await within(timeout, asyncio.shield(outcome))
             except TimeoutError:
                 return ActOutcome(None)
             event = None
             if settlement.applied and action.get("name") not in NOT_ECHOED:
                 with contextlib.suppress(TimeoutError):
-                    event = await asyncio.wait_for(asyncio.shield(echo), ECHO_WAIT)
+                    event = await within(ECHO_WAIT, asyncio.shield(echo))
             return ActOutcome(settlement, event)
         finally:
             self._echoes.pop(request.id, None)

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from cogym_lab.bus import Bus
+from cogym_lab.core.deadline import within
 from cogym_lab.core.messages import AgentState, AgentStatus, Notification, status_channel
 from cogym_lab.mcp_seat.bus_seat import BusSeat
 from cogym_lab.mcp_seat.seat import ActOutcome, News
@@ -202,7 +203,7 @@ class SeatEndpoint:
         self._stop.set()
         if self._runner is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(self._runner), 10.0)
+                await within(10.0, asyncio.shield(self._runner))
         await self.seat.close()
 
 

@@ -50,6 +50,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from cogym_lab.core.deadline import within
 from cogym_lab.core.member import MemberSetup, MemberType, SeatDriverFailed
 from cogym_lab.mcp_seat.bus_seat import BusSeat
 from cogym_lab.mcp_seat.driver import OutsideAgent
@@ -285,7 +286,7 @@ class McpClientAgent(OutsideAgent):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, sent)
             try:
-                await asyncio.wait_for(asyncio.shield(process.wait()), self.kill_grace)
+                await within(self.kill_grace, asyncio.shield(process.wait()))
                 return
             except TimeoutError:
                 continue

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from cogym_lab.bus import Bus, Subscription
+from cogym_lab.core.deadline import within
 from cogym_lab.core.messages import StepRequest
 from cogym_lab.core.settlements import SETTLED, Settlement, StepsClosed, settled_channel
 
@@ -39,7 +40,7 @@ class Submitted:
         if self.outcome is None:
             return None
         try:
-            return await asyncio.wait_for(asyncio.shield(self.outcome), wait)
+            return await within(wait, asyncio.shield(self.outcome))
         except TimeoutError:
             return None
 

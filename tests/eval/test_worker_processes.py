@@ -11,6 +11,7 @@ busy machine."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -26,6 +27,7 @@ from cogym_lab.eval import run
 from cogym_lab.eval.batch.engines import EngineError
 from cogym_lab.eval.batch.engines.processes import (
     SESSIONS_PER_LOOP,
+    next_message,
     share_limits,
     worker_count,
 )
@@ -164,6 +166,23 @@ def test_ctrl_c_stops_the_workers_keeps_what_ended_and_the_rerun_completes(tmp_p
     check_whole_run(out, 12)
     # the sessions that had ended were kept as they were, not run again
     assert {name: read_session(out / name)["session_id"] for name in kept} == kept
+
+
+async def test_a_ctrl_c_that_comes_with_a_workers_message_stops_the_batch() -> None:
+    """The caller reads its workers' messages with a timeout; a cancellation (Ctrl-C) that
+    comes in the same turn as a message must not be dropped for it, as ``asyncio.wait_for``
+    drops it on Python 3.11: a busy batch then ran on to its end past Ctrl-C."""
+    inbox: asyncio.Queue[tuple[object, ...]] = asyncio.Queue()
+    reader = asyncio.create_task(next_message(inbox, 5.0))
+    await asyncio.sleep(0)  # it waits for the inbox
+    inbox.put_nowait(("usage", 0, {}))
+    reader.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await reader
+    # the message stays for the next read (the stopping batch still records what arrives);
+    # with none left, None once the time is up
+    assert await next_message(inbox, 5.0) == ("usage", 0, {})
+    assert await next_message(inbox, 0.05) is None
 
 
 def test_a_killed_driver_takes_its_workers_with_it_and_its_run_resumes(tmp_path):

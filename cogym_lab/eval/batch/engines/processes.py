@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cogym_lab.core.deadline import within
 from cogym_lab.core.loop_lag import LoopLag
 from cogym_lab.eval.batch.engines import Ended, EngineError
 from cogym_lab.eval.batch.engines.process_worker import serve
@@ -140,6 +141,19 @@ def _shares(concurrency: int, workers: int) -> list[int]:
     return [base + (index < extra) for index in range(workers)]
 
 
+async def next_message(inbox: asyncio.Queue[tuple[Any, ...]], seconds: float
+                       ) -> tuple[Any, ...] | None:
+    """The inbox's next message, or ``None`` after ``seconds`` without one.
+
+    A Ctrl-C that comes as a message arrives stops the batch (:func:`within`), and the message
+    stays in the inbox.
+    """
+    try:
+        return await within(seconds, inbox.get())
+    except TimeoutError:
+        return None
+
+
 @dataclass
 class _Worker:
     process: Any
@@ -230,9 +244,8 @@ class ProcessWorkers:
                 worker.send("run", number, trial)
 
         while unended:
-            try:
-                message = await asyncio.wait_for(inbox.get(), WATCH_SECONDS)
-            except TimeoutError:
+            message = await next_message(inbox, WATCH_SECONDS)
+            if message is None:
                 self._check_alive(workers, unended)
                 continue
             kind, worker = message[0], workers[message[1]]
@@ -276,9 +289,8 @@ class ProcessWorkers:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            try:
-                message = await asyncio.wait_for(inbox.get(), min(left, WATCH_SECONDS))
-            except TimeoutError:
+            message = await next_message(inbox, min(left, WATCH_SECONDS))
+            if message is None:
                 continue
             kind, worker = message[0], workers[message[1]]
             if kind == "entry":

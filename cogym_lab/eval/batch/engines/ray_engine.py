@@ -40,6 +40,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from cogym_lab.core.deadline import within
 from cogym_lab.core.loop_lag import LoopLag
 from cogym_lab.errors import CogymError
 from cogym_lab.eval.batch.engines import Ended, EngineError, RayOptions
@@ -352,7 +353,7 @@ class RayWorkers:
 
     async def _usage(self, actor: Any) -> dict[str, TokenCount]:
         try:
-            usage = await asyncio.wait_for(actor.live_usage.remote(), 5 * USAGE_SECONDS)
+            usage = await within(5 * USAGE_SECONDS, actor.live_usage.remote())
         except (_ray().exceptions.RayError, TimeoutError):
             return {}
         return {model: TokenCount.model_validate(count) for model, count in usage.items()}

@@ -11,6 +11,7 @@ docs/img/studies/.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import shutil
@@ -23,6 +24,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
@@ -73,7 +75,8 @@ class Hub:
             extra.write(f"c.JupyterHub.hub_port = {free_port()}\n"
                         f"c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:{free_port()}'\n"
                         f"c.Spawner.environment['JUPYTERLAB_SETTINGS_DIR'] = {str(settings)!r}\n"
-                        "c.Spawner.args = ['--LabApp.extension_manager=readonly', '--allow-root']\n")
+                        "c.Spawner.args = "
+                        "['--LabApp.extension_manager=readonly', '--allow-root']\n")
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYTHONUNBUFFERED": "1",
                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
         log = self.log_path.open("wb")
@@ -95,15 +98,22 @@ class Hub:
         process, self.process = self.process, None
         if process is None:
             return
+        # The single-user servers start sessions of their own, out of the hub's process group:
+        # noted while the hub lives, so that none (nor its kernels) outlives the test.
+        try:
+            spawned = psutil.Process(process.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            spawned = []
         process.send_signal(signal.SIGTERM)
         try:
             process.wait(30)
         except subprocess.TimeoutExpired:
             process.kill()
-        try:
-            os.killpg(process.pid, signal.SIGKILL)  # single-user servers and the proxy
-        except (ProcessLookupError, PermissionError):
-            pass
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)  # the proxy
+        for child in spawned:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
 
 
 @pytest.fixture
